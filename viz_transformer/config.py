@@ -1,0 +1,78 @@
+"""Model configuration: one dataclass that fully describes an architecture.
+
+Saved as `config.json` inside every checkpoint folder; `ModelConfig.from_dict` validates it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm")
+POSITIONALS = ("sinusoidal", "learned")
+NORMS = ("pre", "post")
+ACTIVATIONS = ("relu", "gelu")
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 8000            # shared SentencePiece vocabulary (source and target)
+    d_model: int = 256
+    n_heads: int = 8
+    n_encoder_layers: int = 3         # ignored (must be 0) unless architecture == encoder_decoder
+    n_decoder_layers: int = 3
+    d_ff: int = 1024
+    activation: str = "relu"          # relu | gelu
+    dropout: float = 0.1
+    max_len: int = 512                # longest sequence the positional encoding covers
+    positional: str = "sinusoidal"    # sinusoidal | learned
+    norm: str = "pre"                 # pre: x + f(LN(x)); post: LN(x + f(x))
+    tie_embeddings: bool = True       # source, target and output share one matrix
+    architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm
+    pad_id: int = 0
+    bos_id: int = 2
+    eos_id: int = 3
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return self.architecture == "encoder_decoder"
+
+    def validate(self) -> None:
+        def check(ok: bool, msg: str) -> None:
+            if not ok:
+                raise ValueError(f"invalid ModelConfig: {msg}")
+
+        check(self.architecture in ARCHITECTURES, f"architecture {self.architecture!r} not in {ARCHITECTURES}")
+        check(self.positional in POSITIONALS, f"positional {self.positional!r} not in {POSITIONALS}")
+        check(self.norm in NORMS, f"norm {self.norm!r} not in {NORMS}")
+        check(self.activation in ACTIVATIONS, f"activation {self.activation!r} not in {ACTIVATIONS}")
+        check(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
+        check(self.d_model % self.n_heads == 0,
+              f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        check(self.vocab_size > max(self.pad_id, self.bos_id, self.eos_id), "vocab_size too small for special ids")
+        check(self.n_decoder_layers >= 1, "need at least one decoder layer")
+        if self.is_encoder_decoder:
+            check(self.n_encoder_layers >= 1, "encoder_decoder needs at least one encoder layer")
+        else:
+            check(self.n_encoder_layers == 0, f"{self.architecture} has no encoder: set n_encoder_layers to 0")
+        check(0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)")
+        check(self.max_len >= 2, "max_len must be at least 2")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        if not isinstance(d, dict):
+            raise ValueError("config must be a JSON object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        return cls(**d)

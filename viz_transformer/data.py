@@ -1,0 +1,57 @@
+"""Corpora for training and evaluation: parallel pairs (TSV or two files) and plain text.
+
+Splits are made by a seeded shuffle, so `evaluate` can rebuild the exact held-out test set.
+"""
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+STORY_SEPARATOR = "<|endoftext|>"
+# 3AM captions are tokenized ("white - haired", "man 's"): undo the common cases
+_DETOK = [(re.compile(r" - "), "-"), (re.compile(r" (['’](s|re|ve|ll|d|m|t)\b)"), r"\1"),
+          (re.compile(r" n't\b"), "n't"), (re.compile(r" ([.,!?;:%)])"), r"\1"), (re.compile(r"\( "), "(")]
+
+
+def detokenize(text: str) -> str:
+    for pat, rep in _DETOK:
+        text = pat.sub(rep, text)
+    return text
+
+
+def read_pairs(path, tgt_path=None, detok: bool = False) -> list[tuple[str, str]]:
+    """Source/target pairs from a TSV (header `zh<TAB>en...` allowed) or two line-aligned files."""
+    path = Path(path)
+    if tgt_path is not None:
+        src = path.read_text(encoding="utf-8").splitlines()
+        tgt = Path(tgt_path).read_text(encoding="utf-8").splitlines()
+        if len(src) != len(tgt):
+            raise ValueError(f"{path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
+        pairs = list(zip(src, tgt))
+    else:
+        pairs = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            cols = line.split("\t")
+            if n == 0 and cols[:2] == ["zh", "en"]:
+                continue                          # header
+            if len(cols) < 2:
+                raise ValueError(f"{path}:{n + 1}: expected at least two tab-separated columns")
+            pairs.append((cols[0], cols[1]))
+    out = [(s.strip(), detokenize(t.strip()) if detok else t.strip()) for s, t in pairs]
+    return [(s, t) for s, t in out if s and t]
+
+
+def split(items: list, seed: int, n_test: int, n_val: int):
+    """Seeded shuffle, then (train, val, test)."""
+    items = list(items)
+    random.Random(seed).shuffle(items)
+    test, val, train = items[:n_test], items[n_test:n_test + n_val], items[n_test + n_val:]
+    return train, val, test
+
+
+def read_stories(path) -> list[str]:
+    """Plain text split into documents at <|endoftext|> (or one document if there is none)."""
+    text = Path(path).read_text(encoding="utf-8")
+    docs = [d.strip() for d in text.split(STORY_SEPARATOR)]
+    return [d for d in docs if d]

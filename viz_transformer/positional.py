@@ -1,0 +1,41 @@
+"""Positional encodings: the fixed sinusoidal table and a learned table, same interface.
+
+PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """[max_len, d_model] sinusoidal positional-encoding matrix."""
+    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)           # (L, 1)
+    i2 = torch.arange(0, d_model, 2, dtype=torch.float64)                    # 2i
+    inv_freq = torch.exp(-math.log(10000.0) * i2 / d_model)                  # 1 / 10000^(2i/d)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * inv_freq)
+    pe[:, 1::2] = torch.cos(pos * inv_freq[: d_model // 2])
+    return pe.float()
+
+
+class PositionalEncoding(nn.Module):
+    """Returns the [T, d_model] rows for positions offset .. offset+T-1."""
+
+    def __init__(self, kind: str, max_len: int, d_model: int):
+        super().__init__()
+        self.kind, self.max_len = kind, max_len
+        if kind == "sinusoidal":
+            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        else:
+            self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+
+    def matrix(self) -> torch.Tensor:
+        return self.table if self.kind == "sinusoidal" else self.weight
+
+    def forward(self, T: int, offset: int = 0) -> torch.Tensor:
+        if offset + T > self.max_len:
+            raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.max_len}")
+        return self.matrix()[offset: offset + T]

@@ -1,0 +1,106 @@
+"""SentencePiece tokenizer: ids, pieces, special tokens, training, and grouping pieces into words.
+
+Trained with byte_fallback, so no input character is ever lost to [unk].
+"""
+from __future__ import annotations
+
+import io
+import unicodedata
+from pathlib import Path
+from typing import Iterable
+
+import sentencepiece as spm
+
+PAD, UNK, BOS, EOS = "[pad]", "[unk]", "[begin]", "[end]"
+WORD_START = "\u2581"  # ▁, SentencePiece's marker for "a space came before this piece"
+
+
+class Tokenizer:
+    def __init__(self, model_proto: bytes):
+        self.sp = spm.SentencePieceProcessor()
+        self.sp.LoadFromSerializedProto(model_proto)
+        self.model_proto = model_proto
+        self.pad_id, self.unk_id = self.sp.pad_id(), self.sp.unk_id()
+        self.bos_id, self.eos_id = self.sp.bos_id(), self.sp.eos_id()
+        self.specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
+
+    @classmethod
+    def load(cls, path) -> "Tokenizer":
+        return cls(Path(path).read_bytes())
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.sp.encode(text, out_type=int)
+
+    def piece(self, i: int) -> str:
+        return self.sp.id_to_piece(int(i))
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.sp.decode([int(i) for i in ids if int(i) not in self.specials])
+
+    def save(self, path) -> None:
+        Path(path).write_bytes(self.model_proto)
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
+              character_coverage: float = 0.9995, seed_sentences: int = 1_000_000) -> "Tokenizer":
+        buf = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,
+            model_type=model_type, character_coverage=character_coverage, byte_fallback=True,
+            pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+            pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+            input_sentence_size=seed_sentences, shuffle_input_sentence=True,
+            max_sentence_length=8192, minloglevel=2, num_threads=2)
+        return cls(buf.getvalue())
+
+
+def _is_cjk_or_punct(piece: str) -> bool:
+    body = piece.lstrip(WORD_START)
+    if not body:
+        return False
+    ch = body[0]
+    return unicodedata.category(ch).startswith("P") or "CJK" in unicodedata.name(ch, "") \
+        or unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _byte_value(piece: str):
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        return int(piece[3:5], 16)
+    return None
+
+
+def group_words(pieces: list[str]) -> list[list[int]]:
+    """Group piece positions into words: a word starts at ▁, at a special token, and at every
+    CJK character or punctuation piece (Chinese has no spaces, so its pieces are its words).
+    Byte-fallback pieces of one character stay together."""
+    groups: list[list[int]] = []
+    prev_standalone = True
+    for i, p in enumerate(pieces):
+        b = _byte_value(p)
+        if b is not None:
+            cont = 0x80 <= b < 0xC0 and i > 0 and _byte_value(pieces[i - 1]) is not None
+            if groups and (cont or pieces[i - 1] == WORD_START):
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+            prev_standalone = True
+            continue
+        standalone = p in (PAD, UNK, BOS, EOS) or _is_cjk_or_punct(p)
+        if not groups or p.startswith(WORD_START) or standalone or prev_standalone:
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+        prev_standalone = standalone
+    return groups
+
+
+def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
+    """A readable label per word: its pieces joined, ▁ removed (bytes shown as they are)."""
+    return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
