@@ -49,7 +49,9 @@ class Tokenizer:
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
-              character_coverage: float = 0.9995, seed_sentences: int = 1_000_000) -> "Tokenizer":
+              character_coverage: float = 0.9995, seed_sentences: int = 1_000_000,
+              **extra) -> "Tokenizer":
+        """Train on an iterable of sentences; `extra` goes to SentencePieceTrainer as is."""
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,
@@ -57,7 +59,7 @@ class Tokenizer:
             pad_id=0, unk_id=1, bos_id=2, eos_id=3,
             pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
             input_sentence_size=seed_sentences, shuffle_input_sentence=True,
-            max_sentence_length=8192, minloglevel=2, num_threads=2)
+            max_sentence_length=8192, minloglevel=2, num_threads=2, **extra)
         return cls(buf.getvalue())
 
 

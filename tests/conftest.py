@@ -1,0 +1,63 @@
+"""Shared fixtures: tiny checkpoints made here (random weights, a small SentencePiece model)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from viz_transformer.checkpoint import save_checkpoint  # noqa: E402
+from viz_transformer.config import ModelConfig  # noqa: E402
+from viz_transformer.model import Transformer  # noqa: E402
+from viz_transformer.tokenizer import Tokenizer  # noqa: E402
+
+ZH = ["我是一名工程师。", "我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。",
+      "他是我的朋友。", "我们明天去北京。", "这是我的书。", "她在学校工作。"]
+EN = ["I am an engineer.", "I am a student.", "I love you.", "The weather is nice today.",
+      "What is your name?", "I like to drink tea.", "He is my friend.", "We are going to Beijing tomorrow.",
+      "This is my book.", "She works at the school.", "Once upon a time there was a little dog.",
+      "The cat sat on the mat and looked at the bird."]
+
+
+def tiny_tokenizer() -> Tokenizer:
+    return Tokenizer.train((ZH + EN) * 5, vocab_size=400, hard_vocab_limit=False)
+
+
+def make_tiny_checkpoint(folder: Path, architecture: str = "encoder_decoder", seed: int = 0, **over) -> Path:
+    tok = tiny_tokenizer()
+    torch.manual_seed(seed)
+    kw = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
+              d_ff=64, dropout=0.0, max_len=64, architecture=architecture)
+    if architecture != "encoder_decoder":
+        kw["n_encoder_layers"] = 0
+    kw.update(over)
+    model = Transformer(ModelConfig(**kw))
+    meta = {"task": "test", "data": "made by tests/conftest.py", "trained_at": "never (random weights)"}
+    return save_checkpoint(folder, model, tok, meta, fp16=False)
+
+
+@pytest.fixture(scope="session")
+def ckpt_root(tmp_path_factory) -> Path:
+    """A checkpoints/ folder with a tiny translator, a tiny LM and a tiny prefix-LM."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    make_tiny_checkpoint(root / "tiny-zh-en", "encoder_decoder")
+    make_tiny_checkpoint(root / "tiny-lm", "decoder_only", positional="learned", norm="post", activation="gelu")
+    make_tiny_checkpoint(root / "tiny-prefix", "prefix_lm")
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_translator(ckpt_root):
+    from viz_transformer import load_checkpoint
+    return load_checkpoint(ckpt_root / "tiny-zh-en")
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(ckpt_root):
+    from viz_transformer import load_checkpoint
+    return load_checkpoint(ckpt_root / "tiny-lm")
