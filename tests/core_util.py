@@ -29,3 +29,12 @@ def rand_ids(B: int, T: int, seed: int = 0) -> torch.Tensor:
 def other_token(t: int) -> int:
     """A different real token id."""
     return 4 + (t - 4 + 7) % (VOCAB - 4)
+
+
+def perturb(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    """Add noise to every parameter (LayerNorm gains, biases ...), so a missing or misplaced one shows."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.2 * torch.randn(p.shape, generator=g))
+    return module.eval()

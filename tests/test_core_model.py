@@ -8,20 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core_util import ARCHS, rand_ids, tiny_model
+from core_util import ARCHS, perturb, rand_ids, tiny_model
 from viz_transformer.config import ModelConfig
 from viz_transformer.model import DecoderBlock, EncoderBlock
 
 PAD = 0
-
-
-def perturb(module, seed=0):
-    """Random LayerNorm gains/biases and biases, so that a missing or misplaced one shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(0.2 * torch.randn(p.shape, generator=g))
-    return module.eval()
 
 
 # -- reference equations ----------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""Checkpoint folders: round trips give the same logits, every broken file gives an error that
+names it, list_checkpoints reports broken folders, and loading never unpickles."""
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from core_util import perturb
+from viz_transformer import CheckpointError, list_checkpoints, load_checkpoint, save_checkpoint
+from viz_transformer.config import ModelConfig
+from viz_transformer.model import Transformer
+from viz_transformer.tokenizer import Tokenizer
+
+META = {"task": "test", "data": "tests", "metrics": {"bleu": 1.5}, "note": "中文"}
+
+
+def build(tok, architecture="encoder_decoder", **over):
+    torch.manual_seed(0)
+    kw = dict(vocab_size=tok.vocab_size, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=2,
+              d_ff=32, dropout=0.0, max_len=32, architecture=architecture)
+    if architecture != "encoder_decoder":
+        kw["n_encoder_layers"] = 0
+    kw.update(over)
+    return perturb(Transformer(ModelConfig(**kw))).eval()
+
+
+def logits(model):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(4, model.cfg.vocab_size, (2, 6), generator=g)
+    with torch.no_grad():
+        if model.cfg.is_encoder_decoder:
+            return model(ids, torch.randint(4, model.cfg.vocab_size, (2, 5), generator=g))
+        return model(ids)
+
+
+@pytest.mark.parametrize("architecture,over", [("encoder_decoder", {}),
+                                               ("encoder_decoder", {"tie_embeddings": False, "positional": "learned"}),
+                                               ("decoder_only", {"norm": "post"}), ("prefix_lm", {})])
+def test_round_trip_gives_identical_logits(tmp_path, tiny_translator, architecture, over):
+    tok = tiny_translator.tokenizer
+    model = build(tok, architecture, **over)
+    folder = save_checkpoint(tmp_path / "ck", model, tok, META, fp16=False)
+    hm = load_checkpoint(folder)
+    assert hm.cfg == model.cfg
+    assert hm.meta == META
+    assert torch.equal(logits(hm.model), logits(model))
+    assert hm.tokenizer.encode("我是学生。") == tok.encode("我是学生。")
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    assert ("lm_head.weight" in keys) == (not model.cfg.tie_embeddings)   # tied weights stored once
+    if model.cfg.tie_embeddings:
+        assert hm.model.lm_head.weight is hm.model.dec_embed.W_E.weight
+
+
+def test_fp16_round_trip_gives_close_logits(tmp_path, tiny_translator):
+    tok = tiny_translator.tokenizer
+    model = build(tok)
+    folder = save_checkpoint(tmp_path / "ck", model, tok, META, fp16=True)
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        assert all(f.get_tensor(k).dtype == torch.float16 for k in f.keys())
+    hm = load_checkpoint(folder)
+    assert next(hm.model.parameters()).dtype == torch.float32
+    a, b = logits(hm.model), logits(model)
+    assert not torch.equal(a, b)
+    torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
+
+
+# -- broken folders -----------------------------------------------------------------------------
+@pytest.fixture
+def good(tmp_path, ckpt_root):
+    return shutil.copytree(ckpt_root / "tiny-zh-en", tmp_path / "ck")
+
+
+def edit_config(folder, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def expect_error(folder, *fragments):
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(folder)
+    for f in fragments:
+        assert f in str(info.value), (f, str(info.value))
+    return str(info.value)
+
+
+def test_missing_folder(tmp_path):
+    expect_error(tmp_path / "nowhere", str(tmp_path / "nowhere"), "does not exist")
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.model", "meta.json"])
+def test_each_missing_file_is_named(good, name):
+    (good / name).unlink()
+    msg = expect_error(good, name, "missing")
+    assert all(other not in msg for other in ("config.json", "model.safetensors", "tokenizer.model", "meta.json")
+               if other != name)
+
+
+def test_invalid_json_config(good):
+    (good / "config.json").write_text('{"d_model": 32,')
+    expect_error(good, "config.json", "not valid JSON")
+
+
+def test_config_that_is_not_an_object(good):
+    (good / "config.json").write_text("[1, 2]")
+    expect_error(good, "config.json")
+
+
+def test_unknown_config_key(good):
+    edit_config(good, colour="blue")
+    expect_error(good, "config.json", "colour")
+
+
+def test_invalid_config_value(good):
+    edit_config(good, n_heads=5)
+    expect_error(good, "config.json", "divisible")
+
+
+def test_truncated_weights(good):
+    data = (good / "model.safetensors").read_bytes()
+    (good / "model.safetensors").write_bytes(data[: len(data) // 2])
+    expect_error(good, "model.safetensors")
+
+
+def test_garbage_weights(good):
+    (good / "model.safetensors").write_bytes(b"\x00not a safetensors file" * 10)
+    expect_error(good, "model.safetensors")
+
+
+def test_weights_not_matching_config(good):
+    edit_config(good, d_model=64)                       # still valid with 4 heads, but the shapes differ
+    expect_error(good, "model.safetensors", "config.json", "shape")
+
+
+@pytest.mark.parametrize("layers,word", [(3, "missing"), (1, "unexpected")])
+def test_weights_with_too_few_or_too_many_layers(good, layers, word):
+    edit_config(good, n_decoder_layers=layers)
+    expect_error(good, "model.safetensors", word)
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "empty"])
+def test_corrupt_tokenizer(good, how):
+    data = (good / "tokenizer.model").read_bytes()
+    data = {"garbage": b"\xffnot a sentencepiece model" * 20, "truncated": data[: len(data) // 3], "empty": b""}[how]
+    (good / "tokenizer.model").write_bytes(data)
+    expect_error(good, "tokenizer.model")
+
+
+def test_tokenizer_vocab_size_mismatch(good):
+    other = Tokenizer.train(["a tiny corpus with few words", "another line of it"] * 10, vocab_size=280,
+                            hard_vocab_limit=False)
+    cfg = json.loads((good / "config.json").read_text())
+    assert other.vocab_size != cfg["vocab_size"]
+    other.save(good / "tokenizer.model")
+    expect_error(good, "tokenizer.model", str(other.vocab_size), str(cfg["vocab_size"]))
+
+
+def test_invalid_meta(good):
+    (good / "meta.json").write_text("not json")
+    expect_error(good, "meta.json")
+
+
+def test_list_checkpoints_reports_broken_folders(tmp_path, ckpt_root):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(ckpt_root / "tiny-zh-en", root / "b-good")
+    shutil.copytree(ckpt_root / "tiny-lm", root / "a-broken")
+    (root / "a-broken" / "tokenizer.model").unlink()
+    shutil.copytree(ckpt_root / "tiny-lm", root / "c-badjson")
+    (root / "c-badjson" / "config.json").write_text("{")
+    (root / "notes.txt").write_text("not a folder")
+    infos = list_checkpoints(root)
+    assert [i.name for i in infos] == ["a-broken", "b-good", "c-badjson"]
+    broken, good, badjson = infos
+    assert good.error is None and good.config.architecture == "encoder_decoder" and good.meta["task"] == "test"
+    assert "tokenizer.model" in broken.error and broken.config is None
+    assert "config.json" in badjson.error
+    assert list_checkpoints(tmp_path / "nothing-here") == []
+
+
+def test_loading_never_unpickles(monkeypatch, ckpt_root):
+    def refuse(*a, **k):
+        raise AssertionError("something tried to unpickle")
+
+    class Refuse(pickle.Unpickler):
+        def load(self):
+            refuse()
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", Refuse)
+    monkeypatch.setattr(torch, "load", refuse)
+    for name in ("tiny-zh-en", "tiny-lm"):
+        hm = load_checkpoint(ckpt_root / name)
+        assert torch.isfinite(logits(hm.model)).all()
