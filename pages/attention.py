@@ -1,0 +1,73 @@
+"""Page 2: one head's heatmap, the model view (all layers × heads), the line view, word level."""
+import streamlit as st
+
+from pages import common
+from pages.strings import t
+from viz_transformer import analysis, plots
+
+TILE = 32          # model-view tile size (cells) above which patterns are max-pooled
+LINE_WINDOW = 48   # at most this many tokens per column in the line view
+MAX_LINES = 300    # per head
+
+ctx = common.need_run()
+run, cfg = ctx.run, ctx.hm.cfg
+st.title(t("at.title"))
+st.caption(t("at.intro"))
+
+c = st.columns([3, 1, 2, 1])
+block, layer, head = common.block_layer_head(c, cfg, "at", with_reduce=True)
+words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
+
+pats = analysis.block_patterns(run.cache, block)                     # (L, H, q, k)
+q_pieces, k_pieces = analysis.block_pieces(run, block)
+mat = pats[layer, head] if isinstance(head, int) else analysis.reduce_heads(pats[layer], head)
+qp, kp = q_pieces, k_pieces
+if words:
+    mat, qp, kp = analysis.word_level(mat, q_pieces, k_pieces)
+title = t("at.heatmap_title", block=common.block_label(block), layer=layer, head=common.head_label(head))
+common.show(plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"),
+                                    colorbar=t("cb.weight")), key="at_heatmap")
+
+# -- model view: click a tile to open that head -------------------------------------------------
+st.subheader(t("at.model_view"))
+st.caption(t("at.model_view_help"))
+if max(len(q_pieces), len(k_pieces)) > TILE:
+    st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=TILE))
+
+
+def _open_head():
+    points = st.session_state["at_model_view"].selection.points
+    if points:
+        cd = points[0].get("customdata") or divmod(points[0]["point_index"], cfg.n_heads)
+        st.session_state["at_layer"], st.session_state["at_head"] = int(cd[0]), int(cd[1])
+
+
+sel = (layer, head) if isinstance(head, int) else None
+common.show(plots.model_view(analysis.model_view_tiles(pats, TILE), t("at.model_view_title",
+            block=common.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
+            colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
+            key="at_model_view", on_select=_open_head, selection_mode="points")
+
+# -- line view ------------------------------------------------------------------------------------
+st.subheader(t("at.line_view"))
+c = st.columns([2, 1, 2])
+default = [head] if isinstance(head, int) else [0]
+heads = c[0].multiselect(t("at.line_heads"), list(range(cfg.n_heads)), default=default, max_selections=4,
+                         format_func=common.head_label, key="at_line_heads")
+min_w = c[1].slider(t("at.line_min"), 0.0, 0.5, 0.05, 0.01, key="at_line_min")
+lq, lk = (qp, kp)
+n = max(len(lq), len(lk))
+a, b = 0, n
+if n > LINE_WINDOW:
+    start = c[2].slider(t("at.line_window"), 0, n - LINE_WINDOW, 0, key="at_line_start")
+    a, b = analysis.token_window(n, start, LINE_WINDOW)
+    st.caption(t("at.line_capped", a=a, b=b - 1, n=n, m=MAX_LINES))
+if heads:
+    mats = [pats[layer, h] for h in heads]
+    if words:
+        mats = [analysis.word_level(m, q_pieces, k_pieces)[0] for m in mats]
+    mats = [m[a:b, a:b] for m in mats]
+    common.show(plots.line_view(mats, lq[a:b], lk[a:b], [common.head_label(h) for h in heads],
+                                t("at.line_title", block=common.block_label(block), layer=layer), start=a,
+                                max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
+                                key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")

@@ -1,0 +1,307 @@
+"""What the app's pages compute from a capture, a trace or a positional table: pure torch/numpy.
+
+No streamlit, no plotly: every function takes tensors/lists and returns tensors/arrays/dataclasses.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+
+from .masks import causal_mask, padding_mask, prefix_lm_mask
+from .positional import sinusoidal_table
+from .tokenizer import group_words, word_labels
+
+# An attention block kind -> (part, attention module); "{part}.{layer}.{attn}" is its capture prefix.
+BLOCKS = {"encoder.self_attn": ("encoder", "self_attn"),
+          "decoder.self_attn": ("decoder", "self_attn"),
+          "decoder.cross_attn": ("decoder", "cross_attn")}
+
+
+# -- naming and labels --------------------------------------------------------------------------
+def available_blocks(cfg) -> list[str]:
+    """The attention blocks this architecture has, in reading order."""
+    if cfg.is_encoder_decoder:
+        return list(BLOCKS)
+    return ["decoder.self_attn"]
+
+
+def hook_name(block: str, layer: int, hook: str) -> str:
+    """("decoder.cross_attn", 1, "hook_pattern") -> "decoder.1.cross_attn.hook_pattern"."""
+    part, attn = BLOCKS[block]
+    return f"{part}.{layer}.{attn}.{hook}"
+
+
+def n_layers(cfg, block: str) -> int:
+    return cfg.n_encoder_layers if BLOCKS[block][0] == "encoder" else cfg.n_decoder_layers
+
+
+def block_pieces(run, block: str) -> tuple[list[str], list[str]]:
+    """(query pieces, key pieces) of a block: cross-attention queries the decoder, keys the source."""
+    if block == "encoder.self_attn":
+        return run.src_pieces, run.src_pieces
+    if block == "decoder.cross_attn":
+        return run.tgt_pieces, run.src_pieces
+    return run.tgt_pieces, run.tgt_pieces
+
+
+def pieces_table(ids: list[int], pieces: list[str]) -> list[dict]:
+    """One row per piece: position, piece, id, word index (tokenizer.group_words), starts a word."""
+    word_of = {i: w for w, g in enumerate(group_words(pieces)) for i in g}
+    return [{"pos": i, "piece": p, "id": int(ids[i]), "word": word_of[i], "starts": p.startswith("\u2581")}
+            for i, p in enumerate(pieces)]
+
+
+def training_summary(meta: dict) -> dict:
+    """The facts of meta.json a reader cares about (what data, how long, how good)."""
+    keep = ("task", "data", "trained_at", "train_items", "n_params", "train_seconds", "val", "test", "demo")
+    return {k: meta[k] for k in keep if k in meta and meta[k] is not None}
+
+
+def position_labels(pieces: list[str]) -> list[str]:
+    """Unique labels "i:piece", so a repeated token stays a separate row/column."""
+    return [f"{i}:{p}" for i, p in enumerate(pieces)]
+
+
+# -- reducing attention -------------------------------------------------------------------------
+def block_patterns(cache, block: str) -> torch.Tensor:
+    """Every layer's pattern of a block: [layer, head, q, k]."""
+    part, attn = BLOCKS[block]
+    return cache.stack(f"{attn}.hook_pattern", part=part)
+
+
+def reduce_heads(pattern: torch.Tensor, how: str = "mean") -> torch.Tensor:
+    """[head, q, k] -> [q, k], mean or max over heads."""
+    if how == "mean":
+        return pattern.mean(0)
+    if how == "max":
+        return pattern.max(0).values
+    raise ValueError(f"how must be 'mean' or 'max', not {how!r}")
+
+
+def aggregate_words(pattern: torch.Tensor, q_groups: list[list[int]], k_groups: list[list[int]]) -> torch.Tensor:
+    """[..., q, k] pieces -> [..., q_words, k_words]: keys of a word are summed (the attention a
+    word receives is the total its pieces get), queries of a word are averaged (so rows still sum to 1)."""
+    cols = torch.stack([pattern[..., g].sum(-1) for g in k_groups], -1)          # (..., q, kw)
+    return torch.stack([cols[..., g, :].mean(-2) for g in q_groups], -2)        # (..., qw, kw)
+
+
+def word_level(pattern: torch.Tensor, q_pieces: list[str], k_pieces: list[str]):
+    """Word-level attention and its labels: (matrix [..., qw, kw], q_labels, k_labels)."""
+    qg, kg = group_words(q_pieces), group_words(k_pieces)
+    return aggregate_words(pattern, qg, kg), word_labels(q_pieces, qg), word_labels(k_pieces, kg)
+
+
+def downsample(m, max_rows: int, max_cols: int, how: str = "max"):
+    """Shrink a [R, C] matrix to at most [max_rows, max_cols] by pooling contiguous blocks.
+
+    how: "max" keeps every block's maximum (sharp heads stay visible), "sum" keeps totals,
+    "mean" keeps averages. Returns (pooled array, row_starts, col_starts): block i covers rows
+    row_starts[i] .. row_starts[i+1]-1.
+    """
+    a = np.asarray(m, dtype=np.float64)
+    R, C = a.shape
+    rs = np.unique(np.linspace(0, R, min(R, max_rows) + 1).astype(int))[:-1]
+    cs = np.unique(np.linspace(0, C, min(C, max_cols) + 1).astype(int))[:-1]
+    if how == "max":
+        out = np.maximum.reduceat(np.maximum.reduceat(a, rs, axis=0), cs, axis=1)
+    elif how in ("sum", "mean"):
+        out = np.add.reduceat(np.add.reduceat(a, rs, axis=0), cs, axis=1)
+        if how == "mean":
+            out = out / np.outer(np.diff(np.append(rs, R)), np.diff(np.append(cs, C)))
+    else:
+        raise ValueError(f"how must be 'max', 'sum' or 'mean', not {how!r}")
+    return out, rs, cs
+
+
+def model_view_tiles(patterns: torch.Tensor, max_size: int = 32) -> list[list[np.ndarray]]:
+    """[layer, head, q, k] -> tiles[layer][head], each max-pooled to at most max_size × max_size."""
+    return [[downsample(patterns[l, h], max_size, max_size, "max")[0] for h in range(patterns.shape[1])]
+            for l in range(patterns.shape[0])]
+
+
+def token_window(n: int, start: int, size: int) -> tuple[int, int]:
+    """A [a, b) window of at most `size` positions starting near `start`, clipped to 0..n."""
+    size = min(size, n)
+    a = max(0, min(int(start), n - size))
+    return a, a + size
+
+
+def line_edges(pattern, min_weight: float = 0.0, max_lines: int = 300) -> list[tuple[int, int, float]]:
+    """The strongest (query, key, weight) links of a [q, k] pattern, at most max_lines, heaviest first."""
+    a = np.asarray(pattern, dtype=np.float64)
+    qi, ki = np.nonzero(a >= max(min_weight, 1e-12))
+    w = a[qi, ki]
+    order = np.argsort(-w, kind="stable")[:max_lines]
+    return [(int(qi[o]), int(ki[o]), float(w[o])) for o in order]
+
+
+# -- one head, step by step ----------------------------------------------------------------------
+@dataclass
+class HeadSteps:
+    """Scaled dot-product attention of one head, every intermediate kept. Shapes for T queries,
+    S keys, d = d_head: q [T, d], k [S, d], v [S, d], qk / scaled / masked / weights [T, S], z [T, d]."""
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    mask: Optional[torch.Tensor]
+    divisor: float
+    qk: torch.Tensor
+    scaled: torch.Tensor
+    masked: torch.Tensor      # -inf where the mask forbids
+    weights: torch.Tensor
+    z: torch.Tensor
+
+
+def head_qkv(cache, block: str, layer: int, head: int, batch: int = 0):
+    """Captured (q [T, d], k [S, d], v [S, d], mask [T, S]) of one head."""
+    q, k, v = (cache[hook_name(block, layer, h)][batch, :, head, :] for h in ("hook_q", "hook_k", "hook_v"))
+    mask = cache[hook_name(block, layer, "hook_mask")][batch, 0]
+    return q, k, v, mask
+
+
+def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> HeadSteps:
+    """softmax((q kᵀ) / divisor + mask) v with every stage kept; divisor defaults to √d_k."""
+    divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
+    qk = q @ k.T                                                               # (T, S)
+    scaled = qk / divisor
+    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(masked, -1).nan_to_num(0.0)                        # fully masked row -> 0
+    return HeadSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, weights @ v)
+
+
+def entropy(weights) -> float:
+    """Shannon entropy (nats) of one row of weights: 0 for one-hot, log(n) for uniform."""
+    w = torch.as_tensor(weights, dtype=torch.float64)
+    w = w[w > 0]
+    return float(-(w * w.log()).sum())
+
+
+def qk_variance(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), n_samples: int = 4000, seed: int = 0) -> dict:
+    """Empirical variance of q·k for q, k with independent N(0, 1) entries: it grows like d_k,
+    and dividing by √d_k brings it back to 1 (why the scale keeps softmax out of saturation)."""
+    g = torch.Generator().manual_seed(seed)
+    raw, scaled = [], []
+    for d in d_ks:
+        q, k = torch.randn(n_samples, d, generator=g), torch.randn(n_samples, d, generator=g)
+        dots = (q * k).sum(-1).double()
+        raw.append(float(dots.var()))
+        scaled.append(float((dots / math.sqrt(d)).var()))
+    return {"d_k": list(d_ks), "raw": raw, "scaled": scaled}
+
+
+# -- masks ---------------------------------------------------------------------------------------
+@dataclass
+class PaddedBatch:
+    """Two texts run together, right-padded: pieces per row and the captured masks."""
+    src_pieces: Optional[list[list[str]]]   # per row, encoder input incl. [pad] (None for an LM)
+    tgt_pieces: list[list[str]]              # per row, decoder input incl. [pad]
+    cache: object                            # Cache with batch = 2
+    padded_row: int                          # the row that got padding (the shorter text)
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    T = max(len(r) for r in rows)
+    return torch.tensor([r + [pad_id] * (T - len(r)) for r in rows])             # (B, T)
+
+
+def padded_batch(hm, text: str, other: str) -> PaddedBatch:
+    """Run `text` and a second sentence as one right-padded batch so the padding mask shows."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    texts = [text, other]
+    if cfg.is_encoder_decoder:
+        src_rows = [hm.source_ids(t)[0] + [cfg.eos_id] for t in texts]
+        tgt_rows = [[cfg.bos_id] + tok.encode(o)[: cfg.max_len - 1] for o in hm.translate(texts)]
+        src, tgt = _pad(src_rows, cfg.pad_id), _pad(tgt_rows, cfg.pad_id)
+        _, cache = hm.model.run_with_cache(src, tgt)
+        short = int(len(src_rows[1]) < len(src_rows[0]))
+        return PaddedBatch([tok.pieces(r.tolist()) for r in src], [tok.pieces(r.tolist()) for r in tgt],
+                           cache, short if len(src_rows[0]) != len(src_rows[1]) else 1)
+    rows = [[cfg.bos_id] + hm.source_ids(t)[0] for t in texts]
+    ids = _pad(rows, cfg.pad_id)
+    prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
+    _, cache = hm.model.run_with_cache(ids, prefix_len=prefix)
+    short = int(len(rows[1]) < len(rows[0]))
+    return PaddedBatch(None, [tok.pieces(r.tolist()) for r in ids], cache,
+                       short if len(rows[0]) != len(rows[1]) else 1)
+
+
+def example_masks(T: int, prefix_len: int, ids=None, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """Reference masks of size [T, T] (True = may attend) built from viz_transformer.masks."""
+    out = {"causal": causal_mask(T)[0, 0], "prefix_lm": prefix_lm_mask(T, prefix_len)[0, 0]}
+    if ids is not None:
+        out["padding"] = padding_mask(torch.as_tensor(ids).view(1, -1), pad_id)[0, 0].expand(T, -1)
+    return out
+
+
+def masked_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scores with forbidden positions set to -inf (what softmax sees)."""
+    return scores.masked_fill(~mask, float("-inf"))
+
+
+# -- positional encoding -------------------------------------------------------------------------
+def positional_tables(hm, n: int) -> dict[str, Optional[torch.Tensor]]:
+    """The first n rows of the sinusoidal table at this model's d_model, and of the model's own
+    learned table when it has one: {"sinusoidal": [n, d], "learned": [n, d] or None}."""
+    cfg = hm.cfg
+    n = min(n, cfg.max_len)
+    learned = None
+    if cfg.positional == "learned":
+        learned = hm.model.dec_embed.pos.matrix()[:n].detach().float().clone()
+    return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
+
+
+def pe_similarity(pe: torch.Tensor) -> torch.Tensor:
+    """[L, d] -> [L, L] dot products between position vectors."""
+    pe = pe.double()
+    return (pe @ pe.T).float()
+
+
+def similarity_by_offset(pe: torch.Tensor, anchors: list[int], max_offset: int) -> dict[int, np.ndarray]:
+    """For each anchor position p: PE[p]·PE[p+δ] for δ = 0..max_offset (shorter if past the end).
+    For the sinusoidal table the curves coincide: the product depends only on δ."""
+    pe = pe.double()
+    out = {}
+    for p in anchors:
+        end = min(pe.shape[0], p + max_offset + 1)
+        out[p] = (pe[p:end] @ pe[p]).numpy()
+    return out
+
+
+# -- decoding traces -----------------------------------------------------------------------------
+def step_keys(trace, t: int) -> list[str]:
+    """Self-attention keys of step t: the prompt then the pieces chosen before t."""
+    return trace.prompt_pieces + [s.piece for s in trace.steps[:t]]
+
+
+def step_query(trace, t: int) -> str:
+    """The decoder input whose query row produced step t (the newest token at that time)."""
+    return step_keys(trace, t)[-1]
+
+
+def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:
+    """Per step, per beam: {"pieces", "score", "finished", "parent" (index in the previous step's
+    list, -1 at step 0), "survives" (extended at the next step)}. Parents are found by token
+    prefix, which does not depend on how Beam.parent counts finished beams."""
+    steps = [s.beams or [] for s in trace.steps][:upto]
+    out: list[list[dict]] = []
+    for t, beams in enumerate(steps):
+        row = []
+        for b in beams:
+            parent = -1
+            if t > 0:
+                for j, prev in enumerate(out[t - 1]):
+                    if not prev["finished"] and prev["tokens"] == b.tokens[:-1]:
+                        parent = j
+                        break
+            row.append({"tokens": b.tokens, "pieces": b.pieces, "score": b.score, "finished": b.finished,
+                        "parent": parent, "survives": False})
+        out.append(row)
+    for t in range(1, len(out)):
+        for b in out[t]:
+            if b["parent"] >= 0:
+                out[t - 1][b["parent"]]["survives"] = True
+    return out

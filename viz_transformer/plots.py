@@ -1,0 +1,300 @@
+"""Plotly figures for attention, masks, positional encodings and decoding: pure functions.
+
+No streamlit import: every function returns a go.Figure, usable in a notebook (`fig.show()`).
+Token labels are escaped here (plotly renders some HTML tags inside text).
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
+VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
+MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
+MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
+MAX_TICK_LABELS = 80          # above this many tokens, axis ticks are thinned by plotly
+
+
+def escape(s: str) -> str:
+    """Text safe for plotly labels/hover: <, > and & become entities (plotly shows them as text)."""
+    return html.escape(str(s), quote=False)
+
+
+def labels(pieces: Sequence[str], start: int = 0) -> list[str]:
+    """Escaped axis labels "i:piece" (i counts from `start`): repeated tokens stay distinct."""
+    return [escape(f"{i}:{p}") for i, p in enumerate(pieces, start=start)]
+
+
+def _np(x) -> np.ndarray:
+    """Tensor/list -> float32 numpy (plotly ships numpy arrays compactly as typed arrays)."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None) -> go.Figure:
+    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"), template="plotly_white",
+                      margin=dict(l=10, r=10, t=60, b=10), height=height)
+    fig.update_xaxes(title_text=escape(xlabel))
+    fig.update_yaxes(title_text=escape(ylabel))
+    return fig
+
+
+def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
+            colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
+            show_values: Optional[bool] = None, hover: str = "weight", height: Optional[int] = None) -> go.Figure:
+    """A labelled matrix: rows top to bottom, columns left to right. Labels must already be escaped
+    and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    z = _np(z)
+    z = np.where(np.isfinite(z), z, np.nan)
+    R, C = z.shape
+    if show_values is None:
+        show_values = R * C <= 300
+    tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
+                    zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
+                    hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
+                                  f"{escape(hover)}: %{{z:.4f}}<extra></extra>")
+    if show_values:
+        tr.update(texttemplate="%{z:.2f}", textfont=dict(size=10))
+    fig = go.Figure(tr)
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", tickangle=-45 if C > 8 else 0)
+    fig.update_layout(plot_bgcolor=MASKED_BG)
+    if height is None:
+        height = int(min(900, max(320, 140 + 18 * min(R, 40) + (12 * (R - 40) if R > 40 else 0))))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
+                      xlabel: str = "key (attended to)", ylabel: str = "query (attending)",
+                      colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0) -> go.Figure:
+    """One [q, k] attention pattern with token labels on both axes, on a fixed 0..1 scale."""
+    return heatmap(pattern, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
+                   colorbar=colorbar, zmin=0.0, zmax=1.0, hover="weight")
+
+
+def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
+                   ylabel: str, colorbar: str = "value") -> go.Figure:
+    """Signed values on a diverging scale centred on 0 (q, k, v, scores). -inf shows as grey."""
+    a = _np(m)
+    finite = a[np.isfinite(a)]
+    lim = float(np.abs(finite).max()) if finite.size else 1.0
+    return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
+                   zmin=-lim, zmax=lim, zmid=None, hover="value")
+
+
+def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
+                 xlabel: str = "key", ylabel: str = "query", allowed: str = "may attend",
+                 blocked: str = "masked (−∞)", colorbar: str = "mask") -> go.Figure:
+    """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
+    fig = heatmap(_np(mask), labels(q_pieces), labels(k_pieces), title, xlabel, ylabel, colorbar=colorbar,
+                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False, hover="allowed (1) / masked (0)")
+    fig.update_traces(colorbar=dict(tickvals=[0.25, 0.75], ticktext=[escape(blocked), escape(allowed)]))
+    return fig
+
+
+def dims(n: int) -> list[str]:
+    return [str(i) for i in range(n)]
+
+
+# -- many heads at once --------------------------------------------------------------------------
+def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = "head",
+               selected: Optional[tuple[int, int]] = None, colorbar: str = "max weight in block",
+               hover: str = "click to open") -> go.Figure:
+    """All layers × heads as one tiled heatmap. tiles: [layer][head] -> 2-D array (already
+    downsampled to a common size). One invisible marker sits on every tile centre so that a click
+    selects (layer, head): customdata = [layer, head]."""
+    L, H = len(tiles), len(tiles[0])
+    th, tw = max(t.shape[0] for row in tiles for t in row), max(t.shape[1] for row in tiles for t in row)
+    gap = max(1, th // 8)
+    canvas = np.full((L * (th + gap) - gap, H * (tw + gap) - gap), np.nan, dtype=np.float32)
+    for l in range(L):
+        for h in range(H):
+            t = _np(tiles[l][h])
+            r0, c0 = l * (th + gap), h * (tw + gap)
+            canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverinfo="skip",
+                               colorbar=dict(title=dict(text=escape(colorbar)))))
+    cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
+    cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
+    fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
+                             customdata=[[l, h] for l in range(L) for h in range(H)], showlegend=False,
+                             hovertemplate=f"{escape(layer_label)} %{{customdata[0]}}, {escape(head_label)} "
+                                           f"%{{customdata[1]}}<br>{escape(hover)}<extra></extra>",
+                             selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
+    if selected is not None:
+        l, h = selected
+        fig.add_shape(type="rect", x0=h * (tw + gap) - 0.5, x1=h * (tw + gap) + tw - 0.5,
+                      y0=l * (th + gap) - 0.5, y1=l * (th + gap) + th - 0.5, line=dict(color="#d62728", width=3))
+    fig.update_xaxes(tickvals=[h * (tw + gap) + (tw - 1) / 2 for h in range(H)], ticktext=[str(h) for h in range(H)],
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=[l * (th + gap) + (th - 1) / 2 for l in range(L)], ticktext=[str(l) for l in range(L)],
+                     autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
+    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
+                      plot_bgcolor="white")
+    return _layout(fig, title, head_label, layer_label, height=max(260, 110 + 90 * L))
+
+
+def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_names: Sequence[str],
+              title: str, max_lines: int = 300, min_weight: float = 0.02, query_label: str = "query",
+              key_label: str = "key", colorbar: str = "attention weight", start: int = 0) -> go.Figure:
+    """BertViz-style lines: per head, queries on the left, keys on the right, one line per link,
+    coloured and thickened by weight. Lines are binned into a few traces (not one trace per line),
+    and at most max_lines per head are drawn."""
+    from .analysis import line_edges  # local import keeps plots importable without torch at module level
+    pats = [_np(p) for p in patterns]
+    n = len(pats)
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[escape(h) for h in head_names], horizontal_spacing=0.04)
+    edges_bins = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0001])
+    colors = _sample_scale(ATTN_SCALE, (edges_bins[:-1] + edges_bins[1:]) / 2 * 0.8 + 0.2)
+    Tq, Tk = len(q_pieces), len(k_pieces)
+    qy, ky = _column_y(Tq), _column_y(Tk)
+    for c, pat in enumerate(pats, start=1):
+        edges = line_edges(pat, min_weight, max_lines)
+        for b in range(len(edges_bins) - 1):
+            xs, ys = [], []
+            for i, j, w in edges:
+                if edges_bins[b] <= w < edges_bins[b + 1]:
+                    xs += [0, 1, None]
+                    ys += [qy[i], ky[j], None]
+            if xs:
+                fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                         line=dict(color=colors[b], width=0.8 + 5 * edges_bins[b + 1])),
+                              row=1, col=c)
+        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=labels(q_pieces, start),
+                                 textposition="middle left", hoverinfo="skip", showlegend=False), row=1, col=c)
+        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, start),
+                                 textposition="middle right", hoverinfo="skip", showlegend=False), row=1, col=c)
+        fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=[escape(query_label), escape(key_label)],
+                         showgrid=False, zeroline=False, row=1, col=c)
+        fig.update_yaxes(range=[-0.03, 1.03], showticklabels=False, showgrid=False, zeroline=False, row=1, col=c)
+    # an invisible marker carries the colour bar that explains line colour
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                             marker=dict(colorscale=ATTN_SCALE, cmin=0, cmax=1, color=[0], showscale=True,
+                                         colorbar=dict(title=dict(text=escape(colorbar))))))
+    height = int(min(1600, max(380, 60 + 20 * max(Tq, Tk))))
+    return _layout(fig, title, "", "", height)
+
+
+def _column_y(n: int) -> list[float]:
+    """Token rows from top (1) to bottom (0)."""
+    return [1.0] if n == 1 else [1 - i / (n - 1) for i in range(n)]
+
+
+def _sample_scale(name: str, points) -> list[str]:
+    import plotly.colors as pc
+    return pc.sample_colorscale(name, [float(p) for p in points])
+
+
+def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", ylabel: str = "head",
+              colorbar: str = "attention weight") -> go.Figure:
+    """[head, key] rows of one query (decoding): one row per head."""
+    a = _np(rows)
+    return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
+                   colorbar=colorbar, zmin=0, zmax=1, hover="weight", height=max(260, 110 + 30 * a.shape[0]))
+
+
+# -- bars and curves ----------------------------------------------------------------------------
+def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, chosen: Optional[int] = None,
+                     xlabel: str = "probability", ylabel: str = "candidate token",
+                     colorbar: str = "probability") -> go.Figure:
+    """Horizontal bars, most likely on top; bar colour = probability; the chosen one is outlined."""
+    p = _np(probs)
+    names = labels(pieces)
+    width = [3 if i == chosen else 0 for i in range(len(p))]
+    fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=[f"{v:.3f}" for v in p], textposition="auto",
+                           marker=dict(color=p, colorscale=ATTN_SCALE, cmin=0, cmax=1, showscale=True,
+                                       line=dict(color="#d62728", width=width),
+                                       colorbar=dict(title=dict(text=escape(colorbar)))),
+                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(range=[0, 1])
+    return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)))
+
+
+def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
+           log_x: bool = False, log_y: bool = False, height: int = 380) -> go.Figure:
+    """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
+    fig = go.Figure()
+    for name, ys in series.items():
+        fig.add_trace(go.Scatter(x=list(x), y=_np(ys), mode="lines+markers" if len(x) <= 30 else "lines",
+                                 name=escape(name)))
+    fig.update_xaxes(type="log" if log_x else "linear")
+    fig.update_yaxes(type="log" if log_y else "linear")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
+                 ylabel: str, height: int = 360) -> go.Figure:
+    """Bars side by side per category (a legend names the series). Categories must be escaped."""
+    fig = go.Figure([go.Bar(x=list(categories), y=_np(v), name=escape(k)) for k, v in series.items()])
+    fig.update_xaxes(type="category")
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
+                       colorbar: str = "value") -> go.Figure:
+    """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
+    a = _np(pe)
+    lim = float(np.abs(a).max()) or 1.0
+    fig = go.Figure(go.Heatmap(z=a, colorscale=VALUE_SCALE, zmin=-lim, zmax=lim,
+                               colorbar=dict(title=dict(text=escape(colorbar))),
+                               hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
+                                             f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, xlabel, ylabel, height=460)
+
+
+def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = "position",
+                       colorbar: str = "dot product") -> go.Figure:
+    """[L, L] position-by-position similarity (numeric axes)."""
+    a = _np(sim)
+    fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
+                               hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
+                                             f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    return _layout(fig, title, xlabel, ylabel, height=460)
+
+
+# -- decoding -----------------------------------------------------------------------------------
+def beam_tree(links: list[list[dict]], title: str, xlabel: str = "step", ylabel: str = "beam (rank)",
+              colorbar: str = "log-probability", survive_label: str = "extended",
+              drop_label: str = "dropped", finish_label: str = "finished") -> go.Figure:
+    """Beam search as a tree: x = step, y = rank in that step, node text = newest piece, colour =
+    cumulative log-probability. Edges join a beam to its parent; dropped beams are hollow,
+    finished beams are diamonds. links: analysis.beam_links(trace)."""
+    fig = go.Figure()
+    ex, ey = [], []
+    for t in range(1, len(links)):
+        for r, b in enumerate(links[t]):
+            if b["parent"] >= 0:
+                ex += [t - 1, t, None]
+                ey += [b["parent"], r, None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#9e9e9e", width=1.5),
+                             hoverinfo="skip", showlegend=False))
+    xs, ys, cs, txt, hov, sym = [], [], [], [], [], []
+    last = len(links) - 1
+    for t, row in enumerate(links):
+        for r, b in enumerate(row):
+            state = finish_label if b["finished"] else (survive_label if b["survives"] or t == last else drop_label)
+            xs.append(t)
+            ys.append(r)
+            cs.append(b["score"])
+            txt.append(escape(b["pieces"][-1]) if b["pieces"] else "")
+            hov.append(escape(" ".join(b["pieces"])) + f"<br>{escape(colorbar)} {b['score']:.3f}<br>{escape(state)}")
+            sym.append("diamond" if b["finished"] else ("circle" if state == survive_label else "circle-open"))
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=txt, textposition="top center",
+                             hovertext=hov, hoverinfo="text", showlegend=False,
+                             marker=dict(size=14, color=cs, colorscale="Viridis", symbol=sym, showscale=True,
+                                         line=dict(width=2, color="#555"),
+                                         colorbar=dict(title=dict(text=escape(colorbar))))))
+    fig.update_yaxes(autorange="reversed", dtick=1)
+    fig.update_xaxes(dtick=1)
+    width = max((len(r) for r in links), default=1)
+    return _layout(fig, title, xlabel, ylabel, height=max(260, 120 + 60 * width))
