@@ -221,6 +221,7 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
     eos = model.cfg.eos_id
     width = max(1, int(width))
     alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
+    alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
     finished = []
     beams_per_step: list[list[Beam]] = []
     cur = torch.tensor([prompt])
@@ -234,7 +235,7 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
         total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
         top = torch.topk(total.flatten(), min(2 * width, total.numel()))
         V = logp.shape[-1]
-        nxt_alive, parents, step_beams = [], [], []
+        nxt_alive, parents, nxt_pos, step_beams = [], [], [], []
         for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
             b, token = divmod(flat, V)
             h = alive[b]
@@ -245,17 +246,18 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
             if token == eos:
                 if rank < width:                         # [end] counts only among the top `width`
                     finished.append(new)
-                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, b, True))
+                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], True))
             elif len(nxt_alive) < width:
                 nxt_alive.append(new)
                 parents.append(b)
-                step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, b, False))
+                nxt_pos.append(len(step_beams))
+                step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], False))
             if len(nxt_alive) >= width and rank >= width - 1:
                 break
         beams_per_step.append(step_beams)
         if len(finished) >= width or not nxt_alive:
             break
-        alive = nxt_alive
+        alive, alive_pos = nxt_alive, nxt_pos
         cache.reorder(torch.tensor(parents))
         cur = torch.tensor([[h["tokens"][-1]] for h in alive])
     best = max(finished or alive, key=norm)
