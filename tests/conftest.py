@@ -61,3 +61,8 @@ def tiny_translator(ckpt_root):
 def tiny_lm(ckpt_root):
     from viz_transformer import load_checkpoint
     return load_checkpoint(ckpt_root / "tiny-lm")
+
+
+# Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
+# each other (10x slower measured): run the suite on one.
+torch.set_num_threads(1)

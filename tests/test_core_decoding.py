@@ -1,0 +1,212 @@
+"""Step-by-step decoding against one teacher-forced forward over the final output: tokens,
+probabilities, attention rows, beam scores; sampling rules; batched greedy translation."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from viz_transformer import load_checkpoint
+from viz_transformer.capture import HookedModel
+from viz_transformer.decoding import decode, greedy_batch
+
+TEXT = "我是学生。"
+N = 8          # new tokens per trace: random weights rarely say [end]
+
+
+@pytest.fixture(scope="module")
+def models(ckpt_root, tiny_translator, tiny_lm):
+    return {"encoder_decoder": tiny_translator, "decoder_only": tiny_lm,
+            "prefix_lm": load_checkpoint(ckpt_root / "tiny-prefix")}
+
+
+def teacher_forced(hm, text, out_ids):
+    """One forward over [begin] (+ text for an LM) + out_ids[:-1]: (logits rows that predicted
+    out_ids [n, V], Cache, index of the first such row)."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    if cfg.is_encoder_decoder:
+        src = torch.tensor([tok.encode(text) + [cfg.eos_id]])
+        logits, cache = hm.model.run_with_cache(src, torch.tensor([[cfg.bos_id] + out_ids[:-1]]))
+        start = 0
+    else:
+        prompt = [cfg.bos_id] + tok.encode(text)
+        P = len(prompt) if cfg.architecture == "prefix_lm" else None
+        logits, cache = hm.model.run_with_cache(torch.tensor([prompt + out_ids[:-1]]), prefix_len=P)
+        start = len(prompt) - 1
+    return logits[0, start:], cache, start
+
+
+def attention_names(cfg):
+    names = [f"decoder.{i}.self_attn.hook_pattern" for i in range(cfg.n_decoder_layers)]
+    if cfg.is_encoder_decoder:
+        names += [f"decoder.{i}.cross_attn.hook_pattern" for i in range(cfg.n_decoder_layers)]
+    return names
+
+
+def check_against_teacher_forcing(hm, text, trace):
+    ids = trace.output_ids
+    logits, cache, start = teacher_forced(hm, text, ids)
+    probs = torch.softmax(logits, -1)
+    if trace.strategy == "greedy":
+        assert ids == logits.argmax(-1).tolist()                          # token for token
+    for t, step in enumerate(trace.steps):
+        assert step.piece == hm.tokenizer.piece(step.token_id)
+        if trace.strategy != "sample":
+            assert step.prob == pytest.approx(float(probs[t, step.token_id]), abs=1e-5)
+    for name in attention_names(hm.cfg):                                  # pattern for pattern
+        full = cache[name][0, :, start:]                                  # (head, step, key)
+        got = trace.pattern(name)
+        assert got.shape == full.shape, name
+        torch.testing.assert_close(got, full, atol=1e-5, rtol=1e-5, msg=name)
+    return logits
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_greedy_trace_equals_full_recompute(models, architecture):
+    hm = models[architecture]
+    trace = decode(hm, TEXT, "greedy", max_new_tokens=N)
+    assert 1 <= len(trace.steps) <= N
+    logits = check_against_teacher_forcing(hm, TEXT, trace)
+    for t, step in enumerate(trace.steps):
+        top = torch.softmax(logits[t], -1).topk(5)
+        assert [c.id for c in step.candidates] == top.indices.tolist()
+        assert [c.prob for c in step.candidates] == pytest.approx(top.values.tolist(), abs=1e-5)
+    prompt = [hm.cfg.bos_id] + ([] if hm.cfg.is_encoder_decoder else hm.tokenizer.encode(TEXT))
+    assert trace.pieces == hm.tokenizer.pieces(prompt) + [s.piece for s in trace.steps]
+    if hm.cfg.is_encoder_decoder:
+        assert trace.src_pieces == hm.tokenizer.pieces(hm.tokenizer.encode(TEXT) + [hm.cfg.eos_id])
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_greedy_trace_agrees_with_fast_greedy(models, architecture):
+    hm = models[architecture]
+    trace = decode(hm, TEXT, "greedy", max_new_tokens=N)
+    assert hm.tokenizer.decode(trace.output_ids) == hm.translate([TEXT], max_new_tokens=N)[0]
+
+
+def test_batched_greedy_with_source_padding_equals_one_at_a_time(tiny_translator):
+    texts = ["我爱你。", "今天天气很好。你叫什么名字？", "我是学生。"]
+    batch = greedy_batch(tiny_translator.model, tiny_translator.tokenizer, texts, max_new_tokens=N)
+    assert batch == [greedy_batch(tiny_translator.model, tiny_translator.tokenizer, [t], max_new_tokens=N)[0]
+                     for t in texts]
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_beam_width_one_equals_greedy(models, architecture):
+    hm = models[architecture]
+    greedy = decode(hm, TEXT, "greedy", max_new_tokens=N)
+    beam = decode(hm, TEXT, "beam", max_new_tokens=N, beam_width=1)
+    assert beam.output_ids == greedy.output_ids
+
+
+def seq_logprob(hm, text, tokens) -> float:
+    logits, _, _ = teacher_forced(hm, text, tokens)
+    logp = torch.log_softmax(logits.double(), -1)
+    return float(logp[torch.arange(len(tokens)), torch.tensor(tokens)].sum())
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
+def test_beam_scores_equal_teacher_forced_log_probs(models, architecture):
+    hm = models[architecture]
+    trace = decode(hm, TEXT, "beam", max_new_tokens=6, beam_width=3)
+    check_against_teacher_forcing(hm, TEXT, trace)                       # rows follow the best beam
+    best = [b for b in trace.steps[-1].beams if b.tokens == trace.output_ids]
+    assert len(best) == 1
+    assert best[0].score == pytest.approx(seq_logprob(hm, TEXT, trace.output_ids), abs=1e-4)
+    for step in trace.steps:                                             # every beam at every step
+        assert 1 <= len(step.beams) <= 6
+        for b in step.beams:
+            assert len(b.tokens) == step.index + 1
+            assert b.score == pytest.approx(seq_logprob(hm, TEXT, b.tokens), abs=1e-4)
+        scores = [b.score for b in step.beams if not b.finished]
+        assert scores == sorted(scores, reverse=True)
+
+
+def with_eos_bias(hm, bias: float) -> HookedModel:
+    """A copy whose output layer favours [end], so beams finish at different steps."""
+    model = copy.deepcopy(hm.model)
+    head = torch.nn.Linear(model.cfg.d_model, model.cfg.vocab_size)
+    with torch.no_grad():
+        head.weight.copy_(model.lm_head.weight)
+        head.bias.zero_()
+        head.bias[model.cfg.eos_id] = bias
+    model.lm_head = head
+    return HookedModel(model, hm.tokenizer)
+
+
+def test_beam_parents_point_into_the_previous_step(tiny_translator):
+    """parent = index in the previous step's beam list (which also shows finished beams), -1 at start."""
+    seen_finished_before_last = False
+    for bias in (2.4, 2.6, 2.8, 3.0):
+        hm = with_eos_bias(tiny_translator, bias)
+        for text in ("我是学生。", "I love you.", "今天天气很好。"):
+            trace = decode(hm, text, "beam", max_new_tokens=N, beam_width=3, length_penalty=2.0)
+            for t, step in enumerate(trace.steps):
+                for b in step.beams:
+                    if t == 0:
+                        assert b.parent == -1
+                        continue
+                    prev = trace.steps[t - 1].beams[b.parent]
+                    assert not prev.finished and prev.tokens == b.tokens[:-1]
+                    assert b.finished == (b.tokens[-1] == hm.cfg.eos_id)
+                if t < len(trace.steps) - 1 and any(b.finished for b in step.beams):
+                    seen_finished_before_last = True
+            if trace.output_ids[-1] == hm.cfg.eos_id:
+                assert trace.steps[-1].beams and seq_logprob(hm, text, trace.output_ids) == pytest.approx(
+                    next(b.score for b in trace.steps[-1].beams if b.tokens == trace.output_ids), abs=1e-4)
+    assert seen_finished_before_last          # the case above was exercised
+
+
+# -- sampling ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
+def test_sampling_is_reproducible_and_top_k_1_is_greedy(models, architecture):
+    hm = models[architecture]
+    a = decode(hm, TEXT, "sample", max_new_tokens=N, seed=7, temperature=1.5)
+    b = decode(hm, TEXT, "sample", max_new_tokens=N, seed=7, temperature=1.5)
+    c = decode(hm, TEXT, "sample", max_new_tokens=N, seed=8, temperature=1.5)
+    assert a.output_ids == b.output_ids and [s.prob for s in a.steps] == [s.prob for s in b.steps]
+    assert a.output_ids != c.output_ids
+    check_against_teacher_forcing(hm, TEXT, a)
+    greedy = decode(hm, TEXT, "greedy", max_new_tokens=N).output_ids
+    assert decode(hm, TEXT, "sample", max_new_tokens=N, seed=3, top_k=1).output_ids == greedy
+    assert decode(hm, TEXT, "sample", max_new_tokens=N, seed=3, top_p=1e-6).output_ids == greedy
+
+
+def test_top_k_and_top_p_restrict_the_choice(tiny_translator):
+    hm = tiny_translator
+    for kw in (dict(top_k=3, temperature=0.7), dict(top_p=0.2, temperature=2.0)):
+        for seed in range(3):
+            trace = decode(hm, TEXT, "sample", max_new_tokens=6, seed=seed, **kw)
+            logits, _, _ = teacher_forced(hm, TEXT, trace.output_ids)
+            for t, step in enumerate(trace.steps):
+                p = torch.softmax(logits[t].double() / kw["temperature"], -1)
+                order = p.argsort(descending=True).tolist()
+                if "top_k" in kw:
+                    keep = order[: kw["top_k"]]
+                else:                               # the smallest set of likeliest tokens reaching top_p
+                    keep, mass = [], 0.0
+                    for i in order:
+                        keep.append(i)
+                        mass += float(p[i])
+                        if mass >= kw["top_p"]:
+                            break
+                assert step.token_id in keep
+                ref = p[keep] / p[keep].sum()
+                assert step.prob == pytest.approx(float(ref[keep.index(step.token_id)]), abs=1e-4)
+                assert sorted(c.id for c in step.candidates) == sorted(keep)[:5] or len(keep) > 5
+
+
+def test_decode_rejects_bad_input(tiny_translator):
+    with pytest.raises(ValueError, match="strategy"):
+        decode(tiny_translator, TEXT, "viterbi")
+    with pytest.raises(ValueError, match="empty"):
+        decode(tiny_translator, "   ")
+
+
+def test_long_input_is_cut_to_max_len(tiny_translator):
+    hm = tiny_translator
+    text = "我是学生。" * 40
+    trace = decode(hm, text, "greedy", max_new_tokens=2)
+    assert len(trace.src_pieces) == hm.cfg.max_len
+    assert trace.n_cut == len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1) > 0
