@@ -78,6 +78,17 @@ def _byte_value(piece: str):
     return None
 
 
+def _byte_char(pieces: list[str], i: int) -> str:
+    """The character whose UTF-8 encoding starts with the byte piece at i ("" if invalid)."""
+    raw = bytearray([_byte_value(pieces[i])])
+    for p in pieces[i + 1:]:
+        b = _byte_value(p)
+        if b is None or not 0x80 <= b < 0xC0:
+            break
+        raw.append(b)
+    return raw.decode("utf-8", errors="ignore")[:1]
+
+
 def group_words(pieces: list[str]) -> list[list[int]]:
     """Group piece positions into words: a word starts at ▁, at a special token, and at every
     CJK character or punctuation piece (Chinese has no spaces, so its pieces are its words).
@@ -87,12 +98,15 @@ def group_words(pieces: list[str]) -> list[list[int]]:
     for i, p in enumerate(pieces):
         b = _byte_value(p)
         if b is not None:
-            cont = 0x80 <= b < 0xC0 and i > 0 and _byte_value(pieces[i - 1]) is not None
-            if groups and (cont or pieces[i - 1] == WORD_START):
+            if 0x80 <= b < 0xC0 and i > 0 and _byte_value(pieces[i - 1]) is not None:
+                groups[-1].append(i)                     # continuation byte of the same character
+                continue
+            standalone = _is_cjk_or_punct(_byte_char(pieces, i))   # é in "café" stays in its word
+            if groups and (pieces[i - 1] == WORD_START or not (standalone or prev_standalone)):
                 groups[-1].append(i)
             else:
                 groups.append([i])
-            prev_standalone = True
+            prev_standalone = standalone
             continue
         standalone = p in (PAD, UNK, BOS, EOS) or _is_cjk_or_punct(p)
         if not groups or p.startswith(WORD_START) or standalone or prev_standalone:
