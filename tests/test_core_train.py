@@ -1,0 +1,132 @@
+"""The training pipeline end to end on tiny corpora: the loss drops, the checkpoint loads, and
+re-running the same command resumes where it stopped (giving the same weights as no stop)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import viz_transformer.train as T
+from viz_transformer import load_checkpoint
+
+SUBJ = [("我", "I", ""), ("你", "You", ""), ("他", "He", "s"), ("她", "She", "s"), ("我们", "We", "")]
+VERB = [("喜欢", "like"), ("有", "have"), ("要", "want")]
+OBJ = [("茶", "tea"), ("书", "books"), ("猫", "cats"), ("苹果", "apples")]
+
+TINY = ["--vocab-size", "300", "--d-model", "32", "--n-heads", "2", "--n-decoder-layers", "1", "--d-ff", "64",
+        "--dropout", "0", "--warmup", "5", "--lr", "3e-3", "--label-smoothing", "0", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def pairs_tsv(tmp_path_factory):
+    """60 zh-en pairs from a tiny grammar."""
+    path = tmp_path_factory.mktemp("data") / "pairs.tsv"
+    lines = ["zh\ten"] + [f"{s}{v}{o}。\t{se} {ve}{agr} {oe}." for s, se, agr in SUBJ for v, ve in VERB
+                          for o, oe in OBJ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def stories_txt(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "stories.txt"
+    animals, places = ["dog", "cat", "bird", "fish", "frog", "bear"], ["park", "garden", "house", "forest", "lake"]
+    docs = [f"Once upon a time there was a little {a}. The {a} liked to play in the {p}. "
+            f"One day the {a} found a red ball in the {p}, and it was very happy."
+            for a in animals for p in places]
+    path.write_text("\n<|endoftext|>\n".join(docs) + "\n", encoding="utf-8")
+    return path
+
+
+def translation_args(data, root, epochs=3):
+    return ["--task", "translation", "--data", str(data), "--out", str(root / "out"), "--work", str(root / "work"),
+            "--n-encoder-layers", "1", "--max-len", "48", "--epochs", str(epochs), "--batch-size", "8",
+            "--n-test", "4", "--n-val", "4", "--eval-limit", "4", *TINY]
+
+
+def state(root) -> dict:
+    return json.loads((root / "work" / "state.json").read_text())
+
+
+def weights(root) -> dict:
+    return {k: v for k, v in load_file(str(root / "work" / "state.safetensors")).items() if k.startswith("model.")}
+
+
+def test_translation_trains_loads_and_resumes(tmp_path, pairs_tsv, monkeypatch, capsys):
+    # 1. an uninterrupted run: the loss drops and the checkpoint loads
+    a = tmp_path / "a"
+    assert T.main(translation_args(pairs_tsv, a)) == 0
+    info = state(a)
+    assert [h["epoch"] for h in info["history"]] == [1, 2, 3]
+    assert info["step"] == 3 * 7                                # 52 training pairs, batches of 8
+    losses = [h["train_loss"] for h in info["history"]]
+    assert losses[-1] < 0.8 * losses[0], losses
+    hm = load_checkpoint(a / "out")
+    assert (hm.cfg.architecture, hm.cfg.d_model, hm.cfg.n_heads, hm.cfg.n_encoder_layers) == \
+        ("encoder_decoder", 32, 2, 1)
+    assert hm.meta["val"] == info["best"] and "test" in hm.meta and len(hm.meta["demo"]) == len(T.DEMO_ZH)
+    logits, cache = hm.run_with_cache("我喜欢茶。", target="I like tea.")
+    assert torch.isfinite(logits).all() and "decoder.0.cross_attn.hook_pattern" in cache
+
+    # 2. the same command, stopped after epoch 1 (the second evaluation fails) ...
+    b = tmp_path / "b"
+    real_score, calls = T.score_translation, []
+
+    def failing_score(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return real_score(*args, **kw)
+    monkeypatch.setattr(T, "score_translation", failing_score)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        T.main(translation_args(pairs_tsv, b))
+    assert state(b)["epoch"] == 1
+    monkeypatch.setattr(T, "score_translation", real_score)
+
+    # ... then re-run as is: it resumes after epoch 1 and ends where the uninterrupted run did
+    capsys.readouterr()
+    assert T.main(translation_args(pairs_tsv, b)) == 0
+    err = capsys.readouterr().err
+    assert "resuming" in err and "after epoch 1" in err
+    assert "epoch 1/3" not in err and "epoch 2/3" in err
+    info_b = state(b)
+    assert [h["epoch"] for h in info_b["history"]] == [1, 2, 3] and info_b["step"] == info["step"]
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], atol=1e-6, rtol=1e-5, msg=k)
+
+    # 3. once finished, the same command trains nothing more
+    assert T.main(translation_args(pairs_tsv, b)) == 0
+    err = capsys.readouterr().err
+    assert "after epoch 3" in err and "epoch 3/3" not in err
+    assert state(b)["history"] == info_b["history"]
+
+
+def lm_args(data, root, epochs=3):
+    return ["--task", "lm", "--data", str(data), "--out", str(root / "out"), "--work", str(root / "work"),
+            "--block-size", "16", "--batch-size", "4", "--max-len", "64", "--epochs", str(epochs),
+            "--n-val", "3", "--eval-limit", "2", *TINY]
+
+
+def test_language_model_trains_loads_and_resumes(tmp_path, stories_txt, capsys):
+    assert T.main(lm_args(stories_txt, tmp_path, epochs=2)) == 0
+    info = state(tmp_path)
+    assert [h["epoch"] for h in info["history"]] == [1, 2]
+    first_loss, first_ppl = info["history"][0]["train_loss"], info["history"][0]["perplexity"]
+    hm = load_checkpoint(tmp_path / "out")
+    assert hm.cfg.architecture == "decoder_only" and hm.cfg.n_encoder_layers == 0
+    run = hm.run("Once upon a time", target="")
+    assert run.tgt_pieces[0] == "[begin]" and "embed.hook_tok" in run.cache
+
+    capsys.readouterr()
+    assert T.main(lm_args(stories_txt, tmp_path, epochs=4)) == 0      # more epochs: continue, not restart
+    err = capsys.readouterr().err
+    assert "after epoch 2" in err and "epoch 1/4" not in err
+    info = state(tmp_path)
+    assert [h["epoch"] for h in info["history"]] == [1, 2, 3, 4]
+    assert info["history"][-1]["train_loss"] < 0.8 * first_loss
+    assert info["history"][-1]["perplexity"] < first_ppl
+    assert load_checkpoint(tmp_path / "out").meta["val"] == info["best"]
