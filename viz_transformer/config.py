@@ -48,6 +48,11 @@ class ModelConfig:
             if not ok:
                 raise ValueError(f"invalid ModelConfig: {msg}")
 
+        for f in dataclasses.fields(self):     # config.json is hand-editable: 32.0 is not a layer width
+            v, t = getattr(self, f.name), type(f.default)
+            ok = isinstance(v, bool) if t is bool else \
+                isinstance(v, (int, float) if t is float else t) and not isinstance(v, bool)
+            check(ok, f"{f.name} must be {t.__name__}, not {v!r}")
         check(self.architecture in ARCHITECTURES, f"architecture {self.architecture!r} not in {ARCHITECTURES}")
         check(self.positional in POSITIONALS, f"positional {self.positional!r} not in {POSITIONALS}")
         check(self.norm in NORMS, f"norm {self.norm!r} not in {NORMS}")
