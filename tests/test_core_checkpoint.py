@@ -122,6 +122,12 @@ def test_invalid_config_value(good):
     expect_error(good, "config.json", "divisible")
 
 
+@pytest.mark.parametrize("key,value", [("d_model", 32.0), ("max_len", 64.5), ("dropout", "0"), ("vocab_size", None)])
+def test_config_value_of_the_wrong_type(good, key, value):
+    edit_config(good, **{key: value})
+    expect_error(good, "config.json", key)
+
+
 def test_truncated_weights(good):
     data = (good / "model.safetensors").read_bytes()
     (good / "model.safetensors").write_bytes(data[: len(data) // 2])

@@ -203,7 +203,8 @@ def test_config_round_trip_and_checks():
     assert cfg.d_head == 8
     bad = [dict(d_model=30, n_heads=4), dict(architecture="rnn"), dict(norm="middle"), dict(positional="rope"),
            dict(activation="tanh"), dict(architecture="decoder_only", n_encoder_layers=2),
-           dict(n_encoder_layers=0), dict(n_decoder_layers=0), dict(dropout=1.0), dict(vocab_size=3)]
+           dict(n_encoder_layers=0), dict(n_decoder_layers=0), dict(dropout=1.0), dict(vocab_size=3),
+           dict(d_model=256.0), dict(max_len=64.5), dict(n_heads="8"), dict(dropout="0.1"), dict(vocab_size=None)]
     for kw in bad:
         with pytest.raises(ValueError):
             ModelConfig(**kw)
