@@ -14,7 +14,7 @@ run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("at.title"))
 st.caption(t("at.intro"))
 
-c = st.columns([3, 1, 2, 1])
+c = st.columns([3, 1, 2, 1.4])
 block, layer, head = common.block_layer_head(c, cfg, "at", with_reduce=True)
 words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
 
@@ -53,7 +53,7 @@ st.subheader(t("at.line_view"))
 c = st.columns([2, 1, 2])
 default = [head] if isinstance(head, int) else [0]
 heads = c[0].multiselect(t("at.line_heads"), list(range(cfg.n_heads)), default=default, max_selections=4,
-                         format_func=common.head_label, key="at_line_heads")
+                         format_func=common.head_label, key=f"at_line_heads_{head}")
 min_w = c[1].slider(t("at.line_min"), 0.0, 0.5, 0.05, 0.01, key="at_line_min")
 lq, lk = (qp, kp)
 n = max(len(lq), len(lk))

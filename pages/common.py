@@ -22,7 +22,7 @@ EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天�
                            "你叫什么名字？"],
             "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
                    "Lily wanted to play in the park, but it was raining."]}
-SECOND = {"translator": "我爱你。", "lm": "I love you."}   # the shorter sentence of the padding demo
+SECOND = {"translator": "好。", "lm": "Hi."}   # the shorter sentence of the padding demo
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -202,10 +202,10 @@ def head_label(h) -> str:
     return t(f"head.{h}") if isinstance(h, str) else t("at.head_n", h=h)
 
 
-def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False):
+def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
     """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
     blocks = analysis.available_blocks(cfg)
-    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", format_func=block_label)
+    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=block_label)
     layer = select(where_cols[1], t("layer"), list(range(analysis.n_layers(cfg, block))), f"{prefix}_layer")
     heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
     head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)

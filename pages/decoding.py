@@ -33,12 +33,15 @@ common.reset_steps_if_changed((ctx.name, ctx.stamp, ctx.text, tuple(sorted(param
 i = st.session_state["dc_step"] = min(st.session_state.get("dc_step", 0), n)
 
 b = st.columns(4)
-b[0].button(t("dc.reset"), on_click=common.set_step, args=(0,), disabled=i == 0, key="dc_reset")
-b[1].button(t("dc.back"), on_click=common.set_step, args=(i - 1,), disabled=i == 0, key="dc_back")
-b[2].button(t("dc.next"), on_click=common.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary")
+b[0].button(t("dc.reset"), on_click=common.set_step, args=(0,), disabled=i == 0, key="dc_reset",
+            icon=":material/first_page:")
+b[1].button(t("dc.back"), on_click=common.set_step, args=(i - 1,), disabled=i == 0, key="dc_back",
+            icon=":material/chevron_left:")
+b[2].button(t("dc.next"), on_click=common.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary",
+            icon=":material/chevron_right:", icon_position="right")
 playing = st.session_state.get("dc_playing", False)
 b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=common.toggle_play, disabled=i >= n and not playing,
-            key="dc_play")
+            key="dc_play", icon=":material/pause:" if playing else ":material/play_arrow:")
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
 st.markdown(f"**{t('dc.sequence')}**")

@@ -59,7 +59,7 @@ elif pb is not None:
 st.subheader(t("mk.applied"))
 st.caption(t("mk.applied_help"))
 c = st.columns([3, 1, 1])
-block, layer, head = common.block_layer_head(c, cfg, "mk")
+block, layer, head = common.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
 q_pieces, k_pieces = analysis.block_pieces(run, block)
 mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
 scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]

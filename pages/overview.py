@@ -16,12 +16,17 @@ with left:
     st.subheader(t("ov.arch"))
     st.markdown(f"**{t('ov.arch.' + cfg.architecture)}**")
     facts = {k: str(v) for k, v in hm.describe().items()}
-    st.dataframe({t("ov.fact"): list(facts), t("ov.value"): list(facts.values())}, hide_index=True)
+    st.dataframe({t("ov.fact"): list(facts), t("ov.value"): list(facts.values())}, hide_index=True,
+                 height=38 + 35 * len(facts))
 with right:
     st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_encoder_decoder else "lm")))
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
     st.subheader(t("ov.training"))
-    st.json(analysis.training_summary(hm.meta), expanded=True)
+    summary = analysis.training_summary(hm.meta)
+    metrics = analysis.headline_metrics(summary)
+    for where, (name, value) in zip(st.columns(max(1, len(metrics))), metrics.items()):
+        where.metric(name, value)
+    st.json(summary, expanded=False)
 
 st.subheader(t("ov.pieces"))
 st.caption(t("ov.pieces_help"))

@@ -15,7 +15,7 @@ st.title(t("st.title"))
 st.caption(t("st.intro"))
 
 c = st.columns([3, 1, 1])
-block, layer, head = common.block_layer_head(c, cfg, "st")
+block, layer, head = common.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")
 sqrt_dk = math.sqrt(cfg.d_head)
 divisor = st.slider(t("st.divisor", sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
                     key=f"st_div_{cfg.d_head}", help=t("st.divisor_help"))

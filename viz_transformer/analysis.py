@@ -61,6 +61,19 @@ def training_summary(meta: dict) -> dict:
     return {k: meta[k] for k in keep if k in meta and meta[k] is not None}
 
 
+def headline_metrics(summary: dict) -> dict[str, str]:
+    """A few numbers worth a glance: test (else validation) BLEU/chrF or loss, and the epoch."""
+    out = {}
+    for split in ("test", "val"):
+        d = summary.get(split)
+        if isinstance(d, dict):
+            for k in ("bleu", "chrf", "loss", "perplexity", "epoch"):
+                if k in d and isinstance(d[k], (int, float)):
+                    out[f"{split} {k}"] = f"{d[k]:g}"
+            break
+    return out
+
+
 def position_labels(pieces: list[str]) -> list[str]:
     """Unique labels "i:piece", so a repeated token stays a separate row/column."""
     return [f"{i}:{p}" for i, p in enumerate(pieces)]

@@ -53,7 +53,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     z = np.where(np.isfinite(z), z, np.nan)
     R, C = z.shape
     if show_values is None:
-        show_values = R * C <= 300
+        show_values = R * C <= 300 and C <= 16     # numbers in cells only while they stay readable
     tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
                     zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
                     hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
@@ -62,7 +62,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         tr.update(texttemplate="%{z:.2f}", textfont=dict(size=10))
     fig = go.Figure(tr)
     fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-45 if C > 8 else 0)
+    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
     fig.update_layout(plot_bgcolor=MASKED_BG)
     if height is None:
         height = int(min(900, max(320, 140 + 18 * min(R, 40) + (12 * (R - 40) if R > 40 else 0))))
@@ -220,9 +220,10 @@ def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabe
            log_x: bool = False, log_y: bool = False, height: int = 380) -> go.Figure:
     """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
     fig = go.Figure()
-    for name, ys in series.items():
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
+    for n, (name, ys) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=list(x), y=_np(ys), mode="lines+markers" if len(x) <= 30 else "lines",
-                                 name=escape(name)))
+                                 name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
     fig.update_xaxes(type="log" if log_x else "linear")
     fig.update_yaxes(type="log" if log_y else "linear")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
@@ -258,7 +259,7 @@ def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = 
     fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
                                              f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(autorange="reversed")
     return _layout(fig, title, xlabel, ylabel, height=460)
 
 

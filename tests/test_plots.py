@@ -1,0 +1,183 @@
+"""viz_transformer.plots: the figures carry the right numbers, labels, scales, titles and escaping."""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from viz_transformer import analysis, plots
+from viz_transformer.decoding import Beam, Step, Trace
+
+PIECES = ["[begin]", "▁the", "▁cat", "▁the", "<script>alert(1)</script>", "a&b"]
+
+
+def _all_text(fig: go.Figure) -> str:
+    return fig.to_json()
+
+
+def _assert_dressed(fig: go.Figure, title: str):
+    """Title, axis labels and (for colour-encoded traces) an explicit scale with a colour bar."""
+    assert fig.layout.title.text == title
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    scaled = [tr for tr in fig.data if getattr(tr, "colorscale", None) is not None
+              or (getattr(tr, "marker", None) is not None and getattr(tr.marker, "colorscale", None) is not None)]
+    assert scaled, "no trace with an explicit colour scale"
+    bars = [tr.colorbar if getattr(tr, "colorbar", None) is not None else tr.marker.colorbar for tr in scaled]
+    assert any(b.title.text for b in bars)
+
+
+def test_escape_and_labels():
+    assert plots.escape("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert plots.escape("a&b") == "a&amp;b"
+    labels = plots.labels(PIECES)
+    assert labels[1] != labels[3]                      # repeated "▁the" stays distinct
+    assert labels[4] == "4:&lt;script&gt;alert(1)&lt;/script&gt;" and labels[5] == "5:a&amp;b"
+    assert plots.labels(["x", "y"], start=10) == ["10:x", "11:y"]
+
+
+def test_attention_heatmap_values_labels_scale_title():
+    p = torch.softmax(torch.randn(6, 6), -1)
+    fig = plots.attention_heatmap(p, PIECES, PIECES, "layer 0, head 1", "key", "query")
+    hm = fig.data[0]
+    assert isinstance(hm, go.Heatmap)
+    assert np.allclose(np.asarray(hm.z), p.numpy(), atol=1e-6)
+    assert list(hm.x) == plots.labels(PIECES) and list(hm.y) == plots.labels(PIECES)
+    assert hm.zmin == 0 and hm.zmax == 1
+    assert hm.colorscale[0][1] == "rgb(247,251,255)"       # Blues, set explicitly
+    assert fig.layout.yaxis.autorange == "reversed"        # query 0 on top
+    assert "%{y}" in hm.hovertemplate and "%{x}" in hm.hovertemplate and "%{z" in hm.hovertemplate
+    _assert_dressed(fig, "layer 0, head 1")
+    assert "<script>" not in _all_text(fig)
+
+
+def test_heatmap_numbers_only_when_small():
+    small = plots.attention_heatmap(torch.rand(5, 5), list("abcde"), list("abcde"), "t")
+    big = plots.attention_heatmap(torch.rand(40, 40), [str(i) for i in range(40)], [str(i) for i in range(40)], "t")
+    assert small.data[0].texttemplate and not big.data[0].texttemplate
+
+
+def test_values_heatmap_is_symmetric_and_shows_minus_infinity_as_gap():
+    s = torch.tensor([[1.0, -3.0], [float("-inf"), 2.0]])
+    fig = plots.values_heatmap(s, ["q0", "q1"], ["k0", "k1"], "scores", "key", "query")
+    hm = fig.data[0]
+    assert hm.zmin == -3 and hm.zmax == 3
+    z = np.asarray(hm.z, dtype=float)
+    assert np.isnan(z[1, 0]) and z[0, 1] == -3
+    _assert_dressed(fig, "scores")
+
+
+def test_mask_heatmap():
+    m = torch.tril(torch.ones(4, 4, dtype=torch.bool))
+    fig = plots.mask_heatmap(m, PIECES[:4], PIECES[:4], "causal", allowed="ok", blocked="no")
+    assert np.array_equal(np.asarray(fig.data[0].z), m.numpy().astype(np.float32))
+    assert list(fig.data[0].colorbar.ticktext) == ["no", "ok"]
+    _assert_dressed(fig, "causal")
+
+
+def test_model_view_places_tiles_and_click_targets():
+    pats = torch.rand(2, 3, 5, 5)
+    tiles = analysis.model_view_tiles(pats, 32)
+    fig = plots.model_view(tiles, "all heads", selected=(1, 2))
+    canvas = np.asarray(fig.data[0].z)
+    gap = 1
+    # tile (layer 1, head 2) starts at row 1 * (5 + gap), column 2 * (5 + gap)
+    assert np.allclose(canvas[6:11, 12:17], pats[1, 2].numpy(), atol=1e-6)
+    assert np.isnan(canvas[5]).all()                  # the gap row between layers
+    pts = fig.data[1]
+    assert [list(c) for c in pts.customdata] == [[l, h] for l in range(2) for h in range(3)]
+    assert (pts.x[5], pts.y[5]) == (12 + 2, 6 + 2)     # centre of tile (1, 2)
+    shape = fig.layout.shapes[0]
+    assert (shape.x0, shape.y0) == (11.5, 5.5)
+    _assert_dressed(fig, "all heads")
+
+
+def test_model_view_stays_small_at_512_tokens():
+    pats = torch.softmax(torch.randn(3, 8, 512, 512), -1)
+    fig = plots.model_view(analysis.model_view_tiles(pats, 32), "big")
+    assert np.asarray(fig.data[0].z).shape == (3 * 36 - 4, 8 * 36 - 4)      # 32-cell tiles, 4-cell gaps
+    assert len(fig.to_json()) < 300_000
+    single = plots.attention_heatmap(pats[0, 0], [str(i) for i in range(512)], [str(i) for i in range(512)], "h")
+    assert len(single.to_json()) < 3_000_000          # typed arrays, not 262k JSON floats with 17 digits
+
+
+def test_line_view_caps_lines_and_thresholds():
+    p = torch.softmax(torch.randn(2, 30, 30) * 3, -1)
+    fig = plots.line_view(p, [f"t{i}" for i in range(30)], [f"t{i}" for i in range(30)], ["head 0", "head 1"],
+                          "lines", max_lines=50, min_weight=0.05)
+    lines = [tr for tr in fig.data if tr.mode == "lines"]
+    # each link is (x0, x1, None): count links per subplot and compare with a direct count
+    for head, axis in enumerate(["x", "x2"]):
+        n = sum(len(tr.x) // 3 for tr in lines if tr.xaxis == axis)
+        assert n == min(50, int((p[head] >= 0.05).sum()))
+    assert len(fig.data) <= 2 * (5 + 2) + 1            # binned traces, not one per line
+    assert fig.layout.title.text == "lines"
+    assert any(getattr(tr.marker, "showscale", False) for tr in fig.data if tr.mode == "markers")  # colour bar
+
+
+def test_line_view_labels_are_escaped_and_numbered_from_window_start():
+    fig = plots.line_view(torch.rand(1, 2, 2), ["<b>x</b>", "y"], ["<b>x</b>", "y"], ["h"], "t", start=40)
+    texts = [list(tr.text) for tr in fig.data if tr.mode == "text"]
+    assert texts[0] == ["40:&lt;b&gt;x&lt;/b&gt;", "41:y"]
+
+
+def test_probability_bars_outline_the_chosen_token():
+    fig = plots.probability_bars(["▁I", "▁You", "<x>"], [0.6, 0.3, 0.1], "candidates", chosen=1)
+    bar = fig.data[0]
+    assert np.allclose(np.asarray(bar.x), [0.6, 0.3, 0.1])
+    assert list(bar.marker.line.width) == [0, 3, 0]
+    assert list(bar.y)[2] == "2:&lt;x&gt;"
+    _assert_dressed(fig, "candidates")
+
+
+def test_head_rows_one_row_per_head():
+    rows = torch.softmax(torch.randn(4, 3), -1)
+    fig = plots.head_rows(rows, ["a", "b", "c"], "cross")
+    assert list(fig.data[0].y) == ["head 0", "head 1", "head 2", "head 3"]
+    assert np.allclose(np.asarray(fig.data[0].z), rows.numpy(), atol=1e-6)
+    _assert_dressed(fig, "cross")
+
+
+def test_positional_and_similarity_heatmaps():
+    from viz_transformer.positional import sinusoidal_table
+    pe = sinusoidal_table(20, 8)
+    fig = plots.positional_heatmap(pe, "sinusoidal")
+    assert np.allclose(np.asarray(fig.data[0].z), pe.numpy()) and fig.data[0].zmid is None
+    assert fig.data[0].zmin == -fig.data[0].zmax
+    _assert_dressed(fig, "sinusoidal")
+    sim = plots.similarity_heatmap(analysis.pe_similarity(pe), "similarity")
+    _assert_dressed(sim, "similarity")
+
+
+def test_curves_and_grouped_bars():
+    fig = plots.curves([1, 2, 4], {"raw": [1, 2, 4], "scaled": [1, 1, 1]}, "variance", "d_k", "var", log_x=True)
+    assert [tr.name for tr in fig.data] == ["raw", "scaled"] and fig.layout.xaxis.type == "log"
+    assert fig.data[0].line.dash != fig.data[1].line.dash   # coinciding lines stay distinguishable
+    bars = plots.grouped_bars(["a", "b"], {"s1": [0.2, 0.8], "s2": [0.5, 0.5]}, "row", "key", "weight")
+    assert len(bars.data) == 2 and bars.layout.barmode == "group"
+
+
+def test_beam_tree_nodes_edges_and_states():
+    steps = [[Beam([1], ["▁I"], -0.1, 0), Beam([2], ["▁He"], -0.5, 0)],
+             [Beam([1, 3], ["▁I", "▁am"], -0.3, 0), Beam([1, 4], ["▁I", "[end]"], -0.9, 0, True)]]
+    tr = Trace("beam", None, ["[begin]"], [Step(i, 0, "x", 1.0, [], {}, b) for i, b in enumerate(steps)])
+    fig = plots.beam_tree(analysis.beam_links(tr), "beams")
+    edges, nodes = fig.data
+    assert list(edges.x) == [0, 1, None, 0, 1, None] and list(edges.y) == [0, 0, None, 0, 1, None]
+    assert list(nodes.marker.symbol) == ["circle", "circle-open", "circle", "diamond"]
+    assert list(nodes.text) == ["▁I", "▁He", "▁am", "[end]"]
+    assert np.allclose(np.asarray(nodes.marker.color), [-0.1, -0.5, -0.3, -0.9])
+    _assert_dressed(fig, "beams")
+
+
+def test_figures_are_plain_plotly_json_and_need_no_streamlit(monkeypatch):
+    fig = plots.attention_heatmap(torch.rand(3, 3), ["a", "b", "c"], ["a", "b", "c"], "t")
+    assert json.loads(fig.to_json())["layout"]["title"]["text"] == "t"
+    monkeypatch.setitem(sys.modules, "streamlit", None)          # importing streamlit now fails
+    monkeypatch.delitem(sys.modules, "viz_transformer.plots")
+    fresh = importlib.import_module("viz_transformer.plots")
+    assert fresh.attention_heatmap(torch.rand(2, 2), ["a", "b"], ["a", "b"], "t").data[0].zmax == 1
