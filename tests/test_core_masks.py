@@ -125,7 +125,7 @@ def test_source_padding_never_receives_weight():
     src, tgt = rand_ids(1, S, seed=4), rand_ids(2, 5, seed=5)
     longer = rand_ids(1, S + n_pad, seed=6)
     batch = torch.cat([torch.cat([src, torch.full((1, n_pad), PAD)], 1), longer])    # row 0 padded
-    single, _ = model.run_with_cache(src, tgt[:1])
+    single, single_cache = model.run_with_cache(src, tgt[:1])
     padded, cache = model.run_with_cache(batch, tgt)
     torch.testing.assert_close(padded[0], single[0], atol=1e-5, rtol=1e-5)
     names = [f"encoder.{i}.self_attn.hook_pattern" for i in range(2)] + \
@@ -134,9 +134,8 @@ def test_source_padding_never_receives_weight():
         assert (cache[name][0, :, :, S:] == 0).all(), name
         assert (cache[name][1] > 0).all(), name        # the unpadded row attends everywhere
     for i in range(2):
-        torch.testing.assert_close(cache[f"encoder.{i}.hook_resid_post"][0, :S],
-                                   model.run_with_cache(src, tgt[:1])[1][f"encoder.{i}.hook_resid_post"][0],
-                                   atol=1e-5, rtol=1e-5)
+        name = f"encoder.{i}.hook_resid_post"
+        torch.testing.assert_close(cache[name][0, :S], single_cache[name][0], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("architecture", ["decoder_only", "prefix_lm"])

@@ -19,6 +19,12 @@ TINY = ["--vocab-size", "300", "--d-model", "32", "--n-heads", "2", "--n-decoder
         "--dropout", "0", "--warmup", "5", "--lr", "3e-3", "--label-smoothing", "0", "--threads", "1"]
 
 
+@pytest.fixture(autouse=True)
+def cpu_only(monkeypatch):
+    """Train on the CPU even where a GPU exists: tiny models, and bit-for-bit reproducible resumes."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 @pytest.fixture(scope="module")
 def pairs_tsv(tmp_path_factory):
     """60 zh-en pairs from a tiny grammar."""
