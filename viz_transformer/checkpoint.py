@@ -122,6 +122,25 @@ def load_tokenizer(folder, cfg: Optional[ModelConfig] = None) -> Tokenizer:
     return tok
 
 
+def check_weights_header(folder) -> None:
+    """Cheap integrity check of model.safetensors without reading the tensors: the JSON header
+    parses and the data section has exactly the bytes the header promises (catches truncation)."""
+    path = Path(folder) / WEIGHTS
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if size < 8 or n <= 0 or 8 + n > size:
+                raise ValueError("header length out of range")
+            header = json.loads(f.read(n))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    except (ValueError, KeyError, TypeError, IndexError) as e:
+        raise CheckpointError(f"{path} is truncated or corrupt ({e})") from None
+    if 8 + n + end != size:
+        raise CheckpointError(f"{path} is truncated or corrupt: header promises {8 + n + end} bytes, "
+                              f"the file has {size}")
+
+
 def read_meta(folder) -> dict:
     return _read_json(Path(folder), META)
 
@@ -146,6 +165,7 @@ def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
         try:
             info.config = read_config(folder)
             info.meta = read_meta(folder)
+            check_weights_header(folder)
         except CheckpointError as e:
             info.error = str(e)
         out.append(info)

@@ -51,7 +51,8 @@ def split(items: list, seed: int, n_test: int, n_val: int):
 
 
 def read_stories(path) -> list[str]:
-    """Plain text split into documents at <|endoftext|> (or one document if there is none)."""
+    """Plain text split into documents at <|endoftext|> (at blank lines if there is none)."""
     text = Path(path).read_text(encoding="utf-8")
-    docs = [d.strip() for d in text.split(STORY_SEPARATOR)]
+    sep = STORY_SEPARATOR if STORY_SEPARATOR in text else "\n\n"   # plain text: paragraphs
+    docs = [d.strip() for d in text.split(sep)]
     return [d for d in docs if d]

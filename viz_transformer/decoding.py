@@ -105,6 +105,8 @@ class Trace:
     prompt_pieces: list[str]             # decoder input before the first step: [begin] (+ text for an LM)
     steps: list[Step] = field(default_factory=list)
     n_cut: int = 0
+    beam_history: Optional[list[list[Beam]]] = None   # beam search: the beams after every step,
+                                                      # also the steps after the best one ended
 
     @property
     def output_ids(self) -> list[int]:
@@ -260,7 +262,9 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
         alive, alive_pos = nxt_alive, nxt_pos
         cache.reorder(torch.tensor(parents))
         cur = torch.tensor([[h["tokens"][-1]] for h in alive])
-    best = max(finished or alive, key=norm)
+    trace.beam_history = beams_per_step
+    # stopped by the length limit before `width` beams finished: unfinished beams compete too
+    best = max(finished if len(finished) >= width else finished + alive, key=norm)
     for i, token in enumerate(best["tokens"]):
         trace.steps.append(Step(i, token, tok.piece(token), best["probs"][i], best["cands"][i],
                                 best["rows"][i], beams_per_step[i] if i < len(beams_per_step) else []))

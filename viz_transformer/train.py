@@ -261,8 +261,16 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                 y = tgt[:, 1:]
             else:
                 x = torch.stack([ids[i * tc.block_size: i * tc.block_size + tc.block_size + 1] for i in batch.tolist()]).to(device)
-                logits = model(x[:, :-1])
-                y = x[:, 1:]
+                if cfg.architecture == "prefix_lm":
+                    # a random bidirectional prefix per sequence; positions inside it see their
+                    # next token, so only predictions from the last prefix position on are scored
+                    pl = torch.randint(1, tc.block_size // 2 + 1, (x.shape[0],))
+                    logits = model(x[:, :-1], prefix_len=pl.to(device))
+                    y = x[:, 1:].masked_fill(torch.arange(tc.block_size, device=device)[None] < (pl.to(device)[:, None] - 1),
+                                             tok.pad_id)
+                else:
+                    logits = model(x[:, :-1])
+                    y = x[:, 1:]
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
                                    ignore_index=tok.pad_id, label_smoothing=tc.label_smoothing)
             for grp in opt.param_groups:
