@@ -1,0 +1,116 @@
+"""The command line, run as a user would: a subprocess of `python -m viz_transformer`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import ROOT
+from viz_transformer import decode
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "viz_transformer", *map(str, args)], input=stdin,
+                          capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=120)
+
+
+def test_translate_reads_stdin_line_by_line_and_flushes_each(ckpt_root, tiny_translator):
+    p = subprocess.Popen([sys.executable, "-m", "viz_transformer", "translate", "--checkpoint",
+                          str(ckpt_root / "tiny-zh-en"), "--max-new-tokens", "8"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    try:
+        outs = []
+        for text in ["我是学生。", "我爱你。"]:
+            p.stdin.write(text + "\n")
+            p.stdin.flush()
+            outs.append(p.stdout.readline().rstrip("\n"))   # would hang without a flush per line
+        p.stdin.close()
+        assert p.wait(timeout=60) == 0
+    finally:
+        p.kill()
+    # reference: the step-by-step decoder, a different code path from the batched one
+    for text, out in zip(["我是学生。", "我爱你。"], outs):
+        trace = decode(tiny_translator, text, "greedy", max_new_tokens=8)
+        assert out == tiny_translator.tokenizer.decode(trace.output_ids)
+
+
+def test_translate_one_output_per_input_line(ckpt_root):
+    r = cli("translate", "--checkpoint", ckpt_root / "tiny-zh-en", "--max-new-tokens", "4",
+            stdin="我是学生。\n\n今天天气很好。\n")
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 3
+
+
+def test_generate_with_beam_and_sample_flags(ckpt_root):
+    for flags in (["--beam", "--beam-width", "2"], ["--sample", "--seed", "3", "--top-p", "0.9"]):
+        r = cli("generate", "--checkpoint", ckpt_root / "tiny-lm", "--text", "Once upon a time",
+                "--max-new-tokens", "5", *flags)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("Once upon a time")
+
+
+def expected_names(n_enc, n_dec, cross):
+    names = ["src_embed.hook_tok", "src_embed.hook_pos", "tgt_embed.hook_tok", "tgt_embed.hook_pos"] if cross \
+        else ["embed.hook_tok", "embed.hook_pos"]
+    blocks = [f"encoder.{i}.self_attn" for i in range(n_enc)] + [f"decoder.{i}.self_attn" for i in range(n_dec)]
+    blocks += [f"decoder.{i}.cross_attn" for i in range(n_dec)] if cross else []
+    for b in blocks:
+        names += [f"{b}.hook_{s}" for s in ("q", "k", "v", "scores", "mask", "pattern", "z", "out")]
+    for part, n in (("encoder", n_enc), ("decoder", n_dec)):
+        for i in range(n):
+            names += [f"{part}.{i}.hook_resid_{s}" for s in ("pre", "mid", "post")]
+            if part == "decoder" and cross:
+                names.append(f"decoder.{i}.hook_resid_cross")
+    return set(names)
+
+
+def test_trace_npz_holds_every_capture_name_and_the_tokens(ckpt_root, tiny_translator, tmp_path):
+    out = tmp_path / "run.npz"
+    r = cli("trace", "--checkpoint", ckpt_root / "tiny-zh-en", "--text", "我是一名工程师。",
+            "--target", "I am an engineer.", "--out", out)
+    assert r.returncode == 0, r.stderr
+    d = np.load(out)
+    assert expected_names(2, 2, True) <= set(d.files)
+    assert {"tokens.src", "tokens.tgt"} <= set(d.files)
+    run = tiny_translator.run("我是一名工程师。", target="I am an engineer.")
+    assert list(d["tokens.src"]) == run.src_pieces and list(d["tokens.tgt"]) == run.tgt_pieces
+    # the dumped pattern is a real softmax over the unmasked keys
+    pat = torch.from_numpy(d["decoder.1.cross_attn.hook_pattern"])
+    assert torch.allclose(pat.sum(-1), torch.ones(pat.shape[:-1]), atol=1e-5)
+
+
+def test_trace_json_for_a_decoder_only_model(ckpt_root, tmp_path):
+    out = tmp_path / "run.json"
+    r = cli("trace", "--checkpoint", ckpt_root / "tiny-lm", "--text", "Once upon a time", "--out", out)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert expected_names(0, 2, False) <= set(doc)
+    assert doc["tokens.tgt"][0] == "[begin]"
+
+
+def test_info_describes_the_checkpoint(ckpt_root):
+    r = cli("info", "--checkpoint", ckpt_root / "tiny-lm", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    cfg = json.loads((ckpt_root / "tiny-lm" / "config.json").read_text())
+    assert info["architecture"] == cfg["architecture"] == "decoder_only"
+    assert info["positional"] == "learned" and info["heads"] == cfg["n_heads"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["info", "--checkpoint", "no/such/folder"], "does not exist"),
+    (["trace", "--checkpoint", "{ck}", "--text", "  ", "--out", "x.npz"], "empty"),
+    (["trace", "--checkpoint", "{ck}", "--text", "hi", "--out", "x.txt"], ".npz or .json"),
+])
+def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, args, needle):
+    r = cli(*[a.format(ck=ckpt_root / "tiny-zh-en") for a in args])
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
