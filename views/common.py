@@ -12,7 +12,7 @@ from typing import Optional
 
 import streamlit as st
 
-from pages.strings import t
+from views.strings import t
 from viz_transformer import CheckpointError, decode, list_checkpoints, load_checkpoint
 from viz_transformer import analysis
 

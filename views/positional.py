@@ -1,8 +1,8 @@
 """Page 5: the sinusoidal table, chosen dimensions as curves, position similarity, learned positions."""
 import streamlit as st
 
-from pages import common
-from pages.strings import t
+from views import common
+from views.strings import t
 from viz_transformer import analysis, plots
 
 ctx = common.need_run(require_text=False)

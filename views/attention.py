@@ -1,8 +1,8 @@
 """Page 2: one head's heatmap, the model view (all layers × heads), the line view, word level."""
 import streamlit as st
 
-from pages import common
-from pages.strings import t
+from views import common
+from views.strings import t
 from viz_transformer import analysis, plots
 
 TILE = 32          # model-view tile size (cells) above which patterns are max-pooled

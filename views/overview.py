@@ -1,8 +1,8 @@
 """Page 1: the checkpoint's architecture, the text as SentencePiece pieces, and the model's output."""
 import streamlit as st
 
-from pages import common
-from pages.strings import t
+from views import common
+from views.strings import t
 from viz_transformer import analysis
 
 ctx = common.need_run()

@@ -1,6 +1,6 @@
 """Every user-facing string of the app, by key, so the interface can be translated in one place.
 
-    from pages.strings import t
+    from views.strings import t
     t("sidebar.cut", n=3)      # -> "The text was too long: the last 3 pieces were cut."
 
 To translate: add a dict with the same keys (e.g. ZH) and point LANG at it.

@@ -3,8 +3,8 @@ import math
 
 import streamlit as st
 
-from pages import common
-from pages.strings import t
+from views import common
+from views.strings import t
 from viz_transformer import analysis, plots
 
 WINDOW = 40   # positions shown per axis; softmax still uses every key

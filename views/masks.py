@@ -1,8 +1,8 @@
 """Page 4: padding, causal, prefix-LM and cross-attention masks, and what each head applied."""
 import streamlit as st
 
-from pages import common
-from pages.strings import t
+from views import common
+from views.strings import t
 from viz_transformer import analysis, plots
 
 ctx = common.need_run()
