@@ -240,6 +240,7 @@ def test_beam_links_by_hand():
     assert [b["survives"] for b in links[0]] == [True, True]
     assert [b["survives"] for b in links[1]] == [True, False, False]
     assert len(analysis.beam_links(tr, upto=2)) == 2
+    assert not any(b["best"] for row in links for b in row)         # output ids [0, 0, 0] match no beam
 
 
 def test_beam_links_on_a_real_beam_search(tiny_translator):
@@ -249,3 +250,15 @@ def test_beam_links_on_a_real_beam_search(tiny_translator):
         for b in links[t]:
             assert b["parent"] >= 0
             assert links[t - 1][b["parent"]]["tokens"] == b["tokens"][:-1]
+    # exactly one beam per step lies on the chosen output, and it extends the previous one
+    for t, row in enumerate(links):
+        best = [b for b in row if b["best"]]
+        assert len(best) == 1 and best[0]["tokens"] == tr.output_ids[: t + 1]
+
+
+def test_most_different_picks_the_sentence_that_forces_padding(tiny_translator):
+    tok = tiny_translator.tokenizer
+    short, long = "好。", "我们明天去北京，他是我的朋友，我喜欢喝茶。"
+    assert len(tok.encode(long)) > len(tok.encode(short)) + 3
+    assert analysis.most_different(tiny_translator, "我爱你。", [short, long]) == long
+    assert analysis.most_different(tiny_translator, long + long, [short, long]) == short

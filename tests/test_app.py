@@ -258,7 +258,7 @@ def test_decoding_next_back_and_what_each_step_shows(env):
     for i in (1, 2):
         at.button(key="dc_next").click().run(timeout=60)
         assert f"Step {i} of {len(ref.steps)}" in at.get("progress")[0].proto.text
-        assert at.code[0].value == " ".join(ref.pieces[: 1 + i])
+        assert at.code[0].value == "[begin] ‖ " + " ".join(ref.pieces[1: 1 + i])
     cands = figure(at, "Top candidates at step 2")
     assert np.allclose(_array(cands["data"][0]["x"]), [c.prob for c in ref.steps[1].candidates], atol=1e-5)
     cross = figure(at, "Cross-attention of the newest query")
@@ -288,16 +288,16 @@ def test_decoding_strategies(env):
     tree = figure(at, "Beam search up to step 2")
     ref = decode(load_checkpoint(env / "tiny-zh-en"), ZH, strategy="beam", beam_width=4, max_new_tokens=20)
     n_beams = sum(len(s.beams) for s in ref.steps[:2])
-    assert len(tree["data"][1]["x"]) == n_beams
+    assert len(tree["data"][-1]["x"]) == n_beams          # the node trace comes last
 
 
 def test_decoding_continues_the_text_for_a_language_model(env):
     at = open_app("views/decoding.py", ckpt="tiny-lm", text="The cat sat")
     hm = load_checkpoint(env / "tiny-lm")
     prompt = ["[begin]"] + hm.tokenizer.pieces(hm.tokenizer.encode("The cat sat"))
-    assert at.code[0].value == " ".join(prompt)
+    assert at.code[0].value.strip() == " ".join(prompt) + " ‖"
     at.button(key="dc_next").click().run(timeout=60)
-    assert at.code[0].value.startswith(" ".join(prompt))
+    assert at.code[0].value.startswith(" ".join(prompt) + " ‖ ") and len(at.code[0].value) > len(" ".join(prompt)) + 3
     assert not any("Cross-attention" in f["layout"]["title"]["text"] for f in figures(at))
     assert len(figure(at, "Self-attention of the newest query")["data"][0]["x"]) == len(prompt)
 

@@ -55,6 +55,15 @@ def test_attention_heatmap_values_labels_scale_title():
     assert "<script>" not in _all_text(fig)
 
 
+def test_attention_scale_is_fixed_for_short_and_follows_the_max_for_long_sequences():
+    long = torch.softmax(torch.randn(100, 100), -1)
+    fig = plots.attention_heatmap(long, [str(i) for i in range(100)], [str(i) for i in range(100)], "t")
+    assert fig.data[0].zmax == pytest.approx(float(long.max()))
+    assert plots.attention_heatmap(long[:5, :5], list("abcde"), list("abcde"), "t").data[0].zmax == 1
+    assert plots.attention_heatmap(long, [str(i) for i in range(100)], [str(i) for i in range(100)], "t",
+                                   zmax=1.0).data[0].zmax == 1
+
+
 def test_heatmap_numbers_only_when_small():
     small = plots.attention_heatmap(torch.rand(5, 5), list("abcde"), list("abcde"), "t")
     big = plots.attention_heatmap(torch.rand(40, 40), [str(i) for i in range(40)], [str(i) for i in range(40)], "t")
@@ -166,8 +175,14 @@ def test_beam_tree_nodes_edges_and_states():
              [Beam([1, 3], ["▁I", "▁am"], -0.3, 0), Beam([1, 4], ["▁I", "[end]"], -0.9, 0, True)]]
     tr = Trace("beam", None, ["[begin]"], [Step(i, 0, "x", 1.0, [], {}, b) for i, b in enumerate(steps)])
     fig = plots.beam_tree(analysis.beam_links(tr), "beams")
-    edges, nodes = fig.data
-    assert list(edges.x) == [0, 1, None, 0, 1, None] and list(edges.y) == [0, 0, None, 0, 1, None]
+    tr_best = Trace("beam", None, ["[begin]"], [Step(0, 1, "▁I", 1.0, [], {}, steps[0]),
+                                                Step(1, 3, "▁am", 1.0, [], {}, steps[1])])
+    best = plots.beam_tree(analysis.beam_links(tr_best), "beams").data[1]
+    assert list(best.x) == [1, 2, None] and list(best.y) == [0, 0, None]
+    plain, chosen, nodes = fig.data
+    # the trace's output ([0] per Step) matches no beam, so no edge is on the chosen path
+    assert list(plain.x) == [1, 2, None, 1, 2, None] and list(plain.y) == [0, 0, None, 0, 1, None]
+    assert list(chosen.x) == []
     assert list(nodes.marker.symbol) == ["circle", "circle-open", "circle", "diamond"]
     assert list(nodes.text) == ["▁I", "▁He", "▁am", "[end]"]
     assert np.allclose(np.asarray(nodes.marker.color), [-0.1, -0.5, -0.3, -0.9])

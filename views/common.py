@@ -22,7 +22,8 @@ EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天�
                            "你叫什么名字？"],
             "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
                    "Lily wanted to play in the park, but it was raining."]}
-SECOND = {"translator": "好。", "lm": "Hi."}   # the shorter sentence of the padding demo
+SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见面，然后一起坐火车去北京。"],   # padding demo:
+          "lm": ["Hi.", "The little dog ran to the park and played with his friends all day."]}  # one is picked
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 

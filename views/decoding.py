@@ -45,7 +45,7 @@ b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=common.toggle_p
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
 st.markdown(f"**{t('dc.sequence')}**")
-st.code(" ".join(tr.pieces[: len(tr.prompt_pieces) + i]), language=None, wrap_lines=True)
+st.code(analysis.sequence_text(tr, i), language=None, wrap_lines=True)
 if i == 0:
     st.info(t("dc.start"))
 else:

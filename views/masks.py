@@ -15,7 +15,8 @@ mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.all
 # -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
 st.subheader(t("mk.padding"))
 st.caption(t("mk.padding_help"))
-other = st.text_input(t("mk.other"), value=common.SECOND[ctx.kind], key=f"mk_other_{ctx.kind}")
+suggested = analysis.most_different(ctx.hm, ctx.text, common.SECOND[ctx.kind])
+other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
 pb = None
 if other.strip():
     with st.spinner(t("sidebar.running")):

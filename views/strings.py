@@ -147,7 +147,7 @@ EN = {
                 "their weights are exactly 0. Blue = may attend, grey = masked.",
     "mk.padding": "Padding mask",
     "mk.padding_help": "Your text is batched with a second sentence; the shorter one is filled with [pad], "
-                       "and no query may attend to a [pad] key.",
+                       "and no query may attend to a [pad] key. The figure shows the padded row.",
     "mk.other": "Second sentence for the batch",
     "mk.same_length": "Both sentences have the same number of pieces, so there is no padding: "
                       "change the second sentence.",

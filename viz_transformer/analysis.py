@@ -221,6 +221,12 @@ def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     return torch.tensor([r + [pad_id] * (T - len(r)) for r in rows])             # (B, T)
 
 
+def most_different(hm, text: str, candidates: list[str]) -> str:
+    """The candidate whose piece count differs most from the text's (so the batch gets padding)."""
+    n = len(hm.tokenizer.encode(text))
+    return max(candidates, key=lambda c: abs(len(hm.tokenizer.encode(c)) - n))
+
+
 def padded_batch(hm, text: str, other: str) -> PaddedBatch:
     """Run `text` and a second sentence as one right-padded batch so the padding mask shows."""
     cfg, tok = hm.cfg, hm.tokenizer
@@ -285,6 +291,11 @@ def similarity_by_offset(pe: torch.Tensor, anchors: list[int], max_offset: int) 
 
 
 # -- decoding traces -----------------------------------------------------------------------------
+def sequence_text(trace, n: int, sep: str = " ‖ ") -> str:
+    """The decoder tokens after n steps as one line: prompt, a separator, then the chosen pieces."""
+    return " ".join(trace.prompt_pieces) + sep + " ".join(s.piece for s in trace.steps[:n])
+
+
 def step_keys(trace, t: int) -> list[str]:
     """Self-attention keys of step t: the prompt then the pieces chosen before t."""
     return trace.prompt_pieces + [s.piece for s in trace.steps[:t]]
@@ -297,9 +308,11 @@ def step_query(trace, t: int) -> str:
 
 def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:
     """Per step, per beam: {"pieces", "score", "finished", "parent" (index in the previous step's
-    list, -1 at step 0), "survives" (extended at the next step)}. Parents are found by token
-    prefix, which does not depend on how Beam.parent counts finished beams."""
+    list, -1 at step 0), "survives" (extended at the next step), "best" (a prefix of the chosen
+    output)}. Parents are found by token prefix, which does not depend on how Beam.parent
+    counts finished beams."""
     steps = [s.beams or [] for s in trace.steps][:upto]
+    chosen = trace.output_ids
     out: list[list[dict]] = []
     for t, beams in enumerate(steps):
         row = []
@@ -311,7 +324,7 @@ def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:
                         parent = j
                         break
             row.append({"tokens": b.tokens, "pieces": b.pieces, "score": b.score, "finished": b.finished,
-                        "parent": parent, "survives": False})
+                        "parent": parent, "survives": False, "best": b.tokens == chosen[: len(b.tokens)]})
         out.append(row)
     for t in range(1, len(out)):
         for b in out[t]:

@@ -16,7 +16,7 @@ ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
 VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
 MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
 MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
-MAX_TICK_LABELS = 80          # above this many tokens, axis ticks are thinned by plotly
+BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
 
 
 def escape(s: str) -> str:
@@ -53,7 +53,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     z = np.where(np.isfinite(z), z, np.nan)
     R, C = z.shape
     if show_values is None:
-        show_values = R * C <= 300 and C <= 16     # numbers in cells only while they stay readable
+        show_values = R * C <= 300 and C <= 12     # numbers in cells only while they stay readable
     tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
                     zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
                     hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
@@ -71,10 +71,16 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
 
 def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
                       xlabel: str = "key (attended to)", ylabel: str = "query (attending)",
-                      colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0) -> go.Figure:
-    """One [q, k] attention pattern with token labels on both axes, on a fixed 0..1 scale."""
-    return heatmap(pattern, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0.0, zmax=1.0, hover="weight")
+                      colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0,
+                      zmax: Optional[float] = None) -> go.Figure:
+    """One [q, k] attention pattern with token labels on both axes. The scale is 0..1 (comparable
+    across heads) unless there are more than BIG_KEYS keys: then weights are ~1/k and the scale
+    stops at the largest weight, or nothing would be visible."""
+    a = _np(pattern)
+    if zmax is None:
+        zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
+    return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
+                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover="weight")
 
 
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
@@ -117,7 +123,8 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             t = _np(tiles[l][h])
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
-    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=1, hoverinfo="skip",
+    zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
                                colorbar=dict(title=dict(text=escape(colorbar)))))
     cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
     cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
@@ -267,24 +274,26 @@ def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = 
 def beam_tree(links: list[list[dict]], title: str, xlabel: str = "step", ylabel: str = "beam (rank)",
               colorbar: str = "log-probability", survive_label: str = "extended",
               drop_label: str = "dropped", finish_label: str = "finished") -> go.Figure:
-    """Beam search as a tree: x = step, y = rank in that step, node text = newest piece, colour =
+    """Beam search as a tree: x = step (from 1), y = rank in that step, node text = newest piece, colour =
     cumulative log-probability. Edges join a beam to its parent; dropped beams are hollow,
-    finished beams are diamonds. links: analysis.beam_links(trace)."""
+    finished beams are diamonds; red edges follow the chosen hypothesis. links: analysis.beam_links(trace)."""
     fig = go.Figure()
-    ex, ey = [], []
+    edges = {False: ([], []), True: ([], [])}      # on the chosen path or not
     for t in range(1, len(links)):
         for r, b in enumerate(links[t]):
             if b["parent"] >= 0:
-                ex += [t - 1, t, None]
+                ex, ey = edges[bool(b.get("best")) and bool(links[t - 1][b["parent"]].get("best"))]
+                ex += [t, t + 1, None]
                 ey += [b["parent"], r, None]
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#9e9e9e", width=1.5),
-                             hoverinfo="skip", showlegend=False))
+    for best, (ex, ey) in edges.items():
+        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color="#d62728" if best else "#9e9e9e", width=3.5 if best else 1.5)))
     xs, ys, cs, txt, hov, sym = [], [], [], [], [], []
     last = len(links) - 1
     for t, row in enumerate(links):
         for r, b in enumerate(row):
             state = finish_label if b["finished"] else (survive_label if b["survives"] or t == last else drop_label)
-            xs.append(t)
+            xs.append(t + 1)
             ys.append(r)
             cs.append(b["score"])
             txt.append(escape(b["pieces"][-1]) if b["pieces"] else "")
