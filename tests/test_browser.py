@@ -165,3 +165,10 @@ def test_explorer_end_to_end(server, page):
     assert "[begin]" in pg.locator('[data-testid="stCode"]').first.inner_text()
     pg.screenshot(path=str(ARTIFACTS / "6-decoding.png"))
     _no_exception(pg)
+    # Play advances on its own; Pause stops it
+    total = int(re.search(r"Step 3 of (\d+)", main.inner_text()).group(1))
+    pg.get_by_role("button", name=re.compile("Play")).click()
+    pg.get_by_text(f"Step {min(total, 5)} of {total}").wait_for()
+    pg.get_by_role("button", name=re.compile("Pause")).click()
+    _settle(pg)
+    _no_exception(pg)

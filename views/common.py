@@ -35,6 +35,7 @@ class Context:
     hm: object = None          # HookedModel
     run: object = None         # Run
     error: Optional[str] = None
+    error_title: str = "msg.broken"
 
     @property
     def stamp(self) -> float:
@@ -160,8 +161,12 @@ def sidebar() -> Context:
     sb.caption(t("sidebar.model_caption", arch=cfg.architecture, layers=layers, heads=cfg.n_heads,
                  d_model=cfg.d_model))
     if text.strip():
-        with st.spinner(t("sidebar.running")):
-            ctx.run = capture(str(info.path), ctx.stamp, text)
+        try:
+            with st.spinner(t("sidebar.running")):
+                ctx.run = capture(str(info.path), ctx.stamp, text)
+        except (CheckpointError, RuntimeError, ValueError, OSError) as e:   # e.g. files rewritten mid-load
+            ctx.error, ctx.error_title = str(e), "msg.failed"
+            return ctx
         if ctx.run.n_cut:
             sb.warning(t("sidebar.cut", n=ctx.run.n_cut, max_len=cfg.max_len))
     return ctx
@@ -171,7 +176,7 @@ def need_run(require_text: bool = True) -> Context:
     """The shared context for a page; stops the page with a message when there is nothing to show."""
     ctx: Optional[Context] = st.session_state.get(CTX)
     if ctx is None or ctx.error:
-        st.error(t("msg.broken"))
+        st.error(t(ctx.error_title if ctx is not None else "msg.broken"))
         if ctx is not None and ctx.error:
             st.code(ctx.error, language=None, wrap_lines=True)
         st.stop()
