@@ -302,6 +302,15 @@ def test_decoding_continues_the_text_for_a_language_model(env):
     assert len(figure(at, "Self-attention of the newest query")["data"][0]["x"]) == len(prompt)
 
 
+def test_decoding_a_long_prompt_says_how_much_was_cut(env):
+    hm = load_checkpoint(env / "tiny-lm")
+    text = "The cat sat on the mat and looked at the bird. " * 6
+    n = len(hm.tokenizer.encode(text))
+    at = open_app("views/decoding.py", ckpt="tiny-lm", text=text)
+    room = hm.cfg.max_len - 1 - 20                       # the page's default: 20 new tokens
+    assert f"its last {n - room} pieces are not used here" in texts(at)
+
+
 # -- bad input ------------------------------------------------------------------------------------
 def test_empty_text_asks_for_text_on_every_page(env):
     at = open_app(text="   ")

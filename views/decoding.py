@@ -29,6 +29,8 @@ elif strategy == "beam":
 with st.spinner(t("dc.running")):
     tr = common.trace(str(ctx.path), ctx.stamp, ctx.text, **params)
 n = len(tr.steps)
+if tr.n_cut > ctx.run.n_cut:       # an LM's prompt also leaves room for the new tokens
+    st.warning(t("dc.cut", n=tr.n_cut, new=params["max_new_tokens"]))
 common.reset_steps_if_changed((ctx.name, ctx.stamp, ctx.text, tuple(sorted(params.items()))))
 i = st.session_state["dc_step"] = min(st.session_state.get("dc_step", 0), n)
 

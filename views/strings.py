@@ -229,6 +229,7 @@ EN = {
     "dc.dropped": "dropped",
     "dc.finished": "finished",
     "dc.done": "Finished: {text}",
+    "dc.cut": "To leave room for {new} new tokens, the prompt was cut: its last {n} pieces are not used here.",
     "axis.candidate": "candidate token",
     "axis.probability": "probability",
     "axis.step": "step",
