@@ -22,7 +22,7 @@ for where, kind in zip(st.columns(len(kinds)), kinds):
         common.show(plots.positional_heatmap(tables[kind], title, dim, pos, t("cb.value")), key=f"pe_table_{kind}")
 
 d = cfg.d_model
-defaults = sorted({0, 1, 2, 3, d // 2, d - 2})
+defaults = sorted({i for i in (0, 1, 16, 64, d // 2) if i < d})   # a sin/cos pair, then ever slower waves
 dims = st.multiselect(t("pe.dims"), list(range(d)), default=defaults, key=f"pe_dims_{d}")
 if dims:
     src = tables["learned"] if cfg.positional == "learned" else tables["sinusoidal"]
