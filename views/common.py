@@ -18,7 +18,7 @@ from viz_transformer import analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 CTX = "_viz_ctx"
-EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天天气很好。", "他是我的朋友，我们明天去北京。",
+EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天天气很好。", "我的猫喜欢睡觉。",
                            "你叫什么名字？"],
             "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
                    "Lily wanted to play in the park, but it was raining."]}
