@@ -136,3 +136,17 @@ def test_language_model_trains_loads_and_resumes(tmp_path, stories_txt, capsys):
     assert info["history"][-1]["train_loss"] < 0.8 * first_loss
     assert info["history"][-1]["perplexity"] < first_ppl
     assert load_checkpoint(tmp_path / "out").meta["val"] == info["best"]
+
+
+def test_prefix_lm_trains_with_a_bidirectional_prefix(tmp_path, stories_txt):
+    args = lm_args(stories_txt, tmp_path, epochs=3) + ["--architecture", "prefix_lm"]
+    assert T.main(args) == 0
+    info = state(tmp_path)
+    assert info["history"][-1]["train_loss"] < info["history"][0]["train_loss"]
+    hm = load_checkpoint(tmp_path / "out")
+    assert hm.cfg.architecture == "prefix_lm"
+    run = hm.run("Once upon a time there was", target="")
+    mask = run.cache["decoder.0.self_attn.hook_mask"][0, 0]
+    P = run.prefix_len
+    assert P == len(run.tgt_pieces)
+    assert mask[:P, :P].all()          # the prompt is the prefix: every prompt token sees every other
