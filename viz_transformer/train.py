@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import math
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -63,17 +65,28 @@ class TrainConfig:
 MODEL_FIELDS = [f for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "pad_id", "bos_id", "eos_id")]
 
 
+def _field_comments(cls) -> dict[str, str]:
+    """The trailing `# comment` of each dataclass field: the one place its help text lives."""
+    out = {}
+    for line in inspect.getsource(cls).splitlines():
+        m = re.match(r"\s+(\w+): [^=]+=.*?#\s*(.+)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m viz_transformer train", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m viz_transformer train", description=__doc__,
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    helps = {**_field_comments(ModelConfig), **_field_comments(TrainConfig)}
     for f in list(dataclasses.fields(TrainConfig)) + MODEL_FIELDS:
-        default = f.default
+        flag, default, hlp = f"--{f.name.replace('_', '-')}", f.default, helps.get(f.name, f.name.replace('_', ' '))
         if isinstance(default, bool):
-            p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=default,
-                           action=argparse.BooleanOptionalAction)
+            p.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction, help=hlp)
         else:
             ann = str(f.type)
             typ = int if "int" in ann else float if "float" in ann else str
-            p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=default, type=typ)
+            p.add_argument(flag, dest=f.name, default=default, type=typ, help=hlp)
     return p
 
 
@@ -333,8 +346,16 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     d = vars(args)
     tc = TrainConfig(**{f.name: d[f.name] for f in dataclasses.fields(TrainConfig)})
+    for path in filter(None, [tc.data, tc.data_tgt] + (tc.extra_train or "").split(",")):
+        if not Path(path).is_file():
+            print(f"error: training data {path} not found", file=sys.stderr)
+            return 2
     if not tc.data:
-        raise SystemExit("train: --data is required")
+        print("error: --data is required (a TSV of pairs, a source file, or plain text)", file=sys.stderr)
+        return 2
+    if tc.task not in ("translation", "lm"):
+        print(f"error: --task must be translation or lm, not {tc.task!r}", file=sys.stderr)
+        return 2
     model_kw = {f.name: d[f.name] for f in MODEL_FIELDS}
     cmd = "python -m viz_transformer train " + " ".join(argv if argv is not None else sys.argv[2:])
     train(tc, model_kw, command=cmd)
