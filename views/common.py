@@ -57,19 +57,6 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def probe(path: str, stamp: float) -> Optional[str]:
-    """Cheap check that the weights file is complete (reads only its header): error text or None."""
-    from safetensors import safe_open
-    f = Path(path) / "model.safetensors"
-    try:
-        with safe_open(str(f), "pt") as s:
-            s.keys()
-    except Exception as e:   # noqa: BLE001 - any failure means "unusable", shown to the user
-        return f"{f} is truncated or corrupt ({e})"
-    return None
-
-
 @st.cache_resource(show_spinner=False, max_entries=3)
 def load_model(path: str, stamp: float):
     return load_checkpoint(path)
@@ -95,14 +82,6 @@ def qk_variance() -> dict:
     return analysis.qk_variance()
 
 
-def _folders():
-    infos = list_checkpoints(checkpoints_root())
-    for i in infos:
-        if i.error is None:
-            i.error = probe(str(i.path), folder_stamp(i.path))
-    return infos
-
-
 def _kind_of(info) -> str:
     return "translator" if info is not None and info.config is not None and info.config.is_encoder_decoder else "lm"
 
@@ -124,7 +103,7 @@ def _on_example() -> None:
 def sidebar() -> Context:
     """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text."""
     sb = st.sidebar
-    infos = {i.name: i for i in _folders()}
+    infos = {i.name: i for i in list_checkpoints(checkpoints_root())}   # checks each weights header
     if not infos:
         sb.error(t("sidebar.no_checkpoints", root=checkpoints_root()))
         return Context("", None, "", error=t("sidebar.no_checkpoints", root=checkpoints_root()))
