@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from .decoding import fit_source
 from .masks import causal_mask, padding_mask, prefix_lm_mask
 from .positional import sinusoidal_table
 from .tokenizer import group_words, word_labels
@@ -232,7 +233,7 @@ def padded_batch(hm, text: str, other: str) -> PaddedBatch:
     cfg, tok = hm.cfg, hm.tokenizer
     texts = [text, other]
     if cfg.is_encoder_decoder:
-        src_rows = [hm.source_ids(t)[0] + [cfg.eos_id] for t in texts]
+        src_rows = [fit_source(tok, cfg, t)[0] for t in texts]
         tgt_rows = [[cfg.bos_id] + tok.encode(o)[: cfg.max_len - 1] for o in hm.translate(texts)]
         src, tgt = _pad(src_rows, cfg.pad_id), _pad(tgt_rows, cfg.pad_id)
         _, cache = hm.model.run_with_cache(src, tgt)

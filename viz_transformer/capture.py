@@ -13,7 +13,7 @@ import torch
 
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from .config import ModelConfig
-from .decoding import greedy_batch
+from .decoding import fit_source, greedy_batch, require_text
 from .hooks import Cache, NamesFilter
 from .model import Transformer
 from .tokenizer import Tokenizer
@@ -58,16 +58,16 @@ class HookedModel:
 
     def source_ids(self, text: str, reserve: int = 1) -> tuple[list[int], int]:
         """Text -> ids cut to fit max_len - reserve. Returns (ids, number of pieces cut)."""
-        if not text or not text.strip():
-            raise ValueError("the text is empty: type a sentence first")
+        require_text(text)
         ids = self.tokenizer.encode(text)
         room = self.cfg.max_len - reserve
         return ids[:room], max(0, len(ids) - room)
 
     def source_tensor(self, text: str) -> tuple[torch.Tensor, int]:
         """Encoder input [1, S]: the text's pieces then [end], as in training."""
-        ids, cut = self.source_ids(text, reserve=1)
-        return torch.tensor([ids + [self.cfg.eos_id]]), cut
+        require_text(text)
+        ids, cut = fit_source(self.tokenizer, self.cfg, text)
+        return torch.tensor([ids]), cut
 
     def translate(self, texts: list[str], max_new_tokens: int = 64) -> list[str]:
         return greedy_batch(self.model, self.tokenizer, texts, max_new_tokens=max_new_tokens)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Optional
 
 import torch
@@ -26,7 +27,7 @@ def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_t
             for i in idx:   # prompts differ in length; decode one at a time
                 results[i] = continue_text(model, tok, texts[i], max_new_tokens)
             continue
-        enc = [tok.encode(texts[i])[: cfg.max_len - 1] + [tok.eos_id] for i in idx]
+        enc = [fit_source(tok, cfg, texts[i])[0] for i in idx]
         S = max(len(e) for e in enc)
         src = torch.full((len(idx), S), cfg.pad_id, dtype=torch.long)
         for r, e in enumerate(enc):
@@ -50,21 +51,28 @@ def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_t
     return results
 
 
-@torch.no_grad()
 def continue_text(model: Transformer, tok: Tokenizer, text: str, max_new_tokens: int = 64) -> str:
-    cfg = model.cfg
-    ids = ([tok.bos_id] + tok.encode(text))[: cfg.max_len - 1]
-    max_new_tokens = min(max_new_tokens, cfg.max_len - len(ids))
-    cache = model.new_cache(prefix_len=len(ids) if cfg.architecture == "prefix_lm" else None)
-    cur = torch.tensor([ids])
-    out = []
-    for _ in range(max_new_tokens):
-        nxt = model.decode(cur, cache=cache)[0, -1].argmax().item()
-        if nxt == cfg.eos_id:
-            break
-        out.append(nxt)
-        cur = torch.tensor([[nxt]])
-    return tok.decode(out)
+    """Greedy continuation of a decoder-only model: the greedy trace, without its [end]."""
+    trace = decode(SimpleNamespace(model=model, tokenizer=tok), text, "greedy", max_new_tokens)
+    return tok.decode(trace.output_ids)
+
+
+def require_text(text: str) -> None:
+    if not text or not text.strip():
+        raise ValueError("the text is empty: type a sentence first")
+
+
+def fit_source(tok: Tokenizer, cfg, text: str) -> tuple[list[int], int]:
+    """Encoder input for a text: its pieces cut to max_len - 1, then [end]. Returns (ids, pieces cut)."""
+    ids, room = tok.encode(text), cfg.max_len - 1
+    return ids[:room] + [cfg.eos_id], max(0, len(ids) - room)
+
+
+def fit_prompt(tok: Tokenizer, cfg, text: str, max_new_tokens: int) -> tuple[list[int], int]:
+    """Decoder-only prompt: [begin] + the text's pieces, cut so that max_new_tokens still fit
+    (at least one piece is kept). Returns (ids, pieces cut)."""
+    ids, room = tok.encode(text), max(1, cfg.max_len - 1 - max_new_tokens)
+    return [cfg.bos_id] + ids[:room], max(0, len(ids) - room)
 
 
 # -- step-by-step traces ------------------------------------------------------------------------
@@ -177,22 +185,16 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, te
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if not text or not text.strip():
-        raise ValueError("the text is empty: type a sentence first")
+    require_text(text)
     model, tok = hm.model.eval(), hm.tokenizer
     cfg = model.cfg
-    ids = tok.encode(text)
     if cfg.is_encoder_decoder:
-        room = cfg.max_len - 1
-        n_cut = max(0, len(ids) - room)
-        src_ids = ids[:room] + [cfg.eos_id]
+        src_ids, n_cut = fit_source(tok, cfg, text)
         cache = model.new_cache(torch.tensor([src_ids]))
         prompt = [cfg.bos_id]
         trace = Trace(strategy, tok.pieces(src_ids), tok.pieces(prompt), n_cut=n_cut)
     else:
-        room = max(1, cfg.max_len - 1 - max_new_tokens)
-        n_cut = max(0, len(ids) - room)
-        prompt = [cfg.bos_id] + ids[:room]
+        prompt, n_cut = fit_prompt(tok, cfg, text, max_new_tokens)
         cache = model.new_cache(prefix_len=len(prompt) if cfg.architecture == "prefix_lm" else None)
         trace = Trace(strategy, None, tok.pieces(prompt), n_cut=n_cut)
     max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(prompt)))
