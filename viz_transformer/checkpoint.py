@@ -101,8 +101,9 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
                                   f"the config needs {tuple(expected[name].shape)}")
     result = model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     # keys absent from the file must be tied copies of keys that were present
-    ptr = {t.data_ptr() for k, t in model.state_dict().items() if k in tensors}
-    really_missing = [k for k in result.missing_keys if model.state_dict()[k].data_ptr() not in ptr]
+    state = model.state_dict()
+    ptr = {t.data_ptr() for k, t in state.items() if k in tensors}
+    really_missing = [k for k in result.missing_keys if state[k].data_ptr() not in ptr]
     if really_missing:
         raise CheckpointError(f"{path} does not match {CONFIG}: missing tensors {', '.join(really_missing[:5])}")
     return model.eval()

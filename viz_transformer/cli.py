@@ -116,15 +116,9 @@ def cmd_evaluate(args) -> int:
         _, val, test = D.split(D.read_pairs(data), m.get("split_seed", 1234), m.get("n_test", 1500), m.get("n_val", 1000))
         res = score_translation(hm.model, hm.tokenizer, test if args.split == "test" else val, args.limit)
     else:
-        import torch
         _, val, _ = D.split(D.read_stories(data), m.get("split_seed", 1234), 0, m.get("n_val", 100))
         block = m.get("train_config", {}).get("block_size", 256)
-        ids = []
-        for d in val:
-            ids += [hm.cfg.bos_id] + hm.tokenizer.encode(d) + [hm.cfg.eos_id]
-        ids = torch.tensor(ids)
-        n = (len(ids) - 1) // block
-        blocks = torch.stack([ids[i * block: i * block + block + 1] for i in range(n)])
+        blocks = D.blocks(D.token_stream(val, hm.tokenizer), block)
         res = {"perplexity": round(lm_perplexity(hm.model, blocks[: args.limit]), 3), "split": "val"}
     print(json.dumps(res, ensure_ascii=False))
     return 0

@@ -8,6 +8,8 @@ import random
 import re
 from pathlib import Path
 
+import torch
+
 STORY_SEPARATOR = "<|endoftext|>"
 # 3AM captions are tokenized ("white - haired", "man 's"): undo the common cases
 _DETOK = [(re.compile(r" - "), "-"), (re.compile(r" (['’](s|re|ve|ll|d|m|t)\b)"), r"\1"),
@@ -56,3 +58,17 @@ def read_stories(path) -> list[str]:
     sep = STORY_SEPARATOR if STORY_SEPARATOR in text else "\n\n"   # plain text: paragraphs
     docs = [d.strip() for d in text.split(sep)]
     return [d for d in docs if d]
+
+
+def token_stream(docs: list[str], tok) -> torch.Tensor:
+    """Every document as [begin] pieces [end], concatenated into one 1-D id tensor."""
+    ids: list[int] = []
+    for d in docs:
+        ids += [tok.bos_id] + tok.encode(d) + [tok.eos_id]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def blocks(ids: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Non-overlapping windows of block_size + 1 ids (input and shifted target): [n, block_size + 1]."""
+    n = (len(ids) - 1) // block_size
+    return torch.stack([ids[i * block_size: i * block_size + block_size + 1] for i in range(n)])

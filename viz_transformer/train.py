@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from . import data as D
-from .checkpoint import load_tokenizer, save_checkpoint, unique_state_dict
+from .checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
 from .config import ModelConfig
 from .decoding import greedy_batch
 from .model import Transformer
@@ -220,16 +220,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         enc = [p for p in enc if len(p[0]) <= tc.max_tokens and len(p[1]) <= tc.max_tokens + 1]
         steps_per_epoch = math.ceil(len(enc) / tc.batch_size)
     else:
-        def stream(docs):
-            ids = []
-            for d in docs:
-                ids += [tok.bos_id] + tok.encode(d) + [tok.eos_id]
-            return torch.tensor(ids, dtype=torch.long)
-
-        def blocks(ids):
-            n = (len(ids) - 1) // tc.block_size
-            return torch.stack([ids[i * tc.block_size: i * tc.block_size + tc.block_size + 1] for i in range(n)])
-        train_ids, val_blocks = stream(train_items), blocks(stream(val))
+        train_ids, val_blocks = D.token_stream(train_items, tok), D.blocks(D.token_stream(val, tok), tc.block_size)
         n_blocks = (len(train_ids) - 1) // tc.block_size
         steps_per_epoch = math.ceil(n_blocks / tc.batch_size)
     total = tc.epochs * steps_per_epoch
@@ -259,8 +250,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         else:
             g = torch.Generator().manual_seed(tc.seed + epoch)
             shift = int(torch.randint(0, tc.block_size, (1,), generator=g))   # new block boundaries each epoch
-            ids = train_ids[shift:]
-            n = (len(ids) - 1) // tc.block_size
+            epoch_blocks = D.blocks(train_ids[shift:], tc.block_size)             # (n, block + 1)
+            n = len(epoch_blocks)
             order = torch.randperm(n, generator=g)
             batches = [order[b:b + tc.batch_size] for b in range(0, n, tc.batch_size)]
         bar = tqdm(batches[: total - step], desc=f"epoch {epoch + 1}/{tc.epochs}", file=sys.stderr,
@@ -273,7 +264,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                 logits = model(src, tgt[:, :-1])
                 y = tgt[:, 1:]
             else:
-                x = torch.stack([ids[i * tc.block_size: i * tc.block_size + tc.block_size + 1] for i in batch.tolist()]).to(device)
+                x = epoch_blocks[batch].to(device)
                 if cfg.architecture == "prefix_lm":
                     # a random bidirectional prefix per sequence; positions inside it see their
                     # next token, so only predictions from the last prefix position on are scored
@@ -329,7 +320,6 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
 
 def finish(out: Path, tc: TrainConfig, test) -> None:
     """Score the best checkpoint on the test split and record demo outputs in meta.json."""
-    from .checkpoint import load_weights, read_config, read_meta
     cfg = read_config(out)
     model, tok = load_weights(out, cfg), load_tokenizer(out, cfg)
     meta = read_meta(out)
