@@ -48,6 +48,15 @@ def inputs(hm, B=2, S=5, T=4):
 
 
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def run_threads(targets, timeout: float) -> None:
+    """Start one thread per target, then wait for all of them."""
+    threads = [threading.Thread(target=fn) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+
+
 def test_every_promised_name_exists_with_its_shape(models, architecture):
     hm = models[architecture]
     cfg = hm.cfg
@@ -229,11 +238,7 @@ def test_two_threads_get_their_own_caches(tiny_translator):
                 results[k].append(hm.run_with_cache(*JOBS[k]))
         except Exception as e:     # noqa: BLE001  (reported below, in the main thread)
             errors.append(e)
-    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_threads([lambda: work(0), lambda: work(1)], timeout=120)
     assert not errors
     for k in (0, 1):
         assert len(results[k]) == 12
@@ -269,11 +274,7 @@ def test_a_run_paused_mid_forward_does_not_see_another_threads_run(tiny_translat
             errors.append(e)
         finally:
             b_done.set()
-    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    run_threads([thread_a, thread_b], timeout=60)
     assert not errors
     for k in (0, 1):
         torch.testing.assert_close(out[k][0], singles[k][0], atol=1e-6, rtol=1e-6)
