@@ -157,47 +157,7 @@ def test_example_masks_by_hand():
     assert torch.isinf(s[0, 1]) and s[1, 0] == 0
 
 
-def test_padded_batch_masks_pads_and_leaves_real_tokens_unchanged(tiny_translator):
-    hm = tiny_translator
-    long, short = "他是我的朋友，我们明天去北京。", "我爱你。"
-    pb = analysis.padded_batch(hm, long, short)
-    assert pb.padded_row == 1
-    pieces = pb.src_pieces[1]
-    real = [p != "[pad]" for p in pieces]
-    assert not all(real)
-    enc_mask = pb.cache["encoder.0.self_attn.hook_mask"][1, 0]           # (q, k)
-    assert torch.equal(enc_mask, torch.tensor(real).expand(len(pieces), -1))
-    cross = pb.cache["decoder.0.cross_attn.hook_mask"][1, 0]
-    assert torch.equal(cross[0], torch.tensor(real))
-    # padding must not change what the real tokens compute: compare with the short text run alone
-    alone = hm.run(short)
-    n = sum(real)
-    a = alone.cache["encoder.1.self_attn.hook_pattern"][0]
-    b = pb.cache["encoder.1.self_attn.hook_pattern"][1, :, :n, :n]
-    assert torch.allclose(a, b, atol=1e-5)
-
-
-def test_padded_batch_for_a_language_model(tiny_lm):
-    pb = analysis.padded_batch(tiny_lm, "I am a student.", "The cat sat on the mat and looked at the bird.")
-    assert pb.src_pieces is None and pb.padded_row == 0
-    mask = pb.cache["decoder.0.self_attn.hook_mask"][0, 0]
-    pads = torch.tensor([p == "[pad]" for p in pb.tgt_pieces[0]])
-    assert pads.any() and not mask[:, pads].any()
-    T = len(pads)
-    assert torch.equal(mask[:, ~pads][~pads], torch.tril(torch.ones(T, T, dtype=torch.bool))[~pads][:, ~pads])
-
-
 # -- positional ----------------------------------------------------------------------------------
-def test_positional_tables_formula_and_learned(tiny_translator, tiny_lm):
-    t = analysis.positional_tables(tiny_translator, 10)
-    assert t["learned"] is None
-    d = tiny_translator.cfg.d_model
-    assert t["sinusoidal"][7, 4] == pytest.approx(math.sin(7 / 10000 ** (4 / d)), abs=1e-6)
-    assert t["sinusoidal"][7, 5] == pytest.approx(math.cos(7 / 10000 ** (4 / d)), abs=1e-6)
-    lt = analysis.positional_tables(tiny_lm, 10)["learned"]
-    assert torch.equal(lt, tiny_lm.model.embed.pos.weight[:10].detach())
-
-
 def test_sinusoidal_similarity_depends_only_on_distance():
     from viz_transformer.positional import sinusoidal_table
     pe = sinusoidal_table(64, 32)
@@ -256,9 +216,3 @@ def test_beam_links_on_a_real_beam_search(tiny_translator):
         assert len(best) == 1 and best[0]["tokens"] == tr.output_ids[: t + 1]
 
 
-def test_most_different_picks_the_sentence_that_forces_padding(tiny_translator):
-    tok = tiny_translator.tokenizer
-    short, long = "好。", "我们明天去北京，他是我的朋友，我喜欢喝茶。"
-    assert len(tok.encode(long)) > len(tok.encode(short)) + 3
-    assert analysis.most_different(tiny_translator, "我爱你。", [short, long]) == long
-    assert analysis.most_different(tiny_translator, long + long, [short, long]) == short

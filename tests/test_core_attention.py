@@ -34,7 +34,9 @@ def test_attention_matches_sdpa(masked):
         mask = random_mask(B, Tq, Tk, g)
     elif masked == "causal":
         mask = torch.tril(torch.ones(Tq, Tk, dtype=torch.bool))
-    out, w = attention(q, k, v, mask)
+    st = attention(q, k, v, mask)
+    out, w = st.z, st.weights
+    torch.testing.assert_close(st.scaled, q @ k.transpose(-2, -1) / d ** 0.5, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(w, sdpa_weights(q, k, mask), atol=1e-6, rtol=1e-5)
     if mask is not None:
@@ -44,12 +46,14 @@ def test_attention_matches_sdpa(masked):
 def test_attention_custom_scale_and_fully_masked_row():
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 2, 4, 6, generator=g) for _ in range(3))
-    out, w = attention(q, k, v, scale=0.3)
+    st = attention(q, k, v, divisor=1 / 0.3)
+    out, w = st.z, st.weights
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(w, sdpa_weights(q, k, scale=0.3), atol=1e-6, rtol=1e-5)
     mask = torch.ones(1, 1, 4, 4, dtype=torch.bool)
     mask[..., 2, :] = False                      # documented: a row with nothing to attend to is all zeros
-    out, w = attention(q, k, v, mask)
+    st = attention(q, k, v, mask)
+    out, w = st.z, st.weights
     assert (w[..., 2, :] == 0).all() and (out[..., 2, :] == 0).all()
     assert not torch.isnan(out).any()
 

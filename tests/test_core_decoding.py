@@ -34,7 +34,9 @@ def teacher_forced(hm, text, out_ids):
         P = len(prompt) if cfg.architecture == "prefix_lm" else None
         logits, cache = hm.model.run_with_cache(torch.tensor([prompt + out_ids[:-1]]), prefix_len=P)
         start = len(prompt) - 1
-    return logits[0, start:], cache, start
+    logits = logits[0, start:].clone()
+    logits[:, [tok.pad_id, tok.unk_id, tok.bos_id]] = float("-inf")     # never generated
+    return logits, cache, start
 
 
 def attention_names(cfg):

@@ -14,7 +14,7 @@ import streamlit as st
 
 from views.strings import t
 from viz_transformer import CheckpointError, decode, list_checkpoints, load_checkpoint
-from viz_transformer import analysis
+from viz_transformer import analysis, capture
 
 ROOT = Path(__file__).resolve().parent.parent
 CTX = "_viz_ctx"
@@ -74,7 +74,7 @@ def trace(path: str, stamp: float, text: str, **params):
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def padded(path: str, stamp: float, text: str, other: str):
-    return analysis.padded_batch(load_model(path, stamp), text, other)
+    return capture.padded_batch(load_model(path, stamp), text, other)
 
 
 @st.cache_data(show_spinner=False)

@@ -3,7 +3,7 @@ import streamlit as st
 
 from views import common
 from views.strings import t
-from viz_transformer import analysis, plots
+from viz_transformer import analysis, capture, plots
 
 ctx = common.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
@@ -15,7 +15,7 @@ mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.all
 # -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
 st.subheader(t("mk.padding"))
 st.caption(t("mk.padding_help"))
-suggested = analysis.most_different(ctx.hm, ctx.text, common.SECOND[ctx.kind])
+suggested = capture.most_different(ctx.hm, ctx.text, common.SECOND[ctx.kind])
 other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
 pb = None
 if other.strip():

@@ -3,7 +3,7 @@ import streamlit as st
 
 from views import common
 from views.strings import t
-from viz_transformer import analysis, plots
+from viz_transformer import analysis, capture, plots
 
 ctx = common.need_run(require_text=False)
 cfg = ctx.hm.cfg
@@ -12,7 +12,7 @@ st.caption(t("pe.intro"))
 st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
 
 n = st.slider(t("pe.n"), min(8, cfg.max_len - 1), cfg.max_len, min(100, cfg.max_len), key=f"pe_n_{cfg.max_len}")
-tables = analysis.positional_tables(ctx.hm, n)
+tables = capture.positional_tables(ctx.hm, n)
 kinds = [k for k in ("sinusoidal", "learned") if tables[k] is not None]
 pos, dim = t("axis.position"), t("axis.dim")
 

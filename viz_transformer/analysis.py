@@ -11,33 +11,10 @@ from typing import Optional
 import numpy as np
 import torch
 
-from .decoding import fit_source
+from .attention import AttentionSteps, attention
 from .masks import causal_mask, padding_mask, prefix_lm_mask
-from .positional import sinusoidal_table
+from .names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 from .tokenizer import group_words, word_labels
-
-# An attention block kind -> (part, attention module); "{part}.{layer}.{attn}" is its capture prefix.
-BLOCKS = {"encoder.self_attn": ("encoder", "self_attn"),
-          "decoder.self_attn": ("decoder", "self_attn"),
-          "decoder.cross_attn": ("decoder", "cross_attn")}
-
-
-# -- naming and labels --------------------------------------------------------------------------
-def available_blocks(cfg) -> list[str]:
-    """The attention blocks this architecture has, in reading order."""
-    if cfg.is_encoder_decoder:
-        return list(BLOCKS)
-    return ["decoder.self_attn"]
-
-
-def hook_name(block: str, layer: int, hook: str) -> str:
-    """("decoder.cross_attn", 1, "hook_pattern") -> "decoder.1.cross_attn.hook_pattern"."""
-    part, attn = BLOCKS[block]
-    return f"{part}.{layer}.{attn}.{hook}"
-
-
-def n_layers(cfg, block: str) -> int:
-    return cfg.n_encoder_layers if BLOCKS[block][0] == "encoder" else cfg.n_decoder_layers
 
 
 def block_pieces(run, block: str) -> tuple[list[str], list[str]]:
@@ -154,20 +131,7 @@ def line_edges(pattern, min_weight: float = 0.0, max_lines: int = 300) -> list[t
 
 
 # -- one head, step by step ----------------------------------------------------------------------
-@dataclass
-class HeadSteps:
-    """Scaled dot-product attention of one head, every intermediate kept. Shapes for T queries,
-    S keys, d = d_head: q [T, d], k [S, d], v [S, d], qk / scaled / masked / weights [T, S], z [T, d]."""
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    mask: Optional[torch.Tensor]
-    divisor: float
-    qk: torch.Tensor
-    scaled: torch.Tensor
-    masked: torch.Tensor      # -inf where the mask forbids
-    weights: torch.Tensor
-    z: torch.Tensor
+HeadSteps = AttentionSteps      # one head's stages, from attention.attention
 
 
 def head_qkv(cache, block: str, layer: int, head: int, batch: int = 0):
@@ -177,14 +141,10 @@ def head_qkv(cache, block: str, layer: int, head: int, batch: int = 0):
     return q, k, v, mask
 
 
-def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> HeadSteps:
-    """softmax((q kᵀ) / divisor + mask) v with every stage kept; divisor defaults to √d_k."""
-    divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
-    qk = q @ k.T                                                               # (T, S)
-    scaled = qk / divisor
-    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(masked, -1).nan_to_num(0.0)                        # fully masked row -> 0
-    return HeadSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, weights @ v)
+def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> AttentionSteps:
+    """softmax((q kᵀ) / divisor + mask) v for one head with every stage kept; divisor defaults to
+    √d_k. The model's own attention function, so at √d_k it reproduces the captured pattern."""
+    return attention(q, k, v, mask, divisor)
 
 
 def entropy(weights) -> float:
@@ -208,47 +168,6 @@ def qk_variance(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), n_samples: int = 4
 
 
 # -- masks ---------------------------------------------------------------------------------------
-@dataclass
-class PaddedBatch:
-    """Two texts run together, right-padded: pieces per row and the captured masks."""
-    src_pieces: Optional[list[list[str]]]   # per row, encoder input incl. [pad] (None for an LM)
-    tgt_pieces: list[list[str]]              # per row, decoder input incl. [pad]
-    cache: object                            # Cache with batch = 2
-    padded_row: int                          # the row that got padding (the shorter text)
-
-
-def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    T = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (T - len(r)) for r in rows])             # (B, T)
-
-
-def most_different(hm, text: str, candidates: list[str]) -> str:
-    """The candidate whose piece count differs most from the text's (so the batch gets padding)."""
-    n = len(hm.tokenizer.encode(text))
-    return max(candidates, key=lambda c: abs(len(hm.tokenizer.encode(c)) - n))
-
-
-def padded_batch(hm, text: str, other: str) -> PaddedBatch:
-    """Run `text` and a second sentence as one right-padded batch so the padding mask shows."""
-    cfg, tok = hm.cfg, hm.tokenizer
-    texts = [text, other]
-    if cfg.is_encoder_decoder:
-        src_rows = [fit_source(tok, cfg, t)[0] for t in texts]
-        tgt_rows = [[cfg.bos_id] + tok.encode(o)[: cfg.max_len - 1] for o in hm.translate(texts)]
-        src, tgt = _pad(src_rows, cfg.pad_id), _pad(tgt_rows, cfg.pad_id)
-        _, cache = hm.model.run_with_cache(src, tgt)
-        short = int(len(src_rows[1]) < len(src_rows[0]))
-        return PaddedBatch([tok.pieces(r.tolist()) for r in src], [tok.pieces(r.tolist()) for r in tgt],
-                           cache, short if len(src_rows[0]) != len(src_rows[1]) else 1)
-    rows = [[cfg.bos_id] + hm.source_ids(t)[0] for t in texts]
-    ids = _pad(rows, cfg.pad_id)
-    prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
-    _, cache = hm.model.run_with_cache(ids, prefix_len=prefix)
-    short = int(len(rows[1]) < len(rows[0]))
-    return PaddedBatch(None, [tok.pieces(r.tolist()) for r in ids], cache,
-                       short if len(rows[0]) != len(rows[1]) else 1)
-
-
 def example_masks(T: int, prefix_len: int, ids=None, pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Reference masks of size [T, T] (True = may attend) built from viz_transformer.masks."""
     out = {"causal": causal_mask(T)[0, 0], "prefix_lm": prefix_lm_mask(T, prefix_len)[0, 0]}
@@ -263,17 +182,6 @@ def masked_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 # -- positional encoding -------------------------------------------------------------------------
-def positional_tables(hm, n: int) -> dict[str, Optional[torch.Tensor]]:
-    """The first n rows of the sinusoidal table at this model's d_model, and of the model's own
-    learned table when it has one: {"sinusoidal": [n, d], "learned": [n, d] or None}."""
-    cfg = hm.cfg
-    n = min(n, cfg.max_len)
-    learned = None
-    if cfg.positional == "learned":
-        learned = hm.model.dec_embed.pos.matrix()[:n].detach().float().clone()
-    return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
-
-
 def pe_similarity(pe: torch.Tensor) -> torch.Tensor:
     """[L, d] -> [L, L] dot products between position vectors."""
     pe = pe.double()

@@ -5,7 +5,8 @@ No fused kernel: the pre- and post-softmax weights must exist so they can be cap
 from __future__ import annotations
 
 import math
-from typing import Optional
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import torch
 from torch import nn
@@ -13,18 +14,40 @@ from torch import nn
 from .hooks import HookPoint
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-              mask: Optional[torch.Tensor] = None, scale: Optional[float] = None):
-    """Plain scaled dot-product attention. q: [..., q, d], k/v: [..., k, d], mask True = keep.
+@dataclass
+class AttentionSteps:
+    """Scaled dot-product attention with every stage kept. For T queries, S keys, d = d_head:
+    q [..., T, d], k / v [..., S, d], qk / scaled / masked / weights [..., T, S], z [..., T, d]."""
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    mask: Optional[torch.Tensor]
+    divisor: float
+    qk: torch.Tensor
+    scaled: torch.Tensor      # qk / divisor
+    masked: torch.Tensor      # -inf where the mask forbids
+    weights: torch.Tensor     # softmax over keys; a fully masked row is all zeros
+    z: torch.Tensor           # weights @ v (after dropout, in training)
 
-    Returns (output [..., q, d], weights [..., q, k]). Fully masked rows get all-zero weights.
-    """
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
+              divisor: Optional[float] = None, hook: Optional[Callable] = None,
+              dropout: Optional[Callable] = None) -> AttentionSteps:
+    """softmax(q kᵀ / divisor, masked) v: the one implementation the model, the pages and the
+    tests all use. mask: bool, broadcastable to [..., T, S], True = may attend. divisor defaults
+    to √d_k. hook(stage, tensor) -> tensor lets the model pass "scores", "mask" and "pattern"
+    through its hook points (and lets a hook replace them)."""
+    divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
+    hook = hook or (lambda stage, x: x)
+    qk = q @ k.transpose(-2, -1)                                             # (..., T, S)
+    scaled = hook("scores", qk / divisor)
+    masked = scaled
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-    return weights @ v, weights
+        mask = hook("mask", mask)
+        masked = scaled.masked_fill(~mask, float("-inf"))
+    weights = hook("pattern", torch.softmax(masked, dim=-1).nan_to_num(0.0))
+    z = (dropout(weights) if dropout is not None else weights) @ v          # (..., T, d)
+    return AttentionSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, z)
 
 
 class MultiHeadAttention(nn.Module):
@@ -69,11 +92,12 @@ class MultiHeadAttention(nn.Module):
         if past is not None:
             k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))                 # (B, nh, T, hs)
-        scores = self.hook_scores(qh @ kh.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, nh, q, k)
-        B, _, Tq, Tk = scores.shape
-        mask = self.hook_mask(mask.expand(B, 1, Tq, Tk))                     # (B, 1, q, k)
-        scores = scores.masked_fill(~mask, float("-inf"))
-        pattern = self.hook_pattern(torch.softmax(scores, dim=-1).nan_to_num(0.0))
-        z = self.hook_z((self.drop(pattern) @ vh).transpose(1, 2))          # (B, q, nh, hs)
+        B, Tq, Tk = qh.shape[0], qh.shape[2], kh.shape[2]
+        points = {"scores": self.hook_scores,      # (B, nh, q, k)
+                  "mask": self.hook_mask,          # (B, 1, q, k)
+                  "pattern": self.hook_pattern}    # (B, nh, q, k)
+        steps = attention(qh, kh, vh, mask.expand(B, 1, Tq, Tk),
+                          hook=lambda stage, x: points[stage](x), dropout=self.drop)
+        z = self.hook_z(steps.z.transpose(1, 2))                              # (B, q, nh, hs)
         out = self.hook_out(self.W_O(z.reshape(B, Tq, -1)))                  # (B, q, d)
         return out, (k, v)

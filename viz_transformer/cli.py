@@ -39,9 +39,11 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_generate(args) -> int:
-    """translate / generate: --text once, or one input per stdin line, one output per line."""
+    """translate / generate: --text once, or one input per stdin line, one output per line.
+    An LM's line is the prompt it kept and its continuation, decoded together from the ids."""
     from .decoding import decode
     hm = _load(args.checkpoint)
+    tok = hm.tokenizer
     want = "translate" if hm.cfg.is_encoder_decoder else "generate"
     if args.command != want:
         print(f"note: {hm.name} is a {hm.cfg.architecture} model; `{want}` fits it better", file=sys.stderr)
@@ -49,13 +51,18 @@ def cmd_generate(args) -> int:
     def one(text: str) -> str:
         if not text.strip():
             return ""
-        if args.strategy == "greedy":
-            out = hm.translate([text], args.max_new_tokens)[0]
-        else:
+        try:
             tr = decode(hm, text, args.strategy, args.max_new_tokens, args.temperature, args.top_k,
                         args.top_p, args.seed, args.beam_width, args.length_penalty)
-            out = hm.tokenizer.decode(tr.output_ids)
-        return out if hm.cfg.is_encoder_decoder else text + (" " if out[:1].isalnum() else "") + out
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        if tr.n_cut:
+            where = "end" if tr.cut_at == "end" else "start"
+            print(f"note: the text does not fit this model's {hm.cfg.max_len} positions: {tr.n_cut} "
+                  f"piece(s) cut from its {where}", file=sys.stderr)
+        if hm.cfg.is_encoder_decoder:
+            return tok.decode(tr.generated_ids)
+        return tok.decode(tr.prompt_ids + tr.generated_ids)
 
     lines = [args.text] if args.text is not None else (line.rstrip("\n") for line in sys.stdin)
     for line in lines:

@@ -1,78 +1,71 @@
-"""Decoding: fast batched greedy translation (training/evaluation) and step-by-step traces.
+"""Decoding on ids: fast batched greedy translation (training, evaluation) and step-by-step traces.
+
+Text becomes ids once (inputs.py), generation works on ids, strings are made only for display.
+[pad], [unk] and [begin] are never generated: every strategy masks them out of the distribution
+(a generated [pad] would silently become a masked key).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Optional
 
 import torch
 
 from .hooks import hooks_active
+from .inputs import Encoded, check_decoding, encode_input, encode_source, pad_rows
 from .model import KVCache, Transformer
+from .names import decoder_blocks, hook_name
 from .tokenizer import Tokenizer
 
 
+def never_generated(tok: Tokenizer) -> list[int]:
+    """Ids no strategy may choose: [pad], [unk], [begin]."""
+    return sorted(i for i in {tok.pad_id, tok.unk_id, tok.bos_id} if i >= 0)
+
+
+def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
+    """Logits [..., V] with the never-generated ids at -inf (so softmax gives them 0)."""
+    return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
+
+
 @torch.no_grad()
-def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: int = 64,
-                 batch_size: int = 64) -> list[str]:
-    """Translate (encoder-decoder) or continue (decoder-only) many texts greedily, with a KV cache."""
+def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: int = 64,
+               batch_size: int = 64) -> list[list[int]]:
+    """Greedy output ids (without [end]) for many texts: translators in length-sorted batches with a
+    KV cache; language models one prompt at a time (the greedy trace)."""
     model.eval()
     cfg = model.cfg
-    results: list[str] = [""] * len(texts)
+    check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+    results: list[list[int]] = [[] for _ in texts]
+    if not cfg.is_encoder_decoder:
+        for i, text in enumerate(texts):
+            enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
+            results[i] = decode_ids(model, tok, enc, "greedy", max_new_tokens).generated_ids
+        return results
+    banned = never_generated(tok)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
-        if not cfg.is_encoder_decoder:
-            for i in idx:   # prompts differ in length; decode one at a time
-                results[i] = continue_text(model, tok, texts[i], max_new_tokens)
-            continue
-        enc = [fit_source(tok, cfg, texts[i])[0] for i in idx]
-        S = max(len(e) for e in enc)
-        src = torch.full((len(idx), S), cfg.pad_id, dtype=torch.long)
-        for r, e in enumerate(enc):
-            src[r, : len(e)] = torch.tensor(e)
+        src = pad_rows([encode_source(tok, cfg, texts[i]).ids for i in idx], cfg.pad_id)
         cache = model.new_cache(src)
         cur = torch.full((len(idx), 1), cfg.bos_id, dtype=torch.long)
-        out = [[] for _ in idx]
         done = torch.zeros(len(idx), dtype=torch.bool)
         for _ in range(min(max_new_tokens, cfg.max_len - 1)):
-            logits = model.decode(cur, cache=cache)[:, -1]
-            nxt = logits.argmax(-1)
+            nxt = allowed_logits(model.decode(cur, cache=cache)[:, -1], banned).argmax(-1)
             for r in range(len(idx)):
                 if not done[r] and nxt[r].item() != cfg.eos_id:
-                    out[r].append(nxt[r].item())
+                    results[idx[r]].append(nxt[r].item())
             done |= nxt == cfg.eos_id
             if done.all():
                 break
             cur = nxt.unsqueeze(1)
-        for r, i in enumerate(idx):
-            results[i] = tok.decode(out[r])
     return results
 
 
-def continue_text(model: Transformer, tok: Tokenizer, text: str, max_new_tokens: int = 64) -> str:
-    """Greedy continuation of a decoder-only model: the greedy trace, without its [end]."""
-    trace = decode(SimpleNamespace(model=model, tokenizer=tok), text, "greedy", max_new_tokens)
-    return tok.decode(trace.output_ids)
-
-
-def require_text(text: str) -> None:
-    if not text or not text.strip():
-        raise ValueError("the text is empty: type a sentence first")
-
-
-def fit_source(tok: Tokenizer, cfg, text: str) -> tuple[list[int], int]:
-    """Encoder input for a text: its pieces cut to max_len - 1, then [end]. Returns (ids, pieces cut)."""
-    ids, room = tok.encode(text), cfg.max_len - 1
-    return ids[:room] + [cfg.eos_id], max(0, len(ids) - room)
-
-
-def fit_prompt(tok: Tokenizer, cfg, text: str, max_new_tokens: int) -> tuple[list[int], int]:
-    """Decoder-only prompt: [begin] + the text's pieces, cut so that max_new_tokens still fit
-    (at least one piece is kept). Returns (ids, pieces cut)."""
-    ids, room = tok.encode(text), max(1, cfg.max_len - 1 - max_new_tokens)
-    return [cfg.bos_id] + ids[:room], max(0, len(ids) - room)
+def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: int = 64,
+                 batch_size: int = 64) -> list[str]:
+    """Greedy translations (or continuations) of many texts, as strings."""
+    return [tok.decode(ids) for ids in greedy_ids(model, tok, texts, max_new_tokens, batch_size)]
 
 
 # -- step-by-step traces ------------------------------------------------------------------------
@@ -112,13 +105,24 @@ class Trace:
     src_pieces: Optional[list[str]]      # encoder input (translator) or None
     prompt_pieces: list[str]             # decoder input before the first step: [begin] (+ text for an LM)
     steps: list[Step] = field(default_factory=list)
-    n_cut: int = 0
+    n_cut: int = 0                       # pieces of the text dropped to fit max_len ...
+    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), inputs.Encoded
     beam_history: Optional[list[list[Beam]]] = None   # beam search: the beams after every step,
                                                       # also the steps after the best one ended
+    src_ids: Optional[list[int]] = None  # ids of src_pieces
+    prompt_ids: list[int] = field(default_factory=list)   # ids of prompt_pieces
+    eos_id: Optional[int] = None
 
     @property
     def output_ids(self) -> list[int]:
+        """Every chosen id, including a final [end]."""
         return [s.token_id for s in self.steps]
+
+    @property
+    def generated_ids(self) -> list[int]:
+        """The output without a final [end]: what a captured run teacher-forces."""
+        ids = self.output_ids
+        return ids[:-1] if ids and ids[-1] == self.eos_id else ids
 
     @property
     def pieces(self) -> list[str]:
@@ -137,7 +141,7 @@ class Trace:
 
 def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
     """Sampling distribution over the vocabulary after temperature, top-k and nucleus filtering."""
-    logits = logits / max(temperature, 1e-6)
+    logits = logits / temperature
     if top_k and top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k).values[..., -1, None]
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -156,74 +160,87 @@ def _candidates(tok: Tokenizer, probs: torch.Tensor, k: int) -> list[Candidate]:
     return [Candidate(int(a), tok.piece(int(a)), float(b)) for a, b in zip(i, p) if b > 0]
 
 
-def _attention_names(model: Transformer) -> list[str]:
-    names = [f"decoder.{i}.self_attn.hook_pattern" for i in range(model.cfg.n_decoder_layers)]
-    if model.cfg.is_encoder_decoder:
-        names += [f"decoder.{i}.cross_attn.hook_pattern" for i in range(model.cfg.n_decoder_layers)]
-    return names
-
-
-def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache):
-    """One decoder call capturing each attention block's last query row: (logits [B, V], rows)."""
+def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int]):
+    """One decoder call capturing each attention block's last query row: (logits [B, V] with the
+    never-generated ids at -inf, rows {hook name: [B, head, key]})."""
     rows: dict[str, torch.Tensor] = {}
+    names = [hook_name(b, i, "hook_pattern") for b in decoder_blocks(model.cfg) for i in range(model.cfg.n_decoder_layers)]
 
     def grab(x, hook):
         rows[hook.name] = x[:, :, -1, :].detach().cpu().clone()          # (B, nh, k)
-    with hooks_active([(n, grab) for n in _attention_names(model)]):
+    with hooks_active([(n, grab) for n in names]):
         logits = model.decode(ids, cache=cache)[:, -1]
-    return logits, rows
+    return allowed_logits(logits, banned), rows
 
 
 @torch.no_grad()
 def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, temperature: float = 1.0,
            top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: int = 4,
-           length_penalty: float = 1.0, n_candidates: int = 5) -> Trace:
+           length_penalty: float = 1.0, n_candidates: int = 5, fwd_hooks=()) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
-    A translator starts from [begin] after encoding the text; an LM continues [begin] + text.
+    A translator starts from [begin] after encoding the text; an LM continues [begin] + text (its
+    last pieces, when the text and max_new_tokens do not both fit). Out-of-range parameters raise
+    ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
+    (an intervened model), as in Transformer.run_with_hooks.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    require_text(text)
-    model, tok = hm.model.eval(), hm.tokenizer
-    cfg = model.cfg
-    if cfg.is_encoder_decoder:
-        src_ids, n_cut = fit_source(tok, cfg, text)
-        cache = model.new_cache(torch.tensor([src_ids]))
-        prompt = [cfg.bos_id]
-        trace = Trace(strategy, tok.pieces(src_ids), tok.pieces(prompt), n_cut=n_cut)
-    else:
-        prompt, n_cut = fit_prompt(tok, cfg, text, max_new_tokens)
-        cache = model.new_cache(prefix_len=len(prompt) if cfg.architecture == "prefix_lm" else None)
-        trace = Trace(strategy, None, tok.pieces(prompt), n_cut=n_cut)
-    max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(prompt)))
-    if strategy == "beam":
-        return _beam(model, tok, cache, prompt, trace, max_new_tokens, beam_width, length_penalty, n_candidates)
+    model, tok = hm.model, hm.tokenizer
+    check_decoding(model.cfg, model.cfg.vocab_size, max_new_tokens, temperature, top_k, top_p, beam_width,
+                   length_penalty, n_candidates, seed)
+    enc = encode_input(tok, model.cfg, text, reserve=max_new_tokens)
+    return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
+                      length_penalty, n_candidates, fwd_hooks)
 
-    gen = torch.Generator().manual_seed(seed)
-    cur = torch.tensor([prompt])
-    for t in range(max_new_tokens):
-        logits, rows = _step_logits(model, cur, cache)
-        if strategy == "greedy":
-            probs = torch.softmax(logits[0], -1)
-            nxt = int(probs.argmax())
+
+@torch.no_grad()
+def decode_ids(model: Transformer, tok: Tokenizer, enc: Encoded, strategy: str = "greedy",
+               max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
+               seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
+               fwd_hooks=()) -> Trace:
+    """`decode` on an already encoded input (inputs.encode_input); parameters already checked."""
+    model.eval()
+    cfg = model.cfg
+    banned = never_generated(tok)
+    with hooks_active(model.resolve_hooks(fwd_hooks)):
+        if cfg.is_encoder_decoder:
+            cache = model.new_cache(torch.tensor([enc.ids]))
+            prompt = [cfg.bos_id]
+            trace = Trace(strategy, tok.pieces(enc.ids), tok.pieces(prompt), n_cut=enc.n_cut, cut_at=enc.cut_at,
+                          src_ids=list(enc.ids), prompt_ids=prompt, eos_id=cfg.eos_id)
         else:
-            probs = _filter(logits[0], temperature, top_k, top_p)
-            nxt = int(torch.multinomial(probs, 1, generator=gen))
-        trace.steps.append(Step(t, nxt, tok.piece(nxt), float(probs[nxt]), _candidates(tok, probs, n_candidates),
-                                {k: v[0] for k, v in rows.items()}))
-        if nxt == cfg.eos_id:
-            break
-        cur = torch.tensor([[nxt]])
+            prompt = list(enc.ids)
+            cache = model.new_cache(prefix_len=len(prompt) if cfg.architecture == "prefix_lm" else None)
+            trace = Trace(strategy, None, tok.pieces(prompt), n_cut=enc.n_cut, cut_at=enc.cut_at,
+                          prompt_ids=prompt, eos_id=cfg.eos_id)
+        max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(prompt)))
+        if strategy == "beam":
+            return _beam(model, tok, cache, prompt, trace, max_new_tokens, beam_width, length_penalty,
+                         n_candidates, banned)
+        gen = torch.Generator().manual_seed(seed)
+        cur = torch.tensor([prompt])
+        for t in range(max_new_tokens):
+            logits, rows = _step_logits(model, cur, cache, banned)
+            if strategy == "greedy":
+                probs = torch.softmax(logits[0], -1)
+                nxt = int(probs.argmax())
+            else:
+                probs = _filter(logits[0], temperature, top_k, top_p)
+                nxt = int(torch.multinomial(probs, 1, generator=gen))
+            trace.steps.append(Step(t, nxt, tok.piece(nxt), float(probs[nxt]),
+                                    _candidates(tok, probs, n_candidates), {k: v[0] for k, v in rows.items()}))
+            if nxt == cfg.eos_id:
+                break
+            cur = torch.tensor([[nxt]])
     return trace
 
 
-def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates) -> Trace:
+def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned) -> Trace:
     """Beam search. Each hypothesis carries its own history of rows and candidates, so the
     final trace's steps follow the best hypothesis while `beams` shows every beam per step."""
     eos = model.cfg.eos_id
-    width = max(1, int(width))
     alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
     alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
     finished = []
@@ -234,13 +251,15 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
         return h["score"] / (max(1, len(h["tokens"])) ** length_penalty)
 
     for t in range(max_new_tokens):
-        logits, rows = _step_logits(model, cur, cache)
+        logits, rows = _step_logits(model, cur, cache, banned)
         logp = torch.log_softmax(logits, -1)                                  # (nb, V)
         total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
         top = torch.topk(total.flatten(), min(2 * width, total.numel()))
         V = logp.shape[-1]
         nxt_alive, parents, nxt_pos, step_beams = [], [], [], []
         for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+            if score == float("-inf"):                   # a never-generated id: nothing further is possible
+                break
             b, token = divmod(flat, V)
             h = alive[b]
             new = {"tokens": h["tokens"] + [token], "score": score,

@@ -13,6 +13,8 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
+from .names import layer_name
+
 HookFn = Callable[[torch.Tensor, "HookPoint"], Optional[torch.Tensor]]
 NamesFilter = Union[None, str, Iterable[str], Callable[[str], bool]]
 
@@ -127,7 +129,7 @@ class Cache:
         n = self.n_layers.get(part)
         if not n:
             raise KeyError(f"this model has no {part!r} layers")
-        return torch.stack([self[f"{part}.{i}.{name}"][batch] for i in range(n)])
+        return torch.stack([self[layer_name(part, i, name)][batch] for i in range(n)])
 
     def __repr__(self) -> str:
         return f"Cache({len(self._t)} tensors)"

@@ -185,22 +185,30 @@ class Transformer(nn.Module):
 
     def decode(self, ids: torch.Tensor, memory=None, src_mask=None, prefix_len=None,
                cache: Optional[KVCache] = None) -> torch.Tensor:
-        """Decoder ids [B, T] -> logits [B, T, vocab]. With `cache`, ids are only the new positions."""
+        """Decoder ids [B, T] -> logits [B, T, vocab]. With `cache`, ids are only the new positions.
+
+        The cache is updated only after the whole step has succeeded: a step that raises (e.g. past
+        max_len) leaves it exactly as it was, so decoding can go on or be retried."""
         cfg = self.cfg
-        offset = 0
+        offset, layers = 0, None
+        all_ids = ids
         if cache is not None:
             offset = cache.length
-            cache.ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
+            if offset + ids.shape[1] > cfg.max_len:
+                raise ValueError(f"decoding past this model's {cfg.max_len} positions "
+                                 f"({offset} cached + {ids.shape[1]} new)")
+            all_ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
             memory, src_mask, prefix_len = cache.memory, cache.src_mask, cache.prefix_len
-            all_ids = cache.ids
-        else:
-            all_ids = ids
+            layers = [dict(layer) for layer in cache.layers]      # written into, committed at the end
         self_mask = self_attention_mask(all_ids, cfg.pad_id, cfg.architecture, causal=True,
                                         prefix_len=prefix_len)[:, :, offset:, :]   # (B, 1, T, offset+T)
         x = self.dec_embed(ids, offset)
         for i, block in enumerate(self.decoder):
-            x = block(x, self_mask, memory, src_mask, cache.layers[i] if cache is not None else None)
-        return self.lm_head(self.decoder_norm(x))
+            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None)
+        logits = self.lm_head(self.decoder_norm(x))
+        if cache is not None:
+            cache.ids, cache.layers = all_ids, layers
+        return logits
 
     def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None) -> torch.Tensor:
         """Encoder-decoder: ids = source [B, S], tgt = decoder input [B, T] (teacher forcing).
@@ -235,8 +243,11 @@ class Transformer(nn.Module):
             out = self(*args, **kwargs)
         return out, cache
 
+    def resolve_hooks(self, fwd_hooks) -> list[tuple[str, HookFn]]:
+        """(names filter, fn) pairs -> (hook name, fn) pairs; an unknown name raises ValueError."""
+        return [(n, fn) for name, fn in (fwd_hooks or ()) for n in resolve_names(name, self.hook_names)]
+
     def run_with_hooks(self, *args, fwd_hooks: list[tuple[str, HookFn]] = (), **kwargs):
         """Run forward with fn(tensor, hook) -> tensor|None applied at the named points, once."""
-        hooks = [(n, fn) for name, fn in fwd_hooks for n in resolve_names(name, self.hook_names)]
-        with hooks_active(hooks):
+        with hooks_active(self.resolve_hooks(fwd_hooks)):
             return self(*args, **kwargs)

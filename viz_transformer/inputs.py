@@ -1,0 +1,98 @@
+"""Text -> ids, once: the checks on what a user may ask for, and the one truncation rule.
+
+A translator's source keeps its first pieces (the end of a too-long text is dropped); a language
+model's prompt keeps its last pieces, as every LM does, because those are what it continues.
+Every limit lives here and raises ValueError naming the allowed range, before anything is allocated.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+MAX_CHARS = 20_000        # text longer than this is refused before tokenizing
+MAX_BEAM = 16             # beam_width: each beam holds its own KV cache
+MAX_CANDIDATES = 50       # candidates recorded per decoding step
+MAX_LENGTH_PENALTY = 5.0
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Model input for one text. Translator: source pieces + [end]; LM: [begin] + prompt pieces."""
+    ids: list[int]
+    n_cut: int = 0            # pieces dropped to fit max_len
+    cut_at: str = "end"       # "end": the end of the text was dropped (source); "start": its start (prompt)
+
+    def notice(self, max_len: int) -> str:
+        """One line saying what was cut ("" when nothing was)."""
+        if not self.n_cut:
+            return ""
+        where = "last" if self.cut_at == "end" else "first"
+        return (f"the text is longer than this model's {max_len} positions: its {where} {self.n_cut} "
+                f"piece{'s' * (self.n_cut != 1)} {'were' if self.n_cut != 1 else 'was'} left out")
+
+
+def require_text(text) -> str:
+    if not isinstance(text, str):
+        raise ValueError(f"the text must be a string, not {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("the text is empty: type a sentence first")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    return text
+
+
+def encode_source(tok, cfg, text: str) -> Encoded:
+    """Encoder input: the text's first max_len - 1 pieces, then [end] (as in training)."""
+    ids, room = tok.encode(require_text(text)), cfg.max_len - 1
+    return Encoded(ids[:room] + [cfg.eos_id], max(0, len(ids) - room), "end")
+
+
+def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> Encoded:
+    """Decoder prompt: [begin] + the text's last pieces, leaving `reserve` positions free (for the
+    tokens to generate, or a target); at least one piece is always kept."""
+    ids, room = tok.encode(require_text(text)), max(1, cfg.max_len - 1 - reserve)
+    return Encoded([cfg.bos_id] + ids[-room:], max(0, len(ids) - room), "start")
+
+
+def encode_input(tok, cfg, text: str, reserve: int = 0) -> Encoded:
+    """The source (encoder-decoder) or the prompt (decoder-only, prefix-LM) for a text."""
+    return encode_source(tok, cfg, text) if cfg.is_encoder_decoder else encode_prompt(tok, cfg, text, reserve)
+
+
+def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Right-pad id lists into one [B, T] tensor: the one padding helper."""
+    T = max(len(r) for r in rows)
+    out = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
+
+
+# -- decoding parameters --------------------------------------------------------------------------
+def _int(name: str, v, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"{name} must be a whole number from {lo} to {hi}, not {v!r}")
+    return v
+
+
+def _float(name: str, v, ok, allowed: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+        raise ValueError(f"{name} must be {allowed}, not {v!r}")
+    return float(v)
+
+
+def check_decoding(cfg, vocab_size: int, max_new_tokens: int, temperature: float = 1.0, top_k: int = 0,
+                   top_p: float = 1.0, beam_width: int = 4, length_penalty: float = 1.0,
+                   n_candidates: int = 5, seed: int = 0) -> None:
+    """Refuse out-of-range decoding parameters with a message that names the allowed range."""
+    _int("max_new_tokens", max_new_tokens, 1, cfg.max_len)
+    _float("temperature", temperature, lambda x: x > 0, "greater than 0 (use greedy for the most likely token)")
+    _int("top_k", top_k, 0, vocab_size)
+    _float("top_p", top_p, lambda x: 0 < x <= 1, "in (0, 1]")
+    _int("beam_width", beam_width, 1, MAX_BEAM)
+    _float("length_penalty", length_penalty, lambda x: abs(x) <= MAX_LENGTH_PENALTY,
+           f"between -{MAX_LENGTH_PENALTY:g} and {MAX_LENGTH_PENALTY:g}")
+    _int("n_candidates", n_candidates, 1, MAX_CANDIDATES)
+    _int("seed", seed, 0, 2**63 - 1)
