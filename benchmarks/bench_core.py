@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from viz_transformer import load_checkpoint  # noqa: E402
+from viz_transformer import load_checkpoint
+from viz_transformer.inputs import encode_source  # noqa: E402
 
 
 def timeit(fn, repeat: int = 5) -> float:
@@ -77,7 +78,7 @@ def main() -> None:
         print(f"source {n:>3} tokens: forward {plain * 1000:7.1f} ms, run_with_cache (every hook) "
               f"{cached * 1000:7.1f} ms, ratio {cached / plain:.2f}x")
 
-    src = hm.source_tensor("我是一名工程师，我每天都在公司里写很多代码。")[0]
+    src = torch.tensor([encode_source(hm.tokenizer, hm.cfg, "我是一名工程师，我每天都在公司里写很多代码。").ids])
     steps = 48
     assert greedy_cached(model, src, steps) == greedy_full_recompute(model, src, steps), "cache changed the output"
     full = timeit(lambda: greedy_full_recompute(model, src, steps), repeat=3)

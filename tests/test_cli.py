@@ -114,3 +114,34 @@ def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, args, needle):
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
+    import sacrebleu
+    from conftest import make_tiny_checkpoint
+    from viz_transformer import data as D
+    from viz_transformer.capture import load_checkpoint
+    zh = ["我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。", "他是我的朋友。", "这是我的书。", "她在学校工作。"]
+    pairs = [(zh[i % len(zh)], f"reference {i}.") for i in range(40)]          # these sources 5 times each
+    pairs += [(f"我有{n}本书。", f"I have {n} books.") for n in "一二三四五六七八九十"]   # and 10 once
+    data = tmp_path / "pairs.tsv"
+    data.write_text("zh\ten\n" + "".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    folder = make_tiny_checkpoint(tmp_path / "ckpt")
+    meta = {"data": str(data), "split_seed": 3, "n_test": 10, "n_val": 5}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    r = cli("evaluate", "--checkpoint", folder)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    # by hand: the old pair split, then only test pairs whose source is not in its training part
+    tr, _, te = D.split(D.read_pairs(data), 3, 10, 5)
+    unseen = [p for p in te if p[0] not in {s for s, _ in tr}]
+    assert 0 < len(unseen) < len(te)           # the case exercises both kept and dropped pairs
+    assert res["n"] == len(unseen) and res["n_dropped_seen"] == 10 - len(unseen) and res["unseen_sources_only"]
+    hm = load_checkpoint(folder)
+    if unseen:
+        hyps = hm.translate([s for s, _ in unseen])
+        assert res["bleu"] == round(sacrebleu.corpus_bleu(hyps, [[t for _, t in unseen]]).score, 2)
+    # a checkpoint split by source drops nothing
+    (folder / "meta.json").write_text(json.dumps(dict(meta, split="by_source")), encoding="utf-8")
+    res = json.loads(cli("evaluate", "--checkpoint", folder).stdout)
+    assert res["n_dropped_seen"] == 0 and res["split_by"] == "source" and res["n"] >= 10

@@ -150,3 +150,44 @@ def test_prefix_lm_trains_with_a_bidirectional_prefix(tmp_path, stories_txt):
     P = run.prefix_len
     assert P == len(run.tgt_pieces)
     assert mask[:P, :P].all()          # the prompt is the prefix: every prompt token sees every other
+
+
+def test_split_by_source_keeps_every_source_in_one_split():
+    pairs = [(f"源{i % 37}", f"ref {i}") for i in range(200)]          # 37 sources, most repeated
+    train, val, test = T.D.split_by_source(pairs, seed=5, n_test=30, n_val=20)
+    assert sorted(train + val + test) == sorted(pairs)
+    sources = [{s for s, _ in part} for part in (train, val, test)]
+    assert not (sources[0] & sources[1]) and not (sources[0] & sources[2]) and not (sources[1] & sources[2])
+    for part, n in ((test, 30), (val, 20)):             # whole groups until the size is reached
+        sizes = {s: sum(1 for p in pairs if p[0] == s) for s in {s for s, _ in part}}
+        assert n <= len(part) < n + max(sizes.values())
+    assert T.D.split_by_source(pairs, 5, 30, 20) == (train, val, test)
+    assert T.D.split_by_source(pairs, 6, 30, 20) != (train, val, test)
+    # the old pair split puts the same source on both sides
+    tr, _, te = T.D.split(pairs, 5, 30, 20)
+    assert {s for s, _ in tr} & {s for s, _ in te}
+
+
+def test_unseen_sources_by_hand():
+    train = [("a", "1"), ("b", "2")]
+    kept, dropped = T.D.unseen_sources([("a", "x"), ("c", "y"), ("b", "z"), ("d", "w")], train)
+    assert kept == [("c", "y"), ("d", "w")] and dropped == 2
+
+
+def test_resume_with_another_architecture_or_vocabulary_refuses(tmp_path, pairs_tsv, capsys):
+    root = tmp_path / "r"
+    args = translation_args(pairs_tsv, root, epochs=1)
+    assert T.main(args) == 0
+    weights_before = weights(root)
+    for change in (["--vocab-size", "280"], ["--d-model", "48"], ["--n-encoder-layers", "2"]):
+        capsys.readouterr()
+        assert T.main(args + change) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error:") and "different model" in err and str(root / "work") in err
+        assert err.count("\n") == 0
+    field = {"--d-model": "d_model"}
+    capsys.readouterr()
+    T.main(args + ["--d-model", "48"])
+    assert field["--d-model"] in capsys.readouterr().err
+    after = weights(root)
+    assert after.keys() == weights_before.keys() and all(torch.equal(after[k], weights_before[k]) for k in after)

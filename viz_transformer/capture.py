@@ -13,9 +13,9 @@ import torch
 
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from .config import ModelConfig
-from .decoding import Trace, decode_ids, greedy_batch, greedy_ids
+from .decoding import Trace, decode_ids, default_new_tokens, greedy_batch, greedy_ids
 from .hooks import Cache, NamesFilter, hooks_active
-from .inputs import check_decoding, encode_input, encode_prompt, encode_source, pad_rows, require_text
+from .inputs import check_decoding, encode_input, encode_prompt, encode_source, pad_rows
 from .model import Transformer
 from .positional import sinusoidal_table
 from .tokenizer import Tokenizer
@@ -64,20 +64,21 @@ class HookedModel:
     def hook_names(self) -> list[str]:
         return list(self.model.hook_names)
 
-    def translate(self, texts: list[str], max_new_tokens: int = 64) -> list[str]:
+    def translate(self, texts: list[str], max_new_tokens: Optional[int] = None) -> list[str]:
         return greedy_batch(self.model, self.tokenizer, texts, max_new_tokens=max_new_tokens)
 
     @torch.no_grad()
     def run(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None,
-            max_new_tokens: int = 64, fwd_hooks=()) -> Run:
+            max_new_tokens: Optional[int] = None, fwd_hooks=()) -> Run:
         """Capture one forward pass. The text becomes ids once; the model's greedy output is
         generated on those ids (or `target` is used), and the decoder is teacher-forced on
         [begin] + those very ids (+ the prompt before them, for an LM). fwd_hooks: (name, fn)
         pairs active for the generation and the capture of this call only."""
         tok, cfg, model = self.tokenizer, self.cfg, self.model
+        max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
         check_decoding(cfg, cfg.vocab_size, max_new_tokens)
         hooks = model.resolve_hooks(fwd_hooks)
-        target_ids = None if target is None else tok.encode(require_text(target))
+        target_ids = None if target is None else tok.encode(target)      # "" = the prompt alone
         reserve = max_new_tokens if target_ids is None else len(target_ids)
         enc = encode_input(tok, cfg, text, reserve=reserve)
         trace = None
@@ -133,7 +134,7 @@ def most_different(hm: HookedModel, text: str, candidates: list[str]) -> str:
 
 
 @torch.no_grad()
-def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: int = 64) -> PaddedBatch:
+def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optional[int] = None) -> PaddedBatch:
     """Run `text` and a second sentence as one right-padded batch so the padding mask shows; a
     translator's decoder input is each text's own greedy output ids, as in `HookedModel.run`."""
     cfg, tok = hm.cfg, hm.tokenizer

@@ -111,7 +111,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    """Re-score a translator on the held-out test split rebuilt from meta.json (seed and sizes)."""
+    """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
+    only on sources never seen in training: a checkpoint split by source has no others; for one
+    split by pair (older checkpoints), test pairs whose source is also in training are left out."""
     from . import data as D
     from .train import lm_perplexity, score_translation
     hm = _load(args.checkpoint)
@@ -119,11 +121,20 @@ def cmd_evaluate(args) -> int:
     data = args.data or m.get("data")
     if not data or not Path(data).exists():
         raise UserError(f"training data {data!r} not found: pass --data")
+    seed, n_test, n_val = m.get("split_seed", 1234), m.get("n_test", 1500), m.get("n_val", 1000)
     if hm.cfg.is_encoder_decoder:
-        _, val, test = D.split(D.read_pairs(data), m.get("split_seed", 1234), m.get("n_test", 1500), m.get("n_val", 1000))
-        res = score_translation(hm.model, hm.tokenizer, test if args.split == "test" else val, args.limit)
+        pairs = D.read_pairs(data)
+        by_source = m.get("split") == "by_source"
+        train, val, test = (D.split_by_source if by_source else D.split)(pairs, seed, n_test, n_val)
+        if m.get("extra_train"):
+            train = train + D.read_pairs(*m["extra_train"].split(","), detok=True)
+        items, dropped = D.unseen_sources(test if args.split == "test" else val, train)
+        res = score_translation(hm.model, hm.tokenizer, items, args.limit) if items else \
+            {"bleu": None, "chrf": None, "n": 0}
+        res.update(split=args.split, unseen_sources_only=True, split_by="source" if by_source else "pair",
+                   n_dropped_seen=dropped)
     else:
-        _, val, _ = D.split(D.read_stories(data), m.get("split_seed", 1234), 0, m.get("n_val", 100))
+        _, val, _ = D.split(D.read_stories(data), seed, 0, m.get("n_val", 100))
         block = m.get("train_config", {}).get("block_size", 256)
         blocks = D.blocks(D.token_stream(val, hm.tokenizer), block)
         res = {"perplexity": round(lm_perplexity(hm.model, blocks[: args.limit]), 3), "split": "val"}

@@ -52,6 +52,29 @@ def split(items: list, seed: int, n_test: int, n_val: int):
     return train, val, test
 
 
+def split_by_source(pairs: list[tuple[str, str]], seed: int, n_test: int, n_val: int):
+    """Source-disjoint (train, val, test): pairs are grouped by their source sentence, the unique
+    sources shuffled by seed, and whole groups go to test until it holds at least n_test pairs, then
+    to val until it holds at least n_val, the rest to train. No source is in two splits, so a
+    held-out score never rewards remembering a training sentence."""
+    groups: dict[str, list] = {}
+    for p in pairs:
+        groups.setdefault(p[0], []).append(p)
+    sources = list(groups)
+    random.Random(seed).shuffle(sources)
+    test, val, train = [], [], []
+    for s in sources:
+        (test if len(test) < n_test else val if len(val) < n_val else train).extend(groups[s])
+    return train, val, test
+
+
+def unseen_sources(items: list[tuple[str, str]], train: list[tuple[str, str]]):
+    """(pairs whose source never occurs in train, how many were dropped)."""
+    seen = {s for s, _ in train}
+    kept = [p for p in items if p[0] not in seen]
+    return kept, len(items) - len(kept)
+
+
 def read_stories(path) -> list[str]:
     """Plain text split into documents at <|endoftext|> (at blank lines if there is none)."""
     text = Path(path).read_text(encoding="utf-8")

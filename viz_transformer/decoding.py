@@ -29,12 +29,14 @@ def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: int = 64,
+def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
                batch_size: int = 64) -> list[list[int]]:
     """Greedy output ids (without [end]) for many texts: translators in length-sorted batches with a
-    KV cache; language models one prompt at a time (the greedy trace)."""
+    KV cache; language models one prompt at a time (the greedy trace). max_new_tokens defaults to
+    default_new_tokens(cfg)."""
     model.eval()
     cfg = model.cfg
+    max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     check_decoding(cfg, cfg.vocab_size, max_new_tokens)
     results: list[list[int]] = [[] for _ in texts]
     if not cfg.is_encoder_decoder:
@@ -62,7 +64,12 @@ def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tok
     return results
 
 
-def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: int = 64,
+def default_new_tokens(cfg) -> int:
+    """How many tokens a run generates unless told: 64, or max_len if that is shorter."""
+    return min(64, cfg.max_len)
+
+
+def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
                  batch_size: int = 64) -> list[str]:
     """Greedy translations (or continuations) of many texts, as strings."""
     return [tok.decode(ids) for ids in greedy_ids(model, tok, texts, max_new_tokens, batch_size)]

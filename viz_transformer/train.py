@@ -26,6 +26,7 @@ from . import data as D
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
 from .config import ModelConfig
 from .decoding import greedy_batch
+from .inputs import pad_rows
 from .model import Transformer
 from .tokenizer import Tokenizer
 
@@ -105,14 +106,6 @@ def translation_batches(pairs_ids, batch_size: int, seed: int):
     return batches
 
 
-def pad(seqs, pad_id: int) -> torch.Tensor:
-    T = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), T), pad_id, dtype=torch.long)
-    for r, s in enumerate(seqs):
-        out[r, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out
-
-
 # -- resume state -----------------------------------------------------------------------------
 def save_state(work: Path, model, opt, info: dict) -> None:
     tensors = {f"model.{k}": v.contiguous() for k, v in unique_state_dict(model).items()}
@@ -123,16 +116,30 @@ def save_state(work: Path, model, opt, info: dict) -> None:
     tensors["rng"] = torch.get_rng_state()
     save_file(tensors, str(work / "state.tmp"))
     (work / "state.tmp").replace(work / "state.safetensors")
-    info = dict(info, param_groups=[{k: v for k, v in g.items() if k != "params"} for g in sd["param_groups"]])
+    info = dict(info, model_config=model.cfg.to_dict(),
+                param_groups=[{k: v for k, v in g.items() if k != "params"} for g in sd["param_groups"]])
     (work / "state.json").write_text(json.dumps(info, indent=2))
 
 
+class ResumeError(ValueError):
+    """The saved training state does not fit the model asked for."""
+
+
 def load_state(work: Path, model, opt) -> Optional[dict]:
+    """Resume from `work`, refusing (ResumeError) a state saved for another architecture or vocabulary."""
     if not (work / "state.json").exists():
         return None
     info = json.loads((work / "state.json").read_text())
+    saved, wanted = info.get("model_config"), model.cfg.to_dict()
+    if saved != wanted:
+        diff = sorted(k for k in wanted if (saved or {}).get(k) != wanted[k]) if saved else ["(no config saved)"]
+        raise ResumeError(f"{work} holds training state for a different model ({', '.join(diff)} differ): "
+                          f"delete {work} to start again, or pass the same options")
     tensors = load_file(str(work / "state.safetensors"))
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False)
+    weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    if set(weights) != set(unique_state_dict(model)):        # tied copies are saved once (strict=False)
+        raise ResumeError(f"{work / 'state.safetensors'} does not hold this model's weights: delete {work}")
+    model.load_state_dict(weights, strict=False)
     sd = opt.state_dict()
     for i in sd["state"].keys() | {int(k.split(".")[1]) for k in tensors if k.startswith("opt.")}:
         sd["state"][i] = {k.split(".", 2)[2]: v for k, v in tensors.items() if k.startswith(f"opt.{i}.")}
@@ -189,7 +196,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
 
     # 1. data and tokenizer (trained on the training split only)
     if tc.task == "translation":
-        train_items, val, test = D.split(D.read_pairs(tc.data, tc.data_tgt), tc.seed, tc.n_test, tc.n_val)
+        pairs = D.read_pairs(tc.data, tc.data_tgt)
+        train_items, val, test = D.split_by_source(pairs, tc.seed, tc.n_test, tc.n_val)
         if tc.extra_train:
             src_f, tgt_f = tc.extra_train.split(",")
             train_items = train_items + D.read_pairs(src_f, tgt_f, detok=True)
@@ -204,6 +212,9 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     tok_path = work / "tokenizer.model"
     if tok_path.exists():
         tok = Tokenizer.load(tok_path)
+        if tok.vocab_size != tc.vocab_size:
+            raise ResumeError(f"{work} holds a tokenizer of {tok.vocab_size} pieces, not the {tc.vocab_size} asked "
+                              f"for (a different model): delete {work} to start again, or pass the same options")
     else:
         log(f"training SentencePiece ({tc.vocab_size} pieces) on {len(tok_text)} lines ...")
         tok = Tokenizer.train(tok_text, tc.vocab_size)
@@ -259,8 +270,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         ntok, loss_ema = 0, None
         for batch in bar:
             if tc.task == "translation":
-                src = pad([enc[i][0] for i in batch], tok.pad_id).to(device)
-                tgt = pad([enc[i][1] for i in batch], tok.pad_id).to(device)
+                src = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
+                tgt = pad_rows([enc[i][1] for i in batch], tok.pad_id).to(device)
                 logits = model(src, tgt[:, :-1])
                 y = tgt[:, 1:]
             else:
@@ -307,6 +318,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             meta = {"task": tc.task, "data": tc.data, "extra_train": tc.extra_train,
                     "trained_at": time.strftime("%Y-%m-%d %H:%M:%S"), "command": command,
                     "n_params": n_params, "train_items": len(train_items), "split_seed": tc.seed,
+                    "split": "by_source" if tc.task == "translation" else "by_story",
                     "n_val": len(val), "n_test": len(test), "val": metrics,
                     "train_seconds": round(info["seconds"]), "train_config": dataclasses.asdict(tc)}
             save_checkpoint(out, model.cpu(), tok, meta, fp16=tc.fp16)
@@ -348,5 +360,9 @@ def main(argv=None) -> int:
         return 2
     model_kw = {f.name: d[f.name] for f in MODEL_FIELDS}
     cmd = "python -m viz_transformer train " + " ".join(argv if argv is not None else sys.argv[2:])
-    train(tc, model_kw, command=cmd)
+    try:
+        train(tc, model_kw, command=cmd)
+    except ResumeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
