@@ -1,14 +1,14 @@
 """viz_transformer's explorer: `streamlit run app.py`, then open the printed URL.
 
 This file owns what every page shares (the sidebar: checkpoint, text, the cached run) and the
-navigation; each page in views/ reads the shared Context with views.common.need_run().
+navigation; each page in views/ reads the shared Context with views.context.need_run().
 The folder is deliberately not called pages/: a pages/ folder beside the entrypoint switches
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
 import streamlit as st
 
-from views import common
+from views import context, sidebar
 from views.strings import t
 
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
@@ -21,5 +21,5 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/decoding.py", title=t("nav.decoding"), icon=":material/skip_next:")]
 
 page = st.navigation(PAGES)
-st.session_state[common.CTX] = common.sidebar()
+st.session_state[context.CTX] = sidebar.sidebar()
 page.run()

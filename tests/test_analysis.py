@@ -81,6 +81,28 @@ def test_line_edges_threshold_and_cap():
     assert len(analysis.line_edges(p, 0.0, 100)) == 9
 
 
+def test_max_over_heads_at_word_level_stays_a_weight():
+    # two heads; word 0 = pieces 0-1. Head 0 puts 0.5+0.5 on the word, head 1 puts 0.9 on piece 0 only.
+    p = torch.tensor([[[0.5, 0.5, 0.0]] * 3, [[0.9, 0.0, 0.1]] * 3])              # (H, q, k)
+    pieces = ["▁ab", "c", "▁d"]
+    mat, ql, kl = analysis.head_matrix(p, "max", pieces, pieces, words=True)
+    assert kl == ["abc", "d"]
+    # per head words: head 0 -> [1.0, 0.0], head 1 -> [0.9, 0.1]; max -> [1.0, 0.1]
+    assert torch.allclose(mat, torch.tensor([[1.0, 0.1], [1.0, 0.1]]))
+    assert float(mat.max()) <= 1.0 + 1e-6
+    assert torch.equal(analysis.head_matrix(p, 1, pieces, pieces)[0], p[1])
+
+
+def test_snap_divisor():
+    assert analysis.snap_divisor(5.66, 32) == math.sqrt(32)
+    assert analysis.snap_divisor(5.0, 32) == 5.0
+
+
+def test_axis_windows_clip_each_axis_on_its_own():
+    assert analysis.axis_windows(20, 60, 30, 48) == ((0, 20), (12, 60))
+    assert analysis.axis_windows(100, 100, 30, 40) == ((30, 70), (30, 70))
+
+
 def test_token_window_is_clipped():
     assert analysis.token_window(100, 90, 40) == (60, 100)
     assert analysis.token_window(10, 5, 40) == (0, 10)

@@ -112,7 +112,11 @@ def test_switching_pages_keeps_text_and_model(env):
         assert at.session_state["ckpt"] == "tiny-lm" and at.session_state["text"] == text
         assert by_key(at.sidebar.text_area, "text").value == text
         if page == "views/attention.py":
-            assert figure(at, "decoder self-attention")["data"][0]["x"] == [f"{i}:{p}" for i, p in enumerate(pieces)]
+            # the LM's run shows the prompt, then the continuation it generated
+            run = load_checkpoint(env / "tiny-lm").run(text)
+            x = figure(at, "decoder self-attention")["data"][0]["x"]
+            assert x[: len(pieces)] == [f"{i}:{p}" for i, p in enumerate(pieces)]
+            assert len(x) == len(run.tgt_ids) == len(pieces) + len(run.output_ids)
     assert "continues your text" in texts(at)
 
 
@@ -308,7 +312,10 @@ def test_decoding_a_long_prompt_says_how_much_was_cut(env):
     n = len(hm.tokenizer.encode(text))
     at = open_app("views/decoding.py", ckpt="tiny-lm", text=text)
     room = hm.cfg.max_len - 1 - 20                       # the page's default: 20 new tokens
-    assert f"its last {n - room} pieces are not used here" in texts(at)
+    assert f"its first {n - room} pieces are not used here" in texts(at)
+    # an LM keeps the end of its prompt: the decoder sequence ends with the text's last pieces
+    kept = hm.tokenizer.pieces(hm.tokenizer.encode(text)[-room:])
+    assert " ".join(["[begin]"] + kept) + " ‖ " in texts(at)
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -354,7 +361,7 @@ def test_long_text_is_cut_with_a_notice(env):
     n_cut = len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1)
     assert n_cut > 0
     at = open_app("views/attention.py", text=text)
-    assert f"the last {n_cut} pieces were cut" in texts(at)
+    assert f"its last {n_cut} pieces were left out" in texts(at)
     assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == hm.cfg.max_len
 
 

@@ -78,3 +78,18 @@ def test_group_words_covers_every_position_once(tok):
 def test_word_labels():
     pieces = [BOS, W + "Hel", "lo", ",", W + "wor", "ld", W]
     assert word_labels(pieces, group_words(pieces)) == [BOS, "Hello", ",", "world", W]
+
+
+def test_contractions_and_decimals_stay_one_word_on_the_shipped_tokenizer():
+    from conftest import ROOT
+    tok = Tokenizer.load(ROOT / "checkpoints" / "zh-en" / "tokenizer.model")
+    # the reference is the text itself: words are its whitespace-separated parts, with
+    # sentence-final punctuation split off
+    for text, words in [("I'm an engineer.", ["I'm", "an", "engineer", "."]),
+                        ("It is 3.14.", ["It", "is", "3.14", "."]),
+                        ("1,000 people", ["1,000", "people"]),
+                        ("Tom's book, isn't it?", ["Tom's", "book", ",", "isn't", "it", "?"])]:
+        pieces = tok.pieces(tok.encode(text))
+        assert word_labels(pieces, group_words(pieces)) == words, pieces
+    pieces = tok.pieces(tok.encode("我是学生。"))
+    assert word_labels(pieces, group_words(pieces))[-1] == "。"

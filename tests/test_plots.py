@@ -129,9 +129,23 @@ def test_line_view_caps_lines_and_thresholds():
 
 
 def test_line_view_labels_are_escaped_and_numbered_from_window_start():
-    fig = plots.line_view(torch.rand(1, 2, 2), ["<b>x</b>", "y"], ["<b>x</b>", "y"], ["h"], "t", start=40)
+    fig = plots.line_view(torch.rand(1, 2, 2), ["<b>x</b>", "y"], ["<b>x</b>", "y"], ["h"], "t", q_start=40, k_start=40)
     texts = [list(tr.text) for tr in fig.data if tr.mode == "text"]
     assert texts[0] == ["40:&lt;b&gt;x&lt;/b&gt;", "41:y"]
+
+
+def test_line_view_keeps_every_query_of_a_short_axis_beside_a_long_one():
+    # cross-attention: 20 queries, 60 keys; the key window scrolls, every query stays with its links
+    from viz_transformer import analysis
+    pat = torch.softmax(torch.randn(20, 60, generator=torch.Generator().manual_seed(0)) * 3, -1)
+    (qa, qb), (ka, kb) = analysis.axis_windows(20, 60, start=12, size=48)
+    assert (qa, qb) == (0, 20) and (ka, kb) == (12, 60)
+    fig = plots.line_view([pat[qa:qb, ka:kb]], [f"q{i}" for i in range(qa, qb)], [f"k{j}" for j in range(ka, kb)],
+                          ["h"], "t", min_weight=0.0, max_lines=10_000, q_start=qa, k_start=ka)
+    texts = [list(tr.text) for tr in fig.data if tr.mode == "text"]
+    assert texts[0] == [f"{i}:q{i}" for i in range(20)] and texts[1] == [f"{j}:k{j}" for j in range(12, 60)]
+    n_lines = sum(sum(1 for y in tr.y if y is None) for tr in fig.data if tr.mode == "lines")
+    assert n_lines == int((pat[:, 12:] > 1e-12).sum())        # every link of every query into the window
 
 
 def test_probability_bars_outline_the_chosen_token():

@@ -1,7 +1,7 @@
 """Page 2: one head's heatmap, the model view (all layers × heads), the line view, word level."""
 import streamlit as st
 
-from views import common
+from views import context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
@@ -9,23 +9,20 @@ TILE = 32          # model-view tile size (cells) above which patterns are max-p
 LINE_WINDOW = 48   # at most this many tokens per column in the line view
 MAX_LINES = 300    # per head
 
-ctx = common.need_run()
+ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("at.title"))
 st.caption(t("at.intro"))
 
 c = st.columns([3, 1, 2, 1.4])
-block, layer, head = common.block_layer_head(c, cfg, "at", with_reduce=True)
+block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)
 words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
 
 pats = analysis.block_patterns(run.cache, block)                     # (L, H, q, k)
 q_pieces, k_pieces = analysis.block_pieces(run, block)
-mat = pats[layer, head] if isinstance(head, int) else analysis.reduce_heads(pats[layer], head)
-qp, kp = q_pieces, k_pieces
-if words:
-    mat, qp, kp = analysis.word_level(mat, q_pieces, k_pieces)
-title = t("at.heatmap_title", block=common.block_label(block), layer=layer, head=common.head_label(head))
-common.show(plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"),
+mat, qp, kp = analysis.head_matrix(pats[layer], head, q_pieces, k_pieces, words)
+title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
+widgets.show(plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"),
                                     colorbar=t("cb.weight")), key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------
@@ -43,8 +40,8 @@ def _open_head():
 
 
 sel = (layer, head) if isinstance(head, int) else None
-common.show(plots.model_view(analysis.model_view_tiles(pats, TILE), t("at.model_view_title",
-            block=common.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
+widgets.show(plots.model_view(analysis.model_view_tiles(pats, TILE), t("at.model_view_title",
+            block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
             colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
             key="at_model_view", on_select=_open_head, selection_mode="points")
 
@@ -53,21 +50,18 @@ st.subheader(t("at.line_view"))
 c = st.columns([2, 1, 2])
 default = [head] if isinstance(head, int) else [0]
 heads = c[0].multiselect(t("at.line_heads"), list(range(cfg.n_heads)), default=default, max_selections=4,
-                         format_func=common.head_label, key=f"at_line_heads_{head}")
+                         format_func=widgets.head_label, key=f"at_line_heads_{head}")
 min_w = c[1].slider(t("at.line_min"), 0.0, 0.5, 0.05, 0.01, key="at_line_min")
 lq, lk = (qp, kp)
 n = max(len(lq), len(lk))
-a, b = 0, n
+(qa, qb), (ka, kb) = (0, len(lq)), (0, len(lk))
 if n > LINE_WINDOW:
     start = c[2].slider(t("at.line_window"), 0, n - LINE_WINDOW, 0, key="at_line_start")
-    a, b = analysis.token_window(n, start, LINE_WINDOW)
-    st.caption(t("at.line_capped", a=a, b=b - 1, n=n, m=MAX_LINES))
+    (qa, qb), (ka, kb) = analysis.axis_windows(len(lq), len(lk), start, LINE_WINDOW)
+    st.caption(t("at.line_capped", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1, m=MAX_LINES))
 if heads:
-    mats = [pats[layer, h] for h in heads]
-    if words:
-        mats = [analysis.word_level(m, q_pieces, k_pieces)[0] for m in mats]
-    mats = [m[a:b, a:b] for m in mats]
-    common.show(plots.line_view(mats, lq[a:b], lk[a:b], [common.head_label(h) for h in heads],
-                                t("at.line_title", block=common.block_label(block), layer=layer), start=a,
-                                max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
+    mats = [analysis.head_matrix(pats[layer], h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
+    widgets.show(plots.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
+                                t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
+                                k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
                                 key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")

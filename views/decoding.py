@@ -3,11 +3,11 @@ import time
 
 import streamlit as st
 
-from views import common
+from views import cached, context, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
-ctx = common.need_run()
+ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
 st.title(t("dc.title"))
 st.caption(t("dc.intro.encoder_decoder" if cfg.is_encoder_decoder else "dc.intro.lm"))
@@ -16,7 +16,7 @@ c = st.columns([2, 2, 1])
 strategy = c[0].segmented_control(t("dc.strategy"), ["greedy", "sample", "beam"], default="greedy", required=True,
                                   format_func=lambda s: t(f"dc.{s}"), key="dc_strategy")
 params = {"strategy": strategy, "max_new_tokens": c[1].slider(t("dc.max_new"), 1, 60, 20, key="dc_max_new")}
-layer = common.select(c[2], t("dc.layer"), list(range(cfg.n_decoder_layers)), "dc_layer")
+layer = widgets.select(c[2], t("dc.layer"), list(range(cfg.n_decoder_layers)), "dc_layer")
 if strategy == "sample":
     c = st.columns(4)
     params.update(temperature=c[0].slider(t("dc.temperature"), 0.1, 2.0, 1.0, 0.05, key="dc_temp"),
@@ -26,23 +26,27 @@ if strategy == "sample":
 elif strategy == "beam":
     params.update(beam_width=st.slider(t("dc.width"), 1, 8, 4, key="dc_width"))
 
-with st.spinner(t("dc.running")):
-    tr = common.trace(str(ctx.path), ctx.stamp, ctx.text, **params)
+try:
+    with st.spinner(t("dc.running")):
+        tr = cached.trace(str(ctx.path), ctx.stamp, ctx.text, **params)
+except ValueError as e:            # the library's limits (e.g. a value set through the URL or state)
+    st.error(str(e))
+    st.stop()
 n = len(tr.steps)
-if tr.n_cut > ctx.run.n_cut:       # an LM's prompt also leaves room for the new tokens
+if tr.n_cut and tr.n_cut != ctx.run.n_cut:     # an LM's prompt leaves room for the new tokens
     st.warning(t("dc.cut", n=tr.n_cut, new=params["max_new_tokens"]))
-common.reset_steps_if_changed((ctx.name, ctx.stamp, ctx.text, tuple(sorted(params.items()))))
+stepper.reset_steps_if_changed((ctx.name, ctx.stamp, ctx.text, tuple(sorted(params.items()))))
 i = st.session_state["dc_step"] = min(st.session_state.get("dc_step", 0), n)
 
 b = st.columns(4)
-b[0].button(t("dc.reset"), on_click=common.set_step, args=(0,), disabled=i == 0, key="dc_reset",
+b[0].button(t("dc.reset"), on_click=stepper.set_step, args=(0,), disabled=i == 0, key="dc_reset",
             icon=":material/first_page:")
-b[1].button(t("dc.back"), on_click=common.set_step, args=(i - 1,), disabled=i == 0, key="dc_back",
+b[1].button(t("dc.back"), on_click=stepper.set_step, args=(i - 1,), disabled=i == 0, key="dc_back",
             icon=":material/chevron_left:")
-b[2].button(t("dc.next"), on_click=common.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary",
+b[2].button(t("dc.next"), on_click=stepper.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary",
             icon=":material/chevron_right:", icon_position="right")
 playing = st.session_state.get("dc_playing", False)
-b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=common.toggle_play, disabled=i >= n and not playing,
+b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=stepper.toggle_play, disabled=i >= n and not playing,
             key="dc_play", icon=":material/pause:" if playing else ":material/play_arrow:")
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
@@ -53,28 +57,28 @@ if i == 0:
 else:
     s = tr.steps[i - 1]
     query = analysis.step_query(tr, i - 1)
-    st.markdown(common.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=s.prob)))
+    st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=s.prob)))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
     left, right = st.columns([2, 3])
     with left:
-        common.show(plots.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
+        widgets.show(plots.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
                                            t("dc.cands_title", i=i), chosen, t("axis.probability"),
                                            t("axis.candidate"), t("cb.prob")), key="dc_cands")
     with right:
         if cfg.is_encoder_decoder:
-            common.show(plots.head_rows(s.attention[f"decoder.{layer}.cross_attn.hook_pattern"], tr.src_pieces,
+            widgets.show(plots.head_rows(s.attention[analysis.hook_name("decoder.cross_attn", layer, "hook_pattern")], tr.src_pieces,
                                         t("dc.cross_title", query=query, layer=layer), t("axis.source"),
                                         t("axis.head"), t("cb.weight")), key="dc_cross")
-        common.show(plots.head_rows(s.attention[f"decoder.{layer}.self_attn.hook_pattern"],
+        widgets.show(plots.head_rows(s.attention[analysis.hook_name("decoder.self_attn", layer, "hook_pattern")],
                                     analysis.step_keys(tr, i - 1), t("dc.self_title", query=query, layer=layer),
                                     t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
     if strategy == "beam":
         st.subheader(t("dc.beams"))
-        common.show(plots.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
+        widgets.show(plots.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
                                     t("axis.beam"), t("cb.logp"), t("dc.extended"), t("dc.dropped"),
                                     t("dc.finished")), key="dc_beams")
 if i == n and n:
-    st.success(common.md_escape(t("dc.done", text=hm.tokenizer.decode(tr.output_ids))))
+    st.success(widgets.md_escape(t("dc.done", text=hm.tokenizer.decode(tr.output_ids))))
 
 if playing:      # advance one step per rerun until the end
     if i < n:

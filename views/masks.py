@@ -1,11 +1,11 @@
 """Page 4: padding, causal, prefix-LM and cross-attention masks, and what each head applied."""
 import streamlit as st
 
-from views import common
+from views import cached, context, sidebar, widgets
 from views.strings import t
 from viz_transformer import analysis, capture, plots
 
-ctx = common.need_run()
+ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("mk.title"))
 st.caption(t("mk.intro"))
@@ -15,19 +15,19 @@ mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.all
 # -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
 st.subheader(t("mk.padding"))
 st.caption(t("mk.padding_help"))
-suggested = capture.most_different(ctx.hm, ctx.text, common.SECOND[ctx.kind])
+suggested = capture.most_different(ctx.hm, ctx.text, sidebar.SECOND[ctx.kind])
 other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
 pb = None
 if other.strip():
     with st.spinner(t("sidebar.running")):
-        pb = common.padded(str(ctx.path), ctx.stamp, ctx.text, other)
+        pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
     row = pb.padded_row
     self_block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
     hook = analysis.hook_name(self_block, 0, "hook_mask")
     pieces = pb.src_pieces[row] if cfg.is_encoder_decoder else pb.tgt_pieces[row]
     if "[pad]" not in pieces:
         st.info(t("mk.same_length"))
-    common.show(plots.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
+    widgets.show(plots.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
                                    t("mk.padding_title", hook=hook, row=row), **mask_kw))
 
 # -- causal and prefix-LM over the decoder input --------------------------------------------------
@@ -37,13 +37,13 @@ left, right = st.columns(2)
 with left:
     st.subheader(t("mk.causal"))
     st.caption(t("mk.causal_help"))
-    common.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces, t("mk.causal_title"),
+    widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces, t("mk.causal_title"),
                                    **mask_kw))
 with right:
     st.subheader(t("mk.prefix"))
     st.caption(t("mk.prefix_help"))
     p = st.slider(t("mk.prefix_len"), 1, T, run.prefix_len or max(1, T // 2), key="mk_prefix") if T > 1 else 1
-    common.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
+    widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
                                    t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
 
 st.subheader(t("mk.cross"))
@@ -52,7 +52,7 @@ if not cfg.is_encoder_decoder:
     st.info(t("mk.cross_none"))
 elif pb is not None:
     hook = analysis.hook_name("decoder.cross_attn", 0, "hook_mask")
-    common.show(plots.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
+    widgets.show(plots.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
                                    pb.src_pieces[pb.padded_row], t("mk.cross_title", hook=hook, row=pb.padded_row),
                                    **mask_kw))
 
@@ -60,21 +60,21 @@ elif pb is not None:
 st.subheader(t("mk.applied"))
 st.caption(t("mk.applied_help"))
 c = st.columns([3, 1, 1])
-block, layer, head = common.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
+block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
 q_pieces, k_pieces = analysis.block_pieces(run, block)
 mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
 scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
 pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
 ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
-common.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
+widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
                                hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
 cols = st.columns(3)
 with cols[0]:
-    common.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
+    widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
                                      t("cb.score")), key="mk_before")
 with cols[1]:
-    common.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
+    widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
                                      t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
 with cols[2]:
-    common.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
+    widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
                                         t("axis.query"), t("cb.weight")), key="mk_pattern")

@@ -1,11 +1,11 @@
 """Page 1: the checkpoint's architecture, the text as SentencePiece pieces, and the model's output."""
 import streamlit as st
 
-from views import common
+from views import context
 from views.strings import t
 from viz_transformer import analysis
 
-ctx = common.need_run()
+ctx = context.need_run()
 hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 
 st.title(t("ov.title"))

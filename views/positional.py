@@ -1,11 +1,11 @@
 """Page 5: the sinusoidal table, chosen dimensions as curves, position similarity, learned positions."""
 import streamlit as st
 
-from views import common
+from views import context, widgets
 from views.strings import t
 from viz_transformer import analysis, capture, plots
 
-ctx = common.need_run(require_text=False)
+ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
 st.title(t("pe.title"))
 st.caption(t("pe.intro"))
@@ -19,7 +19,7 @@ pos, dim = t("axis.position"), t("axis.dim")
 for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         title = t("pe.sin_title", n=n, d=cfg.d_model) if kind == "sinusoidal" else t("pe.learned_title")
-        common.show(plots.positional_heatmap(tables[kind], title, dim, pos, t("cb.value")), key=f"pe_table_{kind}")
+        widgets.show(plots.positional_heatmap(tables[kind], title, dim, pos, t("cb.value")), key=f"pe_table_{kind}")
 
 d = cfg.d_model
 defaults = sorted({i for i in (0, 1, 16, 64, d // 2) if i < d})   # a sin/cos pair, then ever slower waves
@@ -27,17 +27,17 @@ dims = st.multiselect(t("pe.dims"), list(range(d)), default=defaults, key=f"pe_d
 if dims:
     src = tables["learned"] if cfg.positional == "learned" else tables["sinusoidal"]
     series = {t("pe.dim_n", d=i): src[:, i] for i in dims}
-    common.show(plots.curves(range(n), series, t("pe.curves_title") + f" ({t('pe.kind.' + cfg.positional)})",
+    widgets.show(plots.curves(range(n), series, t("pe.curves_title") + f" ({t('pe.kind.' + cfg.positional)})",
                              pos, t("cb.value")), key="pe_curves")
 
 anchors = sorted({0, n // 4, n // 2})
 for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         name = t(f"pe.kind.{kind}")
-        common.show(plots.similarity_heatmap(analysis.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
+        widgets.show(plots.similarity_heatmap(analysis.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
                                              pos, pos, t("cb.dot")), key=f"pe_sim_{kind}")
         m = n - 1 - max(anchors)
         offs = analysis.similarity_by_offset(tables[kind], anchors, m)
-        common.show(plots.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
+        widgets.show(plots.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
                                  t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot")), key=f"pe_off_{kind}")
 st.caption(t("pe.offset_note"))

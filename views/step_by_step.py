@@ -3,23 +3,23 @@ import math
 
 import streamlit as st
 
-from views import common
+from views import cached, context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
 WINDOW = 40   # positions shown per axis; softmax still uses every key
 
-ctx = common.need_run()
+ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("st.title"))
 st.caption(t("st.intro"))
 
 c = st.columns([3, 1, 1])
-block, layer, head = common.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")
+block, layer, head = widgets.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")
 sqrt_dk = math.sqrt(cfg.d_head)
 divisor = st.slider(t("st.divisor", sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
                     key=f"st_div_{cfg.d_head}", help=t("st.divisor_help"))
-divisor = sqrt_dk if abs(divisor - sqrt_dk) < 0.03 else divisor     # the slider's default is √d_k rounded
+divisor = analysis.snap_divisor(divisor, cfg.d_head)                # the slider's default is √d_k rounded
 
 q, k, v, mask = analysis.head_qkv(run.cache, block, layer, head)
 hs = analysis.attention_steps(q, k, v, mask, divisor)
@@ -27,9 +27,9 @@ q_pieces, k_pieces = analysis.block_pieces(run, block)
 T, S = len(q_pieces), len(k_pieces)
 qa, qb, ka, kb = 0, T, 0, S
 if max(T, S) > WINDOW:
-    start = st.slider(t("st.window"), 0, max(T, S) - 1, 0, key="st_start")
-    (qa, qb), (ka, kb) = analysis.token_window(T, start, WINDOW), analysis.token_window(S, start, WINDOW)
-    st.caption(t("st.window_note", n=max(T, S), a=start, b=start + WINDOW - 1))
+    start = st.slider(t("st.window"), 0, max(T, S) - WINDOW, 0, key="st_start")
+    (qa, qb), (ka, kb) = analysis.axis_windows(T, S, start, WINDOW)
+    st.caption(t("st.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
 ql, kl = plots.labels(q_pieces[qa:qb], qa), plots.labels(k_pieces[ka:kb], ka)
 dims = plots.dims(cfg.d_head)
 xd, yq, yk, xk = t("axis.d_head"), t("axis.query"), t("axis.key"), t("axis.key")
@@ -38,20 +38,20 @@ cols = st.columns(3)
 for where, m, rows, key, ylab in [(cols[0], hs.q[qa:qb], ql, "st.Q", yq), (cols[1], hs.k[ka:kb], kl, "st.K", yk),
                                   (cols[2], hs.v[ka:kb], kl, "st.V", yk)]:
     with where:
-        common.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value")))
+        widgets.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value")))
 cols = st.columns(2)
 with cols[0]:
-    common.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
+    widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
 with cols[1]:
-    common.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
+    widgets.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
                                      t("cb.score")))
 cols = st.columns(2)
 with cols[0]:
-    common.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
+    widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
 with cols[1]:
-    common.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb], t("st.softmax"),
+    widgets.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb], t("st.softmax"),
                                         xk, yq, t("cb.weight"), qa, ka), key="st_weights")
-common.show(plots.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
+widgets.show(plots.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
 
 captured = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
 if divisor == sqrt_dk:
@@ -62,12 +62,12 @@ else:
 # -- sharpen / flatten: one query row at the chosen divisor vs the model's √d_k ---------------------
 row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
 series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
-common.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
+widgets.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
                                div=divisor), yk, t("cb.weight")))
 st.metric(t("st.entropy", max=math.log(S)), f"{analysis.entropy(hs.weights[row]):.3f}")
 
 st.subheader(t("st.why"))
 st.markdown(t("st.why_text"))
-var = common.qk_variance()
-common.show(plots.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
+var = cached.qk_variance()
+widgets.show(plots.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
                          t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))

@@ -1,7 +1,7 @@
 """Every user-facing string of the app, by key, so the interface can be translated in one place.
 
     from views.strings import t
-    t("sidebar.cut", n=3)      # -> "The text was too long: the last 3 pieces were cut."
+    t("dc.max_new")            # -> "Max new tokens"
 
 To translate: add a dict with the same keys (e.g. ZH) and point LANG at it.
 Figure texts are plain (they are escaped by viz_transformer.plots); markdown strings are marked md.
@@ -30,7 +30,9 @@ EN = {
     "sidebar.text_help": "The model's input. A translator translates it; a language model continues it.",
     "sidebar.loading": "Loading the model…",
     "sidebar.running": "Running the model and capturing every tensor…",
-    "sidebar.cut": "The text was too long for this model (max_len {max_len}): the last {n} pieces were cut.",
+    "sidebar.cut.end": "The text was too long for this model (max_len {max_len}): its last {n} pieces were left out.",
+    "sidebar.cut.start": "The text was too long for this model (max_len {max_len}): its first {n} pieces were left "
+                         "out (a language model keeps the end of its prompt, the part it continues).",
     "sidebar.model_caption": "{arch} · {layers} · {heads} heads · d_model {d_model}",
     "sidebar.layers_ed": "{enc}+{dec} layers",
     "sidebar.layers_d": "{dec} layers",
@@ -105,7 +107,7 @@ EN = {
     "at.line_heads": "Heads to draw",
     "at.line_min": "Hide lines lighter than",
     "at.line_window": "Tokens shown (window)",
-    "at.line_capped": "Showing positions {a}–{b} of {n}, at most {m} lines per head.",
+    "at.line_capped": "Showing queries {qa}–{qb} and keys {ka}–{kb}, at most {m} lines per head.",
     "at.line_title": "{block}, layer {layer}: lines from queries (left) to keys (right)",
 
     # step by step
@@ -114,7 +116,7 @@ EN = {
     "st.divisor": "Divide the scores by (the model uses √d_k = {sqrt:.2f})",
     "st.divisor_help": "Smaller → softmax sharpens toward the arg-max; larger → it flattens toward uniform.",
     "st.window": "Show positions from",
-    "st.window_note": "{n} positions: showing {a}–{b}. Softmax still runs over every key.",
+    "st.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}. Softmax still runs over every key.",
     "st.Q": "Q: queries of head {head}",
     "st.K": "K: keys of head {head}",
     "st.V": "V: values of head {head}",
@@ -229,7 +231,7 @@ EN = {
     "dc.dropped": "dropped",
     "dc.finished": "finished",
     "dc.done": "Finished: {text}",
-    "dc.cut": "To leave room for {new} new tokens, the prompt was cut: its last {n} pieces are not used here.",
+    "dc.cut": "To leave room for {new} new tokens, the prompt was cut: its first {n} pieces are not used here.",
     "axis.candidate": "candidate token",
     "axis.probability": "probability",
     "axis.step": "step",

@@ -5,7 +5,6 @@ No streamlit, no plotly: every function takes tensors/lists and returns tensors/
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -119,6 +118,31 @@ def token_window(n: int, start: int, size: int) -> tuple[int, int]:
     size = min(size, n)
     a = max(0, min(int(start), n - size))
     return a, a + size
+
+
+def axis_windows(n_query: int, n_key: int, start: int, size: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Windows of at most `size` positions for the query axis and the key axis, each starting near
+    `start` and clipped to its own length: ((q_a, q_b), (k_a, k_b)), half-open. Cross-attention with
+    20 queries and 60 keys keeps all 20 queries while the keys scroll."""
+    return token_window(n_query, start, size), token_window(n_key, start, size)
+
+
+def snap_divisor(value: float, d_head: int, tolerance: float = 0.03) -> float:
+    """A slider value near √d_k is √d_k exactly (a slider cannot hold an irrational default)."""
+    sqrt_dk = math.sqrt(d_head)
+    return sqrt_dk if abs(value - sqrt_dk) < tolerance else float(value)
+
+
+def head_matrix(layer_patterns: torch.Tensor, head, q_pieces: list[str], k_pieces: list[str],
+                words: bool = False):
+    """One matrix for the heatmap: a head (int) or "mean"/"max" over heads of [head, q, k], at
+    piece or word level. Words are aggregated per head first, then reduced, so a max over heads
+    stays a weight in [0, 1]. Returns (matrix [q, k], q_labels, k_labels)."""
+    pats, ql, kl = layer_patterns, list(q_pieces), list(k_pieces)
+    if words:
+        pats, ql, kl = word_level(layer_patterns, q_pieces, k_pieces)             # (H, qw, kw)
+    mat = pats[head] if isinstance(head, int) else reduce_heads(pats, head)
+    return mat, ql, kl
 
 
 def line_edges(pattern, min_weight: float = 0.0, max_lines: int = 300) -> list[tuple[int, int, float]]:

@@ -65,8 +65,9 @@ def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tok
 
 
 def default_new_tokens(cfg) -> int:
-    """How many tokens a run generates unless told: 64, or max_len if that is shorter."""
-    return min(64, cfg.max_len)
+    """How many tokens a run generates unless told: 64, or a quarter of max_len if that is less
+    (so an LM's default continuation never crowds out its prompt)."""
+    return max(1, min(64, cfg.max_len // 4))
 
 
 def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,

@@ -148,10 +148,12 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
 
 def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_names: Sequence[str],
               title: str, max_lines: int = 300, min_weight: float = 0.02, query_label: str = "query",
-              key_label: str = "key", colorbar: str = "attention weight", start: int = 0) -> go.Figure:
+              key_label: str = "key", colorbar: str = "attention weight", q_start: int = 0,
+              k_start: int = 0) -> go.Figure:
     """BertViz-style lines: per head, queries on the left, keys on the right, one line per link,
     coloured and thickened by weight. Lines are binned into a few traces (not one trace per line),
-    and at most max_lines per head are drawn."""
+    and at most max_lines per head are drawn. Each axis may show a window of the sequence: its
+    labels are numbered from q_start / k_start (analysis.axis_windows)."""
     from .analysis import line_edges  # local import keeps plots importable without torch at module level
     pats = [_np(p) for p in patterns]
     n = len(pats)
@@ -172,9 +174,9 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
                 fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                          line=dict(color=colors[b], width=0.8 + 5 * edges_bins[b + 1])),
                               row=1, col=c)
-        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=labels(q_pieces, start),
+        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=labels(q_pieces, q_start),
                                  textposition="middle left", hoverinfo="skip", showlegend=False), row=1, col=c)
-        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, start),
+        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, k_start),
                                  textposition="middle right", hoverinfo="skip", showlegend=False), row=1, col=c)
         fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=[escape(query_label), escape(key_label)],
                          showgrid=False, zeroline=False, row=1, col=c)

@@ -72,6 +72,28 @@ def _is_cjk_or_punct(piece: str) -> bool:
         or unicodedata.east_asian_width(ch) in ("W", "F")
 
 
+INWORD_PUNCT = "'’.,-"    # joins two letters or digits with no space: I'm, don't, 3.14, 1,000, U.S, well-known
+
+
+def _latin_alnum(ch: str) -> bool:
+    return ch.isalnum() and not _is_cjk_or_punct(ch)
+
+
+def _inside_word(pieces: list[str], i: int) -> bool:
+    """A punctuation piece that sits between letters/digits of one word (no ▁ on either side)."""
+    p = pieces[i]
+    if i == 0 or p.startswith(WORD_START) or p[0] not in INWORD_PUNCT:
+        return False
+    prev = pieces[i - 1]
+    if prev in (PAD, UNK, BOS, EOS) or not _latin_alnum(prev[-1]):
+        return False
+    rest = p.lstrip(INWORD_PUNCT)
+    if rest:
+        return _latin_alnum(rest[0])
+    nxt = pieces[i + 1] if i + 1 < len(pieces) else ""
+    return bool(nxt) and not nxt.startswith(WORD_START) and _latin_alnum(nxt[0])
+
+
 def _byte_value(piece: str):
     if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
         return int(piece[3:5], 16)
@@ -91,7 +113,8 @@ def _byte_char(pieces: list[str], i: int) -> str:
 
 def group_words(pieces: list[str]) -> list[list[int]]:
     """Group piece positions into words: a word starts at ▁, at a special token, and at every
-    CJK character or punctuation piece (Chinese has no spaces, so its pieces are its words).
+    CJK character or punctuation piece (Chinese has no spaces, so its pieces are its words), except
+    punctuation inside a word (I'm, don't, 3.14, 1,000 stay one word).
     Byte-fallback pieces of one character stay together."""
     groups: list[list[int]] = []
     prev_standalone = True
@@ -108,7 +131,7 @@ def group_words(pieces: list[str]) -> list[list[int]]:
                 groups.append([i])
             prev_standalone = standalone
             continue
-        standalone = p in (PAD, UNK, BOS, EOS) or _is_cjk_or_punct(p)
+        standalone = p in (PAD, UNK, BOS, EOS) or (_is_cjk_or_punct(p) and not _inside_word(pieces, i))
         if not groups or p.startswith(WORD_START) or standalone or prev_standalone:
             groups.append([i])
         else:

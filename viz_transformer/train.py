@@ -137,9 +137,12 @@ def load_state(work: Path, model, opt) -> Optional[dict]:
                           f"delete {work} to start again, or pass the same options")
     tensors = load_file(str(work / "state.safetensors"))
     weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    if set(weights) != set(unique_state_dict(model)):        # tied copies are saved once (strict=False)
+    if set(weights) != set(unique_state_dict(model)):
         raise ResumeError(f"{work / 'state.safetensors'} does not hold this model's weights: delete {work}")
-    model.load_state_dict(weights, strict=False)
+    # tied copies (lm_head.weight is W_E.weight) were saved once: give each name its stored tensor
+    first = {}
+    full = {name: weights[first.setdefault(t.data_ptr(), name)] for name, t in model.state_dict().items()}
+    model.load_state_dict(full, strict=True)
     sd = opt.state_dict()
     for i in sd["state"].keys() | {int(k.split(".")[1]) for k in tensors if k.startswith("opt.")}:
         sd["state"][i] = {k.split(".", 2)[2]: v for k, v in tensors.items() if k.startswith(f"opt.{i}.")}

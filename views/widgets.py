@@ -1,0 +1,50 @@
+"""Small widgets every page uses: figures with one config, pickers that survive a checkpoint change,
+and markdown that shows user text literally."""
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from views.strings import t
+from viz_transformer import analysis
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def show(fig, key: Optional[str] = None, **kw):
+    """Every figure goes through here: Plotly's own colours (theme=None) and its toolbar with PNG export."""
+    return st.plotly_chart(fig, theme=None, width="stretch", config=PLOTLY_CONFIG, key=key, **kw)
+
+
+def select(where, label: str, options: list, key: str, default=None, **kw):
+    """A selectbox whose remembered value is reset when the options change (e.g. another checkpoint)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return where.selectbox(label, options, key=key, **kw)
+
+
+def block_label(block: str) -> str:
+    return t(f"block.{block}")
+
+
+def head_label(h) -> str:
+    return t(f"head.{h}") if isinstance(h, str) else t("at.head_n", h=h)
+
+
+def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
+    """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
+    blocks = analysis.available_blocks(cfg)
+    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=block_label)
+    layer = select(where_cols[1], t("layer"), list(range(analysis.n_layers(cfg, block))), f"{prefix}_layer")
+    heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
+    head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)
+    return block, layer, head
+
+
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
+
+
+def md_escape(s: str) -> str:
+    """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
