@@ -228,13 +228,20 @@ def test_beam_links_by_hand():
 def test_beam_links_on_a_real_beam_search(tiny_translator):
     tr = decode(tiny_translator, "我是一名工程师。", strategy="beam", beam_width=3, max_new_tokens=6)
     links = analysis.beam_links(tr)
-    for t in range(1, len(links)):
-        for b in links[t]:
-            assert b["parent"] >= 0
-            assert links[t - 1][b["parent"]]["tokens"] == b["tokens"][:-1]
-    # exactly one beam per step lies on the chosen output, and it extends the previous one
-    for t, row in enumerate(links):
-        best = [b for b in row if b["best"]]
-        assert len(best) == 1 and best[0]["tokens"] == tr.output_ids[: t + 1]
+    # walking the parent links back from the chosen beam spells the output, one token per step
+    t = len(links) - 1
+    j = next(i for i, b in enumerate(links[t]) if b["best"] and b["tokens"] == tr.output_ids[: t + 1])
+    spelled = []
+    while t >= 0:
+        spelled.append(links[t][j]["tokens"][-1])
+        j, t = links[t][j]["parent"], t - 1
+    assert spelled[::-1] == tr.output_ids[: len(links)] and j == -1
+    # the links agree with the parents the search itself recorded while it ran (Beam.parent)
+    for t, step in enumerate(tr.steps[: len(links)]):
+        assert [b["parent"] for b in links[t]] == [b.parent for b in step.beams]
+    # a beam is drawn as extended exactly when the next step has a child of it
+    for t in range(len(links) - 1):
+        children = {b["parent"] for b in links[t + 1]}
+        assert [b["survives"] for b in links[t]] == [i in children for i in range(len(links[t]))]
 
 

@@ -5,73 +5,21 @@ its main controls; references come from running the checkpoint directly.
 """
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from streamlit.testing.v1 import AppTest
 
-from viz_transformer import analysis, decode, load_checkpoint
-from viz_transformer.tokenizer import group_words
-
-ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
-ZH = "我是一名工程师。"
-PAGES = ["views/overview.py", "views/attention.py", "views/step_by_step.py", "views/masks.py",
-         "views/positional.py", "views/decoding.py"]
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, texts
+from viz_transformer import decode, load_checkpoint
 
 
 @pytest.fixture
 def env(ckpt_root, monkeypatch):
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
     return ckpt_root
-
-
-def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    if ckpt is not None:
-        at.session_state["ckpt"] = ckpt
-    if text is not None:
-        at.session_state["text"] = text
-    at.run(timeout=60)
-    if page != "views/overview.py":
-        at.switch_page(page)
-        at.run(timeout=60)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _array(v):
-    """Plotly JSON array (a list, or a typed array {"dtype", "bdata", "shape"}) -> numpy."""
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        return a.reshape([int(s) for s in str(v["shape"]).split(",")]) if "shape" in v else a
-    return np.asarray(v, dtype=float)
-
-
-def figures(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def figure(at, title_part: str) -> dict:
-    found = [f for f in figures(at) if title_part in f["layout"]["title"]["text"]]
-    assert found, f"no figure titled *{title_part}*: {[f['layout']['title']['text'] for f in figures(at)]}"
-    return found[0]
-
-
-def texts(at) -> str:
-    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "code", "text")
-             for e in getattr(at, kind)]
-    return "\n".join(str(p) for p in parts)
-
-
-def by_key(widgets, key):
-    return next(w for w in widgets if w.key == key)
 
 
 # -- opening, defaults, shared state ---------------------------------------------------------------
@@ -88,14 +36,21 @@ def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monke
 
 
 def test_every_page_opens_with_figures(env):
-    expected = {"views/attention.py": 3, "views/step_by_step.py": 10, "views/masks.py": 8,
-                "views/positional.py": 4, "views/decoding.py": 0}
+    # the figures each page promises, found by their titles (not by a count)
+    expected = {"views/attention.py": ["layer 0, head 0", "all layers × heads", "lines from queries"],
+                "views/step_by_step.py": ["Q Kᵀ", "softmax over each row", "this head's output", "Variance of q·k"],
+                "views/masks.py": ["Padding mask captured at", "Causal mask", "Prefix-LM mask", "Scores after the mask"],
+                "views/positional.py": ["Sinusoidal encoding", "Chosen dimensions over position", "PE(i)·PE(j)"],
+                "views/decoding.py": []}
     at = open_app()
-    for page, n in expected.items():
+    for page, titles in expected.items():
         at.switch_page(page)
         at.run(timeout=60)
         assert not at.exception, (page, [e.value for e in at.exception])
-        assert len(figures(at)) == n, page
+        shown = [f["layout"]["title"]["text"] for f in figures(at)]
+        for want in titles:
+            assert any(want in s for s in shown), (page, want, shown)
+        assert bool(shown) == bool(titles), page          # the decoding page draws nothing before Next
         for f in figures(at):
             assert f["layout"]["title"]["text"]
 
@@ -130,98 +85,25 @@ def test_overview_shows_pieces_ids_and_translation(env):
     assert at.code[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
 
 
-# -- attention: heads and layers -----------------------------------------------------------------
-def test_attention_heatmap_follows_head_and_layer(env):
-    at = open_app("views/attention.py")
-    run = load_checkpoint(env / "tiny-zh-en").run(ZH)
-    f = figure(at, "encoder self-attention, layer 0, head 0")
-    assert np.allclose(_array(f["data"][0]["z"]), run.cache["encoder.0.self_attn.hook_pattern"][0, 0], atol=1e-6)
-    assert f["data"][0]["x"] == [f"{i}:{p}" for i, p in enumerate(run.src_pieces)]
-    assert f["layout"]["xaxis"]["title"]["text"] == "key (attended to)"
-    assert f["layout"]["yaxis"]["title"]["text"] == "query (attending)"
-
-    by_key(at.selectbox, "at_layer").set_value(1)
-    by_key(at.selectbox, "at_head").set_value(3)
-    at.run(timeout=60)
-    f = figure(at, "encoder self-attention, layer 1, head 3")
-    assert np.allclose(_array(f["data"][0]["z"]), run.cache["encoder.1.self_attn.hook_pattern"][0, 3], atol=1e-6)
-    # the model view outlines the open head
-    mv = figure(at, "all layers × heads")
-    assert len(mv["layout"]["shapes"]) == 1
-
-    by_key(at.selectbox, "at_block").set_value("decoder.cross_attn")
-    by_key(at.selectbox, "at_head").set_value("max")
-    at.run(timeout=60)
-    f = figure(at, "cross-attention (decoder → encoder), layer 1, max over heads")
-    ref = run.cache["decoder.1.cross_attn.hook_pattern"][0].max(0).values
-    assert np.allclose(_array(f["data"][0]["z"]), ref, atol=1e-6)
-    assert len(f["data"][0]["y"]) == len(run.tgt_pieces) and len(f["data"][0]["x"]) == len(run.src_pieces)
-
-
-def test_attention_word_level_toggle(env):
-    text = "I am an engineer."
-    at = open_app("views/attention.py", ckpt="tiny-lm", text=text)
-    run = load_checkpoint(env / "tiny-lm").run(text)
-    n_pieces = len(run.tgt_pieces)
-    assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == n_pieces
-    by_key(at.toggle, "at_words").set_value(True)
-    at.run(timeout=60)
-    f = figure(at, "layer 0, head 0")
-    groups = group_words(run.tgt_pieces)
-    assert len(f["data"][0]["x"]) == len(groups)
-    z = _array(f["data"][0]["z"])
-    assert np.allclose(z.sum(-1), 1, atol=1e-5)
-
-
-def test_line_view_draws_the_chosen_heads(env):
-    at = open_app("views/attention.py")
-    f = figure(at, "lines from queries")
-    assert [a["text"] for a in f["layout"]["annotations"]] == ["head 0"]
-    by_key(at.multiselect, "at_line_heads_0").set_value([0, 2])
-    at.run(timeout=60)
-    f = figure(at, "lines from queries")
-    assert [a["text"] for a in f["layout"]["annotations"]] == ["head 0", "head 2"]
-
-
-# -- attention step by step ---------------------------------------------------------------------
-def test_step_by_step_reproduces_the_capture_and_reacts_to_the_divisor(env):
-    at = open_app("views/step_by_step.py")
-    assert float(at.metric[0].value) < 1e-5                  # recomputed == captured hook_pattern
-    run = load_checkpoint(env / "tiny-zh-en").run(ZH)
-    f = figure(at, "softmax over each row")
-    z = _array(f["data"][0]["z"])                            # the page shows a window of at most 40 positions
-    ref = run.cache["decoder.0.self_attn.hook_pattern"][0, 0]
-    assert np.allclose(z, ref[: len(z), : z.shape[1]], atol=1e-5)
-    slider = next(s for s in at.slider if s.key.startswith("st_div_"))
-    slider.set_value(0.2)
-    at.run(timeout=60)
-    sharp = _array(figure(at, "softmax over each row")["data"][0]["z"])
-    q, k, v, mask = analysis.head_qkv(run.cache, "decoder.self_attn", 0, 0)
-    ref = torch.softmax((q @ k.T / 0.2).masked_fill(~mask, float("-inf")), -1)
-    assert np.allclose(sharp, ref[: len(sharp), : sharp.shape[1]], atol=1e-5)
-    assert "You changed the divisor" in texts(at)
-    assert figure(at, "Variance of q·k")
-
-
 # -- masks ---------------------------------------------------------------------------------------
 def test_masks_page_padding_causal_prefix_and_applied(env):
     at = open_app("views/masks.py", text="他是我的朋友，我们明天去北京。")
     pad = figure(at, "Padding mask captured at encoder.0.self_attn.hook_mask")
-    z, cols = _array(pad["data"][0]["z"]), pad["data"][0]["x"]
+    z, cols = array(pad["data"][0]["z"]), pad["data"][0]["x"]
     is_pad = np.array([c.endswith(":[pad]") for c in cols])
     assert is_pad.any() and (z[:, is_pad] == 0).all() and (z[:, ~is_pad] == 1).all()
-    causal = _array(figure(at, "Causal mask")["data"][0]["z"])
+    causal = array(figure(at, "Causal mask")["data"][0]["z"])
     assert np.array_equal(causal, np.tril(np.ones_like(causal)))
     by_key(at.slider, "mk_prefix").set_value(2)
     at.run(timeout=60)
-    prefix = _array(figure(at, "Prefix-LM mask, prefix = 2")["data"][0]["z"])
+    prefix = array(figure(at, "Prefix-LM mask, prefix = 2")["data"][0]["z"])
     assert prefix[0, 1] == 1 and prefix[1, 2] == 0 and prefix[0, 2] == 0
     # the applied decoder self-attention mask is causal, and masked scores are gaps (-inf)
-    applied = _array(figure(at, "decoder.0.self_attn.hook_mask")["data"][0]["z"])
+    applied = array(figure(at, "decoder.0.self_attn.hook_mask")["data"][0]["z"])
     assert np.array_equal(applied, np.tril(np.ones_like(applied)))
-    after = _array(figure(at, "Scores after the mask")["data"][0]["z"])
+    after = array(figure(at, "Scores after the mask")["data"][0]["z"])
     assert np.isnan(after[np.triu_indices_from(after, 1)]).all()
-    pattern = _array(figure(at, "Pattern after softmax")["data"][0]["z"])
+    pattern = array(figure(at, "Pattern after softmax")["data"][0]["z"])
     assert (pattern[np.triu_indices_from(pattern, 1)] == 0).all()
 
 
@@ -239,16 +121,16 @@ def test_positional_page_sinusoidal_and_learned(env):
     f = figure(at, "Sinusoidal encoding")
     hm = load_checkpoint(env / "tiny-zh-en")
     from viz_transformer.positional import sinusoidal_table
-    n = len(_array(f["data"][0]["z"]))
-    assert np.allclose(_array(f["data"][0]["z"]), sinusoidal_table(n, hm.cfg.d_model), atol=1e-6)
+    n = len(array(f["data"][0]["z"]))
+    assert np.allclose(array(f["data"][0]["z"]), sinusoidal_table(n, hm.cfg.d_model), atol=1e-6)
     slider = next(s for s in at.slider if s.key.startswith("pe_n_"))
     slider.set_value(20)
     at.run(timeout=60)
-    assert _array(figure(at, "Sinusoidal encoding: 20 positions")["data"][0]["z"]).shape[0] == 20
+    assert array(figure(at, "Sinusoidal encoding: 20 positions")["data"][0]["z"]).shape[0] == 20
 
     at = open_app("views/positional.py", ckpt="tiny-lm", text="Hi.")
     lm = load_checkpoint(env / "tiny-lm")
-    learned = _array(figure(at, "Learned position embeddings")["data"][0]["z"])
+    learned = array(figure(at, "Learned position embeddings")["data"][0]["z"])
     assert np.allclose(learned, lm.model.embed.pos.weight[: len(learned)].detach(), atol=1e-6)
 
 
@@ -264,15 +146,15 @@ def test_decoding_next_back_and_what_each_step_shows(env):
         assert f"Step {i} of {len(ref.steps)}" in at.get("progress")[0].proto.text
         assert at.code[0].value == "[begin] ‖ " + " ".join(ref.pieces[1: 1 + i])
     cands = figure(at, "Top candidates at step 2")
-    assert np.allclose(_array(cands["data"][0]["x"]), [c.prob for c in ref.steps[1].candidates], atol=1e-5)
+    assert np.allclose(array(cands["data"][0]["x"]), [c.prob for c in ref.steps[1].candidates], atol=1e-5)
     cross = figure(at, "Cross-attention of the newest query")
-    assert np.allclose(_array(cross["data"][0]["z"]),
+    assert np.allclose(array(cross["data"][0]["z"]),
                        ref.steps[1].attention["decoder.0.cross_attn.hook_pattern"], atol=1e-5)
     assert len(figure(at, "Self-attention of the newest query")["data"][0]["x"]) == 2   # [begin] + 1 token
     by_key(at.selectbox, "dc_layer").set_value(1)
     at.run(timeout=60)
     cross = figure(at, "over the source, layer 1")
-    assert np.allclose(_array(cross["data"][0]["z"]),
+    assert np.allclose(array(cross["data"][0]["z"]),
                        ref.steps[1].attention["decoder.1.cross_attn.hook_pattern"], atol=1e-5)
     at.button(key="dc_back").click().run(timeout=60)
     assert "Step 1 of" in at.get("progress")[0].proto.text

@@ -80,11 +80,36 @@ def test_greedy_trace_equals_full_recompute(models, architecture):
         assert trace.src_pieces == hm.tokenizer.pieces(hm.tokenizer.encode(TEXT) + [hm.cfg.eos_id])
 
 
+def reference_greedy(hm, text, n):
+    """An independent greedy loop: a full forward over everything so far at every step (no KV
+    cache), the three never-generated ids at -inf, argmax, stop after [end]."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    banned = [tok.pad_id, tok.unk_id, tok.bos_id]
+    out = []
+    with torch.no_grad():
+        for _ in range(n):
+            if cfg.is_encoder_decoder:
+                logits = hm.model(torch.tensor([tok.encode(text) + [cfg.eos_id]]), torch.tensor([[cfg.bos_id] + out]))
+            else:
+                prompt = [cfg.bos_id] + tok.encode(text)
+                P = len(prompt) if cfg.architecture == "prefix_lm" else None
+                logits = hm.model(torch.tensor([prompt + out]), prefix_len=P)
+            last = logits[0, -1].clone()
+            last[banned] = float("-inf")
+            out.append(int(last.argmax()))
+            if out[-1] == cfg.eos_id:
+                break
+    return out
+
+
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
-def test_greedy_trace_agrees_with_fast_greedy(models, architecture):
+def test_greedy_trace_and_fast_greedy_equal_an_independent_loop(models, architecture):
     hm = models[architecture]
-    trace = decode(hm, TEXT, "greedy", max_new_tokens=N)
-    assert hm.tokenizer.decode(trace.output_ids) == hm.translate([TEXT], max_new_tokens=N)[0]
+    for text in (TEXT, "The cat sat on the mat."):
+        ref = reference_greedy(hm, text, N)
+        assert decode(hm, text, "greedy", max_new_tokens=N).output_ids == ref
+        fast = greedy_batch(hm.model, hm.tokenizer, [text], max_new_tokens=N)[0]
+        assert fast == hm.tokenizer.decode([i for i in ref if i != hm.cfg.eos_id])
 
 
 def test_batched_greedy_with_source_padding_equals_one_at_a_time(tiny_translator):
@@ -213,3 +238,87 @@ def test_long_input_is_cut_to_max_len(tiny_translator):
     trace = decode(hm, text, "greedy", max_new_tokens=2)
     assert len(trace.src_pieces) == hm.cfg.max_len
     assert trace.n_cut == len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1) > 0
+
+
+# -- beam search against exhaustive search ---------------------------------------------------------
+class FourTokens:
+    """A stand-in tokenizer: ids 0 [pad], 1 [unk], 2 [begin], 3 [end], then 4, 5, 6."""
+    pad_id, unk_id, bos_id, eos_id, vocab_size = 0, 1, 2, 3, 7
+
+    def encode(self, text):
+        return [4 + (ord(c) % 3) for c in text]
+
+    def piece(self, i):
+        return f"t{int(i)}"
+
+    def pieces(self, ids):
+        return [self.piece(i) for i in ids]
+
+
+def tiny_model(architecture, seed):
+    from viz_transformer.config import ModelConfig
+    from viz_transformer.model import Transformer
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=7, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
+                      n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=16, architecture=architecture,
+                      tie_embeddings=False)
+    model = Transformer(cfg).eval()
+    with torch.no_grad():
+        model.lm_head.weight.normal_(0, 0.6)      # varied distributions: [end] wins for some seeds
+    return model
+
+
+def exhaustive_best(model, text, L, length_penalty):
+    """Every hypothesis of at most L tokens over {4, 5, 6, [end]} ([end] only last; unfinished ones only
+    at length L, where the limit stops them), scored by a full forward: the best by score / len^lp."""
+    import itertools
+    tok, cfg = FourTokens(), model.cfg
+    hyps = [list(p) + [3] for n in range(L) for p in itertools.product([4, 5, 6], repeat=n)]
+    hyps += [list(p) for p in itertools.product([4, 5, 6], repeat=L)]
+    best, best_norm = None, -float("inf")
+    with torch.no_grad():
+        for h in hyps:
+            if cfg.is_encoder_decoder:
+                logits = model(torch.tensor([tok.encode(text) + [3]]), torch.tensor([[2] + h[:-1]]))[0]
+            else:
+                logits = model(torch.tensor([[2] + tok.encode(text) + h[:-1]]))[0, -len(h):]
+            logits[:, [0, 1, 2]] = float("-inf")
+            score = float(torch.log_softmax(logits.double(), -1)[torch.arange(len(h)), torch.tensor(h)].sum())
+            norm = score / len(h) ** length_penalty
+            if norm > best_norm:
+                best, best_norm = (h, score), norm
+    return best
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0, 2.0])
+def test_wide_beam_finds_the_exhaustive_optimum(architecture, length_penalty):
+    from types import SimpleNamespace
+    found_end = 0
+    for seed in range(4):
+        model = tiny_model(architecture, seed)
+        hm = SimpleNamespace(model=model, tokenizer=FourTokens())
+        for text in ("ab", "cab"):
+            tr = decode(hm, text, "beam", max_new_tokens=3, beam_width=16, length_penalty=length_penalty)
+            ids, score = exhaustive_best(model, text, 3, length_penalty)
+            assert tr.output_ids == ids
+            beam = [b for b in tr.beam_history[len(ids) - 1] if b.tokens == ids]
+            assert beam and beam[0].score == pytest.approx(score, abs=1e-4)
+            found_end += ids[-1] == 3
+    assert found_end                      # finished and unfinished winners were both exercised
+
+
+def test_beam_stops_once_width_hypotheses_have_finished(tiny_translator):
+    """Documented rule (as Hugging Face's early_stopping=True): the search ends at the step where
+    the width-th hypothesis ends with [end], even when max_new_tokens would allow more."""
+    stopped_early = 0
+    for bias in (2.6, 3.0, 3.4, 3.8):
+        hm = with_eos_bias(tiny_translator, bias)
+        tr = decode(hm, "我是学生。", "beam", max_new_tokens=N, beam_width=2, length_penalty=0.0)
+        finished = [sum(b.finished for b in step) for step in tr.beam_history]
+        if sum(finished) >= 2:
+            assert sum(finished[:-1]) < 2          # it stopped at the step where the second one finished
+            stopped_early += len(tr.beam_history) < N
+        else:
+            assert len(tr.beam_history) == N       # otherwise only the length limit stops it
+    assert stopped_early

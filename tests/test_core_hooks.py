@@ -22,13 +22,13 @@ def promised_names(architecture: str, n_enc: int, n_dec: int) -> list[str]:
         names += [f"{e}.hook_tok", f"{e}.hook_pos"]
     for i in range(n_enc):
         names += [f"encoder.{i}.self_attn.{h}" for h in ATTN]
-        names += [f"encoder.{i}.hook_resid_{s}" for s in ("pre", "mid", "post")]
+        names += [f"encoder.{i}.hook_resid_{s}" for s in ("pre", "mid", "post")] + [f"encoder.{i}.ff.hook_post"]
     for i in range(n_dec):
         names += [f"decoder.{i}.self_attn.{h}" for h in ATTN]
         if enc_dec:
             names += [f"decoder.{i}.cross_attn.{h}" for h in ATTN]
             names.append(f"decoder.{i}.hook_resid_cross")
-        names += [f"decoder.{i}.hook_resid_{s}" for s in ("pre", "mid", "post")]
+        names += [f"decoder.{i}.hook_resid_{s}" for s in ("pre", "mid", "post")] + [f"decoder.{i}.ff.hook_post"]
     return names
 
 
@@ -77,9 +77,28 @@ def test_every_promised_name_exists_with_its_shape(models, architecture):
         want = {"hook_tok": (B, q, d), "hook_pos": (q, d),
                 "hook_q": (B, q, H, dh), "hook_k": (B, k, H, dh), "hook_v": (B, k, H, dh),
                 "hook_scores": (B, H, q, k), "hook_mask": (B, 1, q, k), "hook_pattern": (B, H, q, k),
-                "hook_z": (B, q, H, dh), "hook_out": (B, q, d)}.get(hook, (B, q, d))   # resid_*: (B, q, d)
+                "hook_z": (B, q, H, dh), "hook_out": (B, q, d), "hook_post": (B, q, cfg.d_ff)}.get(hook, (B, q, d))
         assert tuple(t.shape) == want, name
         assert t.dtype == (torch.bool if hook == "hook_mask" else torch.float32), name
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_ff_hook_post_is_the_activation_of_the_feed_forward_input(models, architecture):
+    """ff.hook_post = act(W_in(input of the feed-forward)), recomputed from the captured residual:
+    pre-norm feeds LN(x), post-norm feeds x itself (x = resid_mid, or resid_cross with cross-attention)."""
+    hm = models[architecture]
+    args, kw = inputs(hm)
+    _, cache = hm.model.run_with_cache(*args, **kw)
+    parts = [("encoder", hm.model.encoder)] if hm.cfg.is_encoder_decoder else []
+    for part, blocks in parts + [("decoder", hm.model.decoder)]:
+        for i, block in enumerate(blocks):
+            before = "hook_resid_cross" if part == "decoder" and hm.cfg.is_encoder_decoder else "hook_resid_mid"
+            x = cache[f"{part}.{i}.{before}"]
+            h = block.ln2(x) if hm.cfg.norm == "pre" else x
+            act = torch.nn.functional.relu if hm.cfg.activation == "relu" else torch.nn.functional.gelu
+            with torch.no_grad():
+                ref = act(h @ block.ff.W_in.weight.T + block.ff.W_in.bias)
+            torch.testing.assert_close(cache[f"{part}.{i}.ff.hook_post"], ref, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
