@@ -59,6 +59,9 @@ GROUPS = [
     ([W + "na", "<0xC3>", "<0xAF>", "ve"], [[0, 1, 2, 3]]),
     # a byte-fallback punctuation mark is a word of its own
     ([W + "hi", "<0x21>"], [[0], [1]]),
+    # a bare ▁ is the space before the next piece, even before punctuation or a CJK character
+    ([W + "said", W, "'", "h", "i", "'", "."], [[0], [1, 2], [3, 4], [5], [6]]),
+    ([W + "ok", W, "我", W, BOS], [[0], [1, 2], [3], [4]]),
     ([], []),
 ]
 
@@ -93,3 +96,14 @@ def test_contractions_and_decimals_stay_one_word_on_the_shipped_tokenizer():
         assert word_labels(pieces, group_words(pieces)) == words, pieces
     pieces = tok.pieces(tok.encode("我是学生。"))
     assert word_labels(pieces, group_words(pieces))[-1] == "。"
+
+
+def test_a_bare_space_piece_is_never_a_word_on_the_shipped_tokenizer():
+    from conftest import ROOT
+    tok = Tokenizer.load(ROOT / "checkpoints" / "zh-en" / "tokenizer.model")
+    # reference: the text's own words, quotes and brackets split off as punctuation
+    for text, words in [("He said 'hi'.", ["He", "said", "'", "hi", "'", "."]),
+                        ("(1.5)", ["(", "1.5", ")"])]:
+        pieces = tok.pieces(tok.encode(text))
+        assert W in pieces                                   # the case under test: a bare ▁ piece
+        assert word_labels(pieces, group_words(pieces)) == words, pieces

@@ -23,7 +23,7 @@ q_pieces, k_pieces = analysis.block_pieces(run, block)
 mat, qp, kp = analysis.head_matrix(pats[layer], head, q_pieces, k_pieces, words)
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 widgets.show(plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"),
-                                    colorbar=t("cb.weight")), key="at_heatmap")
+                                     colorbar=t("cb.weight")), key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------
 st.subheader(t("at.model_view"))
@@ -62,6 +62,6 @@ if n > LINE_WINDOW:
 if heads:
     mats = [analysis.head_matrix(pats[layer], h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
     widgets.show(plots.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
-                                t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
-                                k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
-                                key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")
+                                 t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
+                                 k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
+                                 key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")

@@ -62,21 +62,22 @@ else:
     left, right = st.columns([2, 3])
     with left:
         widgets.show(plots.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
-                                           t("dc.cands_title", i=i), chosen, t("axis.probability"),
-                                           t("axis.candidate"), t("cb.prob")), key="dc_cands")
+                                            t("dc.cands_title", i=i), chosen, t("axis.probability"),
+                                            t("axis.candidate"), t("cb.prob")), key="dc_cands")
     with right:
+        cross, own = (analysis.hook_name(b, layer, "hook_pattern") for b in ("decoder.cross_attn", "decoder.self_attn"))
         if cfg.is_encoder_decoder:
-            widgets.show(plots.head_rows(s.attention[analysis.hook_name("decoder.cross_attn", layer, "hook_pattern")], tr.src_pieces,
-                                        t("dc.cross_title", query=query, layer=layer), t("axis.source"),
-                                        t("axis.head"), t("cb.weight")), key="dc_cross")
-        widgets.show(plots.head_rows(s.attention[analysis.hook_name("decoder.self_attn", layer, "hook_pattern")],
-                                    analysis.step_keys(tr, i - 1), t("dc.self_title", query=query, layer=layer),
-                                    t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
+            widgets.show(plots.head_rows(s.attention[cross], tr.src_pieces,
+                                         t("dc.cross_title", query=query, layer=layer), t("axis.source"),
+                                         t("axis.head"), t("cb.weight")), key="dc_cross")
+        widgets.show(plots.head_rows(s.attention[own],
+                                     analysis.step_keys(tr, i - 1), t("dc.self_title", query=query, layer=layer),
+                                     t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
     if strategy == "beam":
         st.subheader(t("dc.beams"))
         widgets.show(plots.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
-                                    t("axis.beam"), t("cb.logp"), t("dc.extended"), t("dc.dropped"),
-                                    t("dc.finished")), key="dc_beams")
+                                     t("axis.beam"), t("cb.logp"), t("dc.extended"), t("dc.dropped"),
+                                     t("dc.finished")), key="dc_beams")
 if i == n and n:
     st.success(widgets.md_escape(t("dc.done", text=hm.tokenizer.decode(tr.output_ids))))
 

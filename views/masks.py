@@ -28,7 +28,7 @@ if other.strip():
     if "[pad]" not in pieces:
         st.info(t("mk.same_length"))
     widgets.show(plots.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
-                                   t("mk.padding_title", hook=hook, row=row), **mask_kw))
+                                    t("mk.padding_title", hook=hook, row=row), **mask_kw))
 
 # -- causal and prefix-LM over the decoder input --------------------------------------------------
 pieces = run.tgt_pieces
@@ -38,13 +38,13 @@ with left:
     st.subheader(t("mk.causal"))
     st.caption(t("mk.causal_help"))
     widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces, t("mk.causal_title"),
-                                   **mask_kw))
+                                    **mask_kw))
 with right:
     st.subheader(t("mk.prefix"))
     st.caption(t("mk.prefix_help"))
     p = st.slider(t("mk.prefix_len"), 1, T, run.prefix_len or max(1, T // 2), key="mk_prefix") if T > 1 else 1
     widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
-                                   t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
+                                    t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
 
 st.subheader(t("mk.cross"))
 st.caption(t("mk.cross_help"))
@@ -53,8 +53,8 @@ if not cfg.is_encoder_decoder:
 elif pb is not None:
     hook = analysis.hook_name("decoder.cross_attn", 0, "hook_mask")
     widgets.show(plots.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
-                                   pb.src_pieces[pb.padded_row], t("mk.cross_title", hook=hook, row=pb.padded_row),
-                                   **mask_kw))
+                                    pb.src_pieces[pb.padded_row], t("mk.cross_title", hook=hook, row=pb.padded_row),
+                                    **mask_kw))
 
 # -- the mask each head applied in your run, and its effect ----------------------------------------
 st.subheader(t("mk.applied"))
@@ -67,14 +67,14 @@ scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
 pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
 ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
 widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
-                               hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
+                                hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
 cols = st.columns(3)
 with cols[0]:
     widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
-                                     t("cb.score")), key="mk_before")
+                                      t("cb.score")), key="mk_before")
 with cols[1]:
     widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
-                                     t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
+                                      t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
 with cols[2]:
     widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
-                                        t("axis.query"), t("cb.weight")), key="mk_pattern")
+                                         t("axis.query"), t("cb.weight")), key="mk_pattern")

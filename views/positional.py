@@ -28,16 +28,16 @@ if dims:
     src = tables["learned"] if cfg.positional == "learned" else tables["sinusoidal"]
     series = {t("pe.dim_n", d=i): src[:, i] for i in dims}
     widgets.show(plots.curves(range(n), series, t("pe.curves_title") + f" ({t('pe.kind.' + cfg.positional)})",
-                             pos, t("cb.value")), key="pe_curves")
+                              pos, t("cb.value")), key="pe_curves")
 
 anchors = sorted({0, n // 4, n // 2})
 for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         name = t(f"pe.kind.{kind}")
         widgets.show(plots.similarity_heatmap(analysis.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
-                                             pos, pos, t("cb.dot")), key=f"pe_sim_{kind}")
+                                              pos, pos, t("cb.dot")), key=f"pe_sim_{kind}")
         m = n - 1 - max(anchors)
         offs = analysis.similarity_by_offset(tables[kind], anchors, m)
         widgets.show(plots.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
-                                 t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot")), key=f"pe_off_{kind}")
+                                  t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot")), key=f"pe_off_{kind}")
 st.caption(t("pe.offset_note"))

@@ -44,13 +44,13 @@ with cols[0]:
     widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
 with cols[1]:
     widgets.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
-                                     t("cb.score")))
+                                      t("cb.score")))
 cols = st.columns(2)
 with cols[0]:
     widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
 with cols[1]:
     widgets.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb], t("st.softmax"),
-                                        xk, yq, t("cb.weight"), qa, ka), key="st_weights")
+                                         xk, yq, t("cb.weight"), qa, ka), key="st_weights")
 widgets.show(plots.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
 
 captured = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
@@ -63,11 +63,11 @@ else:
 row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
 series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
 widgets.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
-                               div=divisor), yk, t("cb.weight")))
+                                div=divisor), yk, t("cb.weight")))
 st.metric(t("st.entropy", max=math.log(S)), f"{analysis.entropy(hs.weights[row]):.3f}")
 
 st.subheader(t("st.why"))
 st.markdown(t("st.why_text"))
 var = cached.qk_variance()
 widgets.show(plots.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
-                         t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))
+                          t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))

@@ -114,8 +114,8 @@ def _byte_char(pieces: list[str], i: int) -> str:
 def group_words(pieces: list[str]) -> list[list[int]]:
     """Group piece positions into words: a word starts at ▁, at a special token, and at every
     CJK character or punctuation piece (Chinese has no spaces, so its pieces are its words), except
-    punctuation inside a word (I'm, don't, 3.14, 1,000 stay one word).
-    Byte-fallback pieces of one character stay together."""
+    punctuation inside a word (I'm, don't, 3.14, 1,000 stay one word). A bare ▁ piece belongs to the
+    word after it (the space before "'hi'" is not a word). Byte-fallback pieces of one character stay together."""
     groups: list[list[int]] = []
     prev_standalone = True
     for i, p in enumerate(pieces):
@@ -131,8 +131,10 @@ def group_words(pieces: list[str]) -> list[list[int]]:
                 groups.append([i])
             prev_standalone = standalone
             continue
-        standalone = p in (PAD, UNK, BOS, EOS) or (_is_cjk_or_punct(p) and not _inside_word(pieces, i))
-        if not groups or p.startswith(WORD_START) or standalone or prev_standalone:
+        special = p in (PAD, UNK, BOS, EOS)
+        standalone = special or (_is_cjk_or_punct(p) and not _inside_word(pieces, i))
+        after_space = i > 0 and pieces[i - 1] == WORD_START and not special    # a bare ▁ is this piece's space
+        if not groups or p.startswith(WORD_START) or ((standalone or prev_standalone) and not after_space):
             groups.append([i])
         else:
             groups[-1].append(i)

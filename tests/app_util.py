@@ -1,0 +1,59 @@
+"""What the app tests share: open the app on a page with AppTest, and read what a page shows
+(figures' data as numpy, titles, messages, widgets by key)."""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+ZH = "我是一名工程师。"
+PAGES = ["views/overview.py", "views/attention.py", "views/step_by_step.py", "views/masks.py",
+         "views/positional.py", "views/decoding.py"]
+
+
+def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if ckpt is not None:
+        at.session_state["ckpt"] = ckpt
+    if text is not None:
+        at.session_state["text"] = text
+    at.run(timeout=60)
+    if page != "views/overview.py":
+        at.switch_page(page)
+        at.run(timeout=60)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def array(v):
+    """Plotly JSON array (a list, or a typed array {"dtype", "bdata", "shape"}) -> numpy."""
+    if isinstance(v, dict) and "bdata" in v:
+        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return a.reshape([int(s) for s in str(v["shape"]).split(",")]) if "shape" in v else a
+    return np.asarray(v, dtype=float)
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def figure(at, title_part: str) -> dict:
+    found = [f for f in figures(at) if title_part in f["layout"]["title"]["text"]]
+    assert found, f"no figure titled *{title_part}*: {[f['layout']['title']['text'] for f in figures(at)]}"
+    return found[0]
+
+
+def texts(at) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "code", "text")
+             for e in getattr(at, kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def by_key(widgets, key):
+    return next(w for w in widgets if w.key == key)
+
