@@ -18,7 +18,10 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/step_by_step.py", title=t("nav.steps"), icon=":material/calculate:"),
          st.Page("views/masks.py", title=t("nav.masks"), icon=":material/visibility_off:"),
          st.Page("views/positional.py", title=t("nav.positional"), icon=":material/waves:"),
-         st.Page("views/decoding.py", title=t("nav.decoding"), icon=":material/skip_next:")]
+         st.Page("views/decoding.py", title=t("nav.decoding"), icon=":material/skip_next:"),
+         st.Page("views/knockout.py", title=t("nav.knockout"), icon=":material/block:"),
+         st.Page("views/positions.py", title=t("nav.positions"), icon=":material/swap_horiz:"),
+         st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:")]
 
 page = st.navigation(PAGES)
 st.session_state[context.CTX] = sidebar.sidebar()

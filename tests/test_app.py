@@ -269,3 +269,122 @@ def test_broken_checkpoint_is_listed_and_the_others_keep_working(ckpt_root, tmp_
     assert "This checkpoint cannot be used" in texts(at) and "model.safetensors" in texts(at)
     by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
     assert not at.exception and len(at.dataframe) == 3
+
+
+# -- the lab: knock out heads, positions on/off, compare two inputs -------------------------------------
+LAB_PAGES = {"views/knockout.py": ["before and after", "After knock-out"],
+             "views/positions.py": ["positions on:", "positions off:"],
+             "views/compare.py": ["Text 1:", "Text 2:"]}
+
+
+def _bars(at):
+    f = figure(at, "Probability of each token of the original output")
+    return array(f["data"][0]["y"]), array(f["data"][1]["y"]), f["data"][0]["x"]
+
+
+@pytest.mark.parametrize("ckpt,text", [("tiny-zh-en", ZH), ("tiny-lm", "The cat sat on the mat.")])
+def test_lab_pages_open_for_a_translator_and_a_language_model(env, ckpt, text):
+    at = open_app(ckpt=ckpt, text=text)
+    for page, titles in LAB_PAGES.items():
+        at.switch_page(page)
+        at.run(timeout=60)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        shown = [f["layout"]["title"]["text"] for f in figures(at)]
+        for want in titles:
+            assert any(want in s for s in shown), (page, want, shown)
+    at = open_app(ckpt=ckpt, text="  ")
+    for page in LAB_PAGES:
+        at.switch_page(page)
+        at.run(timeout=60)
+        assert not at.exception and "Type a sentence" in texts(at) and figures(at) == []
+
+
+def test_knockout_toggle_changes_the_after_probabilities(env):
+    from viz_transformer.decoding import never_generated
+    at = open_app("views/knockout.py")
+    before, after, x = _bars(at)
+    assert np.allclose(before, after)                      # nothing knocked out yet
+    hm = load_checkpoint(env / "tiny-zh-en")
+    run = hm.run(ZH)
+    assert x == [f"{i}:{p}" for i, p in enumerate(hm.tokenizer.pieces(run.trace.output_ids))]
+
+    by_key(at.button_group, "ko_pick_decoder.cross_attn").set_value(["L0·H1"]).run(timeout=60)
+    assert not at.exception
+    before2, after2, _ = _bars(at)
+    assert np.allclose(before2, before) and not np.allclose(after2, before, atol=1e-4)
+
+    def zero_head_1(z, hook):                              # [batch, q, head, d_head]
+        z = z.clone()
+        z[:, :, 1] = 0
+        return z
+    import torch
+    logits = hm.model.run_with_hooks(torch.tensor([run.src_ids]), torch.tensor([run.tgt_ids]),
+                                     fwd_hooks=[("decoder.0.cross_attn.hook_z", zero_head_1)])[0]
+    logits[:, never_generated(hm.tokenizer)] = float("-inf")
+    p = torch.softmax(logits, -1)
+    ref = [p[t, i].item() for t, i in enumerate(run.trace.output_ids)]
+    assert np.allclose(after2, ref, atol=1e-5)
+    assert "1 of" in texts(at) and "heads knocked out" in texts(at)
+    assert at.code[1].value == (hm.run(ZH, fwd_hooks=[("decoder.0.cross_attn.hook_z", zero_head_1)]).output
+                                or "(nothing: it ended at once)")
+
+    at.button(key="ko_all_encoder.self_attn_1").click().run(timeout=60)
+    assert by_key(at.button_group, "ko_pick_encoder.self_attn").value == [f"L1·H{h}" for h in range(hm.cfg.n_heads)]
+    at.button(key="ko_clear").click().run(timeout=60)
+    assert np.allclose(_bars(at)[1], before)
+
+
+def test_knockout_ranking_has_one_row_per_head(env):
+    at = open_app("views/knockout.py")
+    hm = load_checkpoint(env / "tiny-zh-en")
+    cfg = hm.cfg
+    n = (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers) * cfg.n_heads
+    at.button(key="ko_rank").click().run(timeout=60)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) == n and list(table.columns[:3]) == ["block", "layer", "head"]
+    grid = figure(at, "cross-attention (decoder → encoder): Δ log-probability per head")
+    z = array(grid["data"][0]["z"]).reshape(cfg.n_decoder_layers, cfg.n_heads)
+    cross = table[table["block"].str.endswith("cross_attn")]
+    assert np.allclose(z[cross["layer"], cross["head"]], cross["Δ log-probability"], atol=1e-5)
+
+
+def test_positions_page_shows_the_bag_of_pieces(env):
+    at = open_app("views/positions.py")
+    table = at.dataframe[0].value
+    gaps = dict(zip(table["positions"], table["gap"].astype(float)))
+    assert gaps["positions off"] < 1e-4 < gaps["positions on"]
+    hm = load_checkpoint(env / "tiny-zh-en")
+    pieces = hm.tokenizer.pieces(hm.tokenizer.encode(ZH))
+    assert " ".join(pieces[::-1] + ["[end]"]) in texts(at)
+    by_key(at.button_group, "po_how").set_value("swap").run(timeout=60)
+    assert " ".join([pieces[-1]] + pieces[1:-1] + [pieces[0], "[end]"]) in texts(at)
+
+
+def test_compare_page_difference_and_why_none(env):
+    at = open_app("views/compare.py")
+    assert figure(at, "Text 2: encoder self-attention, layer 0, head 0")
+    hm = load_checkpoint(env / "tiny-zh-en")
+    other = "我是一名工程师！"                  # as many pieces as ZH (the last one differs)
+    assert len(hm.tokenizer.encode(other)) == len(hm.tokenizer.encode(ZH))
+    at.text_input[0].set_value(other).run(timeout=60)
+    a = hm.run(ZH).cache["encoder.0.self_attn.hook_pattern"][0, 0]
+    b = hm.run(other).cache["encoder.0.self_attn.hook_pattern"][0, 0]
+    assert np.allclose(array(figure(at, "Text 1 − text 2")["data"][0]["z"]), (a - b).numpy(), atol=1e-5)
+    at.text_input[0].set_value("我们明天早上八点在学校门口见面。").run(timeout=60)
+    assert not at.exception and "No difference view" in texts(at)
+    assert not any("Text 1 − text 2" in f["layout"]["title"]["text"] for f in figures(at))
+
+
+def test_lab_pages_show_markup_as_text(env):
+    at = open_app(text="<b>我</b> 😀")
+    at.session_state["cp_text_translator"] = "<i>x</i>"
+    for page in LAB_PAGES:
+        at.switch_page(page)
+        at.run(timeout=60)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        for f in figures(at):
+            dumped = json.dumps(f, ensure_ascii=False)
+            assert "<0x" not in dumped and "<b>" not in dumped, (page, f["layout"]["title"]["text"])
+        for m in at.markdown:
+            assert not re.search(r"(?<!\\)<", m.value), (page, m.value)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_transformer import analysis, decode, load_checkpoint
+from viz_transformer import analysis, decode, interventions, lab, load_checkpoint
 from viz_transformer import capture as runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +49,34 @@ def padded(path: str, stamp: float, text: str, other: str):
 @st.cache_data(show_spinner=False)
 def qk_variance() -> dict:
     return analysis.qk_variance()
+
+
+# -- the lab: intervened runs, keyed by what was knocked out ------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=4)
+def head_means(path: str, stamp: float, text: str):
+    return interventions.head_means(load_model(path, stamp), text)
+
+
+def ablation_hooks(path: str, stamp: float, text: str, heads: tuple, mode: str) -> list:
+    means = head_means(path, stamp, text) if mode == "mean" and heads else None
+    return interventions.head_ablation_hooks(list(heads), mode, means, cfg=load_model(path, stamp).cfg)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
+    """(the intervened run, the logits of the original run's exact ids under the same ablation)."""
+    hm = load_model(path, stamp)
+    hooks = ablation_hooks(path, stamp, text, heads, mode)
+    return hm.run(text, fwd_hooks=hooks), lab.forced_logits(hm, run_text(path, stamp, text), hooks)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def positions_off(path: str, stamp: float, text: str):
+    hm = load_model(path, stamp)
+    return hm.run(text, fwd_hooks=interventions.positions_off_hooks(hm))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
+    hm = load_model(path, stamp)
+    return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))

@@ -17,6 +17,9 @@ EN = {
     "nav.masks": "Masks",
     "nav.positional": "Positional encoding",
     "nav.decoding": "Step-through decoding",
+    "nav.knockout": "Knock out heads",
+    "nav.positions": "Positions on/off",
+    "nav.compare": "Compare two inputs",
 
     # sidebar
     "sidebar.checkpoint": "Checkpoint",
@@ -240,6 +243,95 @@ EN = {
     "axis.so_far": "token so far (key)",
     "cb.prob": "probability",
     "cb.logp": "log-probability",
+    # knock out heads
+    "ko.title": "Knock out heads",
+    "ko.intro": "Switch attention heads off and watch the output change. Pick heads per block below, or "
+                "rank every head first and click the ones that matter.",
+    "ko.mode": "How a head is knocked out",
+    "ko.mode.zero": "zero",
+    "ko.mode.uniform": "uniform",
+    "ko.mode.mean": "mean",
+    "ko.mode_help": "zero: the head's output is 0. uniform: its attention is spread evenly over every key it "
+                    "may see. mean: its output is replaced by its average over the positions of this text.",
+    "ko.pick": "Heads of the {block} to knock out",
+    "ko.cell": "L{layer}·H{head}",
+    "ko.all_layer": "all of L{layer}",
+    "ko.all_layer_help": "Knock out every head of layer {layer} of this block",
+    "ko.clear": "Keep every head",
+    "ko.n_off": "{n} of {total} heads knocked out.",
+    "ko.none_off": "No head is knocked out yet: both sides are the same model.",
+    "ko.before": "Original model",
+    "ko.after": "With the heads knocked out",
+    "ko.empty_output": "(nothing: it ended at once)",
+    "ko.probs_title": "Probability of each token of the original output, before and after",
+    "ko.series_before": "original model",
+    "ko.series_after": "heads knocked out",
+    "ko.probs_help": "Both models read exactly the original output (teacher forcing): a bar that drops is a "
+                     "token the knocked-out heads helped to choose.",
+    "ko.attention": "Attention after the knock-out",
+    "ko.attention_title": "After knock-out: {block}, layer {layer}, {head}",
+    "ko.is_off": "This head is knocked out ({mode}).",
+    "ko.rank": "Ranking: knock out each head alone",
+    "ko.rank_help": "Δ log-probability: how much less likely the original output becomes when only that head "
+                    "is knocked out (more negative = the head matters more). Click a cell to knock that head out.",
+    "ko.rank_run": "Rank every head",
+    "ko.rank_progress": "Ranking heads: step {done} of {total}",
+    "ko.rank_title": "{block}: Δ log-probability per head ({mode})",
+    "ko.rank_hover": "click to knock out",
+    "ko.col.block": "block",
+    "ko.col.layer": "layer",
+    "ko.col.head": "head",
+    "ko.col.delta": "Δ log-probability",
+    "ko.col.changed": "output changes",
+    "cb.delta": "Δ log-prob",
+
+    # positions on/off
+    "po.title": "Positions on/off",
+    "po.intro": "Attention compares every token with every other, so on its own it does not see order: the "
+                "positional encoding is what tells the model where each piece is. Switch it off and an encoder "
+                "sees a bag of pieces — the same pieces in any order give the same set of output vectors.",
+    "po.intro_lm": "This model has no encoder, so the test runs on its decoder. Its causal mask lets each token "
+                   "see only the ones before it, so even without positions the order still leaves a trace.",
+    "po.on": "Positions on (the model as trained)",
+    "po.off": "Positions off (every hook_pos is 0)",
+    "po.output": "Output",
+    "po.att_title": "{state}: {block}, layer {layer}, {head}",
+    "po.state_on": "positions on",
+    "po.state_off": "positions off",
+    "po.order": "The same pieces in another order",
+    "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens stay where "
+                     "they are. A ready pair: 我喜欢你。 and 你喜欢我。 — but SentencePiece cuts them into different "
+                     "pieces, so here the pieces of your text are permuted instead.",
+    "po.how": "Permutation",
+    "po.how.reverse": "reverse the pieces",
+    "po.how.swap": "swap the first and last piece",
+    "po.pieces": "Pieces",
+    "po.permuted": "Permuted",
+    "po.gap": "Largest distance from an output vector of one order to the nearest output vector of the other "
+              "({part}, last layer)",
+    "po.gap_on": "positions on",
+    "po.gap_off": "positions off",
+    "po.gap_caption": "≈ 0 means the same set of vectors, only in another order: the model cannot tell the two "
+                      "inputs apart.",
+    "po.too_short": "Order needs at least two pieces: {error}",
+    "po.col.state": "positions",
+    "po.col.output": "output of the original order",
+    "po.col.permuted_output": "output of the permuted order",
+    "po.col.gap": "gap",
+
+    # compare two inputs
+    "cp.title": "Compare two inputs",
+    "cp.intro": "Your text (sidebar) and a second one through the same head, side by side.",
+    "cp.other": "Second text",
+    "cp.first_title": "Text 1: {block}, layer {layer}, {head}",
+    "cp.second_title": "Text 2: {block}, layer {layer}, {head}",
+    "cp.diff_title": "Text 1 − text 2: {block}, layer {layer}, {head}",
+    "cp.diff_axis": "pieces (text 1 / text 2)",
+    "cp.no_diff": "No difference view: the two inputs give {a} and {b} (queries × keys) in this block, and only "
+                  "patterns of the same shape can be subtracted cell by cell. Try a second text with the same "
+                  "number of pieces.",
+    "cp.empty": "Type a second text to compare.",
+    "cb.diff": "difference",
 }
 
 LANG = EN

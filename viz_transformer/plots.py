@@ -310,3 +310,41 @@ def beam_tree(links: list[list[dict]], title: str, xlabel: str = "step", ylabel:
     fig.update_xaxes(dtick=1)
     width = max((len(r) for r in links), default=1)
     return _layout(fig, title, xlabel, ylabel, height=max(260, 120 + 60 * width))
+
+
+# -- the lab ------------------------------------------------------------------------------------
+def before_after_bars(pieces: Sequence[str], before, after, title: str, before_label: str = "before",
+                      after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
+                      height: int = 380) -> go.Figure:
+    """Each output token's probability under two models (bars side by side; 0..1)."""
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), text=[f"{p:.2f}" for p in _np(v)],
+                            textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra>" + escape(n) + "</extra>")
+                     for n, v in ((before_label, before), (after_label, after))])
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(range=[0, 1.1])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
+              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click") -> go.Figure:
+    """[layer, head] signed values (diverging scale, centred on 0) with a clickable invisible marker on
+    every cell: customdata = [layer, head]. Cells in `marked` get a black frame."""
+    a = _np(values)
+    L, H = a.shape
+    lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+    fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), colorscale=VALUE_SCALE, zmin=-(lim or 1.0),
+                               zmax=lim or 1.0, hoverinfo="skip", texttemplate="%{z:.2f}", textfont=dict(size=10),
+                               colorbar=dict(title=dict(text=escape(colorbar)))))
+    fig.add_trace(go.Scatter(x=[h for l in range(L) for h in range(H)], y=[l for l in range(L) for h in range(H)],
+                             mode="markers", marker=dict(size=24, opacity=0, symbol="square"), showlegend=False,
+                             customdata=[[l, h, float(a[l, h])] for l in range(L) for h in range(H)],
+                             hovertemplate=f"{escape(layer_label)} %{{customdata[0]}}, {escape(head_label)} "
+                                           f"%{{customdata[1]}}: %{{customdata[2]:.3f}}<br>{escape(hover)}<extra></extra>",
+                             selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
+    for l, h in marked:
+        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="black", width=3))
+    fig.update_xaxes(tickvals=list(range(H)), showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_layout(hovermode="closest", clickmode="event+select", dragmode=False, plot_bgcolor="white")
+    return _layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))

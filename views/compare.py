@@ -1,0 +1,48 @@
+"""Page 9: two inputs through the same block, layer and head side by side, and their difference when the
+two patterns have the same shape."""
+import streamlit as st
+
+from views import cached, context, widgets
+from views.strings import t
+from viz_transformer import analysis, plots
+
+# a second text cut into as many pieces as the examples' first, so the difference view has something to show
+OTHER = {"translator": "我是一名医生。", "lm": "Once upon a time there was a little cat."}
+
+ctx = context.need_run()
+cfg, run = ctx.hm.cfg, ctx.run
+st.title(t("cp.title"))
+st.caption(t("cp.intro"))
+
+key = f"cp_text_{ctx.kind}"
+st.session_state.setdefault(key, OTHER[ctx.kind])
+other = st.text_input(t("cp.other"), key=key)
+if not other.strip():
+    st.info(t("cp.empty"))
+    st.stop()
+try:
+    run2 = cached.run_text(str(ctx.path), ctx.stamp, other)
+except ValueError as e:
+    st.error(str(e))
+    st.stop()
+
+block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "cp", with_reduce=True)
+names = dict(block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
+mats = []
+for where, r, title in zip(st.columns(2), (run, run2), ("cp.first_title", "cp.second_title")):
+    with where:
+        st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        q_pieces, k_pieces = analysis.block_pieces(r, block)
+        mat, qp, kp = analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces)
+        mats.append((mat, qp, kp))
+        widgets.show(plots.attention_heatmap(mat, qp, kp, t(title, **names), t("axis.key"), t("axis.query"),
+                                             colorbar=t("cb.weight")), key=f"cp_{title}")
+
+(a, qa, ka), (b, qb, kb) = mats
+if tuple(a.shape) != tuple(b.shape):
+    st.info(t("cp.no_diff", a="×".join(map(str, a.shape)), b="×".join(map(str, b.shape))))
+else:
+    rows = [f"{x} / {y}" for x, y in zip(qa, qb)]
+    cols = [f"{x} / {y}" for x, y in zip(ka, kb)]
+    widgets.show(plots.values_heatmap(a - b, plots.labels(rows), plots.labels(cols), t("cp.diff_title", **names),
+                                      t("cp.diff_axis"), t("cp.diff_axis"), colorbar=t("cb.diff")), key="cp_diff")

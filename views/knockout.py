@@ -1,0 +1,116 @@
+"""Page 7: knock attention heads out and compare the output, its token probabilities and the attention;
+rank every head by what knocking it out alone does."""
+import streamlit as st
+
+from views import cached, context, widgets
+from views.strings import t
+from viz_transformer import analysis, interventions, lab, plots
+from viz_transformer.decoding import never_generated
+from viz_transformer.names import block_prefix, parse_prefix
+
+ctx = context.need_run()
+hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
+path = str(ctx.path)
+st.title(t("ko.title"))
+st.caption(t("ko.intro"))
+blocks = analysis.available_blocks(cfg)
+
+
+def _label(layer: int, head: int) -> str:
+    return t("ko.cell", layer=layer, head=head)
+
+
+def _options(block: str) -> list[str]:
+    return [_label(layer, h) for layer in range(analysis.n_layers(cfg, block)) for h in range(cfg.n_heads)]
+
+
+def _add(block: str, cells) -> None:
+    key = f"ko_pick_{block}"
+    picked = list(st.session_state.get(key) or [])
+    st.session_state[key] = picked + [c for c in (_label(*c) for c in cells) if c not in picked]
+
+
+def _clear() -> None:
+    for block in blocks:
+        st.session_state[f"ko_pick_{block}"] = []
+
+
+mode = st.segmented_control(t("ko.mode"), list(interventions.MODES), default="zero", required=True, key="ko_mode",
+                            format_func=lambda m: t(f"ko.mode.{m}"), help=t("ko.mode_help"))
+heads = []
+for block in blocks:
+    key, options = f"ko_pick_{block}", _options(block)
+    st.session_state[key] = [o for o in (st.session_state.get(key) or []) if o in options]   # another checkpoint
+    picked = st.pills(t("ko.pick", block=widgets.block_label(block)), options, selection_mode="multi", key=key)
+    heads += [(block_prefix(block, i // cfg.n_heads), i % cfg.n_heads) for i in map(options.index, picked)]
+    c = st.columns(analysis.n_layers(cfg, block) + 4)
+    for layer in range(analysis.n_layers(cfg, block)):
+        c[layer].button(t("ko.all_layer", layer=layer), key=f"ko_all_{block}_{layer}", on_click=_add,
+                        args=(block, [(layer, h) for h in range(cfg.n_heads)]), help=t("ko.all_layer_help", layer=layer))
+total = sum(analysis.n_layers(cfg, b) for b in blocks) * cfg.n_heads
+c = st.columns([4, 1])
+c[0].caption(t("ko.n_off", n=len(heads), total=total) if heads else t("ko.none_off"))
+c[1].button(t("ko.clear"), key="ko_clear", on_click=_clear, disabled=not heads)
+
+key = tuple(sorted(heads))
+try:
+    after, forced = cached.ablated(path, ctx.stamp, ctx.text, key, mode)
+except ValueError as e:
+    st.error(str(e))
+    st.stop()
+
+left, right = st.columns(2)
+for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
+    where.markdown(f"**{t(title)}**")
+    where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+
+ids, start = lab.output_labels(run)
+banned = never_generated(hm.tokenizer)
+before_p = lab.token_probabilities(run.logits, ids, start, banned)
+after_p = lab.token_probabilities(forced, ids, start, banned)
+widgets.show(plots.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
+                                     t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
+                                     t("axis.probability")), key="ko_probs")
+st.caption(t("ko.probs_help"))
+
+# -- the attention the remaining heads computed ----------------------------------------------------
+st.subheader(t("ko.attention"))
+block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
+if (block_prefix(block, layer), head) in heads:
+    st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
+q_pieces, k_pieces = analysis.block_pieces(after, block)
+mat = analysis.block_patterns(after.cache, block)[layer, head]
+widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
+                                     layer=layer, head=widgets.head_label(head)), t("axis.key"), t("axis.query"),
+                                     colorbar=t("cb.weight")), key="ko_attention")
+
+# -- ranking ----------------------------------------------------------------------------------------
+st.subheader(t("ko.rank"))
+st.caption(t("ko.rank_help"))
+rank_key = (path, ctx.stamp, ctx.text, mode)
+if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/leaderboard:"):
+    bar = st.progress(0.0, text=t("ko.rank_progress", done=0, total="…"))
+    progress = lambda done, n: bar.progress(done / n, text=t("ko.rank_progress", done=done, total=n))  # noqa: E731
+    means = cached.head_means(path, ctx.stamp, ctx.text) if mode == "mean" else None
+    # kept in the session (not st.cache_*: the progress bar inside would be replayed on a cache hit)
+    st.session_state["ko_ranking"] = (rank_key, interventions.rank_heads(hm, ctx.text, mode, progress, means))
+    bar.empty()
+ranked = st.session_state.get("ko_ranking")
+if ranked is not None and ranked[0] == rank_key:
+    df = ranked[1]
+    cols = {"block": t("ko.col.block"), "layer": t("ko.col.layer"), "head": t("ko.col.head"),
+            "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
+    st.dataframe(df.rename(columns=cols), hide_index=True, key="ko_table")
+
+    def _pick(block: str) -> None:
+        points = st.session_state[f"ko_grid_{block}"].selection.points
+        cells = [(int(p["customdata"][0]), int(p["customdata"][1])) for p in points if p.get("customdata")]
+        _add(block, cells)
+
+    for block in blocks:
+        grid = lab.ranking_grid(df, block, analysis.n_layers(cfg, block), cfg.n_heads)
+        off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
+        widgets.show(plots.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
+                                     t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,
+                                     hover=t("ko.rank_hover")),
+                     key=f"ko_grid_{block}", on_select=lambda b=block: _pick(b), selection_mode="points")

@@ -1,0 +1,47 @@
+"""Page 8: the same text with and without positional encoding: output and one head's attention side by
+side, and the order test (the text's pieces permuted: a bag of vectors without positions)."""
+import streamlit as st
+
+from views import cached, context, widgets
+from views.strings import t
+from viz_transformer import analysis, lab, plots
+
+ctx = context.need_run()
+cfg, run = ctx.hm.cfg, ctx.run
+path = str(ctx.path)
+st.title(t("po.title"))
+st.caption(t("po.intro"))
+if not cfg.is_encoder_decoder:
+    st.caption(t("po.intro_lm"))
+
+off = cached.positions_off(path, ctx.stamp, ctx.text)
+block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "po")
+for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
+    with where:
+        st.markdown(f"**{t('po.' + state)}**")
+        st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        q_pieces, k_pieces = analysis.block_pieces(r, block)
+        mat = analysis.block_patterns(r.cache, block)[layer, head]
+        widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("po.att_title", state=t(f"po.state_{state}"),
+                                             block=widgets.block_label(block), layer=layer, head=widgets.head_label(head)),
+                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight")),
+                     key=f"po_att_{state}")
+
+# -- the order test -------------------------------------------------------------------------------
+st.subheader(t("po.order"))
+st.caption(t("po.order_help"))
+how = st.segmented_control(t("po.how"), list(lab.PERMUTATIONS), default="reverse", required=True, key="po_how",
+                           format_func=lambda h: t(f"po.how.{h}"))
+try:
+    tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
+except ValueError as e:
+    st.info(t("po.too_short", error=e))
+    st.stop()
+on = tests["on"]
+st.code(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", language=None,
+        wrap_lines=True)
+st.markdown(t("po.gap", part=on.part))
+st.dataframe([{t("po.col.state"): t(f"po.gap_{s}"), t("po.col.gap"): f"{r.gap:.2e}", t("po.col.output"): r.output,
+               t("po.col.permuted_output"): r.permuted_output} for s, r in tests.items()],
+             hide_index=True, key="po_gaps")
+st.caption(t("po.gap_caption"))

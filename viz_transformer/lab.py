@@ -1,0 +1,132 @@
+"""What the lab pages compute around an intervention: per-token probabilities of a fixed output, the
+teacher-forced logits of a run's own ids under hooks, and the order test (permute a text's pieces).
+
+    ids, start = output_labels(run)
+    token_probabilities(run.logits, ids, start, never_generated(hm.tokenizer))   # [n]
+    order_test(hm, "我喜欢你。", "reverse", fwd_hooks=positions_off_hooks(hm)).gap   # ~0: a bag of pieces
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .decoding import allowed_logits, decode_ids, default_new_tokens
+from .hooks import hooks_active
+from .inputs import Encoded, encode_input
+from .names import parse_prefix
+
+PERMUTATIONS = ("reverse", "swap")
+
+
+def token_probabilities(logits: torch.Tensor, ids, start: int, banned) -> torch.Tensor:
+    """P(ids[t]) under row start + t of logits [T, vocab], with the never-generated ids at -inf
+    (as every decoding strategy sees them): [len(ids)]."""
+    ids = torch.as_tensor(list(ids), dtype=torch.long)
+    rows = logits[start:start + len(ids)]                                       # (n, V)
+    if rows.shape[0] != len(ids):
+        raise ValueError(f"{len(ids)} ids from row {start} need {start + len(ids)} logit rows, not {logits.shape[0]}")
+    probs = torch.softmax(allowed_logits(rows.float(), list(banned)), -1)
+    return probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+def output_labels(run) -> tuple[list[int], int]:
+    """(the ids the run's decoder predicted, its [end] included when the greedy output ended with
+    one; the logit row that predicts the first of them)."""
+    ids = run.trace.output_ids if run.trace is not None else run.output_ids
+    return list(ids), run.prompt_len - 1
+
+
+@torch.no_grad()
+def forced_logits(hm, run, fwd_hooks=()) -> torch.Tensor:
+    """The logits [tgt_pos, vocab] of run's exact ids (source and decoder input) with fwd_hooks
+    active: the same teacher forcing as run.logits, on an intervened model, never re-tokenized."""
+    model = hm.model
+    with hooks_active(model.resolve_hooks(fwd_hooks)):
+        if hm.cfg.is_encoder_decoder:
+            out = model(torch.tensor([run.src_ids]), torch.tensor([run.tgt_ids]))
+        else:
+            out = model(torch.tensor([run.tgt_ids]), prefix_len=run.prefix_len)
+    return out[0]
+
+
+def permutation(ids, specials, how: str = "reverse") -> list[int]:
+    """Positions of `ids` in a new order: the pieces that are not special ([begin], [end]) reversed,
+    or the first and last of them swapped; special positions stay. ValueError below two pieces."""
+    if how not in PERMUTATIONS:
+        raise ValueError(f"unknown permutation {how!r}; choose one of {', '.join(PERMUTATIONS)}")
+    movable = [i for i, x in enumerate(ids) if x not in set(specials)]
+    if len(movable) < 2:
+        raise ValueError(f"the text has {len(movable)} piece(s): at least 2 are needed to change their order")
+    moved = movable[::-1] if how == "reverse" else [movable[-1]] + movable[1:-1] + [movable[0]]
+    order = list(range(len(ids)))
+    for i, j in zip(movable, moved):
+        order[i] = j
+    return order
+
+
+def multiset_gap(a: torch.Tensor, b: torch.Tensor) -> float:
+    """How far two sets of row vectors [n, d] are from being the same: the largest distance (max
+    |difference| over dims) from any row of either to its nearest row of the other. 0 when b's rows
+    are a's rows in another order."""
+    if a.shape != b.shape:
+        raise ValueError(f"the two sets have shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    d = (a.float()[:, None, :] - b.float()[None, :, :]).abs().amax(-1)           # (n, n)
+    return float(torch.maximum(d.amin(1).max(), d.amin(0).max()))
+
+
+@dataclass
+class OrderTest:
+    """A text's pieces and the same pieces in another order, through one (possibly intervened) model."""
+    part: str                      # "encoder" (translator) or "decoder" (LM): whose outputs are compared
+    pieces: list[str]              # the model's input pieces (encoder input, or [begin] + prompt)
+    permuted_pieces: list[str]
+    order: list[int]               # permuted_pieces[i] = pieces[order[i]]
+    outputs: torch.Tensor          # [pos, d_model] last layer's hook_resid_post
+    permuted_outputs: torch.Tensor
+    gap: float                     # multiset_gap(outputs, permuted_outputs)
+    output: str                    # greedy output (translation / continuation) for each input
+    permuted_output: str
+
+
+@torch.no_grad()
+def _last_layer(hm, ids: list[int], fwd_hooks) -> torch.Tensor:
+    model, cfg = hm.model, hm.cfg
+    part = "encoder" if cfg.is_encoder_decoder else "decoder"
+    n = cfg.n_encoder_layers if cfg.is_encoder_decoder else cfg.n_decoder_layers
+    name = f"{part}.{n - 1}.hook_resid_post"
+    prefix_len = len(ids) if cfg.architecture == "prefix_lm" else None
+    with hooks_active(model.resolve_hooks(fwd_hooks)):
+        if cfg.is_encoder_decoder:
+            _, cache = model.run_with_cache(torch.tensor([ids]), torch.tensor([[cfg.bos_id]]), names_filter=[name])
+        else:
+            _, cache = model.run_with_cache(torch.tensor([ids]), prefix_len=prefix_len, names_filter=[name])
+    return cache[name][0]                                                         # (pos, d)
+
+
+def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens=None) -> OrderTest:
+    """Run the text's own piece ids and a permutation of them (`permutation`) through the model with
+    fwd_hooks: the last layer's outputs over the input, how far they are from one multiset, and the
+    greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0)."""
+    tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
+    max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+    enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
+    order = permutation(enc.ids, {cfg.bos_id, cfg.eos_id}, how)
+    ids = list(enc.ids)
+    moved = [ids[i] for i in order]
+    outs = [_last_layer(hm, x, fwd_hooks) for x in (ids, moved)]
+    texts = [tok.decode(decode_ids(model, tok, Encoded(x, enc.n_cut, enc.cut_at), "greedy", max_new_tokens,
+                                   fwd_hooks=fwd_hooks).generated_ids) for x in (ids, moved)]
+    return OrderTest("encoder" if cfg.is_encoder_decoder else "decoder", tok.pieces(ids), tok.pieces(moved), order,
+                     outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])
+
+
+def ranking_grid(df, block: str, n_layers: int, n_heads: int) -> torch.Tensor:
+    """rank_heads' delta_logprob of one block kind ("decoder.cross_attn") as [layer, head]; NaN where
+    the table has no row."""
+    grid = torch.full((n_layers, n_heads), float("nan"))
+    for prefix, head, delta in zip(df["block"], df["head"], df["delta_logprob"]):
+        kind, layer = parse_prefix(prefix)
+        if kind == block:
+            grid[layer, int(head)] = float(delta)
+    return grid
