@@ -8,7 +8,6 @@ Goal (issue 9): all 72 heads of zh-en for a ~10-token sentence in <= 5 s on 2 co
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -16,21 +15,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import timeit  # noqa: E402  (one timing helper for every benchmark)
 from viz_transformer import load_checkpoint  # noqa: E402
 from viz_transformer.decoding import allowed_logits, decode_ids, never_generated  # noqa: E402
 from viz_transformer.inputs import encode_input  # noqa: E402
 from viz_transformer.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads  # noqa: E402
-
-
-def timeit(fn, repeat: int) -> float:
-    """Median seconds of `repeat` calls (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 @torch.no_grad()
