@@ -15,7 +15,7 @@ from .checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from .config import ModelConfig
 from .decoding import Trace, decode_ids, default_new_tokens, greedy_batch, greedy_ids
 from .hooks import Cache, NamesFilter, hooks_active
-from .inputs import check_decoding, encode_input, encode_prompt, encode_source, pad_rows
+from .inputs import check_decoding, encode_input, encode_source, pad_rows
 from .model import Transformer
 from .positional import sinusoidal_table
 from .tokenizer import Tokenizer
@@ -147,7 +147,7 @@ def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optiona
         lengths = [len(r) for r in src_rows]
         src_pieces = [tok.pieces(r.tolist()) for r in src]
     else:
-        rows = [encode_prompt(tok, cfg, t).ids for t in texts]
+        rows = [encode_input(tok, cfg, t).ids for t in texts]
         tgt = pad_rows(rows, cfg.pad_id)
         prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
         _, cache = hm.model.run_with_cache(tgt, prefix_len=prefix)

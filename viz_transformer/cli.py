@@ -44,7 +44,7 @@ def cmd_generate(args) -> int:
     from .decoding import decode
     hm = _load(args.checkpoint)
     tok = hm.tokenizer
-    want = "translate" if hm.cfg.is_encoder_decoder else "generate"
+    want = "translate" if hm.cfg.is_translator else "generate"
     if args.command != want:
         print(f"note: {hm.name} is a {hm.cfg.architecture} model; `{want}` fits it better", file=sys.stderr)
 
@@ -60,7 +60,7 @@ def cmd_generate(args) -> int:
             where = "end" if tr.cut_at == "end" else "start"
             print(f"note: the text does not fit this model's {hm.cfg.max_len} positions: {tr.n_cut} "
                   f"piece(s) cut from its {where}", file=sys.stderr)
-        if hm.cfg.is_encoder_decoder:
+        if hm.cfg.is_translator:
             return tok.decode(tr.generated_ids)
         return tok.decode(tr.prompt_ids + tr.generated_ids)
 
@@ -112,33 +112,21 @@ def cmd_info(args) -> int:
 
 def cmd_evaluate(args) -> int:
     """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
-    only on sources never seen in training: a checkpoint split by source has no others; for one
-    split by pair (older checkpoints), test pairs whose source is also in training are left out."""
-    from . import data as D
-    from .train import lm_perplexity, score_translation
-    hm = _load(args.checkpoint)
-    m = hm.meta
-    data = args.data or m.get("data")
-    if not data or not Path(data).exists():
-        raise UserError(f"training data {data!r} not found: pass --data")
-    seed, n_test, n_val = m.get("split_seed", 1234), m.get("n_test", 1500), m.get("n_val", 1000)
-    if hm.cfg.is_encoder_decoder:
-        pairs = D.read_pairs(data)
-        by_source = m.get("split") == "by_source"
-        train, val, test = (D.split_by_source if by_source else D.split)(pairs, seed, n_test, n_val)
-        if m.get("extra_train"):
-            train = train + D.read_pairs(*m["extra_train"].split(","), detok=True)
-        items, dropped = D.unseen_sources(test if args.split == "test" else val, train)
-        res = score_translation(hm.model, hm.tokenizer, items, args.limit) if items else \
-            {"bleu": None, "chrf": None, "n": 0}
-        res.update(split=args.split, unseen_sources_only=True, split_by="source" if by_source else "pair",
-                   n_dropped_seen=dropped)
-    else:
-        _, val, _ = D.split(D.read_stories(data), seed, 0, m.get("n_val", 100))
-        block = m.get("train_config", {}).get("block_size", 256)
-        blocks = D.blocks(D.token_stream(val, hm.tokenizer), block)
-        res = {"perplexity": round(lm_perplexity(hm.model, blocks[: args.limit]), 3), "split": "val"}
-    print(json.dumps(res, ensure_ascii=False))
+    only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
+    one's split minus every source any of them trained on), one JSON line each."""
+    from .evaluation import evaluate_lm, evaluate_translators
+    hms = [_load(c) for c in args.checkpoint]
+    try:
+        if all(hm.cfg.is_translator for hm in hms):
+            results = evaluate_translators(hms, args.split, args.data, args.limit)
+        elif len(hms) == 1:
+            results = [evaluate_lm(hms[0], args.data, args.limit)]
+        else:
+            raise ValueError("several checkpoints are compared only when all are translators")
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    for res in results:
+        print(json.dumps(res, ensure_ascii=False))
     return 0
 
 
@@ -146,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m viz_transformer", description="Instrumented Transformer tools.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("train", help="train a model (see `train --help`)", add_help=False)
-    for name, helptext in (("translate", "translate with an encoder-decoder checkpoint"),
+    for name, helptext in (("translate", "translate with a translator checkpoint"),
                            ("generate", "continue text with a decoder-only checkpoint")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("--checkpoint", required=True)
@@ -164,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_info)
     s = sub.add_parser("evaluate", help="BLEU/chrF (translator) or perplexity (LM) on the held-out split")
-    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--checkpoint", required=True, action="append",
+                   help="repeat it to score several translators on exactly the same pairs")
     s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
     s.add_argument("--split", choices=("test", "val"), default="test")
     s.add_argument("--limit", type=int)

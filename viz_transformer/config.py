@@ -31,6 +31,7 @@ class ModelConfig:
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
+    sep_id: int = -1                  # [sep] of a decoder-only/prefix-LM translator: [begin] src [sep] tgt [end]; -1: an LM
 
     def __post_init__(self) -> None:
         self.validate()
@@ -42,6 +43,11 @@ class ModelConfig:
     @property
     def is_encoder_decoder(self) -> bool:
         return self.architecture == "encoder_decoder"
+
+    @property
+    def is_translator(self) -> bool:
+        """Encoder-decoder, or one sequence holding source [sep] target."""
+        return self.is_encoder_decoder or self.sep_id >= 0
 
     def validate(self) -> None:
         def check(ok: bool, msg: str) -> None:
@@ -68,6 +74,8 @@ class ModelConfig:
             check(self.n_encoder_layers == 0, f"{self.architecture} has no encoder: set n_encoder_layers to 0")
         check(0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)")
         check(self.max_len >= 2, "max_len must be at least 2")
+        check(-1 <= self.sep_id < self.vocab_size, f"sep_id must be -1 (none) or a vocabulary id, not {self.sep_id}")
+        check(self.sep_id < 0 or not self.is_encoder_decoder, "sep_id is for decoder-only and prefix-LM translators")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

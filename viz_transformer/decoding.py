@@ -12,7 +12,7 @@ from typing import Optional
 import torch
 
 from .hooks import hooks_active
-from .inputs import Encoded, check_decoding, encode_input, encode_source, pad_rows
+from .inputs import Encoded, check_decoding, encode_input, pad_rows
 from .model import KVCache, Transformer
 from .names import decoder_blocks, hook_name
 from .tokenizer import Tokenizer
@@ -31,28 +31,38 @@ def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
 @torch.no_grad()
 def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
                batch_size: int = 64) -> list[list[int]]:
-    """Greedy output ids (without [end]) for many texts: translators in length-sorted batches with a
-    KV cache; language models one prompt at a time (the greedy trace). max_new_tokens defaults to
-    default_new_tokens(cfg)."""
+    """Greedy output ids (without [end]) for many texts, batched with a KV cache: an encoder-decoder
+    in length-sorted padded batches; a one-sequence translator in batches of prompts of equal length
+    (no padding, so every row computes exactly what it computes alone); a language model one prompt
+    at a time (the greedy trace). max_new_tokens defaults to default_new_tokens(cfg)."""
     model.eval()
     cfg = model.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     check_decoding(cfg, cfg.vocab_size, max_new_tokens)
     results: list[list[int]] = [[] for _ in texts]
-    if not cfg.is_encoder_decoder:
+    if not cfg.is_translator:
         for i, text in enumerate(texts):
             enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
             results[i] = decode_ids(model, tok, enc, "greedy", max_new_tokens).generated_ids
         return results
     banned = never_generated(tok)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        src = pad_rows([encode_source(tok, cfg, texts[i]).ids for i in idx], cfg.pad_id)
-        cache = model.new_cache(src)
-        cur = torch.full((len(idx), 1), cfg.bos_id, dtype=torch.long)
+    encoded = [encode_input(tok, cfg, t, reserve=max_new_tokens).ids for t in texts]
+    if cfg.is_encoder_decoder:
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        groups = [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
+    else:
+        by_len: dict[int, list[int]] = {}
+        for i, ids in enumerate(encoded):
+            by_len.setdefault(len(ids), []).append(i)
+        groups = [g[b:b + batch_size] for g in by_len.values() for b in range(0, len(g), batch_size)]
+    for idx in groups:
+        rows = pad_rows([encoded[i] for i in idx], cfg.pad_id)
+        if cfg.is_encoder_decoder:
+            cache, cur = model.new_cache(rows), torch.full((len(idx), 1), cfg.bos_id, dtype=torch.long)
+        else:
+            cache, cur = model.new_cache(prefix_len=rows.shape[1] if cfg.architecture == "prefix_lm" else None), rows
         done = torch.zeros(len(idx), dtype=torch.bool)
-        for _ in range(min(max_new_tokens, cfg.max_len - 1)):
+        for _ in range(max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))):
             nxt = allowed_logits(model.decode(cur, cache=cache)[:, -1], banned).argmax(-1)
             for r in range(len(idx)):
                 if not done[r] and nxt[r].item() != cfg.eos_id:

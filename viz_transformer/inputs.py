@@ -19,7 +19,8 @@ MAX_LENGTH_PENALTY = 5.0
 
 @dataclass(frozen=True)
 class Encoded:
-    """Model input for one text. Translator: source pieces + [end]; LM: [begin] + prompt pieces."""
+    """Model input for one text. Translator: source pieces + [end] (encoder-decoder) or [begin] +
+    source pieces + [sep] (one sequence); LM: [begin] + prompt pieces."""
     ids: list[int]
     n_cut: int = 0            # pieces dropped to fit max_len
     cut_at: str = "end"       # "end": the end of the text was dropped (source); "start": its start (prompt)
@@ -56,9 +57,21 @@ def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> Encoded:
     return Encoded([cfg.bos_id] + ids[-room:], max(0, len(ids) - room), "start")
 
 
+def encode_pair_prompt(tok, cfg, text: str, reserve: int = 0) -> Encoded:
+    """A decoder-only/prefix-LM translator's prompt: [begin] + the source's first pieces + [sep]
+    (the translator rule: the end of a too-long source is dropped), leaving `reserve` positions."""
+    ids, room = tok.encode(require_text(text)), max(1, cfg.max_len - 2 - reserve)
+    return Encoded([cfg.bos_id] + ids[:room] + [cfg.sep_id], max(0, len(ids) - room), "end")
+
+
 def encode_input(tok, cfg, text: str, reserve: int = 0) -> Encoded:
-    """The source (encoder-decoder) or the prompt (decoder-only, prefix-LM) for a text."""
-    return encode_source(tok, cfg, text) if cfg.is_encoder_decoder else encode_prompt(tok, cfg, text, reserve)
+    """The source (encoder-decoder), the source prompt (one-sequence translator) or the prompt
+    (language model) for a text."""
+    if cfg.is_encoder_decoder:
+        return encode_source(tok, cfg, text)
+    if cfg.sep_id >= 0:
+        return encode_pair_prompt(tok, cfg, text, reserve)
+    return encode_prompt(tok, cfg, text, reserve)
 
 
 def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:

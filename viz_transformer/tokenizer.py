@@ -12,6 +12,7 @@ from typing import Iterable
 import sentencepiece as spm
 
 PAD, UNK, BOS, EOS = "[pad]", "[unk]", "[begin]", "[end]"
+SEP = "[sep]"   # a control piece (never matched in text): between source and target in one sequence
 WORD_START = "\u2581"  # ▁, SentencePiece's marker for "a space came before this piece"
 
 
@@ -22,7 +23,9 @@ class Tokenizer:
         self.model_proto = model_proto
         self.pad_id, self.unk_id = self.sp.pad_id(), self.sp.unk_id()
         self.bos_id, self.eos_id = self.sp.bos_id(), self.sp.eos_id()
-        self.specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id}
+        sep = self.sp.piece_to_id(SEP)
+        self.sep_id = sep if self.sp.id_to_piece(sep) == SEP else -1      # -1: trained without [sep]
+        self.specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id} | ({self.sep_id} - {-1})
 
     @classmethod
     def load(cls, path) -> "Tokenizer":
@@ -49,9 +52,12 @@ class Tokenizer:
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
-              character_coverage: float = 0.9995, seed_sentences: int = 1_000_000,
+              character_coverage: float = 0.9995, seed_sentences: int = 1_000_000, sep: bool = False,
               **extra) -> "Tokenizer":
-        """Train on an iterable of sentences; `extra` goes to SentencePieceTrainer as is."""
+        """Train on an iterable of sentences; sep=True adds the [sep] control piece (id 4);
+        `extra` goes to SentencePieceTrainer as is."""
+        if sep:
+            extra = dict(extra, control_symbols=[SEP])
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,

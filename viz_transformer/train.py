@@ -28,6 +28,7 @@ from .config import ModelConfig
 from .decoding import greedy_batch
 from .inputs import pad_rows
 from .model import Transformer
+from .snapshots import Recorder
 from .tokenizer import Tokenizer
 
 DEMO_ZH = ["我是一名工程师。", "我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。",
@@ -61,9 +62,11 @@ class TrainConfig:
     max_steps: Optional[int] = None    # stop early (tests, smoke runs)
     eval_limit: Optional[int] = None   # score only this many validation items (tests)
     fp16: bool = True                  # store weights as float16 (loaded as float32)
+    snapshots: bool = True             # translation: record attention over training (snapshots.py)
+    snapshot_bleu_n: int = 200         # validation pairs scored at each snapshot
 
 
-MODEL_FIELDS = [f for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "pad_id", "bos_id", "eos_id")]
+MODEL_FIELDS = [f for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "pad_id", "bos_id", "eos_id", "sep_id")]
 
 
 def _field_comments(cls) -> dict[str, str]:
@@ -93,14 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- data -------------------------------------------------------------------------------------
 def translation_batches(pairs_ids, batch_size: int, seed: int):
-    """Length-bucketed batches of (src ids, tgt ids); order shuffled by seed."""
+    """Length-bucketed batches of (src ids, tgt ids) or (sequence ids, prompt length); order
+    shuffled by seed."""
     rng = random.Random(seed)
     idx = list(range(len(pairs_ids)))
     rng.shuffle(idx)
     chunk = batch_size * 50
     batches = []
     for c in range(0, len(idx), chunk):
-        part = sorted(idx[c:c + chunk], key=lambda i: (len(pairs_ids[i][0]), len(pairs_ids[i][1])))
+        part = sorted(idx[c:c + chunk], key=lambda i: tuple(x if isinstance(x, int) else len(x) for x in pairs_ids[i]))
         batches += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     return batches
@@ -205,7 +209,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             src_f, tgt_f = tc.extra_train.split(",")
             train_items = train_items + D.read_pairs(src_f, tgt_f, detok=True)
         tok_text = [s for s, _ in train_items] + [t for _, t in train_items]
-        arch = "encoder_decoder"
+        arch = model_kw.get("architecture") or "encoder_decoder"
     else:
         train_items, val, test = D.split(D.read_stories(tc.data), tc.seed, 0, tc.n_val)
         tok_text = [line for doc in train_items for line in doc.splitlines() if line.strip()]
@@ -220,18 +224,24 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                               f"for (a different model): delete {work} to start again, or pass the same options")
     else:
         log(f"training SentencePiece ({tc.vocab_size} pieces) on {len(tok_text)} lines ...")
-        tok = Tokenizer.train(tok_text, tc.vocab_size)
+        tok = Tokenizer.train(tok_text, tc.vocab_size, sep=tc.task == "translation")
         tok.save(tok_path)
 
     kw = dict(model_kw, architecture=arch, vocab_size=tok.vocab_size, pad_id=tok.pad_id,
               bos_id=tok.bos_id, eos_id=tok.eos_id)
     if arch != "encoder_decoder":
         kw["n_encoder_layers"] = 0
+        if tc.task == "translation":
+            if tok.sep_id < 0:
+                raise ResumeError(f"{tok_path} has no [sep] piece (made by an older version): delete {work}")
+            kw["sep_id"] = tok.sep_id
     cfg = ModelConfig(**kw)
 
     if tc.task == "translation":
         enc = [(tok.encode(s) + [tok.eos_id], [tok.bos_id] + tok.encode(t) + [tok.eos_id]) for s, t in train_items]
         enc = [p for p in enc if len(p[0]) <= tc.max_tokens and len(p[1]) <= tc.max_tokens + 1]
+        if arch != "encoder_decoder":       # one sequence: [begin] src [sep] tgt [end], and the prompt's length
+            enc = [([tok.bos_id] + s[:-1] + [tok.sep_id] + t[1:], len(s) + 1) for s, t in enc]
         steps_per_epoch = math.ceil(len(enc) / tc.batch_size)
     else:
         train_ids, val_blocks = D.token_stream(train_items, tok), D.blocks(D.token_stream(val, tok), tc.block_size)
@@ -248,6 +258,10 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.98))
     info = load_state(work, model, opt) or {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
+    rec = None
+    if tc.task == "translation" and tc.snapshots:
+        bleu_val = val[: tc.snapshot_bleu_n]
+        rec = Recorder(work, total, lambda m: score_translation(m, tok, bleu_val)["bleu"], len(bleu_val), arch)
     if info["epoch"]:
         log(f"resuming from {work} after epoch {info['epoch']} (step {info['step']})")
     log(f"{cfg.architecture}: {n_params / 1e6:.2f}M parameters, {steps_per_epoch} steps/epoch, "
@@ -270,13 +284,22 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             batches = [order[b:b + tc.batch_size] for b in range(0, n, tc.batch_size)]
         bar = tqdm(batches[: total - step], desc=f"epoch {epoch + 1}/{tc.epochs}", file=sys.stderr,
                    mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True)
-        ntok, loss_ema = 0, None
+        ntok, loss_ema = 0, info.get("loss_ema")
         for batch in bar:
-            if tc.task == "translation":
+            if rec is not None and rec.due(step):
+                rec.record(model, tok, step, loss_ema if step else None)
+            if tc.task == "translation" and arch == "encoder_decoder":
                 src = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
                 tgt = pad_rows([enc[i][1] for i in batch], tok.pad_id).to(device)
                 logits = model(src, tgt[:, :-1])
                 y = tgt[:, 1:]
+            elif tc.task == "translation":
+                # loss on the target only: the predictions made from [sep] on
+                x = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
+                pl = torch.tensor([enc[i][1] for i in batch], device=device)
+                logits = model(x[:, :-1], prefix_len=pl if arch == "prefix_lm" else None)
+                y = x[:, 1:].masked_fill(torch.arange(x.shape[1] - 1, device=device)[None] < (pl[:, None] - 1),
+                                         tok.pad_id)
             else:
                 x = epoch_blocks[batch].to(device)
                 if cfg.architecture == "prefix_lm":
@@ -300,6 +323,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             step += 1
             ntok += int((y != tok.pad_id).sum())
             loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
+            if rec is not None:
+                rec.note_loss(step, loss_ema)
             bar.set_postfix(loss=f"{loss_ema:.3f}", tok_s=f"{ntok / (time.time() - t0):.0f}",
                             lr=f"{opt.param_groups[0]['lr']:.1e}", refresh=False)
         bar.close()
@@ -326,9 +351,13 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                     "train_seconds": round(info["seconds"]), "train_config": dataclasses.asdict(tc)}
             save_checkpoint(out, model.cpu(), tok, meta, fp16=tc.fp16)
             model.to(device)
-        info.update(epoch=epoch + 1, step=step)
+        if rec is not None:                 # every epoch end: the shipped step is one of them
+            rec.record(model, tok, step, loss_ema)
+        info.update(epoch=epoch + 1, step=step, loss_ema=loss_ema)
         save_state(work, model, opt, info)
 
+    if rec is not None and info["best"] is not None:
+        rec.finish(out, info["best"]["step"])
     finish(out, tc, test)
     return out
 
