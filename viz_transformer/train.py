@@ -63,7 +63,7 @@ class TrainConfig:
     eval_limit: Optional[int] = None   # score only this many validation items (tests)
     fp16: bool = True                  # store weights as float16 (loaded as float32)
     snapshots: bool = True             # translation: record attention over training (snapshots.py)
-    snapshot_bleu_n: int = 200         # validation pairs scored at each snapshot
+    snapshot_bleu_n: int = 100         # validation pairs scored at each snapshot (greedy, ≤ 40 new tokens)
 
 
 MODEL_FIELDS = [f for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "pad_id", "bos_id", "eos_id", "sep_id")]
@@ -158,10 +158,10 @@ def load_state(work: Path, model, opt) -> Optional[dict]:
 
 
 # -- evaluation -------------------------------------------------------------------------------
-def score_translation(model, tok, pairs, limit=None) -> dict:
+def score_translation(model, tok, pairs, limit=None, max_new_tokens=None) -> dict:
     import sacrebleu
     pairs = pairs[:limit] if limit else pairs
-    hyps = greedy_batch(model, tok, [s for s, _ in pairs])
+    hyps = greedy_batch(model, tok, [s for s, _ in pairs], max_new_tokens=max_new_tokens)
     refs = [t for _, t in pairs]
     return {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
             "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
@@ -261,7 +261,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     rec = None
     if tc.task == "translation" and tc.snapshots:
         bleu_val = val[: tc.snapshot_bleu_n]
-        rec = Recorder(work, total, lambda m: score_translation(m, tok, bleu_val)["bleu"], len(bleu_val), arch)
+        rec = Recorder(work, total, lambda m: score_translation(m, tok, bleu_val, max_new_tokens=40)["bleu"], len(bleu_val), arch)
     if info["epoch"]:
         log(f"resuming from {work} after epoch {info['epoch']} (step {info['step']})")
     log(f"{cfg.architecture}: {n_params / 1e6:.2f}M parameters, {steps_per_epoch} steps/epoch, "
