@@ -21,7 +21,9 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/decoding.py", title=t("nav.decoding"), icon=":material/skip_next:"),
          st.Page("views/knockout.py", title=t("nav.knockout"), icon=":material/block:"),
          st.Page("views/positions.py", title=t("nav.positions"), icon=":material/swap_horiz:"),
-         st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:")]
+         st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:"),
+         st.Page("views/architectures.py", title=t("nav.architectures"), icon=":material/account_tree:"),
+         st.Page("views/training.py", title=t("nav.training"), icon=":material/movie:")]
 
 page = st.navigation(PAGES)
 st.session_state[context.CTX] = sidebar.sidebar()

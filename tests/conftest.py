@@ -24,17 +24,21 @@ EN = ["I am an engineer.", "I am a student.", "I love you.", "The weather is nic
       "The cat sat on the mat and looked at the bird."]
 
 
-def tiny_tokenizer() -> Tokenizer:
-    return Tokenizer.train((ZH + EN) * 5, vocab_size=400, hard_vocab_limit=False)
+def tiny_tokenizer(sep: bool = False) -> Tokenizer:
+    return Tokenizer.train((ZH + EN) * 5, vocab_size=400, hard_vocab_limit=False, sep=sep)
 
 
-def make_tiny_checkpoint(folder: Path, architecture: str = "encoder_decoder", seed: int = 0, **over) -> Path:
-    tok = tiny_tokenizer()
+def make_tiny_checkpoint(folder: Path, architecture: str = "encoder_decoder", seed: int = 0, sep: bool = False,
+                         **over) -> Path:
+    """sep=True: a one-sequence translator ([begin] src [sep] tgt) of a decoder-only/prefix-LM architecture."""
+    tok = tiny_tokenizer(sep)
     torch.manual_seed(seed)
     kw = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
               d_ff=64, dropout=0.0, max_len=64, architecture=architecture)
     if architecture != "encoder_decoder":
         kw["n_encoder_layers"] = 0
+    if sep:
+        kw["sep_id"] = tok.sep_id
     kw.update(over)
     model = Transformer(ModelConfig(**kw))
     meta = {"task": "test", "data": "made by tests/conftest.py", "trained_at": "never (random weights)"}
@@ -43,11 +47,14 @@ def make_tiny_checkpoint(folder: Path, architecture: str = "encoder_decoder", se
 
 @pytest.fixture(scope="session")
 def ckpt_root(tmp_path_factory) -> Path:
-    """A checkpoints/ folder with a tiny translator, a tiny LM and a tiny prefix-LM."""
+    """A checkpoints/ folder with a tiny translator, a tiny LM, a tiny prefix-LM, and tiny decoder-only
+    and prefix-LM translators."""
     root = tmp_path_factory.mktemp("checkpoints")
     make_tiny_checkpoint(root / "tiny-zh-en", "encoder_decoder")
     make_tiny_checkpoint(root / "tiny-lm", "decoder_only", positional="learned", norm="post", activation="gelu")
     make_tiny_checkpoint(root / "tiny-prefix", "prefix_lm")
+    make_tiny_checkpoint(root / "tiny-zh-en-decoder", "decoder_only", sep=True)
+    make_tiny_checkpoint(root / "tiny-zh-en-prefix", "prefix_lm", sep=True)
     return root
 
 

@@ -3,7 +3,7 @@ import streamlit as st
 
 from views import context, widgets
 from views.strings import t
-from viz_transformer import analysis, plots
+from viz_transformer import analysis, architectures, plots, plots_models
 
 TILE = 32          # model-view tile size (cells) above which patterns are max-pooled
 LINE_WINDOW = 48   # at most this many tokens per column in the line view
@@ -22,8 +22,13 @@ pats = analysis.block_patterns(run.cache, block)                     # (L, H, q,
 q_pieces, k_pieces = analysis.block_pieces(run, block)
 mat, qp, kp = analysis.head_matrix(pats[layer], head, q_pieces, k_pieces, words)
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
-widgets.show(plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"),
-                                     colorbar=t("cb.weight")), key="at_heatmap")
+fig = plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"), colorbar=t("cb.weight"))
+seg = architectures.segments(run, cfg)
+if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target
+    st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))
+    plots_models.mark_segments(fig, [seg.source_start, seg.source_end],
+                               [t("ar.part.begin"), t("ar.part.source"), t("ar.part.target")])
+widgets.show(fig, key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------
 st.subheader(t("at.model_view"))

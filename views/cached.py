@@ -11,6 +11,7 @@ import streamlit as st
 
 from viz_transformer import analysis, decode, interventions, lab, load_checkpoint
 from viz_transformer import capture as runs
+from viz_transformer.snapshots import load_training_snapshots
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,3 +81,49 @@ def positions_off(path: str, stamp: float, text: str):
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))
+
+
+# -- models side by side, and attention over training ------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=4)
+def snapshots(path: str, stamp: float):
+    return load_training_snapshots(path)
+
+
+def translators() -> dict[str, Path]:
+    """One usable translator checkpoint per architecture (name order: zh-en before zh-en-*)."""
+    from viz_transformer import list_checkpoints
+    found: dict[str, Path] = {}
+    for info in sorted(list_checkpoints(checkpoints_root()), key=lambda i: i.name):
+        cfg = info.config
+        if info.error is None and cfg is not None and cfg.is_translator:
+            found.setdefault(cfg.architecture, info.path)
+    return found
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def rank_tables(models: tuple, text: str):
+    """Effective rank of every self-attention head of each model on `text` (one DataFrame)."""
+    import pandas as pd
+    from viz_transformer import architectures
+    frames = [architectures.rank_table(_run(path, text), load_model(str(path), folder_stamp(path)).cfg, arch)
+              for arch, path in models]
+    return pd.concat(frames, ignore_index=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def spectra(models: tuple, text: str, depth: str) -> dict:
+    """{(architecture, block): singular values [head, n]} of the first or last layer of each self-attention block."""
+    from viz_transformer import architectures
+    out = {}
+    for arch, path in models:
+        cfg = load_model(str(path), folder_stamp(path)).cfg
+        for block in architectures.available_blocks(cfg):
+            if block != "decoder.cross_attn":
+                layer = 0 if depth == "first" else architectures.n_layers(cfg, block) - 1
+                pat = _run(path, text).cache[architectures.hook_name(block, layer, "hook_pattern")][0]
+                out[(arch, block)] = architectures.spectrum(pat).numpy()
+    return out
+
+
+def _run(path, text: str):
+    return run_text(str(path), folder_stamp(path), text)

@@ -29,7 +29,7 @@ class Context:
 
     @property
     def kind(self) -> str:
-        return "translator" if self.hm is not None and self.hm.cfg.is_encoder_decoder else "lm"
+        return "translator" if self.hm is not None and self.hm.cfg.is_translator else "lm"
 
 
 def need_run(require_text: bool = True) -> Context:

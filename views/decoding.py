@@ -10,7 +10,7 @@ from viz_transformer import analysis, plots
 ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
 st.title(t("dc.title"))
-st.caption(t("dc.intro.encoder_decoder" if cfg.is_encoder_decoder else "dc.intro.lm"))
+st.caption(t("dc.intro." + ("encoder_decoder" if cfg.is_encoder_decoder else "sequence" if cfg.is_translator else "lm")))
 
 c = st.columns([2, 2, 1])
 strategy = c[0].segmented_control(t("dc.strategy"), ["greedy", "sample", "beam"], default="greedy", required=True,

@@ -42,9 +42,15 @@ with left:
 with right:
     st.subheader(t("mk.prefix"))
     st.caption(t("mk.prefix_help"))
-    p = st.slider(t("mk.prefix_len"), 1, T, run.prefix_len or max(1, T // 2), key="mk_prefix") if T > 1 else 1
-    widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
-                                    t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
+    if cfg.architecture == "prefix_lm" and run.prefix_len:     # the mask this model really applied
+        st.caption(t("mk.prefix_applied", p=run.prefix_len))
+        hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
+        widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
+                                        **mask_kw), key="mk_prefix_fig")
+    else:
+        p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
+        widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
+                                        t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
 
 st.subheader(t("mk.cross"))
 st.caption(t("mk.cross_help"))

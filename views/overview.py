@@ -19,7 +19,7 @@ with left:
     st.dataframe({t("ov.fact"): list(facts), t("ov.value"): list(facts.values())}, hide_index=True,
                  height=38 + 35 * len(facts))
 with right:
-    st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_encoder_decoder else "lm")))
+    st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
     st.subheader(t("ov.training"))
     summary = analysis.training_summary(hm.meta)

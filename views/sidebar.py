@@ -17,7 +17,7 @@ SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见�
 
 
 def _kind_of(info) -> str:
-    return "translator" if info is not None and info.config is not None and info.config.is_encoder_decoder else "lm"
+    return "translator" if info is not None and info.config is not None and info.config.is_translator else "lm"
 
 
 def _on_checkpoint_change(infos: dict) -> None:

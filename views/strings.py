@@ -20,6 +20,8 @@ EN = {
     "nav.knockout": "Knock out heads",
     "nav.positions": "Positions on/off",
     "nav.compare": "Compare two inputs",
+    "nav.architectures": "Compare architectures",
+    "nav.training": "Attention over training",
 
     # sidebar
     "sidebar.checkpoint": "Checkpoint",
@@ -73,8 +75,8 @@ EN = {
                 "makes of it. Every other page looks inside this one forward pass.",
     "ov.arch": "Architecture as configured",
     "ov.arch.encoder_decoder": "encoder-decoder (translator)",
-    "ov.arch.decoder_only": "decoder-only (language model)",
-    "ov.arch.prefix_lm": "prefix LM (decoder with a bidirectional prefix)",
+    "ov.arch.decoder_only": "decoder-only (causal everywhere)",
+    "ov.arch.prefix_lm": "prefix LM (bidirectional prefix, causal after it)",
     "ov.fact": "property",
     "ov.value": "value",
     "ov.training": "Training",
@@ -332,6 +334,83 @@ EN = {
                   "number of pieces.",
     "cp.empty": "Type a second text to compare.",
     "cb.diff": "difference",
+
+    # one-sequence translators (decoder-only, prefix LM)
+    "dc.intro.sequence": "The prompt is [begin] + your text + [sep]; the model continues it with the translation, "
+                         "one token per step, until [end] — one sequence, no encoder.",
+    "at.segments": "One sequence holds both languages: positions 0–{a} are [begin] and the source, {b} is [sep], "
+                   "the translation starts at {c}. The dotted lines mark the parts.",
+    "ar.part.begin": "[begin]",
+    "ar.part.source": "source",
+    "ar.part.target": "[sep] + target",
+    "mk.prefix_applied": "The prefix mask this model applied (its decoder.0.self_attn.hook_mask): bidirectional over "
+                         "the {p} positions of [begin] + source + [sep], causal after them.",
+
+    # compare architectures
+    "ar.title": "Compare architectures",
+    "ar.intro": "The same sentence through three translators trained on the same data, with the same split, about "
+                "the same number of parameters and the same training budget: an **encoder-decoder** (an encoder "
+                "reads the source, a decoder writes the target and reads the source through cross-attention), a "
+                "**decoder-only** model (one causal sequence `[begin] source [sep] target [end]`) and a **prefix "
+                "LM** (the same sequence, but the source prefix attends both ways).",
+    "ar.need": "This page needs at least two translator checkpoints of different architectures (found: {have}).",
+    "ar.using": "A language model is selected: comparing the translators on “{text}”.",
+    "ar.depth": "Layer",
+    "ar.depth.first": "first layer",
+    "ar.depth.last": "last layer",
+    "ar.checkpoint": "{name} · {n:,} parameters",
+    "ar.reads.cross": "Where the target reads the source: cross-attention, layer {layer}, mean over heads",
+    "ar.reads.self": "Where the target reads the source: self-attention rows of [sep] + target, source columns, "
+                     "layer {layer}, mean over heads",
+    "ar.target_axis": "target position (predicts the next token)",
+    "ar.mask": "Mask applied: {hook}",
+    "ar.differs": "**What differs and why.** The encoder-decoder keeps two sequences: its encoder sees the whole "
+                  "source in both directions, and every target token reads the source through a separate "
+                  "cross-attention block. The decoder-only model has one causal sequence, so a source piece cannot "
+                  "see the pieces after it, and the target reads the source through the same self-attention it "
+                  "uses for its own words (its rows also spend weight on [begin], [sep] and earlier target pieces, "
+                  "so they sum to less than 1). The prefix LM lets the source see itself both ways, as an encoder "
+                  "would, while the target stays causal: one set of weights, two kinds of attention.",
+    "ar.rank": "Causal attention is full rank",
+    "ar.rank_intro": "A causal pattern is lower-triangular and every query may attend to itself, which softmax "
+                     "gives a weight above 0: the diagonal is positive, so the determinant (the product of the "
+                     "diagonal) is not 0 and the matrix has full rank. A bidirectional pattern has no such "
+                     "guarantee: when rows look alike it collapses toward rank 1. The **effective rank** "
+                     "(exp of the entropy of the normalised singular values) measures it: n for n equal singular "
+                     "values, 1 for a rank-one matrix. The dashed mark is the size n of each pattern.",
+    "ar.rank_title": "Effective rank of every head's pattern on “{text}”",
+    "ar.rank_x": "model · attention block",
+    "ar.spectra_title": "Singular values of each head's pattern ({depth}), divided by the largest",
+    "ar.sv_x": "singular value rank (largest first)",
+    "ar.sv_y": "singular value ÷ largest (log)",
+    "ar.rank_why": "Read the table: `causal` says whether the block's mask was lower-triangular; a causal block's "
+                   "smallest singular value stays clearly above 0, a bidirectional one can come close to 0. "
+                   "This is the tutorials' argument for decoder-only models (a full-rank attention matrix keeps "
+                   "more expressive power), shown on this sentence; it is not a proof that they translate better.",
+    "ar.short.encoder_decoder": "enc-dec",
+    "ar.short.decoder_only": "decoder-only",
+    "ar.short.prefix_lm": "prefix LM",
+
+    # attention over training
+    "tr.title": "Attention over training",
+    "tr.intro": "While this model trained, fixed sentences were run through it at log-spaced steps from step 0 "
+                "(random weights, before any update) to the end, teacher-forced on fixed reference translations so "
+                "every frame has the same tokens. Slide or play through training: watch attention form.",
+    "tr.none": "{name} has no recorded training snapshots (training_snapshots.json). Checkpoints that have them: "
+               "{have}.",
+    "tr.sentence": "Sentence → fixed reference",
+    "tr.step": "Training step (★ = the weights that ship)",
+    "tr.m_step": "step",
+    "tr.m_loss": "training loss",
+    "tr.m_bleu": "validation BLEU ({n} pairs)",
+    "tr.m_shipped": "shipped step",
+    "tr.translation": "The model's greedy translation at this step",
+    "tr.heatmap": "{name}, {head}, step {step}",
+    "tr.model_view": "All heads of {block}, step {step}",
+    "tr.curves": "Loss and BLEU over training (the red line: this step)",
+    "tr.x": "training step (log scale; step 0 drawn at 0.5)",
+    "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
+              "read with viz_transformer.snapshots.load_training_snapshots.",
 }
 
 LANG = EN

@@ -14,7 +14,7 @@ from typing import Optional
 import pandas as pd
 import torch
 
-from .names import available_blocks, hook_name, n_layers
+from .names import available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 
 
 @dataclass

@@ -57,6 +57,13 @@ class Snapshots:
         i_step = i_step % len(self.steps)
         return self.patterns[f"{i_step}/{i_text}/{name}"].float()
 
+    def stack(self, i_step: int, i_text: int, block: str) -> torch.Tensor:
+        """Every layer of one attention block: [layer, head, q, k]."""
+        from .names import hook_name
+        layers = sorted({int(n.split(".")[1]) for n in self.names() if n.endswith(f"{block.split('.')[1]}.hook_pattern")
+                         and n.startswith(block.split(".")[0] + ".")})
+        return torch.stack([self.pattern(i_step, i_text, hook_name(block, ly, "hook_pattern")) for ly in layers])
+
     def names(self) -> list[str]:
         """Capture names recorded (the same for every step and text)."""
         return sorted({k.split("/", 2)[2] for k in self.patterns if k.startswith("0/0/")})

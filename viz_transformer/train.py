@@ -110,6 +110,13 @@ def translation_batches(pairs_ids, batch_size: int, seed: int):
     return batches
 
 
+def target_only(x: torch.Tensor, prompt_len: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Next-token targets of sequences x [B, T] ([begin] src [sep] tgt [end]) with every prediction
+    made before the last prompt position ([sep]) set to pad_id (ignored by the loss): [B, T - 1]."""
+    pos = torch.arange(x.shape[1] - 1, device=x.device)[None]             # position that predicts
+    return x[:, 1:].masked_fill(pos < prompt_len[:, None] - 1, pad_id)
+
+
 # -- resume state -----------------------------------------------------------------------------
 def save_state(work: Path, model, opt, info: dict) -> None:
     tensors = {f"model.{k}": v.contiguous() for k, v in unique_state_dict(model).items()}
@@ -298,8 +305,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                 x = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
                 pl = torch.tensor([enc[i][1] for i in batch], device=device)
                 logits = model(x[:, :-1], prefix_len=pl if arch == "prefix_lm" else None)
-                y = x[:, 1:].masked_fill(torch.arange(x.shape[1] - 1, device=device)[None] < (pl[:, None] - 1),
-                                         tok.pad_id)
+                y = target_only(x, pl, tok.pad_id)
             else:
                 x = epoch_blocks[batch].to(device)
                 if cfg.architecture == "prefix_lm":

@@ -1,0 +1,69 @@
+"""Three architectures, one sentence: the translation each produced, where its target reads the
+source, the mask it applied, and how the mask shapes the rank of its attention patterns."""
+import streamlit as st
+
+from views import cached, context, sidebar, widgets
+from views.strings import t
+from viz_transformer import architectures as A
+from viz_transformer import plots, plots_models
+
+ctx = context.need_run(require_text=False)
+st.title(t("ar.title"))
+st.markdown(t("ar.intro"))
+models = cached.translators()
+if len(models) < 2:
+    st.info(t("ar.need", have=", ".join(p.name for p in models.values()) or "–"))
+    st.stop()
+text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else sidebar.EXAMPLES["translator"][0]
+if text != ctx.text:
+    st.caption(widgets.md_escape(t("ar.using", text=text)))
+
+runs, hms = {}, {}
+with st.spinner(t("sidebar.running")):
+    for arch, path in models.items():
+        stamp = cached.folder_stamp(path)
+        hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.run_text(str(path), stamp, text)
+depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
+                             format_func=lambda d: t(f"ar.depth.{d}"))
+mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
+               colorbar=t("cb.mask"))
+parts = [t("ar.part.begin"), t("ar.part.source"), t("ar.part.target")]
+for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+    cfg = hms[arch].cfg
+    layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
+    with where:
+        st.subheader(t(f"ov.arch.{arch}"))
+        st.caption(t("ar.checkpoint", name=models[arch].name, n=sum(p.numel() for p in hms[arch].model.parameters())))
+        st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+        w, qp, kp = A.source_attention(run, cfg, layer)
+        widgets.show(plots.attention_heatmap(w, qp, kp, t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}",
+                     layer=layer), t("axis.source"), t("ar.target_axis"), t("cb.weight")), key=f"ar_reads_{arch}")
+        block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
+        for b in ([block, "decoder.self_attn"] if cfg.is_encoder_decoder else [block]):
+            q, k = (run.src_pieces, run.src_pieces) if b == "encoder.self_attn" else (run.tgt_pieces, run.tgt_pieces)
+            name = A.hook_name(b, 0, "hook_mask")
+            fig = plots.mask_heatmap(run.cache[name][0, 0], q, k, t("ar.mask", hook=name), **mask_kw)
+            seg = A.segments(run, cfg)
+            if seg is not None:
+                plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)
+            widgets.show(fig, key=f"ar_mask_{arch}_{b}")
+st.markdown(t("ar.differs"))
+
+st.subheader(t("ar.rank"))
+st.markdown(t("ar.rank_intro"))
+table = cached.rank_tables(tuple(models.items()), text)
+groups, sizes = {}, {}
+for (arch, block), g in table.groupby(["model", "block"], sort=False):
+    label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
+    groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
+widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x")), key="ar_rank")
+spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
+           cached.spectra(tuple(models.items()), text, depth).items()}
+widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")), t("ar.sv_x"),
+                                  t("ar.sv_y")), key="ar_spectra")
+summary = table.groupby(["model", "block"], sort=False).agg(
+    heads=("head", "size"), n=("n", "first"), effective_rank=("effective_rank", "mean"),
+    smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
+st.dataframe(summary, hide_index=True, column_config={"effective_rank": st.column_config.NumberColumn(format="%.2f"),
+             "smallest_sv_ratio": st.column_config.NumberColumn(format="%.2e")})
+st.markdown(t("ar.rank_why"))
