@@ -1,0 +1,101 @@
+"""The app with one-sequence translators: every page opens, the architecture comparison shows what
+each model computed, the masks page shows the prefix mask really applied, and training playback
+steps through the recorded snapshots."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import viz_transformer.train as T
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, texts
+from viz_transformer import load_checkpoint
+from viz_transformer.snapshots import load_training_snapshots
+
+from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
+
+NEW_PAGES = ["views/architectures.py", "views/training.py"]
+
+
+@pytest.fixture
+def env(ckpt_root, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+    return ckpt_root
+
+
+@pytest.mark.parametrize("ckpt", ["tiny-zh-en-decoder", "tiny-zh-en-prefix"])
+def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
+    hm = load_checkpoint(env / ckpt)
+    run = hm.run(ZH)
+    for page in PAGES + ["views/knockout.py", "views/positions.py", "views/compare.py"] + NEW_PAGES:
+        at = open_app(page, ckpt)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        if page == "views/overview.py":
+            assert run.output in [c.value for c in at.code]                    # the translation, not a continuation
+            assert "Translation" in texts(at) or any("Translation" in s.value for s in at.subheader)
+
+
+def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
+    at = open_app("views/attention.py", "tiny-zh-en-decoder")
+    run = load_checkpoint(env / "tiny-zh-en-decoder").run(ZH)
+    fig = next(f for f in figures(at) if f["layout"].get("shapes"))
+    lines = sorted(s["x0"] for s in fig["layout"]["shapes"] if s.get("x0") == s.get("x1"))
+    assert lines == [0.5, run.prompt_len - 1.5]                                # after [begin], before [sep]
+    assert run.tgt_pieces[run.prompt_len - 1] == "[sep]"
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["[begin]", "source", "[sep] + target"]
+
+
+def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
+    at = open_app("views/masks.py", "tiny-zh-en-prefix")
+    run = load_checkpoint(env / "tiny-zh-en-prefix").run(ZH)
+    expect = run.cache["decoder.0.self_attn.hook_mask"][0, 0].numpy().astype(float)
+    fig = next(f for f in figures(at) if f["layout"]["title"]["text"] == "decoder.0.self_attn.hook_mask")
+    assert np.array_equal(array(fig["data"][0]["z"]), expect)
+    assert not np.all(expect == np.tril(np.ones_like(expect)))                 # bidirectional inside the prompt
+    assert f"the {run.prefix_len} positions" in texts(at)
+
+
+def test_architecture_page_shows_each_models_translation_and_source_reading(env):
+    at = open_app("views/architectures.py", "tiny-zh-en")
+    outputs = [c.value for c in at.code]
+    for name in ("tiny-zh-en", "tiny-zh-en-decoder", "tiny-zh-en-prefix"):
+        run = load_checkpoint(env / name).run(ZH)
+        assert (run.output or "(empty)") in outputs or run.output in outputs, name
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert sum("Where the target reads the source" in t for t in titles) == 3
+    assert any("Effective rank" in t for t in titles) and any("Singular values" in t for t in titles)
+    table = at.dataframe[0].value
+    assert set(table["model"]) == {"encoder_decoder", "decoder_only", "prefix_lm"}
+    assert table.loc[table["block"] == "encoder.self_attn", "causal"].eq(False).all()
+    assert table.loc[table["model"] == "decoder_only", "causal"].all()
+
+
+@pytest.fixture(scope="module")
+def snap_root(tmp_path_factory, pairs_tsv):  # noqa: F811
+    root = tmp_path_factory.mktemp("snapckpts")
+    work = tmp_path_factory.mktemp("snapwork")
+    assert T.main(["--task", "translation", "--data", str(pairs_tsv), "--out", str(root / "tiny-trained"), "--work",
+                   str(work), "--architecture", "prefix_lm", "--n-encoder-layers", "0", "--max-len", "64", "--epochs",
+                   "2", "--batch-size", "8", "--n-test", "4", "--n-val", "4", "--eval-limit", "4",
+                   "--snapshot-bleu-n", "4", *TINY]) == 0
+    return root
+
+
+def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatch):
+    shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))
+    snaps = load_training_snapshots(snap_root / "tiny-trained")
+    at = open_app("views/training.py", "tiny-trained")
+    name = "decoder.0.self_attn.hook_pattern"
+    heat = figure(at, f"{name}, head 0, step 0")
+    assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(0, 0, name)[0].numpy(), atol=1e-3)
+    assert snaps.translations[0][0] in [c.value for c in at.code] or snaps.translations[0][0] == ""
+    by_key(at.button, "tr_next").click().run()
+    step1 = snaps.steps[1]
+    heat = figure(at, f"{name}, head 0, step {step1}")
+    assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(1, 0, name)[0].numpy(), atol=1e-3)
+    curves = figure(at, "Loss and BLEU")
+    assert any(s.get("x0") == step1 for s in curves["layout"]["shapes"])          # the current step is marked
+    at2 = open_app("views/training.py", "tiny-zh-en")
+    assert "has no recorded training snapshots" in texts(at2) and "tiny-trained" in texts(at2)
