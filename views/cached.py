@@ -80,3 +80,17 @@ def positions_off(path: str, stamp: float, text: str):
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))
+
+
+# -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
+@st.cache_resource(show_spinner=False)
+def corpus_results() -> dict:
+    """(path, stamp, corpus digest) -> head-statistics table, shared by every session; the page fills it
+    (an st.cache_* function around the pass would replay its progress bar on every hit)."""
+    return {}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
+    from viz_transformer.report import build_report
+    return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
