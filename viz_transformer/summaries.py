@@ -135,7 +135,7 @@ def head_stats(run) -> pd.DataFrame:
     if run.src_pieces is not None:
         q_valid["encoder"] = torch.ones(1, len(run.src_pieces), dtype=torch.bool)
         punct["encoder"] = torch.tensor([[is_punctuation(p) for p in run.src_pieces]])
-    rows = _batch_stats(_first(run.cache), cfg_like, q_valid, punct)
+    rows = _batch_stats(_Row0(run.cache), cfg_like, q_valid, punct)
     return _table([{k: (float(v[0]) if torch.is_tensor(v) else v) for k, v in r.items()} for r in rows])
 
 
@@ -149,7 +149,7 @@ class _CacheCfg:
         self.n_heads = run.cache[hook_name("decoder.self_attn", 0, "hook_pattern")].shape[1]
 
 
-class _first:
+class _Row0:
     """A cache view that keeps batch row 0 only (as a batch of one)."""
 
     def __init__(self, cache):
