@@ -23,7 +23,10 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/positions.py", title=t("nav.positions"), icon=":material/swap_horiz:"),
          st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:"),
          st.Page("views/architectures.py", title=t("nav.architectures"), icon=":material/account_tree:"),
-         st.Page("views/training.py", title=t("nav.training"), icon=":material/movie:")]
+         st.Page("views/training.py", title=t("nav.training"), icon=":material/movie:"),
+         st.Page("views/rollout.py", title=t("nav.rollout"), icon=":material/stacked_line_chart:"),
+         st.Page("views/head_stats.py", title=t("nav.stats"), icon=":material/analytics:"),
+         st.Page("views/export.py", title=t("nav.export"), icon=":material/download:")]
 
 page = st.navigation(PAGES)
 st.session_state[context.CTX] = sidebar.sidebar()

@@ -127,3 +127,15 @@ def spectra(models: tuple, text: str, depth: str) -> dict:
 
 def _run(path, text: str):
     return run_text(str(path), folder_stamp(path), text)
+# -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
+@st.cache_resource(show_spinner=False)
+def corpus_results() -> dict:
+    """(path, stamp, corpus digest) -> head-statistics table, shared by every session; the page fills it
+    (an st.cache_* function around the pass would replay its progress bar on every hit)."""
+    return {}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
+    from viz_transformer.report import build_report
+    return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))

@@ -22,6 +22,9 @@ EN = {
     "nav.compare": "Compare two inputs",
     "nav.architectures": "Compare architectures",
     "nav.training": "Attention over training",
+    "nav.rollout": "Rollout and attribution",
+    "nav.stats": "Head statistics",
+    "nav.export": "Export and report",
 
     # sidebar
     "sidebar.checkpoint": "Checkpoint",
@@ -411,6 +414,82 @@ EN = {
     "tr.x": "training step (log scale; step 0 drawn at 0.5)",
     "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.snapshots.load_training_snapshots.",
+    # figures everywhere
+    "fig.html": "HTML",
+    "fig.html_help": "Download this figure as one HTML file that works offline (PNG: the camera in its toolbar).",
+
+    # rollout and attribution
+    "ro.title": "Rollout and attribution",
+    "ro.intro": "Attention summarised across all heads and layers: where information in a position may have come from.",
+    "ro.method": "How",
+    "ro.method_md": "**Attention rollout** (Abnar & Zuidema 2020). For every layer l take the mean over heads of its "
+                    "attention A_l, mix it half-and-half with the identity (the residual connection carries the "
+                    "token itself on): Â_l = ½·mean_heads(A_l) + ½·I, renormalise each row to sum 1, and multiply "
+                    "through the layers: rollout = Â_L · Â_(L−1) ⋯ Â_1. Row = query, column = key; each row sums to 1."
+                    "\n\n**Source attribution** (translators): the last decoder layer's mean cross-attention "
+                    "[target × source] times the encoder rollout [source × source]: each target token's relevance "
+                    "over the source pieces.",
+    "ro.limits_md": "**Limits.** Attention is not explanation (Jain & Wallace 2019): heads that look at a token need "
+                    "not be what decides the output, and other weightings give other pictures. Rollout assumes the "
+                    "residual stream carries exactly half at every layer, averages heads as if equally important, and "
+                    "ignores the feed-forward layers and value vectors. Read it as where information *may* flow; "
+                    "test a claim with **Knock out heads**.",
+    "ro.rollout_title": "Rollout of the {block}",
+    "ro.attr_title": "Source attribution: each target token over the source pieces",
+    "ro.lm_note": "This model keeps everything in one sequence: rows after the prompt are the generated tokens, "
+                  "and their columns over the prompt are its attribution.",
+    "ro.csv": "Download as CSV",
+    "cb.relevance": "relevance",
+
+    # head statistics
+    "hs.title": "Head statistics",
+    "hs.intro": "What each head does on average: one row per head of every attention block, each number averaged "
+                "over the query rows that are not padding (and over the sentences of a corpus).",
+    "hs.source": "Measure on",
+    "hs.source.text": "this text",
+    "hs.source.builtin": "built-in held-out corpus",
+    "hs.source.own": "your own sentences",
+    "hs.builtin_help": "{n} sentences the model never trained on ({lang}); see viz_transformer/corpora/SOURCES.md.",
+    "hs.lang.zh": "Chinese: Tatoeba test sources and 3AM captions",
+    "hs.lang.en": "English: held-out TinyStories sentences",
+    "hs.upload": "Upload a text file (one sentence a line)",
+    "hs.paste": "…or paste sentences, one a line",
+    "hs.bad_file": "That file is not UTF-8 text: {error}",
+    "hs.run": "Measure over {n} sentences",
+    "hs.progress": "Measuring: sentence {done} of {total}",
+    "hs.not_yet": "Press the button to measure every head over the corpus (cached afterwards).",
+    "hs.defs": "What the numbers mean",
+    "hs.threshold": "Label a role when its statistic is at least",
+    "hs.threshold_help": "A head is labelled previous-token, first-token sink, end-token sink or self when that "
+                         "weight (averaged) reaches this value; broad when its entropy is at least 80% of the "
+                         "entropy of spreading evenly. The number behind each label is in the evidence column.",
+    "hs.stat": "Statistic for the grids",
+    "hs.grid_title": "{block}: {stat} per head",
+    "hs.grid_hover": "click to open on the attention page",
+    "hs.csv": "Download the table as CSV",
+    "hs.n": "Measured over {n} sentence(s).",
+    "hs.col.role": "role",
+    "hs.col.evidence": "evidence",
+
+    # export
+    "ex.title": "Export and report",
+    "ex.intro": "Take the current run with you: every captured tensor by its capture name, or one HTML report "
+                "for students that opens offline.",
+    "ex.run": "The run's tensors",
+    "ex.run_help": "Keys are the capture names (e.g. decoder.0.cross_attn.hook_pattern) plus tokens.src, "
+                   "tokens.tgt and output; the JSON also has shapes and dtypes. Same files as "
+                   "`python -m viz_transformer trace --out run.npz`.",
+    "ex.npz": "Download .npz",
+    "ex.json": "Download .json",
+    "ex.report": "Report",
+    "ex.report_help": "One HTML file: the text, its tokens, the model view of every block, the heads you pick, "
+                      "rollout or source attribution, the output and the greedy decoding steps. Plotly's JS is "
+                      "inside (no internet needed); about 5 MB.",
+    "ex.heads": "Heads to draw in full",
+    "ex.head_option": "{block}, L{layer}·H{head}",
+    "ex.download_report": "Download the report (.html)",
+    "ex.figures": "Every figure in the app has a PNG button (camera) in its toolbar and an HTML button under it; "
+                  "every table has a CSV download in its toolbar.",
 }
 
 LANG = EN

@@ -2,19 +2,30 @@
 and markdown that shows user text literally."""
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Optional
 
 import streamlit as st
 
 from views.strings import t
-from viz_transformer import analysis
+from viz_transformer import analysis, export
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def show(fig, key: Optional[str] = None, **kw):
-    """Every figure goes through here: Plotly's own colours (theme=None) and its toolbar with PNG export."""
-    return st.plotly_chart(fig, theme=None, width="stretch", config=PLOTLY_CONFIG, key=key, **kw)
+def show(fig, key: Optional[str] = None, html: bool = True, **kw):
+    """Every figure goes through here: Plotly's own colours (theme=None), its toolbar with PNG export, and
+    a button under it that downloads the figure as standalone HTML (made only when clicked)."""
+    out = st.plotly_chart(fig, theme=None, width="stretch", config=PLOTLY_CONFIG, key=key, **kw)
+    if html:
+        title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
+        name = re.sub(r"[^\w]+", "-", title, flags=re.UNICODE).strip("-")[:60] or "figure"
+        bkey = f"{key}__html" if key else "html_" + hashlib.sha1(title.encode()).hexdigest()[:12]
+        st.download_button(t("fig.html"), data=lambda f=fig: export.figure_html(f), file_name=f"{name}.html",
+                           mime="text/html", key=bkey, on_click="ignore", type="tertiary",
+                           icon=":material/download:", help=t("fig.html_help"))
+    return out
 
 
 def select(where, label: str, options: list, key: str, default=None, **kw):

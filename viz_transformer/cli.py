@@ -1,4 +1,4 @@
-"""Command line: train, translate / generate, trace, info, evaluate.
+"""Command line: train, translate / generate, trace, report, stats, info, evaluate.
 
 User mistakes (missing checkpoint, empty text, bad flags) print one line to stderr and exit 2.
 """
@@ -70,28 +70,77 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def cmd_trace(args) -> int:
-    """Dump every captured tensor of one run, keyed by its capture name."""
-    hm = _load(args.checkpoint)
+def _run(hm, args):
     try:
-        run = hm.run(args.text, target=args.target)
+        return hm.run(args.text, target=getattr(args, "target", None))
     except ValueError as e:
         raise UserError(str(e)) from None
+
+
+def cmd_trace(args) -> int:
+    """Dump every captured tensor of one run, keyed by its capture name (export.write_run)."""
+    from .export import FORMATS, write_run
     out = Path(args.out)
-    tokens = {"tokens.src": run.src_pieces or [], "tokens.tgt": run.tgt_pieces}
-    if out.suffix == ".npz":
-        import numpy as np
-        arrays = {k: v.numpy() for k, v in run.cache.items()}
-        arrays.update({k: np.array(v, dtype=str) for k, v in tokens.items()})
-        arrays["output"] = np.array(run.output, dtype=str)
-        np.savez_compressed(out, **arrays)
-    elif out.suffix == ".json":
-        doc = {k: v.tolist() for k, v in run.cache.items()}
-        doc.update(tokens, output=run.output)
-        out.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    else:
+    if out.suffix not in FORMATS:
         raise UserError(f"--out must end in .npz or .json, not {out.suffix or '(nothing)'}")
+    hm = _load(args.checkpoint)
+    run = _run(hm, args)
+    write_run(run, out)
     print(f"wrote {len(run.cache)} tensors and the token lists to {out}", file=sys.stderr)
+    return 0
+
+
+def _head(spec: str) -> tuple[str, int, int]:
+    """"decoder.2.cross_attn:3" -> ("decoder.cross_attn", 2, 3)."""
+    from .names import parse_prefix
+    try:
+        prefix, head = spec.rsplit(":", 1)
+        return (*parse_prefix(prefix), int(head))
+    except ValueError:
+        raise UserError(f"--head {spec!r}: write it as BLOCK_PREFIX:HEAD, e.g. encoder.0.self_attn:3") from None
+
+
+def cmd_report(args) -> int:
+    """One self-contained HTML report of a run (report.build_report)."""
+    from .names import available_blocks, n_layers
+    from .report import build_report
+    out = Path(args.out)
+    if out.suffix not in (".html", ".htm"):
+        raise UserError(f"--out must end in .html, not {out.suffix or '(nothing)'}")
+    hm = _load(args.checkpoint)
+    heads = [_head(h) for h in args.head] or None
+    for block, layer, head in heads or []:
+        if block not in available_blocks(hm.cfg) or layer >= n_layers(hm.cfg, block) or head >= hm.cfg.n_heads:
+            raise UserError(f"--head {block} layer {layer} head {head} is not in {hm.name} "
+                            f"({hm.cfg.n_heads} heads per layer)")
+    html = build_report(hm, _run(hm, args), heads)
+    out.write_text(html, encoding="utf-8")
+    print(f"wrote {out} ({len(html.encode('utf-8')) / 1e6:.2f} MB)", file=sys.stderr)
+    return 0
+
+
+def cmd_stats(args) -> int:
+    """Head statistics averaged over a corpus (one sentence a line), with roles, as CSV."""
+    from . import corpora
+    from .export import csv_bytes
+    from .summaries import corpus_head_stats, head_roles
+    hm = _load(args.checkpoint)
+    try:
+        if args.corpus:
+            path = Path(args.corpus)
+            if not path.is_file():
+                raise UserError(f"--corpus {path}: no such file")
+            texts = corpora.parse(path.read_text(encoding="utf-8"))
+        else:
+            texts = corpora.load(corpora.for_model(hm.cfg))
+        progress = (lambda done, n: print(f"\r{done}/{n} sentences", end="", file=sys.stderr)) if not args.quiet else None
+        df = head_roles(corpus_head_stats(hm, texts, progress))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(str(e)) from None
+    if progress:
+        print(file=sys.stderr)
+    Path(args.out).write_bytes(csv_bytes(df))
+    print(f"wrote {len(df)} heads over {len(texts)} sentences to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -147,6 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--target", help="teacher-force this target instead of the model's own output")
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_trace)
+    s = sub.add_parser("report", help="one self-contained HTML report of a run (opens offline)")
+    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--text", required=True)
+    s.add_argument("--target", help="teacher-force this target instead of the model's own output")
+    s.add_argument("--head", action="append", default=[], metavar="PREFIX:HEAD",
+                   help="a head to draw, e.g. decoder.2.cross_attn:3 (repeatable; default head 0 of each last layer)")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_report)
+    s = sub.add_parser("stats", help="per-head attention statistics over a corpus, as CSV")
+    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--corpus", help="a text file, one sentence a line (default: the built-in held-out corpus)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    s.set_defaults(fn=cmd_stats)
     s = sub.add_parser("info", help="what a checkpoint is")
     s.add_argument("--checkpoint", required=True)
     s.add_argument("--json", action="store_true")

@@ -1,0 +1,85 @@
+"""Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
+text or over a corpus, roles with their evidence, grids per block; a click opens the head on the attention page."""
+import hashlib
+
+import streamlit as st
+
+from views import cached, context, widgets
+from views.strings import t
+from viz_transformer import corpora, export, summaries, summary_plots
+from viz_transformer.names import available_blocks, n_layers
+
+ctx = context.need_run()
+hm, cfg, path = ctx.hm, ctx.hm.cfg, str(ctx.path)
+st.title(t("hs.title"))
+st.caption(t("hs.intro"))
+
+source = st.segmented_control(t("hs.source"), ["text", "builtin", "own"], default="text", required=True,
+                              key="hs_source", format_func=lambda s: t(f"hs.source.{s}"))
+texts = None
+if source == "builtin":
+    lang = corpora.for_model(cfg)
+    texts = corpora.load(lang)
+    st.caption(t("hs.builtin_help", n=len(texts), lang=t(f"hs.lang.{lang}")))
+elif source == "own":
+    up = st.file_uploader(t("hs.upload"), type=["txt", "tsv", "csv"], key="hs_upload")
+    pasted = st.text_area(t("hs.paste"), key="hs_paste", height=120)
+    try:
+        raw = up.getvalue().decode("utf-8") if up is not None else pasted
+        texts = corpora.parse(raw) if raw.strip() else None
+    except UnicodeDecodeError as e:
+        st.error(t("hs.bad_file", error=e))
+    if texts is None:
+        st.stop()
+
+if texts is None:
+    df = summaries.head_stats(ctx.run)
+    df["n_sentences"] = 1
+else:
+    digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
+    store, key = cached.corpus_results(), (path, ctx.stamp, digest)
+    if key not in store and st.button(t("hs.run", n=len(texts)), key="hs_run", type="primary", icon=":material/play_arrow:"):
+        bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
+        progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
+        try:
+            store[key] = summaries.corpus_head_stats(hm, texts, progress)
+        except ValueError as e:
+            st.error(str(e))
+        bar.empty()
+    if key not in store:
+        st.info(t("hs.not_yet"))
+        st.stop()
+    df = store[key]
+st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
+
+threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
+                      help=t("hs.threshold_help"))
+table = summaries.head_roles(df, threshold)
+st.dataframe(table, hide_index=True, key="hs_table", column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                                                   for c in summaries.STATS})
+st.download_button(t("hs.csv"), data=export.csv_bytes(table), file_name=f"{ctx.name}-head-stats.csv", mime="text/csv",
+                   key="hs_csv", on_click="ignore", icon=":material/table:")
+with st.expander(t("hs.defs")):
+    st.markdown("\n".join(f"- **{k}**: {widgets.md_escape(v)}" for k, v in summaries.STATS.items()))
+
+stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat")
+zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else None
+
+
+def _open(block: str) -> None:
+    points = st.session_state[f"hs_grid_{block}"].selection.points
+    cells = [p["customdata"] for p in points if p.get("customdata")]
+    if cells:
+        st.session_state["hs_open"] = (block, int(cells[0][0]), int(cells[0][1]))
+
+
+for block in available_blocks(cfg):
+    grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
+    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block), stat=stat),
+                                         t("axis.layer"), t("axis.head"), stat, zmax=zmax, hover=t("hs.grid_hover")),
+                 key=f"hs_grid_{block}", on_select=lambda b=block: _open(b), selection_mode="points")
+
+opened = st.session_state.pop("hs_open", None)
+if opened is not None:        # the attention page reads its pickers from these keys
+    st.session_state["at_block"], st.session_state["at_layer"], st.session_state["at_head"] = opened
+    st.switch_page("views/attention.py")

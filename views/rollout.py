@@ -1,0 +1,36 @@
+"""Page: attention rollout of every self-attention part and a translator's source attribution, with the
+method, its formula and its limits."""
+import pandas as pd
+import streamlit as st
+
+from views import context, widgets
+from views.strings import t
+from viz_transformer import export, summaries, summary_plots
+
+ctx = context.need_run()
+run, cfg = ctx.run, ctx.hm.cfg
+st.title(t("ro.title"))
+st.caption(t("ro.intro"))
+with st.expander(t("ro.method"), expanded=True):
+    st.markdown(t("ro.method_md"))
+    st.markdown(t("ro.limits_md"))
+
+
+def _matrix(name: str, m, q_pieces, k_pieces, key: str) -> None:
+    """A relevance heatmap with its CSV (rows and columns labelled "i:piece")."""
+    widgets.show(summary_plots.relevance_heatmap(m, q_pieces, k_pieces, name, t("axis.key"), t("axis.query"),
+                                                 colorbar=t("cb.relevance")), key=key)
+    df = pd.DataFrame(m.numpy(), index=[f"{i}:{p}" for i, p in enumerate(q_pieces)],
+                      columns=[f"{i}:{p}" for i, p in enumerate(k_pieces)])
+    st.download_button(t("ro.csv"), data=export.csv_bytes(df.reset_index(names="query")), file_name=f"{key}.csv",
+                       mime="text/csv", key=f"{key}_csv", on_click="ignore", icon=":material/table:")
+
+
+if cfg.is_encoder_decoder:
+    _matrix(t("ro.attr_title"), summaries.source_attribution(run.cache), run.tgt_pieces, run.src_pieces, "ro_attr")
+    _matrix(t("ro.rollout_title", block=widgets.block_label("encoder.self_attn")),
+            summaries.rollout(run.cache, "encoder"), run.src_pieces, run.src_pieces, "ro_encoder")
+else:
+    st.caption(t("ro.lm_note"))
+_matrix(t("ro.rollout_title", block=widgets.block_label("decoder.self_attn")),
+        summaries.rollout(run.cache, "decoder"), run.tgt_pieces, run.tgt_pieces, "ro_decoder")
