@@ -173,7 +173,7 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
     cfg = hm.cfg
     heads = list(default_heads(cfg) if heads is None else heads)
     trace = run.trace if trace is None else trace
-    kind = "translator" if cfg.is_encoder_decoder else "lm"
+    kind = "translator" if cfg.is_translator else "lm"
     block_name = lambda b: TEXT[f"block.{b}"]                              # noqa: E731
     secs = [{"heading": TEXT["input"], "blocks": [{"kind": "text", "text": run.text},
                                                     {"kind": "text", "heading": TEXT[f"output.{kind}"],
