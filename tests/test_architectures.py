@@ -190,3 +190,27 @@ def test_evaluate_scores_several_translators_on_the_same_unseen_pairs(tmp_path, 
     items, _ = common_heldout(hms)
     train, _, test = D.split_by_source(D.read_pairs(pairs_tsv), 1234, 6, 4)
     assert items == [p for p in test if p[0] not in {s for s, _ in train}] and len(items) == lines[0]["n"]
+
+
+SHIPPED = ["zh-en-4ep", "zh-en-decoder", "zh-en-prefix"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_snapshots_are_the_shipped_weights_and_the_seeded_initialisation(name):
+    from pathlib import Path
+
+    from viz_transformer.capture import HookedModel
+    from viz_transformer.snapshots import INDEX, WEIGHTS
+    path = Path(__file__).resolve().parent.parent / "checkpoints" / name
+    hm, snaps = load_checkpoint(path), load_training_snapshots(path)
+    assert (path / WEIGHTS).stat().st_size + (path / INDEX).stat().st_size <= 3_000_000
+    assert snaps.steps[0] == 0 and len(snaps.steps) >= 12 and snaps.shipped_step == hm.meta["val"]["step"]
+    k = snaps.shipped_index
+    torch.manual_seed(hm.meta["train_config"]["seed"])
+    fresh = HookedModel(Transformer(hm.cfg), hm.tokenizer)
+    for j, (text, ref) in enumerate(SNAPSHOT_PAIRS[:3]):
+        shipped, init = hm.run(text, target=ref), fresh.run(text, target=ref)
+        assert snaps.tgt_pieces[j] == shipped.tgt_pieces
+        for name_ in snaps.names():
+            assert torch.allclose(snaps.pattern(k, j, name_), shipped.cache[name_][0], atol=2e-2), name_
+            assert torch.allclose(snaps.pattern(0, j, name_), init.cache[name_][0], atol=2e-3), name_

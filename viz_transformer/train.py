@@ -359,11 +359,10 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             model.to(device)
         if rec is not None:                 # every epoch end: the shipped step is one of them
             rec.record(model, tok, step, loss_ema)
+            rec.finish(out, info["best"]["step"])     # the app can play training back while it goes on
         info.update(epoch=epoch + 1, step=step, loss_ema=loss_ema)
         save_state(work, model, opt, info)
 
-    if rec is not None and info["best"] is not None:
-        rec.finish(out, info["best"]["step"])
     finish(out, tc, test)
     return out
 
