@@ -90,10 +90,12 @@ def snapshots(path: str, stamp: float):
 
 
 def translators() -> dict[str, Path]:
-    """One usable translator checkpoint per architecture (name order: zh-en before zh-en-*)."""
+    """One usable translator checkpoint per architecture: those trained on the shared source-disjoint
+    split first (the comparison's models share data, split and budget), then by name."""
     from viz_transformer import list_checkpoints
     found: dict[str, Path] = {}
-    for info in sorted(list_checkpoints(checkpoints_root()), key=lambda i: i.name):
+    infos = list_checkpoints(checkpoints_root())
+    for info in sorted(infos, key=lambda i: ((i.meta or {}).get("split") != "by_source", i.name)):
         cfg = info.config
         if info.error is None and cfg is not None and cfg.is_translator:
             found.setdefault(cfg.architecture, info.path)
