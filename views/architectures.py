@@ -27,22 +27,33 @@ depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", r
                              format_func=lambda d: t(f"ar.depth.{d}"))
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
-parts = [t("ar.part.begin"), t("ar.part.source"), t("ar.part.target")]
+parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name
+cfgs = {arch: hms[arch].cfg for arch in runs}
+st.subheader(t("ar.row.output"))
 for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
-    cfg = hms[arch].cfg
-    layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
     with where:
-        st.subheader(t(f"ov.arch.{arch}"))
+        st.markdown(f"**{t('ov.arch.' + arch)}**")
         st.caption(t("ar.checkpoint", name=models[arch].name, n=sum(p.numel() for p in hms[arch].model.parameters())))
         st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
-        w, qp, kp = A.source_attention(run, cfg, layer)
+st.subheader(t("ar.row.reads"))
+st.caption(t("ar.row.reads_help"))
+for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+    cfg = cfgs[arch]
+    layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
+    w, qp, kp = A.source_attention(run, cfg, layer)
+    with where:
         widgets.show(plots.attention_heatmap(w, qp, kp, t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}",
-                     layer=layer), t("axis.source"), t("ar.target_axis"), t("cb.weight")), key=f"ar_reads_{arch}")
-        block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
-        for b in ([block, "decoder.self_attn"] if cfg.is_encoder_decoder else [block]):
-            q, k = (run.src_pieces, run.src_pieces) if b == "encoder.self_attn" else (run.tgt_pieces, run.tgt_pieces)
+                     arch=t("ar.short." + arch), layer=layer), t("axis.source"), t("ar.target_axis"), t("cb.weight")),
+                     key=f"ar_reads_{arch}")
+st.subheader(t("ar.row.masks"))
+for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+    cfg = cfgs[arch]
+    with where:
+        for b in (["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]):
+            q = run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces
             name = A.hook_name(b, 0, "hook_mask")
-            fig = plots.mask_heatmap(run.cache[name][0, 0], q, k, t("ar.mask", hook=name), **mask_kw)
+            fig = plots.mask_heatmap(run.cache[name][0, 0], q, q, t("ar.mask", arch=t("ar.short." + arch), hook=name),
+                                     **mask_kw)
             seg = A.segments(run, cfg)
             if seg is not None:
                 plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)

@@ -27,7 +27,7 @@ seg = architectures.segments(run, cfg)
 if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target
     st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))
     plots_models.mark_segments(fig, [seg.source_start, seg.source_end],
-                               [t("ar.part.begin"), t("ar.part.source"), t("ar.part.target")])
+                               ["", t("ar.part.source"), t("ar.part.target")])
 widgets.show(fig, key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------

@@ -343,7 +343,6 @@ EN = {
                          "one token per step, until [end] — one sequence, no encoder.",
     "at.segments": "One sequence holds both languages: positions 0–{a} are [begin] and the source, {b} is [sep], "
                    "the translation starts at {c}. The dotted lines mark the parts.",
-    "ar.part.begin": "[begin]",
     "ar.part.source": "source",
     "ar.part.target": "[sep] + target",
     "mk.prefix_applied": "The prefix mask this model applied (its decoder.0.self_attn.hook_mask): bidirectional over "
@@ -362,11 +361,16 @@ EN = {
     "ar.depth.first": "first layer",
     "ar.depth.last": "last layer",
     "ar.checkpoint": "{name} · {n:,} parameters",
-    "ar.reads.cross": "Where the target reads the source: cross-attention, layer {layer}, mean over heads",
-    "ar.reads.self": "Where the target reads the source: self-attention rows of [sep] + target, source columns, "
-                     "layer {layer}, mean over heads",
+    "ar.row.output": "The translation each one produced (greedy)",
+    "ar.row.reads": "Where the target reads the source",
+    "ar.row.reads_help": "Rows: the positions that predict each target token ([begin] or [sep], then the target). "
+                         "Columns: the source pieces. Mean over heads. The encoder-decoder reads the source through "
+                         "cross-attention; the other two through the source columns of their self-attention.",
+    "ar.row.masks": "The mask each one applied (layer 0, captured)",
+    "ar.reads.cross": "{arch}: cross-attention, layer {layer}",
+    "ar.reads.self": "{arch}: self-attention, layer {layer}",
     "ar.target_axis": "target position (predicts the next token)",
-    "ar.mask": "Mask applied: {hook}",
+    "ar.mask": "{arch}: {hook}",
     "ar.differs": "**What differs and why.** The encoder-decoder keeps two sequences: its encoder sees the whole "
                   "source in both directions, and every target token reads the source through a separate "
                   "cross-attention block. The decoder-only model has one causal sequence, so a source piece cannot "

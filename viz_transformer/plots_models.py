@@ -16,7 +16,8 @@ SERIES_COLOURS = {"encoder_decoder": "#1f77b4", "decoder_only": "#d62728", "pref
 
 def mark_segments(fig: go.Figure, boundaries: Sequence[int], names: Sequence[str], axes: str = "xy") -> go.Figure:
     """Lines between the parts of one sequence on a categorical heatmap (boundary b: between
-    position b - 1 and b), and each part's name above the plot. names has len(boundaries) + 1."""
+    position b - 1 and b), and each part's name above the plot ("" for none). names has
+    len(boundaries) + 1."""
     edges = [0, *boundaries]
     for b in boundaries:
         if "x" in axes:
@@ -26,7 +27,7 @@ def mark_segments(fig: go.Figure, boundaries: Sequence[int], names: Sequence[str
     n = len(fig.data[0].x) if fig.data and fig.data[0].x is not None else boundaries[-1] + 1
     edges.append(n)
     for name, a, b in zip(names, edges[:-1], edges[1:]):
-        if b > a:
+        if b > a and name:
             fig.add_annotation(x=(a + b - 1) / 2, y=1.0, yref="paper", yanchor="bottom", text=escape(name),
                                showarrow=False, font=dict(color="#d62728", size=12))
     return fig
