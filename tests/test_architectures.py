@@ -192,7 +192,7 @@ def test_evaluate_scores_several_translators_on_the_same_unseen_pairs(tmp_path, 
     assert items == [p for p in test if p[0] not in {s for s, _ in train}] and len(items) == lines[0]["n"]
 
 
-SHIPPED = ["zh-en-4ep", "zh-en-decoder", "zh-en-prefix"]
+SHIPPED = ["zh-en-encdec", "zh-en-decoder", "zh-en-prefix"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

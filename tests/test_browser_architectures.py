@@ -1,0 +1,60 @@
+"""End-to-end in Chromium with the shipped translators: the architecture comparison draws the three
+models' translations and figures, and training playback steps and plays through the snapshots."""
+from __future__ import annotations
+
+import re
+
+from test_browser import ARTIFACTS, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
+from viz_transformer import load_checkpoint
+from viz_transformer.snapshots import load_training_snapshots
+
+
+def _pick(pg, name: str) -> None:
+    pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    pg.get_by_role("option", name=name, exact=True).click()
+    _settle(pg)
+
+
+def _drawn(pg) -> None:
+    """Every chart has drawn: the rerun is over and no skeleton is left."""
+    pg.wait_for_function("""() => document.querySelector('[data-test-script-state="notRunning"]')
+        && !document.querySelector('[data-testid="stSkeleton"]')
+        && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))""")
+
+
+def test_compare_architectures_and_training_playback(server, page):  # noqa: F811
+    url, root = server
+    pg = page
+    pg.goto(url)
+    pg.get_by_role("heading", name="Overview").first.wait_for()
+    _settle(pg)
+    _pick(pg, "zh-en-prefix")
+    _open(pg, "Compare architectures")
+    _drawn(pg)
+    codes = [c.inner_text().strip() for c in pg.locator('[data-testid="stMain"] [data-testid="stCode"]').all()]
+    text = "我是一名工程师。"
+    expect = [load_checkpoint(root / n).run(text).output for n in ("zh-en-encdec", "zh-en-decoder", "zh-en-prefix")]
+    assert codes[:3] == expect
+    assert _charts(pg) >= 9            # 3 source readings, 4 masks, ranks, spectra
+    pg.screenshot(path=str(ARTIFACTS / "arch-compare.png"), full_page=True)
+    _no_exception(pg)
+
+    snaps = load_training_snapshots(root / "zh-en-prefix")
+    _open(pg, "Attention over training")
+    _drawn(pg)
+    main = pg.locator('[data-testid="stMain"]')
+    step_metric = main.locator('[data-testid="stMetricValue"]').first
+    assert step_metric.inner_text() == "0"
+    for k in (1, 2):
+        pg.get_by_role("button", name=re.compile("Next")).click()
+        _settle(pg)
+        assert step_metric.inner_text() == f"{snaps.steps[k]:,}"
+    _drawn(pg)
+    pg.screenshot(path=str(ARTIFACTS / "training-playback.png"), full_page=True)
+    pg.get_by_role("button", name=re.compile("Play")).click()
+    pg.wait_for_function(f"() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
+                         f".some(e => e.innerText === '{snaps.steps[-1]:,}')")
+    _settle(pg)
+    _drawn(pg)
+    assert snaps.translations[-1][0] in main.inner_text()
+    _no_exception(pg)
