@@ -49,7 +49,7 @@ def stories_txt(tmp_path_factory):
 def translation_args(data, root, epochs=3):
     return ["--task", "translation", "--data", str(data), "--out", str(root / "out"), "--work", str(root / "work"),
             "--n-encoder-layers", "1", "--max-len", "48", "--epochs", str(epochs), "--batch-size", "8",
-            "--n-test", "4", "--n-val", "4", "--eval-limit", "4", *TINY]
+            "--n-test", "4", "--n-val", "4", "--eval-limit", "4", "--no-snapshots", *TINY]   # snapshots: test_architectures
 
 
 def state(root) -> dict:

@@ -6,11 +6,39 @@ them trained on, so no model is rewarded for remembering a training sentence.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
+import torch
+import torch.nn.functional as F
+
 from . import data as D
-from .train import lm_perplexity, score_translation
+from .decoding import greedy_batch
+
+
+def score_translation(model, tok, pairs, limit=None, max_new_tokens=None) -> dict:
+    import sacrebleu
+    pairs = pairs[:limit] if limit else pairs
+    hyps = greedy_batch(model, tok, [s for s, _ in pairs], max_new_tokens=max_new_tokens)
+    refs = [t for _, t in pairs]
+    return {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
+
+
+@torch.no_grad()
+def lm_perplexity(model, blocks: torch.Tensor, batch_size: int = 16) -> float:
+    model.eval()
+    nll, n = 0.0, 0
+    for b in range(0, len(blocks), batch_size):
+        x = blocks[b:b + batch_size]
+        logits = model(x[:, :-1])
+        y = x[:, 1:]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                               ignore_index=model.cfg.pad_id, reduction="sum")
+        nll += loss.item()
+        n += (y != model.cfg.pad_id).sum().item()
+    return math.exp(nll / max(n, 1))
 
 
 def translation_splits(meta: dict, data: Optional[str] = None):

@@ -26,6 +26,7 @@ from . import data as D
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
 from .config import ModelConfig
 from .decoding import greedy_batch
+from .evaluation import lm_perplexity, score_translation
 from .inputs import pad_rows
 from .model import Transformer
 from .snapshots import Recorder
@@ -164,31 +165,6 @@ def load_state(work: Path, model, opt) -> Optional[dict]:
     return info
 
 
-# -- evaluation -------------------------------------------------------------------------------
-def score_translation(model, tok, pairs, limit=None, max_new_tokens=None) -> dict:
-    import sacrebleu
-    pairs = pairs[:limit] if limit else pairs
-    hyps = greedy_batch(model, tok, [s for s, _ in pairs], max_new_tokens=max_new_tokens)
-    refs = [t for _, t in pairs]
-    return {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
-            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
-
-
-@torch.no_grad()
-def lm_perplexity(model, blocks: torch.Tensor, batch_size: int = 16) -> float:
-    model.eval()
-    nll, n = 0.0, 0
-    for b in range(0, len(blocks), batch_size):
-        x = blocks[b:b + batch_size]
-        logits = model(x[:, :-1])
-        y = x[:, 1:]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
-                               ignore_index=model.cfg.pad_id, reduction="sum")
-        nll += loss.item()
-        n += (y != model.cfg.pad_id).sum().item()
-    return math.exp(nll / max(n, 1))
-
-
 def lr_at(step: int, tc: TrainConfig, total: int) -> float:
     if step < tc.warmup:
         return tc.lr * (step + 1) / tc.warmup
@@ -291,7 +267,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             batches = [order[b:b + tc.batch_size] for b in range(0, n, tc.batch_size)]
         bar = tqdm(batches[: total - step], desc=f"epoch {epoch + 1}/{tc.epochs}", file=sys.stderr,
                    mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True)
-        ntok, loss_ema = 0, info.get("loss_ema")
+        ntok, loss_ema = 0, None
         for batch in bar:
             if rec is not None and rec.due(step):
                 rec.record(model, tok, step, loss_ema if step else None)
@@ -360,7 +336,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         if rec is not None:                 # every epoch end: the shipped step is one of them
             rec.record(model, tok, step, loss_ema)
             rec.finish(out, info["best"]["step"])     # the app can play training back while it goes on
-        info.update(epoch=epoch + 1, step=step, loss_ema=loss_ema)
+        info.update(epoch=epoch + 1, step=step)
         save_state(work, model, opt, info)
 
     finish(out, tc, test)
