@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_transformer import analysis, decode, interventions, lab, load_checkpoint
+from viz_transformer import analysis, decode, interventions, lab, lenses, load_checkpoint, patching
 from viz_transformer import capture as runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +80,28 @@ def positions_off(path: str, stamp: float, text: str):
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))
+
+
+# -- logit lens and activation patching ---------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def lens(path: str, stamp: float, text: str):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
+    hm, run = load_model(path, stamp), run_text(path, stamp, text)
+    return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def trace_lens(path: str, stamp: float, text: str, step: int, **params):
+    """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
+    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def pair(path: str, stamp: float, text_a: str, text_b: str):
+    return patching.prepare_pair(load_model(path, stamp), text_a, text_b)
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
+    return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
+                                    pair=pair(path, stamp, text_a, text_b))

@@ -104,3 +104,28 @@ def first_row_known(view: LensView) -> list[Optional[int]]:
             r -= 1
         out.append(r if r < len(top) else None)
     return out
+
+
+def trace_lens(hm, trace, step: int) -> torch.Tensor:
+    """The lens of decoding step `step` (0-based) of a Trace (greedy, sampled or beam): every row read at
+    the query that chose that step's token, on the ids decoded before it: [n_decoder_layers + 1, vocab]."""
+    if not 0 <= step < len(trace.steps):
+        raise ValueError(f"step {step} is out of range: the trace has steps 0 … {len(trace.steps) - 1}")
+    ids = list(trace.prompt_ids) + trace.output_ids[:step]
+    prefix_len = len(trace.prompt_ids) if hm.cfg.architecture == "prefix_lm" else None
+    return lens_from_ids(hm, ids, trace.src_ids, prefix_len)[:, -1]
+
+
+def column(hm, lp_col: torch.Tensor, final_id: int, k: int = 3) -> dict:
+    """One position's lens [rows, vocab] as a view's column: P(final_id) per row [rows], the top-k
+    pieces and probabilities per row."""
+    probs = lp_col.exp()
+    top_p, top_i = probs.topk(k, -1)                                                   # (rows, k)
+    return {"final_prob": probs[:, final_id], "top_pieces": [hm.tokenizer.pieces(r.tolist()) for r in top_i],
+            "top_probs": top_p}
+
+
+def view_column(view: LensView, pos: int, k: int = 3) -> dict:
+    """Position `pos` of a LensView in the shape `column` returns."""
+    return {"final_prob": view.final_prob[:, pos], "top_pieces": [r[pos][:k] for r in view.top_pieces],
+            "top_probs": view.top_probs[:, pos, :k]}
