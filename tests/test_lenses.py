@@ -98,3 +98,18 @@ def test_view_names_the_generated_tokens(zh_en):
     assert known[start] is not None and int(view.top_ids[known[start], start, 0]) == view.final_ids[start]
     assert lens_names(zh_en.cfg) == ["decoder.0.hook_resid_pre", "decoder.0.hook_resid_post",
                                      "decoder.1.hook_resid_post", "decoder.2.hook_resid_post"]
+
+
+def test_a_traces_step_lens_is_the_runs_column(models, zh_en):
+    from viz_transformer import decode
+    from viz_transformer.lenses import trace_lens
+    for hm in [zh_en, *models.values()]:
+        run = _run(hm)
+        lp = logit_lens(hm, run)
+        for step in range(len(run.trace.steps)):
+            assert torch.allclose(trace_lens(hm, run.trace, step), lp[:, run.prompt_len - 1 + step], atol=1e-5)
+        with pytest.raises(ValueError, match="out of range"):
+            trace_lens(hm, run.trace, len(run.trace.steps))
+    beam = decode(zh_en, "我是一名工程师。", strategy="beam", beam_width=3)       # any strategy's trace
+    last = trace_lens(zh_en, beam, len(beam.steps) - 1)
+    assert last.shape == (zh_en.cfg.n_decoder_layers + 1, zh_en.cfg.vocab_size)

@@ -14,13 +14,13 @@ import streamlit as st
 from views.strings import t
 from viz_transformer import lessons
 
-PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp"}   # block/layer/head
+PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp", "positions": "po"}   # block/layer/head
 KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention": "at_words"},
         "row": {"step_by_step": "st_row"}, "strategy": {"decoding": "dc_strategy"},
         "max_new_tokens": {"decoding": "dc_max_new"}, "beam_width": {"decoding": "dc_width"},
         "ablate_mode": {"knockout": "ko_mode"}, "permutation": {"positions": "po_how"},
         "other_text": {"compare": "cp_text_{kind}", "patching": "pt_text_{kind}"},
-        "over": {"patching": "pt_over"}, "lens_step": {"lens": "ln_step"}}
+        "over": {"patching": "pt_over"}, "lens_step": {"lens": "ln_step"}, "prefix_len": {"masks": "mk_prefix"}}
 KINDS = ("translator", "lm")
 ABLATE_BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
@@ -130,7 +130,8 @@ def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool) -> 
     sb.markdown(f"**{t('ls.lesson')}: {lessons.note(lesson.title)}**")
     if "zh" in lesson.title:
         sb.caption(lesson.title["zh"])
-    sb.progress((i + 1) / len(lesson.steps), text=t("ls.step", i=i + 1, n=len(lesson.steps)))
+    sb.progress((i + 1) / len(lesson.steps))
+    sb.caption(t("ls.step", i=i + 1, n=len(lesson.steps)))
     sb.markdown(lessons.note(step.note, "en"))
     if "zh" in step.note:
         sb.markdown(step.note["zh"])

@@ -42,6 +42,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "permutation": (str, lambda v: v in ("reverse", "swap"), "reverse or swap"),
     "other_text": (str, lambda v: 0 < len(v) <= 20_000, "the second text (compare, patching)"),
     "over": (str, lambda v: v in ("heads", "blocks", "resid"), "heads, blocks or resid"),
+    "prefix_len": (int, lambda v: 1 <= v < 4096, "the prefix length shown on the masks page"),
     "lens_step": (int, lambda v: 0 <= v < 4096, "the decoding step the lens marks"),
 }
 
