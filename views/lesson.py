@@ -141,7 +141,7 @@ def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool) -> 
     c[1].button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
                 type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
     sb.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:",
-              help=t("ls.restore_help"), width="stretch")
+              width="stretch")
     if not on_page:
         sb.caption(t("ls.elsewhere"))
     sb.button(t("ls.leave"), key="ls_leave", on_click=_leave, type="tertiary")

@@ -404,7 +404,6 @@ EN = {
     "ls.back": "Back",
     "ls.next": "Next",
     "ls.restore": "Back to the lesson step",
-    "ls.restore_help": "Put the page and every setting back as this step shows them.",
     "ls.elsewhere": "You are on another page than this step's; \"Back to the lesson step\" returns.",
     "ls.leave": "Leave the lesson",
     "ls.bad": "This lesson cannot be opened: {error}",
