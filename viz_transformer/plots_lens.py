@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 import plotly.graph_objects as go
 
-from .plots import ATTN_SCALE, _layout, _np, escape, labels, values_heatmap  # noqa: F401
+from .plots import ATTN_SCALE, _layout, _np, escape, head_grid, labels, values_heatmap
 
 
 def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequence[str], positions: Sequence[str],
@@ -44,4 +44,14 @@ def score_heatmap(grid, row_names: Sequence[str], col_names: Sequence[str], titl
     fig = values_heatmap(grid, [escape(r) for r in row_names], [escape(c) for c in col_names], title, xlabel,
                          ylabel, colorbar)
     fig.update_traces(texttemplate="%{z:.2f}", textfont=dict(size=10))
+    return fig
+
+
+def score_head_grid(grid, limit: float, title: str, layer_label: str, head_label: str, colorbar: str,
+                    hover: str) -> go.Figure:
+    """plots.head_grid for patching scores, on a colour scale of ±limit shared by every block's grid
+    (a block whose heads restore little stays pale instead of being stretched to full colour)."""
+    fig = head_grid(grid, title, layer_label, head_label, colorbar, hover=hover)
+    lim = float(limit) if limit > 0 else 1.0
+    fig.update_traces(zmin=-lim, zmax=lim, selector=dict(type="heatmap"))
     return fig
