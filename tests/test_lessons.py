@@ -118,7 +118,7 @@ def test_save_as_lesson_step_builds_a_lesson_file():
     at = open_app("views/attention.py", ckpt="tiny-zh-en")
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.selectbox, "at_layer").set_value(1).run(timeout=60)
-    by_key(at.text_area, "ls_note_en").input("Cross-attention lines up the words.").run(timeout=60)
+    by_key(at.text_input, "ls_note_en").input("Cross-attention lines up the words.").run(timeout=60)
     by_key(at.button, "ls_save").click().run(timeout=60)
     at.switch_page("views/knockout.py").run(timeout=60)
     by_key(at.button, "ko_all_decoder.cross_attn_0").click().run(timeout=60)         # knock out layer 0's heads

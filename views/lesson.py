@@ -160,8 +160,8 @@ def writer(current: str, kind: str) -> None:
         st.caption(t("ls.write_help"))
         st.text_input(t("ls.title_en"), key="ls_title_en", value=t("ls.default_title"))
         st.text_input(t("ls.title_zh"), key="ls_title_zh")
-        st.text_area(t("ls.note_en"), key="ls_note_en", height=80)
-        st.text_area(t("ls.note_zh"), key="ls_note_zh", height=80)
+        st.text_input(t("ls.note_en"), key="ls_note_en")          # one line: markdown allowed
+        st.text_input(t("ls.note_zh"), key="ls_note_zh")
         st.button(t("ls.save"), key="ls_save", on_click=_save_step, args=(current, kind), icon=":material/add:")
         draft = st.session_state.get("lesson_draft", [])
         st.caption(t("ls.draft", n=len(draft)))
