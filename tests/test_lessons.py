@@ -156,6 +156,9 @@ def test_lens_and_patching_pages_for_each_architecture():
         fig = figure(at, "Logit lens")
         n_rows = at.session_state["_viz_ctx"].hm.cfg.n_decoder_layers + 1
         assert len(fig["data"][0]["y"]) == n_rows
+        run = at.session_state["_viz_ctx"].run
+        assert len(fig["data"][0]["x"]) == min(20, len(run.tgt_ids))     # a window of positions when long
+        assert any("→" in x and str(run.prompt_len - 1) in x for x in fig["data"][0]["x"])   # step 1 is shown
         assert len(at.dataframe[0].value) == n_rows                    # the marked step, row by row
         at.switch_page("views/patching.py").run(timeout=60)
         assert not at.exception, [e.value for e in at.exception]

@@ -3,8 +3,9 @@ import streamlit as st
 
 from views import cached, context, lens_parts, widgets
 from views.strings import t
-from viz_transformer import lenses, plots_lens
+from viz_transformer import analysis, lenses, plots_lens
 
+WINDOW = 20        # positions shown around the marked step (each cell names a token)
 ctx = context.need_run()
 run = ctx.run
 st.title(t("ln.title"))
@@ -22,10 +23,13 @@ else:
     st.info(t("ln.no_output"))
 pos = None if step is None else start + step - 1
 names = lens_parts.row_labels(len(view.rows))
+a, b = analysis.token_window(n_pos, max(0, (start if pos is None else pos) - WINDOW // 2), WINDOW)
+if (a, b) != (0, n_pos):
+    st.caption(t("ln.window", a=a, b=b - 1, n=n_pos))
 widgets.show(plots_lens.lens_grid(view.final_prob, [[c[0] for c in r] for r in view.top_pieces], names,
                                   view.positions, view.final_pieces, t("ln.grid_title"), t("ln.axis.pos"),
                                   t("ln.axis.row"), t("ln.cb"), output_start=start, marked=pos,
-                                  hover_top=t("ln.hover_top")), key="ln_grid")
+                                  hover_top=t("ln.hover_top"), window=(a, b)), key="ln_grid")
 if start > 0:
     st.caption(t("ln.output_line", n=n_steps))
 

@@ -113,7 +113,12 @@ def before_sidebar(page, pages: dict) -> None:
         st.session_state["lesson_pending"] = True
     if state is None:
         return
-    lesson = load(state["name"])
+    try:
+        lesson = load(state["name"])
+    except ValueError as e:                                     # the file went away or broke meanwhile
+        st.session_state.pop("lesson", None)
+        st.sidebar.error(t("ls.bad", error=str(e)))
+        return
     i = min(state["step"], len(lesson.steps) - 1)
     step = lesson.steps[i]
     if st.session_state.pop("lesson_pending", False):

@@ -350,6 +350,7 @@ EN = {
     "ln.cb": "P(final token)",
     "ln.hover_top": "top token",
     "ln.output_line": "Right of the dashed line the predictions are the output ({n} steps).",
+    "ln.window": "Positions {a} … {b} of {n}, around the marked step (move the step to move the window).",
     "ln.step": "Decoding step",
     "ln.step_help": "The step whose query is framed in the grid; the table lists each layer's top tokens there.",
     "ln.table_title": "Step {i}: {query} → {final}",

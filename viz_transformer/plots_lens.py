@@ -13,14 +13,18 @@ from .plots import ATTN_SCALE, _layout, _np, escape, head_grid, labels, values_h
 
 def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequence[str], positions: Sequence[str],
               final_pieces: Sequence[str], title: str, xlabel: str, ylabel: str, colorbar: str,
-              output_start: int = 0, marked: Optional[int] = None, hover_top: str = "top token") -> go.Figure:
+              output_start: int = 0, marked: Optional[int] = None, hover_top: str = "top token",
+              window: Optional[tuple[int, int]] = None) -> go.Figure:
     """Rows (embeddings at the bottom, last layer at the top) × decoder positions: colour = P(the final
     token of that position) read at that row, text = the row's top token there. Columns from
-    `output_start` on predict the output; `marked` (a position) gets a frame."""
-    p = _np(final_prob)
+    `output_start` on predict the output; `marked` (a position) gets a frame. window: (a, b) shows
+    positions a … b-1 only (labels keep their real positions)."""
+    a, b = window or (0, len(positions))
+    p = _np(final_prob)[:, a:b]
     R, T = p.shape
-    cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions), final_pieces)]
-    text = [[escape(top_pieces[r][c]) for c in range(T)] for r in range(R)]
+    cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
+    text = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
+    output_start, marked = output_start - a, None if marked is None else marked - a
     tr = go.Heatmap(z=p, x=cols, y=[escape(r) for r in row_names], text=text, texttemplate="%{text}",
                     textfont=dict(size=11), colorscale=ATTN_SCALE, zmin=0.0, zmax=1.0,
                     colorbar=dict(title=dict(text=escape(colorbar))), xgap=1, ygap=1,
