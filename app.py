@@ -8,7 +8,7 @@ first after a restart (and every AppTest rerun) would run the page without this 
 """
 import streamlit as st
 
-from views import context, sidebar
+from views import context, lesson, sidebar
 from views.strings import t
 
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
@@ -26,8 +26,13 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/training.py", title=t("nav.training"), icon=":material/movie:"),
          st.Page("views/rollout.py", title=t("nav.rollout"), icon=":material/stacked_line_chart:"),
          st.Page("views/head_stats.py", title=t("nav.stats"), icon=":material/analytics:"),
-         st.Page("views/export.py", title=t("nav.export"), icon=":material/download:")]
+         st.Page("views/export.py", title=t("nav.export"), icon=":material/download:"),
+         st.Page("views/lens.py", title=t("nav.lens"), icon=":material/layers:"),
+         st.Page("views/patching.py", title=t("nav.patching"), icon=":material/healing:")]
+LESSON_PAGES = {p.url_path or "overview": p for p in PAGES}     # a lesson step's page name (lessons.PAGES) -> page
 
 page = st.navigation(PAGES)
-st.session_state[context.CTX] = sidebar.sidebar()
+lesson.before_sidebar(page, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+st.session_state[context.CTX] = ctx = sidebar.sidebar()
+lesson.writer(page.url_path or "overview", ctx.kind)                  # "save as lesson step", download
 page.run()

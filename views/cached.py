@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_transformer import analysis, decode, interventions, lab, load_checkpoint
+from viz_transformer import analysis, decode, interventions, lab, lenses, load_checkpoint, patching
 from viz_transformer import capture as runs
 from viz_transformer.snapshots import load_training_snapshots
 
@@ -141,3 +141,26 @@ def corpus_results() -> dict:
 def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     from viz_transformer.report import build_report
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
+# -- logit lens and activation patching ---------------------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=8)
+def lens(path: str, stamp: float, text: str):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
+    hm, run = load_model(path, stamp), run_text(path, stamp, text)
+    return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def trace_lens(path: str, stamp: float, text: str, step: int, **params):
+    """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
+    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def pair(path: str, stamp: float, text_a: str, text_b: str):
+    return patching.prepare_pair(load_model(path, stamp), text_a, text_b)
+
+
+@st.cache_resource(show_spinner=False, max_entries=12)
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
+    return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
+                                    pair=pair(path, stamp, text_a, text_b))

@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from views import cached, context, stepper, widgets
+from views import cached, context, lens_parts, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
@@ -73,6 +73,7 @@ else:
         widgets.show(plots.head_rows(s.attention[own],
                                      analysis.step_keys(tr, i - 1), t("dc.self_title", query=query, layer=layer),
                                      t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
+    lens_parts.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
     if strategy == "beam":
         st.subheader(t("dc.beams"))
         widgets.show(plots.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),

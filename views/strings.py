@@ -494,6 +494,93 @@ EN = {
     "ex.download_report": "Download the report (.html)",
     "ex.figures": "Every figure in the app has a PNG button (camera) in its toolbar and an HTML button under it; "
                   "every table has a CSV download in its toolbar.",
+    # logit lens
+    "nav.lens": "Logit lens",
+    "ln.title": "Logit lens: when does the model know?",
+    "ln.intro": "Every decoder layer's residual stream read as if it were the last: through the model's own "
+                "final norm and unembedding. Colour = probability of the token the model finally chose at that "
+                "position; text = the token that layer ranks first.",
+    "ln.assumes": "What the lens assumes: that an earlier layer's residual stream already lives in the space the "
+                  "last layer's decoder reads. Nothing trained it to, so the lower rows are a rough reading that "
+                  "gets sharper near the top; the top row is exactly the model's output.",
+    "ln.row.embed": "embeddings",
+    "ln.row.layer": "after layer {i}",
+    "ln.grid_title": "Logit lens: P(final token) by layer and position",
+    "ln.axis.pos": "decoder position → the token it predicts",
+    "ln.axis.row": "residual stream",
+    "ln.cb": "P(final token)",
+    "ln.hover_top": "top token",
+    "ln.output_line": "Right of the dashed line the predictions are the output ({n} steps).",
+    "ln.window": "Positions {a} … {b} of {n}, around the marked step (move the step to move the window).",
+    "ln.step": "Decoding step",
+    "ln.step_help": "The step whose query is framed in the grid; the table lists each layer's top tokens there.",
+    "ln.table_title": "Step {i}: {query} → {final}",
+    "ln.col.row": "residual stream",
+    "ln.col.top": "top tokens (probability)",
+    "ln.col.final": "P({final})",
+    "ln.known": "The final token leads from {row} on.",
+    "ln.never": "No layer below the top ranks the final token first.",
+    "ln.no_output": "The model produced no output for this text, so there is no decoding step to mark.",
+    "ln.step_lens": "Logit lens of this step",
+    "ln.step_lens_title": "Step {i}: what each layer predicts after {query}",
+    "ln.step_lens_help": "The query of this step read after every layer (the model's own distribution, before "
+                         "temperature or top-k/top-p).",
+
+    # activation patching
+    "nav.patching": "Activation patching",
+    "pt.title": "Activation patching: where does the difference live?",
+    "pt.intro": "Run text B with one component taken from text A, and see how much of A's output comes back. "
+                "Score 1 = that component alone restores A's output; 0 = it changes nothing.",
+    "pt.first": "Text A (the sidebar text)",
+    "pt.other": "Text B (the same number of pieces)",
+    "pt.empty": "Type a second text B.",
+    "pt.over": "Patch",
+    "pt.over.heads": "each head (hook_z)",
+    "pt.over.blocks": "each attention block (hook_out)",
+    "pt.over.resid": "residual stream (layer × position)",
+    "pt.over_help": "A head's output, a whole attention block's output, or the residual stream at one position "
+                    "after one layer.",
+    "pt.running": "Patching every component (one batched forward)…",
+    "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
+    "pt.align_tip": "Try pairs such as 我爱你。 / 你爱我。 or 我是一名工程师。 / 我是一名医生。",
+    "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
+    "pt.output_a": "A's output (measured)",
+    "pt.output_b": "B's own output",
+    "pt.logprob": "log P(A's output | A) = {a:.3f}, log P(A's output | B) = {b:.3f}",
+    "pt.heads_title": "{block}: score of patching each head from A into B",
+    "pt.blocks_title": "Score of patching each attention block's output from A into B",
+    "pt.resid_title": "Score of patching the {part} residual stream at one position from A into B",
+    "pt.axis.pos": "position (A / B)",
+    "pt.axis.block": "attention block",
+    "pt.row.embed": "embeddings",
+    "pt.row.layer": "after layer {i}",
+    "pt.cb": "score",
+    "pt.hover": "share of the difference restored",
+    "pt.top": "Components that restore the most",
+    "pt.col.score": "score",
+    "pt.col.logprob": "log P(A's output)",
+
+    # lessons
+    "ls.lesson": "Lesson",
+    "ls.step": "Step {i} of {n}",
+    "ls.back": "Back",
+    "ls.next": "Next",
+    "ls.restore": "Back to the lesson step",
+    "ls.elsewhere": "You are on another page than this step's; \"Back to the lesson step\" returns.",
+    "ls.leave": "Leave the lesson",
+    "ls.bad": "This lesson cannot be opened: {error}",
+    "ls.write": "Write a lesson",
+    "ls.write_help": "Set up a page, write a note, and save it as the next step; then download the lesson file "
+                     "and put it in lessons/ (open it with ?lesson=FILE-NAME).",
+    "ls.title_en": "Lesson title (English)",
+    "ls.title_zh": "Lesson title (中文)",
+    "ls.default_title": "My lesson",
+    "ls.note_en": "Note for this step (English)",
+    "ls.note_zh": "Note for this step (中文)",
+    "ls.save": "Save as lesson step",
+    "ls.draft": "{n} step(s) in this lesson so far.",
+    "ls.download": "Download the lesson file",
+    "ls.clear": "Start a new lesson",
 }
 
 LANG = EN

@@ -1,0 +1,180 @@
+"""Lessons: the file format (checked, round-tripped), lesson mode in the app (?lesson=NAME, Back/Next,
+back to the lesson, save as lesson step), the lens and patching pages, and one model run per step
+however many students open it."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_util import APP, ROOT, by_key, figure, open_app, texts
+from viz_transformer import capture, lessons
+
+SHIPPED = ["attention-step-by-step", "positions-and-masks"]
+
+
+@pytest.fixture(scope="module")
+def both_root(ckpt_root, tmp_path_factory):
+    """The shipped checkpoints (the lessons name them) and the tiny ones, side by side."""
+    root = tmp_path_factory.mktemp("both")
+    for folder in [*ckpt_root.iterdir(), *(ROOT / "checkpoints").iterdir()]:
+        if folder.is_dir():
+            (root / folder.name).symlink_to(folder, target_is_directory=True)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def env(both_root, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(both_root))
+
+
+def test_shipped_lessons_load_and_round_trip():
+    assert set(SHIPPED) <= set(lessons.list_lessons())
+    for name in SHIPPED:
+        lesson = lessons.load_lesson(name)
+        assert len(lesson.steps) >= 5 and set(lesson.title) == {"en", "zh"}
+        assert all(set(s.note) == {"en", "zh"} and s.page in lessons.PAGES for s in lesson.steps)
+        again = lessons.parse_lesson(json.loads(lesson.dumps()), name)
+        assert again == lesson
+
+
+@pytest.mark.parametrize("data, match", [
+    ({"title": "x", "steps": []}, "non-empty list of steps"),
+    ({"title": "x", "steps": [{"page": "nowhere"}]}, "step 1: page 'nowhere'"),
+    ({"title": "x", "steps": [{"page": "lens", "note": "n"}, {"page": "attention", "settings": {"layr": 1}, "note": "n"}]},
+     "step 2: unknown setting 'layr'"),
+    ({"title": "x", "steps": [{"page": "attention", "settings": {"layer": "1"}, "note": "n"}]}, "'layer' is '1'"),
+    ({"title": "x", "steps": [{"page": "knockout", "settings": {"ablate": [["decoder.1.cross_attn"]]}, "note": "n"}]},
+     "'ablate'"),
+    ({"title": "x", "steps": [{"page": "lens", "note": {"fr": "n"}}]}, "note must be text in en and/or zh"),
+])
+def test_bad_lessons_name_the_step_and_the_field(data, match):
+    with pytest.raises(ValueError, match=match):
+        lessons.parse_lesson(data, "bad")
+
+
+def test_lesson_names_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="not a lesson name"):
+        lessons.load_lesson("../etc/passwd")
+    with pytest.raises(ValueError, match="no lesson 'missing'"):
+        lessons.load_lesson("missing", tmp_path)
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        lessons.load_lesson("broken", tmp_path)
+
+
+# -- the app ------------------------------------------------------------------------------------------
+def open_lesson(name: str, step: int | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["lesson"] = name
+    if step is not None:
+        at.query_params["step"] = str(step)
+    at.run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _next(at) -> None:
+    by_key(at.button, "ls_next").click()
+    at.run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_a_lesson_walks_its_steps_and_restores_a_step():
+    at = open_lesson("attention-step-by-step")
+    assert "Step 1 of 8" in texts(at) and at.title[0].value == "Overview"
+    assert at.session_state["ckpt"] == "zh-en" and at.session_state["text"] == "我是一名工程师。"
+    assert by_key(at.button, "ls_back").disabled
+    _next(at)                                          # step 2: the step-by-step page, encoder head 0
+    assert at.title[0].value == "Attention step by step" and "Step 2 of 8" in texts(at)
+    assert at.session_state["st_block"] == "encoder.self_attn" and at.session_state["st_layer"] == 0
+    assert dict(at.query_params) == {"lesson": "attention-step-by-step", "step": "2"}
+    by_key(at.selectbox, "st_layer").set_value(2).run(timeout=120)         # the student explores
+    by_key(at.selectbox, "st_head").set_value(5).run(timeout=120)
+    assert at.session_state["st_layer"] == 2
+    by_key(at.button, "ls_restore").click().run(timeout=120)                 # back to the lesson
+    assert at.session_state["st_layer"] == 0 and at.session_state["st_head"] == 0
+    by_key(at.button, "ls_back").click().run(timeout=120)
+    assert at.title[0].value == "Overview" and "Step 1 of 8" in texts(at)
+
+
+def test_a_step_opens_from_the_link_and_the_notes_show_both_languages():
+    at = open_lesson("positions-and-masks", step=5)
+    assert at.title[0].value.startswith("Activation patching") and "Step 5 of 7" in texts(at)
+    shown = texts(at)
+    assert "Activation patching" in shown and "激活修补" in shown
+    assert at.session_state["pt_over"] == "resid"
+    figure(at, "residual stream at one position")
+
+
+def test_a_bad_lesson_link_says_why():
+    at = open_lesson("no-such-lesson")
+    assert "This lesson cannot be opened" in texts(at) and "attention-step-by-step" in texts(at)
+
+
+def test_save_as_lesson_step_builds_a_lesson_file():
+    at = open_app("views/attention.py", ckpt="tiny-zh-en")
+    by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
+    by_key(at.selectbox, "at_layer").set_value(1).run(timeout=60)
+    by_key(at.text_input, "ls_note_en").input("Cross-attention lines up the words.").run(timeout=60)
+    by_key(at.button, "ls_save").click().run(timeout=60)
+    at.switch_page("views/knockout.py").run(timeout=60)
+    by_key(at.button, "ko_all_decoder.cross_attn_0").click().run(timeout=60)         # knock out layer 0's heads
+    by_key(at.button, "ls_save").click().run(timeout=60)
+    draft = at.session_state["lesson_draft"]
+    lesson = lessons.parse_lesson({"title": "t", "steps": draft})             # what the download holds
+    first, second = lesson.steps
+    assert first.page == "attention" and first.note == {"en": "Cross-attention lines up the words."}
+    assert first.settings["block"] == "decoder.cross_attn" and first.settings["layer"] == 1
+    assert first.settings["checkpoint"] == "tiny-zh-en" and first.settings["text"] == "我是一名工程师。"
+    assert second.page == "knockout"
+    assert sorted(second.settings["ablate"]) == [["decoder.0.cross_attn", h] for h in range(4)]
+    assert not at.exception
+
+
+def test_every_student_on_a_step_costs_one_run(monkeypatch, tmp_path):
+    """A class opening the same link: the model runs once per distinct text, not once per student."""
+    text = f"我是学生{random.randrange(10**9)}。"                                  # no other test cached it
+    (tmp_path / "class.json").write_text(json.dumps({"title": "class", "steps": [
+        {"page": "lens", "settings": {"checkpoint": "zh-en", "text": text}, "note": "n"}]}), encoding="utf-8")
+    monkeypatch.setenv("VIZ_LESSONS", str(tmp_path))
+    calls = []
+    real = capture.HookedModel.run
+    monkeypatch.setattr(capture.HookedModel, "run", lambda self, t, *a, **k: calls.append(t) or real(self, t, *a, **k))
+    for _ in range(4):
+        at = open_lesson("class")
+        assert at.title[0].value.startswith("Logit lens")
+    assert calls.count(text) == 1, calls
+
+
+def test_lens_and_patching_pages_for_each_architecture():
+    for ckpt, text, other in [("tiny-zh-en", "我是学生。", None), ("tiny-lm", "The cat sat.", None),
+                              ("tiny-prefix", "I love you.", None), ("zh-en", "我爱你。", "你爱我。")]:
+        at = open_app("views/lens.py", ckpt=ckpt, text=text)
+        fig = figure(at, "Logit lens")
+        n_rows = at.session_state["_viz_ctx"].hm.cfg.n_decoder_layers + 1
+        assert len(fig["data"][0]["y"]) == n_rows
+        run = at.session_state["_viz_ctx"].run
+        assert len(fig["data"][0]["x"]) == min(20, len(run.tgt_ids))     # a window of positions when long
+        assert any("→" in x and str(run.prompt_len - 1) in x for x in fig["data"][0]["x"])   # step 1 is shown
+        assert len(at.dataframe[0].value) == n_rows                    # the marked step, row by row
+        at.switch_page("views/patching.py").run(timeout=60)
+        assert not at.exception, [e.value for e in at.exception]
+        if other:
+            figure(at, "score of patching each head")
+            by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
+            figure(at, "encoder residual stream")
+    at = open_app("views/patching.py", ckpt="zh-en", text="我喜欢你。")
+    by_key(at.text_input, "pt_text_translator").input("你喜欢我。").run(timeout=60)
+    assert "same number of pieces" in texts(at)
+
+
+def test_the_step_through_page_reads_each_step_with_the_lens():
+    at = open_app("views/decoding.py", ckpt="zh-en", text="我是一名工程师。")
+    by_key(at.button, "dc_next").click().run(timeout=60)
+    by_key(at.button, "dc_next").click().run(timeout=60)
+    fig = figure(at, "Step 2: what each layer predicts")
+    chosen = at.session_state["_viz_ctx"].run.trace.steps[1].piece
+    assert fig["data"][0]["text"][-1] == [chosen]            # the top row ranks greedy's choice first

@@ -1,0 +1,75 @@
+"""Page 11: activation patching, text B run with one component taken from text A."""
+import streamlit as st
+
+from views import cached, context, widgets
+from views.strings import t
+from viz_transformer import analysis, patching, plots_lens
+from viz_transformer.names import parse_prefix
+
+# a second text for the examples (same number of pieces); otherwise the kind's default
+PAIRS = {"我爱你。": "你爱我。", "我是一名工程师。": "我是一名医生。", "我是学生。": "我是老师。",
+         "Once upon a time there was a little dog.": "Once upon a time there was a little cat."}
+DEFAULT = {"translator": "我是一名医生。", "lm": "Once upon a time there was a little cat."}
+
+ctx = context.need_run()
+cfg = ctx.hm.cfg
+path = str(ctx.path)
+st.title(t("pt.title"))
+st.caption(t("pt.intro"))
+
+c = st.columns(2)
+c[0].text_input(t("pt.first"), ctx.text, disabled=True)
+key = f"pt_text_{ctx.kind}"
+if st.session_state.get("pt_for") != (ctx.kind, ctx.text) and ctx.text in PAIRS:   # a new example: its pair
+    st.session_state[key] = PAIRS[ctx.text]
+st.session_state["pt_for"] = (ctx.kind, ctx.text)
+st.session_state.setdefault(key, DEFAULT[ctx.kind])
+other = c[1].text_input(t("pt.other"), key=key)
+over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", required=True, key="pt_over",
+                            format_func=lambda o: t(f"pt.over.{o}"), help=t("pt.over_help"))
+if not other.strip():
+    st.info(t("pt.empty"))
+    st.stop()
+try:
+    with st.spinner(t("pt.running")):
+        df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over)
+except ValueError as e:
+    st.error(t("pt.align"))
+    st.code(str(e), language=None, wrap_lines=True)
+    st.caption(t("pt.align_tip"))
+    st.stop()
+
+a = df.attrs
+c = st.columns(2)
+for where, title, text in ((c[0], "pt.output_a", a["output_a"]), (c[1], "pt.output_b", a["output_b"])):
+    where.markdown(f"**{t(title)}**")
+    where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
+st.caption(t("pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
+if df["score"].isna().all():
+    st.warning(t("pt.same"))
+    st.stop()
+
+if over == "heads":
+    limit = float(df["score"].abs().max())                     # one colour scale for every block
+    for block in analysis.available_blocks(cfg):
+        grid = patching.score_grid(df, "heads", block)
+        widgets.show(plots_lens.score_head_grid(grid, limit, t("pt.heads_title", block=widgets.block_label(block)),
+                                                t("axis.layer"), t("axis.head"), t("pt.cb"), t("pt.hover")),
+                     key=f"pt_grid_{block}")
+elif over == "blocks":
+    kinds = list(dict.fromkeys(parse_prefix(p)[0] for p in df["block"]))
+    widgets.show(plots_lens.score_heatmap(patching.score_grid(df, "blocks"),
+                                          [t("pt.row.layer", i=i) for i in range(int(df["layer"].max()) + 1)],
+                                          [widgets.block_label(k) for k in kinds], t("pt.blocks_title"),
+                                          t("pt.axis.block"), t("axis.layer"), t("pt.cb")), key="pt_blocks")
+else:
+    grid = patching.score_grid(df, "resid")
+    rows = [t("pt.row.embed")] + [t("pt.row.layer", i=i) for i in range(grid.shape[0] - 1)]
+    pieces = list(dict.fromkeys(zip(df["pos"], df["piece"])))
+    widgets.show(plots_lens.score_heatmap(grid, rows, [f"{q}:{p}" for q, p in pieces],
+                                          t("pt.resid_title", part=a["part"]), t("pt.axis.pos"), t("axis.layer"),
+                                          t("pt.cb")), key="pt_resid")
+
+st.subheader(t("pt.top"))
+cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
+st.dataframe(df.sort_values("score", ascending=False).head(10).rename(columns=cols), hide_index=True, key="pt_table")
