@@ -29,7 +29,9 @@ def env(ckpt_root, monkeypatch):
 def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
     hm = load_checkpoint(env / ckpt)
     run = hm.run(ZH)
-    for page in PAGES + ["views/knockout.py", "views/positions.py", "views/compare.py"] + NEW_PAGES:
+    lab = ["views/knockout.py", "views/positions.py", "views/compare.py", "views/rollout.py", "views/head_stats.py",
+           "views/export.py", "views/lens.py", "views/patching.py"]
+    for page in PAGES + lab + NEW_PAGES:
         at = open_app(page, ckpt)
         assert not at.exception, (page, [e.value for e in at.exception])
         if page == "views/overview.py":
