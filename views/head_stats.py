@@ -12,7 +12,7 @@ from viz_transformer.names import available_blocks, n_layers
 ctx = context.need_run()
 hm, cfg, path = ctx.hm, ctx.hm.cfg, str(ctx.path)
 st.title(t("hs.title"))
-st.caption(t("hs.intro"))
+widgets.intro("hs")
 
 source = st.segmented_control(t("hs.source"), ["text", "builtin", "own"], default="text", required=True,
                               key="hs_source", format_func=lambda s: t(f"hs.source.{s}"))

@@ -10,7 +10,7 @@ ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("po.title"))
-st.caption(t("po.intro"))
+widgets.intro("po")
 if not cfg.is_encoder_decoder:
     st.caption(t("po.intro_lm"))
 
