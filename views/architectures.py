@@ -56,7 +56,8 @@ groups, sizes = {}, {}
 for (arch, block), g in table.groupby(["model", "block"], sort=False):
     label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
     groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
-widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x")), key="ar_rank")
+widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
+                                     t("ar.rank_y")), key="ar_rank")
 spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
            cached.spectra(tuple(models.items()), text, depth).items()}
 widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")), t("ar.sv_x"),

@@ -55,14 +55,18 @@ st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
                       help=t("hs.threshold_help"))
 table = summaries.head_roles(df, threshold)
-st.dataframe(table, hide_index=True, key="hs_table", column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                                   for c in summaries.STATS})
+shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]])
+config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
+config.update({c: st.column_config.Column(t(f"ko.col.{c}")) for c in ("block", "layer", "head")})
+config.update({c: st.column_config.Column(t(f"hs.col.{c}")) for c in ("role", "evidence")})
+st.dataframe(shown, hide_index=True, key="hs_table", column_config=config)
 st.download_button(t("hs.csv"), data=export.csv_bytes(table), file_name=f"{ctx.name}-head-stats.csv", mime="text/csv",
                    key="hs_csv", on_click="ignore", icon=":material/table:")
 with st.expander(t("hs.defs")):
-    st.markdown("\n".join(f"- **{k}**: {widgets.md_escape(v)}" for k, v in summaries.STATS.items()))
+    st.markdown("\n".join(f"- **{t('hs.stat.' + k)}** (`{k}`): {widgets.md_escape(t('hs.def.' + k))}"
+                          for k in summaries.STATS))
 
-stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat")
+stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=lambda s: t(f"hs.stat.{s}"))
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else None
 
 
@@ -75,8 +79,8 @@ def _open(block: str) -> None:
 
 for block in available_blocks(cfg):
     grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
-    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block), stat=stat),
-                                         t("axis.layer"), t("axis.head"), stat, zmax=zmax, hover=t("hs.grid_hover")),
+    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block),
+                                         stat=t(f"hs.stat.{stat}")), t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), zmax=zmax, hover=t("hs.grid_hover")),
                  key=f"hs_grid_{block}", on_select=lambda b=block: _open(b), selection_mode="points")
 
 opened = st.session_state.pop("hs_open", None)
