@@ -17,6 +17,8 @@ VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red,
 MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
 MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
 BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
+PALETTE = ["#2171b5", "#fd8d3c", "#31a354", "#756bb1", "#e6550d", "#636363"]   # series colours in every figure
+CELL_VALUES_PX = 30           # a cell shows its number ("0.12" at 10 px) only when it is at least this wide
 
 
 def escape(s: str) -> str:
@@ -38,7 +40,7 @@ def _np(x) -> np.ndarray:
 
 def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None) -> go.Figure:
     fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"), template="plotly_white",
-                      margin=dict(l=10, r=10, t=60, b=10), height=height)
+                      margin=dict(l=10, r=10, t=60, b=10), height=height, colorway=PALETTE)
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     return fig
@@ -47,13 +49,14 @@ def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Option
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
             show_values: Optional[bool] = None, hover: str = "weight", height: Optional[int] = None) -> go.Figure:
-    """A labelled matrix: rows top to bottom, columns left to right. Labels must already be escaped
-    and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    """A labelled matrix with square cells: rows top to bottom, columns left to right. Labels must already
+    be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
     z = _np(z)
     z = np.where(np.isfinite(z), z, np.nan)
     R, C = z.shape
-    if show_values is None:
-        show_values = R * C <= 300 and C <= 12     # numbers in cells only while they stay readable
+    cell = int(min(40, max(12, 560 / max(R, C, 1))))    # px per cell, the height follows from it
+    if show_values is None:                    # numbers in cells only while they fit without overlapping
+        show_values = cell >= CELL_VALUES_PX and R * C <= 400
     tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
                     zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
                     hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
@@ -61,11 +64,11 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     if show_values:
         tr.update(texttemplate="%{z:.2f}", textfont=dict(size=10))
     fig = go.Figure(tr)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
+    fig.update_yaxes(autorange="reversed", type="category", scaleanchor="x", scaleratio=1, constrain="domain")
+    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0, constrain="domain")
     fig.update_layout(plot_bgcolor=MASKED_BG)
     if height is None:
-        height = int(min(900, max(320, 140 + 18 * min(R, 40) + (12 * (R - 40) if R > 40 else 0))))
+        height = int(min(1000, max(260, 150 + cell * R + (50 if C > 4 else 0))))
     return _layout(fig, title, xlabel, ylabel, height)
 
 
