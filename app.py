@@ -37,7 +37,7 @@ SECTIONS = {
                          page("views/export.py", "nav.export", "download")],
 }
 
-current = st.navigation(SECTIONS)
+current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
 st.session_state[context.CTX] = sidebar.sidebar()
 current.run()

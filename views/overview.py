@@ -20,7 +20,7 @@ labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")}
 layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
           else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
 title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
-          d_model=cfg.d_model, norm=t("ov.norm." + cfg.norm))
+          d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
 src_len = len(run.src_ids) if run.src_ids is not None else None
 left, right = st.columns([3, 1])
 with left:
@@ -52,9 +52,10 @@ if meta.get("trained_at"):
 metrics = analysis.training_metrics(meta)
 fmt = {"params": lambda v: f"{v:,.0f}", "items": lambda v: f"{v:,.0f}", "epoch": lambda v: f"{v:.0f}",
        "seconds": lambda v: t("ov.m.minutes", m=v / 60)}
-shown = [(k, v) for k, v in metrics.items()]
-for where, (k, v) in zip(st.columns(max(1, len(shown))), shown):
-    where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
+shown = list(metrics.items())
+for row in range(0, len(shown), 4):              # four to a row: long numbers stay whole
+    for where, (k, v) in zip(st.columns(4), shown[row:row + 4]):
+        where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
 if snaps is not None and snaps.loss_curve:
     steps, losses = zip(*snaps.loss_curve)

@@ -112,6 +112,8 @@ EN = {
                        "Brown: what a block computes inside (heads × [queries × keys], or the feed-forward hidden "
                        "layer). Grey lines: the residual connections.",
     "ov.diagram_title": "{arch}: {layers}, {heads} heads, d_model {d_model}, {norm}",
+    "ov.norm_short.pre": "pre-norm",
+    "ov.norm_short.post": "post-norm",
     "ov.norm.pre": "pre-norm (LayerNorm before each sublayer, and a final LayerNorm)",
     "ov.norm.post": "post-norm (LayerNorm after each residual add)",
     "ov.open": "Open a block:",
@@ -611,8 +613,8 @@ LATEX = {
     "ov.post": r"h' = \mathrm{LN}(h + \mathrm{MHA}(h)),\qquad h_{\mathrm{out}} = \mathrm{LN}(h' + \mathrm{FFN}(h'))",
     "at": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right) V",
     "st": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right) V",
-    "mk": r"M_{ij} = \begin{cases} 0 & \text{if } j \le i \\ -\infty & \text{if } j > i \end{cases}"
-          r"\qquad \mathrm{softmax}(s + M)_{ij} = 0 \;\text{where}\; M_{ij} = -\infty",
+    "mk": r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}\qquad "
+          r"M_{ij} = -\infty \;\Rightarrow\; \mathrm{softmax}(s + M)_{ij} = 0",
     "pe": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
           r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)",
     "dc": r"y_t = \arg\max_{w}\, p(w \mid y_{<t}, x),\qquad p = \mathrm{softmax}(z / T)",

@@ -104,6 +104,8 @@ ZH = {
                        "（[词元数 × d_model]）。棕色：模块内部计算的内容（头数 × [查询数 × 键数]，或前馈网络的隐藏层）。"
                        "灰线：残差连接。",
     "ov.diagram_title": "{arch}：{layers}，{heads} 个头，d_model {d_model}，{norm}",
+    "ov.norm_short.pre": "前置归一化",
+    "ov.norm_short.post": "后置归一化",
     "ov.norm.pre": "前置归一化（每个子层之前做层归一化，最后再做一次）",
     "ov.norm.post": "后置归一化（每次残差相加之后做层归一化）",
     "ov.open": "打开一个模块：",
