@@ -22,13 +22,10 @@ TITLE_KEY = {"overview": "ov", "attention": "at", "masks": "mk", "positional": "
              "decoding": "dc", "knockout": "ko", "positions": "po", "compare": "cp", "architectures": "ar",
              "rollout": "ro", "head_stats": "hs", "training": "tr", "export": "ex"}
 # words that are names, not interface English: formats, products, authors, metrics, code-ish terms
-ALLOWED = {"softmax", "sentencepiece", "layernorm", "bleu", "chrf", "top", "json", "html", "csv", "png", "npz",
-           "tatoeba", "tinystories", "plotly", "abnar", "zuidema", "jain", "wallace", "mha", "ffn", "relu", "gelu",
-           "viz", "transformer", "python", "train", "trace", "out", "run", "source", "target", "begin", "sep", "end",
-           "pad", "unk", "causal", "safetensors", "max", "min", "mean", "heads", "rollout", "english", "float",
-           "ids", "tokens", "src", "tgt", "output", "cross", "attn", "self", "encoder", "decoder", "mask", "pattern",
-           "hook", "scores", "pos", "tok", "embed", "model", "checkpoints", "test", "random", "weights", "never",
-           "made", "conftest", "tests", "py", "zh", "en", "tiny", "lm", "prefix"}
+ALLOWED = {"softmax", "sentencepiece", "bleu", "chrf", "top", "json", "html", "csv", "png", "npz", "tatoeba",
+           "tinystories", "plotly", "abnar", "zuidema", "jain", "wallace", "mha", "ffn", "relu", "gelu", "viz",
+           "transformer", "python", "trace", "out", "begin", "sep", "end", "pad", "unk", "causal", "max", "src",
+           "tgt", "attn", "tok", "pos", "rollout"}
 
 
 def placeholders(s: str) -> list:

@@ -22,7 +22,7 @@ layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_lay
 title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
           d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
 src_len = len(run.src_ids) if run.src_ids is not None else None
-left, right = st.columns([3, 1])
+left, right = st.columns([5, 2])
 with left:
     widgets.show(diagram.architecture_diagram(cfg, src_len, len(run.tgt_ids), labels, title), key="ov_diagram")
 with right:

@@ -480,6 +480,13 @@ EN = {
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",
+    "ar.col.model": "model",
+    "ar.col.block": "attention block",
+    "ar.col.heads": "heads",
+    "ar.col.n": "n (pattern size)",
+    "ar.col.causal": "causal",
+    "ar.col.effective_rank": "effective rank (mean)",
+    "ar.col.smallest_sv_ratio": "smallest singular value ÷ largest",
 
     # attention over training
     "tr.title": "Attention over training",

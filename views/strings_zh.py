@@ -447,6 +447,13 @@ ZH = {
     "ar.short.encoder_decoder": "编码器-解码器",
     "ar.short.decoder_only": "仅解码器",
     "ar.short.prefix_lm": "前缀解码器",
+    "ar.col.model": "模型",
+    "ar.col.block": "注意力模块",
+    "ar.col.heads": "头数",
+    "ar.col.n": "n（注意力模式大小）",
+    "ar.col.causal": "因果（causal）",
+    "ar.col.effective_rank": "有效秩（平均）",
+    "ar.col.smallest_sv_ratio": "最小奇异值 ÷ 最大奇异值",
 
     # attention over training
     "tr.title": "训练过程中的注意力",

@@ -83,7 +83,7 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
     if zmax is None:
         zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
     return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover="weight")
+                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover=colorbar)
 
 
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
@@ -93,7 +93,7 @@ def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], titl
     finite = a[np.isfinite(a)]
     lim = float(np.abs(finite).max()) if finite.size else 1.0
     return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
-                   zmin=-lim, zmax=lim, zmid=None, hover="value")
+                   zmin=-lim, zmax=lim, zmid=None, hover=colorbar)
 
 
 def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
@@ -101,7 +101,8 @@ def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: 
                  blocked: str = "masked (−∞)", colorbar: str = "mask") -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
     fig = heatmap(_np(mask), labels(q_pieces), labels(k_pieces), title, xlabel, ylabel, colorbar=colorbar,
-                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False, hover="allowed (1) / masked (0)")
+                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
+                  hover=f"{allowed} (1) / {blocked} (0)")
     fig.update_traces(colorbar=dict(tickvals=[0.25, 0.75], ticktext=[escape(blocked), escape(allowed)]))
     return fig
 
@@ -207,7 +208,7 @@ def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", 
     """[head, key] rows of one query (decoding): one row per head."""
     a = _np(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0, zmax=1, hover="weight", height=max(260, 110 + 30 * a.shape[0]))
+                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, height=max(260, 110 + 30 * a.shape[0]))
 
 
 # -- bars and curves ----------------------------------------------------------------------------
