@@ -1,6 +1,7 @@
 """Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
 text or over a corpus, roles with their evidence, grids per block; a click opens the head on the attention page."""
 import hashlib
+import re
 
 import streamlit as st
 
@@ -52,13 +53,26 @@ else:
     df = store[key]
 st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 
+def _evidence(e: str) -> str:
+    """summaries.head_roles' evidence ("stat = v", "entropy = v of m possible", "none clear (largest: stat = v)")
+    in the session's language; anything else is shown as it is."""
+    if m := re.fullmatch(r"entropy = ([\d.]+) of ([\d.]+) possible", e):
+        return t("hs.ev.broad", v=m[1], max=m[2])
+    if m := re.fullmatch(r"none clear \(largest: (\w+) = ([\d.\-]+)\)", e):
+        return t("hs.ev.none", stat=t(f"hs.stat.{m[1]}"), v=m[2])
+    if m := re.fullmatch(r"(\w+) = ([\d.\-]+)", e):
+        return t("hs.ev.stat", stat=t(f"hs.stat.{m[1]}"), v=m[2])
+    return e
+
+
 threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
                       help=t("hs.threshold_help"))
 table = summaries.head_roles(df, threshold)
-shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]])
+shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
+                     evidence=[_evidence(e) for e in table["evidence"]])
 config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
 config.update({c: st.column_config.Column(t(f"ko.col.{c}")) for c in ("block", "layer", "head")})
-config.update({c: st.column_config.Column(t(f"hs.col.{c}")) for c in ("role", "evidence")})
+config.update({c: st.column_config.Column(t(f"hs.col.{c}")) for c in ("role", "evidence", "n_sentences")})
 st.dataframe(shown, hide_index=True, key="hs_table", column_config=config)
 st.download_button(t("hs.csv"), data=export.csv_bytes(table), file_name=f"{ctx.name}-head-stats.csv", mime="text/csv",
                    key="hs_csv", on_click="ignore", icon=":material/table:")

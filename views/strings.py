@@ -564,6 +564,10 @@ EN = {
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",
     "hs.col.evidence": "evidence",
+    "hs.col.n_sentences": "sentences",
+    "hs.ev.stat": "{stat} = {v}",
+    "hs.ev.broad": "entropy = {v} of {max} possible",
+    "hs.ev.none": "none clear (largest: {stat} = {v})",
     "hs.stat.entropy": "entropy",
     "hs.stat.mean_distance": "mean distance",
     "hs.stat.self": "self",
@@ -595,8 +599,8 @@ EN = {
     "ex.intro": "Take the current run with you: every captured tensor by its capture name, or one HTML report "
                 "for students that opens offline.",
     "ex.run": "The run's tensors",
-    "ex.run_help": "Keys are the capture names (e.g. decoder.0.cross_attn.hook_pattern) plus tokens.src, "
-                   "tokens.tgt and output; the JSON also has shapes and dtypes. Same files as "
+    "ex.run_help": "Keys are the capture names (e.g. decoder.0.cross_attn.hook_pattern) plus `tokens.src`, "
+                   "`tokens.tgt` and `output`; the JSON also has shapes and dtypes. Same files as "
                    "`python -m viz_transformer trace --out run.npz`.",
     "ex.npz": "Download .npz",
     "ex.json": "Download .json",

@@ -522,6 +522,10 @@ ZH = {
     "hs.n": "在 {n} 个句子上统计。",
     "hs.col.role": "角色",
     "hs.col.evidence": "证据",
+    "hs.col.n_sentences": "句子数",
+    "hs.ev.stat": "{stat} = {v}",
+    "hs.ev.broad": "熵 = {v}，最大可能为 {max}",
+    "hs.ev.none": "没有明显角色（最大：{stat} = {v}）",
     "hs.stat.entropy": "熵",
     "hs.stat.mean_distance": "平均距离",
     "hs.stat.self": "自身",
@@ -551,7 +555,7 @@ ZH = {
     "ex.title": "导出与报告",
     "ex.intro": "把当前运行带走：按捕获名保存的每个张量，或一份给学生的、可离线打开的 HTML 报告。",
     "ex.run": "这次运行的张量",
-    "ex.run_help": "键是捕获名（例如 decoder.0.cross_attn.hook_pattern），再加上 tokens.src、tokens.tgt 和 output；"
+    "ex.run_help": "键是捕获名（例如 decoder.0.cross_attn.hook_pattern），再加上 `tokens.src`、`tokens.tgt` 和 `output`；"
                    "JSON 里还有形状和数据类型。与 `python -m viz_transformer trace --out run.npz` 输出的文件相同。",
     "ex.npz": "下载 .npz",
     "ex.json": "下载 .json",

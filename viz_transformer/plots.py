@@ -64,8 +64,11 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     if show_values:
         tr.update(texttemplate="%{z:.2f}", textfont=dict(size=10))
     fig = go.Figure(tr)
-    fig.update_yaxes(autorange="reversed", type="category", scaleanchor="x", scaleratio=1, constrain="domain")
-    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0, constrain="domain")
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
+    if max(R, C) <= 3 * min(R, C):      # square cells; a long thin matrix ([tokens × d_head]) fills the width instead
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
+        fig.update_xaxes(constrain="domain")
     fig.update_layout(plot_bgcolor=MASKED_BG)
     if height is None:
         height = int(min(1000, max(260, 150 + cell * R + (50 if C > 4 else 0))))
