@@ -1,38 +1,49 @@
 """viz_transformer's explorer: `streamlit run app.py`, then open the printed URL.
 
-This file owns what every page shares (the sidebar: checkpoint, text, the cached run) and the
-navigation; each page in views/ reads the shared Context with views.context.need_run().
+This file owns what every page shares (the language, the sidebar: checkpoint, text, the cached run) and
+the navigation, grouped by what a student does; each page in views/ reads the shared Context with
+views.context.need_run(). Add ?lang=zh to the address for the Chinese interface.
 The folder is deliberately not called pages/: a pages/ folder beside the entrypoint switches
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
 import streamlit as st
 
-from views import context, lesson, sidebar
+from views import context, language, lesson, sidebar
 from views.strings import t
 
+language.resolve()
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
 
-PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/info:", default=True),
-         st.Page("views/attention.py", title=t("nav.attention"), icon=":material/grid_view:"),
-         st.Page("views/step_by_step.py", title=t("nav.steps"), icon=":material/calculate:"),
-         st.Page("views/masks.py", title=t("nav.masks"), icon=":material/visibility_off:"),
-         st.Page("views/positional.py", title=t("nav.positional"), icon=":material/waves:"),
-         st.Page("views/decoding.py", title=t("nav.decoding"), icon=":material/skip_next:"),
-         st.Page("views/knockout.py", title=t("nav.knockout"), icon=":material/block:"),
-         st.Page("views/positions.py", title=t("nav.positions"), icon=":material/swap_horiz:"),
-         st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:"),
-         st.Page("views/architectures.py", title=t("nav.architectures"), icon=":material/account_tree:"),
-         st.Page("views/training.py", title=t("nav.training"), icon=":material/movie:"),
-         st.Page("views/rollout.py", title=t("nav.rollout"), icon=":material/stacked_line_chart:"),
-         st.Page("views/head_stats.py", title=t("nav.stats"), icon=":material/analytics:"),
-         st.Page("views/export.py", title=t("nav.export"), icon=":material/download:"),
-         st.Page("views/lens.py", title=t("nav.lens"), icon=":material/layers:"),
-         st.Page("views/patching.py", title=t("nav.patching"), icon=":material/healing:")]
+
+def page(path: str, key: str, icon: str, **kw) -> st.Page:
+    return st.Page(path, title=t(key), icon=f":material/{icon}:", **kw)
+
+
+SECTIONS = {
+    t("nav.sec.look"): [page("views/overview.py", "nav.overview", "info", default=True),
+                        page("views/attention.py", "nav.attention", "grid_view"),
+                        page("views/masks.py", "nav.masks", "visibility_off"),
+                        page("views/positional.py", "nav.positional", "waves")],
+    t("nav.sec.step"): [page("views/step_by_step.py", "nav.steps", "calculate"),
+                        page("views/decoding.py", "nav.decoding", "skip_next"),
+                        page("views/lens.py", "nav.lens", "layers")],
+    t("nav.sec.experiment"): [page("views/knockout.py", "nav.knockout", "block"),
+                              page("views/positions.py", "nav.positions", "swap_horiz"),
+                              page("views/compare.py", "nav.compare", "compare"),
+                              page("views/patching.py", "nav.patching", "healing"),
+                              page("views/architectures.py", "nav.architectures", "account_tree"),
+                              page("views/rollout.py", "nav.rollout", "stacked_line_chart"),
+                              page("views/head_stats.py", "nav.stats", "analytics")],
+    t("nav.sec.train"): [page("views/training.py", "nav.training", "movie"),
+                         page("views/export.py", "nav.export", "download")],
+}
+PAGES = [p for group in SECTIONS.values() for p in group]
 LESSON_PAGES = {p.url_path or "overview": p for p in PAGES}     # a lesson step's page name (lessons.PAGES) -> page
 
-page = st.navigation(PAGES)
-lesson.before_sidebar(page, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
+language.switch()
+lesson.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
 st.session_state[context.CTX] = ctx = sidebar.sidebar()
-lesson.writer(page.url_path or "overview", ctx.kind)                  # "save as lesson step", download
-page.run()
+lesson.writer(current.url_path or "overview", ctx.kind)                  # "save as lesson step", download
+current.run()

@@ -12,6 +12,7 @@ import pytest
 import viz_transformer.train as T
 from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, texts
 from viz_transformer import load_checkpoint
+from views.strings import EN
 from viz_transformer.snapshots import load_training_snapshots
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
@@ -70,9 +71,9 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
         "decoder-only: self-attention, layer 1", "enc-dec: cross-attention, layer 1", "prefix LM: self-attention, layer 1"]
     assert any("Effective rank" in t for t in titles) and any("Singular values" in t for t in titles)
     table = at.dataframe[0].value
-    assert set(table["model"]) == {"encoder_decoder", "decoder_only", "prefix_lm"}
-    assert table.loc[table["block"] == "encoder.self_attn", "causal"].eq(False).all()
-    assert table.loc[table["model"] == "decoder_only", "causal"].all()
+    assert set(table["model"]) == {EN[f"ar.short.{a}"] for a in ("encoder_decoder", "decoder_only", "prefix_lm")}
+    assert table.loc[table["block"] == EN["block.encoder.self_attn"], "causal"].eq(False).all()
+    assert table.loc[table["model"] == EN["ar.short.decoder_only"], "causal"].all()
 
 
 @pytest.fixture(scope="module")

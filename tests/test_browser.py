@@ -117,7 +117,7 @@ def test_explorer_end_to_end(server, page):
     pg.get_by_role("heading", name="Overview").first.wait_for()
     _settle(pg)
     if root.name == "checkpoints":    # the real translator opens by default
-        assert "encoder_decoder · 3+3 layers" in pg.locator('[data-testid="stSidebar"]').inner_text()
+        assert "enc-dec · 3+3 layers" in pg.locator('[data-testid="stSidebar"]').inner_text()
     else:                             # tiny checkpoints: pick the translator explicitly
         pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
         pg.get_by_role("option", name="tiny-zh-en").click()

@@ -67,7 +67,8 @@ groups, sizes = {}, {}
 for (arch, block), g in table.groupby(["model", "block"], sort=False):
     label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
     groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
-widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x")), key="ar_rank")
+widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
+                                     t("ar.rank_y")), key="ar_rank")
 spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
            cached.spectra(tuple(models.items()), text, depth).items()}
 widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")), t("ar.sv_x"),
@@ -75,6 +76,9 @@ widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.de
 summary = table.groupby(["model", "block"], sort=False).agg(
     heads=("head", "size"), n=("n", "first"), effective_rank=("effective_rank", "mean"),
     smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
-st.dataframe(summary, hide_index=True, column_config={"effective_rank": st.column_config.NumberColumn(format="%.2f"),
-             "smallest_sv_ratio": st.column_config.NumberColumn(format="%.2e")})
+config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "causal")}
+config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
+              smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
+st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],
+                            block=[t(f"block.{b}") for b in summary["block"]]), hide_index=True, column_config=config)
 st.markdown(t("ar.rank_why"))

@@ -12,7 +12,7 @@ MAX_LINES = 300    # per head
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("at.title"))
-st.caption(t("at.intro"))
+widgets.intro("at")
 
 c = st.columns([3, 1, 2, 1.4])
 block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)

@@ -12,7 +12,7 @@ OTHER = {"translator": "我是一名医生。", "lm": "Once upon a time there wa
 ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 st.title(t("cp.title"))
-st.caption(t("cp.intro"))
+widgets.intro("cp")
 
 key = f"cp_text_{ctx.kind}"
 st.session_state.setdefault(key, OTHER[ctx.kind])

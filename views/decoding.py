@@ -11,6 +11,7 @@ ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
 st.title(t("dc.title"))
 st.caption(t("dc.intro." + ("encoder_decoder" if cfg.is_encoder_decoder else "sequence" if cfg.is_translator else "lm")))
+widgets.formula("dc")
 
 c = st.columns([2, 2, 1])
 strategy = c[0].segmented_control(t("dc.strategy"), ["greedy", "sample", "beam"], default="greedy", required=True,

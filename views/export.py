@@ -10,7 +10,7 @@ from viz_transformer.report import default_heads
 ctx = context.need_run()
 run, cfg, path = ctx.run, ctx.hm.cfg, str(ctx.path)
 st.title(t("ex.title"))
-st.caption(t("ex.intro"))
+widgets.intro("ex")
 
 st.subheader(t("ex.run"))
 st.caption(t("ex.run_help"))

@@ -1,6 +1,7 @@
 """Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
 text or over a corpus, roles with their evidence, grids per block; a click opens the head on the attention page."""
 import hashlib
+import re
 
 import streamlit as st
 
@@ -12,7 +13,7 @@ from viz_transformer.names import available_blocks, n_layers
 ctx = context.need_run()
 hm, cfg, path = ctx.hm, ctx.hm.cfg, str(ctx.path)
 st.title(t("hs.title"))
-st.caption(t("hs.intro"))
+widgets.intro("hs")
 
 source = st.segmented_control(t("hs.source"), ["text", "builtin", "own"], default="text", required=True,
                               key="hs_source", format_func=lambda s: t(f"hs.source.{s}"))
@@ -52,17 +53,34 @@ else:
     df = store[key]
 st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 
+def _evidence(e: str) -> str:
+    """summaries.head_roles' evidence ("stat = v", "entropy = v of m possible", "none clear (largest: stat = v)")
+    in the session's language; anything else is shown as it is."""
+    if m := re.fullmatch(r"entropy = ([\d.]+) of ([\d.]+) possible", e):
+        return t("hs.ev.broad", v=m[1], max=m[2])
+    if m := re.fullmatch(r"none clear \(largest: (\w+) = ([\d.\-]+)\)", e):
+        return t("hs.ev.none", stat=t(f"hs.stat.{m[1]}"), v=m[2])
+    if m := re.fullmatch(r"(\w+) = ([\d.\-]+)", e):
+        return t("hs.ev.stat", stat=t(f"hs.stat.{m[1]}"), v=m[2])
+    return e
+
+
 threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
                       help=t("hs.threshold_help"))
 table = summaries.head_roles(df, threshold)
-st.dataframe(table, hide_index=True, key="hs_table", column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                                                   for c in summaries.STATS})
+shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
+                     evidence=[_evidence(e) for e in table["evidence"]])
+config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
+config.update({c: st.column_config.Column(t(f"ko.col.{c}")) for c in ("block", "layer", "head")})
+config.update({c: st.column_config.Column(t(f"hs.col.{c}")) for c in ("role", "evidence", "n_sentences")})
+st.dataframe(shown, hide_index=True, key="hs_table", column_config=config)
 st.download_button(t("hs.csv"), data=export.csv_bytes(table), file_name=f"{ctx.name}-head-stats.csv", mime="text/csv",
                    key="hs_csv", on_click="ignore", icon=":material/table:")
 with st.expander(t("hs.defs")):
-    st.markdown("\n".join(f"- **{k}**: {widgets.md_escape(v)}" for k, v in summaries.STATS.items()))
+    st.markdown("\n".join(f"- **{t('hs.stat.' + k)}** (`{k}`): {widgets.md_escape(t('hs.def.' + k))}"
+                          for k in summaries.STATS))
 
-stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat")
+stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=lambda s: t(f"hs.stat.{s}"))
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else None
 
 
@@ -75,8 +93,8 @@ def _open(block: str) -> None:
 
 for block in available_blocks(cfg):
     grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
-    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block), stat=stat),
-                                         t("axis.layer"), t("axis.head"), stat, zmax=zmax, hover=t("hs.grid_hover")),
+    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block),
+                                         stat=t(f"hs.stat.{stat}")), t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), zmax=zmax, hover=t("hs.grid_hover")),
                  key=f"hs_grid_{block}", on_select=lambda b=block: _open(b), selection_mode="points")
 
 opened = st.session_state.pop("hs_open", None)

@@ -12,7 +12,7 @@ ctx = context.need_run()
 hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("ko.title"))
-st.caption(t("ko.intro"))
+widgets.intro("ko")
 blocks = analysis.available_blocks(cfg)
 
 

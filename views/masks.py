@@ -8,7 +8,7 @@ from viz_transformer import analysis, capture, plots
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("mk.title"))
-st.caption(t("mk.intro"))
+widgets.intro("mk")
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 

@@ -8,7 +8,7 @@ from viz_transformer import analysis, capture, plots
 ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
 st.title(t("pe.title"))
-st.caption(t("pe.intro"))
+widgets.intro("pe")
 st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
 
 n = st.slider(t("pe.n"), min(8, cfg.max_len - 1), cfg.max_len, min(100, cfg.max_len), key=f"pe_n_{cfg.max_len}")

@@ -10,7 +10,7 @@ ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("po.title"))
-st.caption(t("po.intro"))
+widgets.intro("po")
 if not cfg.is_encoder_decoder:
     st.caption(t("po.intro_lm"))
 
@@ -40,7 +40,7 @@ except ValueError as e:
 on = tests["on"]
 st.code(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", language=None,
         wrap_lines=True)
-st.markdown(t("po.gap", part=on.part))
+st.markdown(t("po.gap", part=t(f"dg.{on.part}")))
 st.dataframe([{t("po.col.state"): t(f"po.gap_{s}"), t("po.col.gap"): f"{r.gap:.2e}", t("po.col.output"): r.output,
                t("po.col.permuted_output"): r.permuted_output} for s, r in tests.items()],
              hide_index=True, key="po_gaps")

@@ -10,7 +10,7 @@ from viz_transformer import export, summaries, summary_plots
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("ro.title"))
-st.caption(t("ro.intro"))
+widgets.intro("ro")
 with st.expander(t("ro.method"), expanded=True):
     st.markdown(t("ro.method_md"))
     st.markdown(t("ro.limits_md"))

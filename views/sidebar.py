@@ -71,7 +71,7 @@ def sidebar() -> Context:
     cfg = ctx.hm.cfg
     layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
               else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
-    sb.caption(t("sidebar.model_caption", arch=cfg.architecture, layers=layers, heads=cfg.n_heads,
+    sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=layers, heads=cfg.n_heads,
                  d_model=cfg.d_model))
     if text.strip():
         try:

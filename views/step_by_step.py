@@ -12,7 +12,7 @@ WINDOW = 40   # positions shown per axis; softmax still uses every key
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("st.title"))
-st.caption(t("st.intro"))
+widgets.intro("st")
 
 c = st.columns([3, 1, 1])
 block, layer, head = widgets.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")

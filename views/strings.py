@@ -3,7 +3,10 @@
     from views.strings import t
     t("dc.max_new")            # -> "Max new tokens"
 
-To translate: add a dict with the same keys (e.g. ZH) and point LANG at it.
+The Chinese table ZH (views/strings_zh.py) has exactly EN's keys and format placeholders
+(tests/test_i18n.py checks it): a key added here must be added there too. The language of a session is
+st.session_state["lang"] ("en" or "zh"), set from ?lang= and the sidebar switch (views/language.py);
+a key missing from ZH falls back to English.
 Figure texts are plain (they are escaped by viz_transformer.plots); markdown strings are marked md.
 """
 from __future__ import annotations
@@ -25,6 +28,11 @@ EN = {
     "nav.rollout": "Rollout and attribution",
     "nav.stats": "Head statistics",
     "nav.export": "Export and report",
+    "nav.sec.look": "Look",
+    "nav.sec.step": "Step through",
+    "nav.sec.experiment": "Experiment",
+    "nav.sec.train": "Train and export",
+    "sidebar.lang": "Language",
 
     # sidebar
     "sidebar.checkpoint": "Checkpoint",
@@ -96,10 +104,86 @@ EN = {
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
+    "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
+                 "every tensor for your text. Each layer computes (LN = layer normalisation, MHA = multi-head attention):",
+    "ov.diagram": "The model as a diagram, with your text's shapes",
+    "ov.diagram_help": "Data flows upward. One layer is drawn once inside the dashed frame; N× says how many are "
+                       "stacked. Blue: the shape of the tensor on each arrow for your text ([tokens × d_model]). "
+                       "Brown: what a block computes inside (heads × [queries × keys], or the feed-forward hidden "
+                       "layer). Grey lines: the residual connections.",
+    "ov.diagram_title": "{arch}: {layers}, {heads} heads, d_model {d_model}, {norm}",
+    "ov.norm_short.pre": "pre-norm",
+    "ov.norm_short.post": "post-norm",
+    "ov.norm.pre": "pre-norm (LayerNorm before each sublayer, and a final LayerNorm)",
+    "ov.norm.post": "post-norm (LayerNorm after each residual add)",
+    "ov.open": "Open a block:",
+    "ov.link": "{block} → {page}",
+    "ov.settings": "Every setting",
+    "ov.f.architecture": "architecture",
+    "ov.f.encoder layers": "encoder layers",
+    "ov.f.decoder layers": "decoder layers",
+    "ov.f.heads": "heads",
+    "ov.f.d_model": "d_model",
+    "ov.f.d_head": "d_head (= d_k)",
+    "ov.f.d_ff": "d_ff",
+    "ov.f.activation": "activation",
+    "ov.f.norm": "layer normalisation",
+    "ov.f.positional": "positional encoding",
+    "ov.f.max_len": "max_len",
+    "ov.f.vocab": "vocabulary size",
+    "ov.f.parameters": "parameters",
+    "ov.m.params": "parameters",
+    "ov.m.items": "training examples",
+    "ov.m.time": "training time",
+    "ov.m.minutes": "{m:.0f} min",
+    "ov.m.epoch": "best epoch",
+    "ov.m.test_bleu": "test BLEU",
+    "ov.m.test_chrf": "test chrF",
+    "ov.m.val_bleu": "validation BLEU",
+    "ov.m.val_chrf": "validation chrF",
+    "ov.m.val_perplexity": "validation perplexity",
+    "ov.m.val_loss": "validation loss",
+    "ov.m.train_loss": "training loss (last epoch)",
+    "ov.trained": "Trained {when} on {data} ({task}).",
+    "ov.task.translation": "translation",
+    "ov.task.lm": "language modelling",
+    "ov.loss_title": "Training loss",
+    "ov.loss_x": "training step",
+    "ov.loss_y": "loss",
+    "ov.no_curve": "This checkpoint records no loss curve, only the final metrics above.",
+    "dg.input.source": "source token ids",
+    "dg.input.target": "[begin] + output so far",
+    "dg.input.sequence": "one sequence (token ids)",
+    "dg.tok_embed": "Token embedding × √d_model",
+    "dg.pos": "+ Positional encoding ({kind})",
+    "dg.norm": "LayerNorm",
+    "dg.add": "⊕ Add (residual)",
+    "dg.add_norm": "Add & LayerNorm",
+    "dg.self_attn": "Multi-head self-attention · {h} heads",
+    "dg.masked_attn": "Masked multi-head self-attention · {h} heads",
+    "dg.prefix_attn": "Multi-head self-attention (prefix mask) · {h} heads",
+    "dg.cross_attn": "Cross-attention (K, V from the encoder) · {h} heads",
+    "dg.ffn": "Feed-forward ({act}) · d_ff {d_ff}",
+    "dg.final_norm": "Final LayerNorm",
+    "dg.linear": "Linear → vocabulary ({v})",
+    "dg.softmax": "Softmax → next-token probabilities",
+    "dg.encoder": "Encoder",
+    "dg.decoder": "Decoder",
+    "dg.decoder_only": "Decoder (one sequence)",
+    "dg.layers": "{n}×",
+    "dg.heads_shape": "{h} × [{q} × {k}]",
+    "dg.short.pos": "positional encoding",
+    "dg.short.attn": "attention heads",
+    "dg.short.qkv": "Q, K, V, √d_k, softmax",
+    "dg.short.mask": "masks",
+    "dg.short.cross": "cross-attention",
+    "dg.short.softmax": "linear + softmax, one token at a time",
+    "dg.short.heads": "switch heads off",
 
     # attention: heads and layers
     "at.title": "Attention: heads and layers",
-    "at.intro": "Row = query (the token that looks), column = key (the token looked at). Each row sums to 1.",
+    "at.intro": "Row = query (the token that looks), column = key (the token looked at). Each row sums to 1. "
+                "This is scaled dot-product attention after its softmax:",
     "at.words": "Word level",
     "at.words_help": "Sum the attention a word's pieces receive; average the rows of a word's pieces.",
     "at.heatmap_title": "{block}, layer {layer}, {head}",
@@ -120,7 +204,8 @@ EN = {
 
     # step by step
     "st.title": "Attention step by step",
-    "st.intro": "One head on your text with its real numbers: Attention(Q, K, V) = softmax(QKᵀ / √d_k + mask) V.",
+    "st.intro": "One head's scaled dot-product attention on your text, step by step with its real numbers: QKᵀ, "
+                "divided by √d_k, plus the mask, softmax over each row, times V.",
     "st.divisor": "Divide the scores by (the model uses √d_k = {sqrt:.2f})",
     "st.divisor_help": "Smaller → softmax sharpens toward the arg-max; larger → it flattens toward uniform.",
     "st.window": "Show positions from",
@@ -154,7 +239,7 @@ EN = {
     # masks
     "mk.title": "Masks",
     "mk.intro": "A mask says which keys each query may use: masked scores become −∞ before softmax, so "
-                "their weights are exactly 0. Blue = may attend, grey = masked.",
+                "their weights are exactly 0. Blue = may attend, grey = masked. The causal mask M:",
     "mk.padding": "Padding mask",
     "mk.padding_help": "Your text is batched with a second sentence; the shorter one is filled with [pad], "
                        "and no query may attend to a [pad] key. The figure shows the padded row.",
@@ -185,7 +270,7 @@ EN = {
     # positional
     "pe.title": "Positional encoding",
     "pe.intro": "Attention alone ignores order; a position vector is added to every token embedding. "
-                "Sinusoidal: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).",
+                "The sinusoidal encoding:",
     "pe.uses": "This checkpoint uses **{kind}** positions (d_model = {d}, max_len = {L}).",
     "pe.n": "Positions shown",
     "pe.sin_title": "Sinusoidal encoding: {n} positions × {d} dimensions",
@@ -326,7 +411,8 @@ EN = {
 
     # compare two inputs
     "cp.title": "Compare two inputs",
-    "cp.intro": "Your text (sidebar) and a second one through the same head, side by side.",
+    "cp.intro": "Your text (sidebar) and a second one through the same head, side by side; when they have as many "
+                "pieces, their difference too.",
     "cp.other": "Second text",
     "cp.first_title": "Text 1: {block}, layer {layer}, {head}",
     "cp.second_title": "Text 2: {block}, layer {layer}, {head}",
@@ -387,6 +473,7 @@ EN = {
                      "values, 1 for a rank-one matrix. The dashed mark is the size n of each pattern.",
     "ar.rank_title": "Effective rank of every head's pattern on “{text}”",
     "ar.rank_x": "model · attention block",
+    "ar.rank_y": "effective rank",
     "ar.spectra_title": "Singular values of each head's pattern ({depth}), divided by the largest",
     "ar.sv_x": "singular value rank (largest first)",
     "ar.sv_y": "singular value ÷ largest (log)",
@@ -397,6 +484,13 @@ EN = {
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",
+    "ar.col.model": "model",
+    "ar.col.block": "attention block",
+    "ar.col.heads": "heads",
+    "ar.col.n": "n (pattern size)",
+    "ar.col.causal": "causal",
+    "ar.col.effective_rank": "effective rank (mean)",
+    "ar.col.smallest_sv_ratio": "smallest singular value ÷ largest",
 
     # attention over training
     "tr.title": "Attention over training",
@@ -474,14 +568,43 @@ EN = {
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",
     "hs.col.evidence": "evidence",
+    "hs.col.n_sentences": "sentences",
+    "hs.ev.stat": "{stat} = {v}",
+    "hs.ev.broad": "entropy = {v} of {max} possible",
+    "hs.ev.none": "none clear (largest: {stat} = {v})",
+    "hs.stat.entropy": "entropy",
+    "hs.stat.mean_distance": "mean distance",
+    "hs.stat.self": "self",
+    "hs.stat.prev_token": "previous token",
+    "hs.stat.first_token": "first token",
+    "hs.stat.last_token": "last token",
+    "hs.stat.punctuation": "punctuation",
+    "hs.stat.max_weight": "max weight",
+    "hs.stat.max_entropy": "max entropy",
+    "hs.def.entropy": "−Σ_k p·ln p (nats): 0 = one key, ln n = spread evenly over n keys",
+    "hs.def.mean_distance": "Σ_k p_qk·|q − k| (cross-attention: q = target position, k = source position)",
+    "hs.def.self": "p_qq, the weight on the query's own position (self-attention only)",
+    "hs.def.prev_token": "p_q,q−1, the weight on the previous position, over q ≥ 1 (self-attention only)",
+    "hs.def.first_token": "p_q0, the weight on the first key",
+    "hs.def.last_token": "the weight on the last key the row may attend to (the source's [end]; in causal "
+                         "attention that is the query itself, so it equals self)",
+    "hs.def.punctuation": "the total weight on punctuation pieces",
+    "hs.def.max_weight": "max_k p_qk, the heaviest key",
+    "hs.def.max_entropy": "ln(allowed keys): the entropy a row spread evenly would have (reference for "
+                          "entropy)",
+    "hs.role.previous-token": "previous-token",
+    "hs.role.first-token sink": "first-token sink",
+    "hs.role.self": "self",
+    "hs.role.end-token sink": "end-token sink",
+    "hs.role.broad": "broad",
 
     # export
     "ex.title": "Export and report",
     "ex.intro": "Take the current run with you: every captured tensor by its capture name, or one HTML report "
                 "for students that opens offline.",
     "ex.run": "The run's tensors",
-    "ex.run_help": "Keys are the capture names (e.g. decoder.0.cross_attn.hook_pattern) plus tokens.src, "
-                   "tokens.tgt and output; the JSON also has shapes and dtypes. Same files as "
+    "ex.run_help": "Keys are the capture names (e.g. decoder.0.cross_attn.hook_pattern) plus `tokens.src`, "
+                   "`tokens.tgt` and `output`; the JSON also has shapes and dtypes. Same files as "
                    "`python -m viz_transformer trace --out run.npz`.",
     "ex.npz": "Download .npz",
     "ex.json": "Download .json",
@@ -583,10 +706,58 @@ EN = {
     "ls.clear": "Start a new lesson",
 }
 
-LANG = EN
+LANGS = {"en": "English", "zh": "简体中文"}
+LANG_KEY = "lang"        # st.session_state[LANG_KEY]: the session's language
+
+# Formulas shown with st.latex at the top of a page: the same in both languages (no words inside).
+LATEX = {
+    "ov.pre": r"h' = h + \mathrm{MHA}(\mathrm{LN}(h)),\qquad h_{\mathrm{out}} = h' + \mathrm{FFN}(\mathrm{LN}(h'))",
+    "ov.post": r"h' = \mathrm{LN}(h + \mathrm{MHA}(h)),\qquad h_{\mathrm{out}} = \mathrm{LN}(h' + \mathrm{FFN}(h'))",
+    "at": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right) V",
+    "st": r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right) V",
+    "mk": r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}\qquad "
+          r"M_{ij} = -\infty \;\Rightarrow\; \mathrm{softmax}(s + M)_{ij} = 0",
+    "pe": r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
+          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)",
+    "dc": r"y_t = \arg\max_{w}\, p(w \mid y_{<t}, x),\qquad p = \mathrm{softmax}(z / T)",
+    "ko": r"\Delta = \sum_t \log p_{\text{knocked out}}(y_t) - \sum_t \log p(y_t)",
+    "po": r"x_i = E(w_i)\sqrt{d_{\mathrm{model}}} + PE_i",
+    "cp": r"\Delta A = A^{(1)} - A^{(2)}",
+    "ro": r"\hat A_l = \tfrac12\,\overline{A_l} + \tfrac12 I,\qquad R = \hat A_L \cdots \hat A_1",
+    "hs": r"H = -\sum_j a_{ij} \log a_{ij}",
+}
+
+
+def current() -> str:
+    """The session's language ("en" outside a Streamlit run)."""
+    global _outside
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return _outside
+    lang = st.session_state.get(LANG_KEY, "en")
+    _outside = lang = lang if lang in LANGS else "en"
+    return lang
+
+
+# The language of the last script run, for the rare call with no session: AppTest calls a widget's
+# format_func from the test thread when it sends the widget's value back. A plain script gets English.
+_outside = "en"
+
+
+def has(key: str) -> bool:
+    return key in EN
+
+
+def table(lang: str) -> dict:
+    return ZH if lang == "zh" else EN
 
 
 def t(key: str, **kw) -> str:
-    """The string for `key`, formatted with kw. A missing key shows itself (easy to spot)."""
-    s = LANG.get(key, EN.get(key, key))
+    """The string for `key` in the session's language, formatted with kw. A key missing from ZH falls
+    back to English; a key missing everywhere shows itself (easy to spot)."""
+    s = table(current()).get(key, EN.get(key, key))
     return s.format(**kw) if kw else s
+
+
+from views.strings_zh import ZH  # noqa: E402  (the second table; it imports nothing from here)

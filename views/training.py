@@ -11,10 +11,10 @@ from viz_transformer import analysis, plots, plots_models
 ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
 st.title(t("tr.title"))
-st.caption(t("tr.intro"))
+widgets.intro("tr")
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
 if snaps is None:
-    have = [name for name, p in cached.translators().items() if cached.snapshots(str(p), 0.0) is not None]
+    have = [p.name for p in cached.translators().values() if cached.snapshots(str(p), 0.0) is not None]
     st.info(t("tr.none", name=ctx.name, have=", ".join(have) or "–"))
     st.stop()
 

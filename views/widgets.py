@@ -8,7 +8,7 @@ from typing import Optional
 
 import streamlit as st
 
-from views.strings import t
+from views.strings import LATEX, has, t
 from viz_transformer import analysis, export
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -26,6 +26,20 @@ def show(fig, key: Optional[str] = None, html: bool = True, **kw):
                            mime="text/html", key=bkey, on_click="ignore", type="tertiary",
                            icon=":material/download:", help=t("fig.html_help"))
     return out
+
+
+def intro(page: str, extra: Optional[str] = None, latex: Optional[str] = None) -> None:
+    """A page's opening: its two or three sentences ("{page}.intro"), then its formula when it has one."""
+    st.caption(t(f"{page}.intro"))
+    if extra:
+        st.caption(t(extra))
+    formula(latex or page)
+
+
+def formula(key: str) -> None:
+    """The formula of a page (strings.LATEX), when it has one."""
+    if key in LATEX:
+        st.latex(LATEX[key])
 
 
 def select(where, label: str, options: list, key: str, default=None, **kw):

@@ -51,6 +51,27 @@ def headline_metrics(summary: dict) -> dict[str, str]:
     return out
 
 
+def training_metrics(meta: dict) -> dict[str, float]:
+    """meta.json's numbers by a stable key (params, items, seconds, epoch, {test,val}_{bleu,chrf,perplexity,loss},
+    train_loss): the page names them. The test split is preferred for scores; the epoch and training loss are
+    the validation record's (the epoch that shipped)."""
+    out: dict[str, float] = {}
+    for k, key in (("params", "n_params"), ("items", "train_items"), ("seconds", "train_seconds")):
+        if isinstance(meta.get(key), (int, float)):
+            out[k] = meta[key]
+    for split in ("test", "val"):
+        d = meta.get(split)
+        if isinstance(d, dict):
+            for k in ("bleu", "chrf", "perplexity", "loss"):
+                if isinstance(d.get(k), (int, float)) and not any(x.endswith("_" + k) for x in out):
+                    out[f"{split}_{k}"] = d[k]
+    val = meta.get("val") if isinstance(meta.get("val"), dict) else {}
+    for k, key in (("epoch", "epoch"), ("train_loss", "train_loss")):
+        if isinstance(val.get(key), (int, float)):
+            out[k] = val[key]
+    return out
+
+
 def position_labels(pieces: list[str]) -> list[str]:
     """Unique labels "i:piece", so a repeated token stays a separate row/column."""
     return [f"{i}:{p}" for i, p in enumerate(pieces)]

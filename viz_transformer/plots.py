@@ -17,6 +17,8 @@ VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red,
 MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
 MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
 BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
+PALETTE = ["#2171b5", "#fd8d3c", "#31a354", "#756bb1", "#e6550d", "#636363"]   # series colours in every figure
+CELL_VALUES_PX = 30           # a cell shows its number ("0.12" at 10 px) only when it is at least this wide
 
 
 def escape(s: str) -> str:
@@ -38,7 +40,7 @@ def _np(x) -> np.ndarray:
 
 def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None) -> go.Figure:
     fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"), template="plotly_white",
-                      margin=dict(l=10, r=10, t=60, b=10), height=height)
+                      margin=dict(l=10, r=10, t=60, b=10), height=height, colorway=PALETTE)
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     return fig
@@ -47,13 +49,14 @@ def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Option
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
             show_values: Optional[bool] = None, hover: str = "weight", height: Optional[int] = None) -> go.Figure:
-    """A labelled matrix: rows top to bottom, columns left to right. Labels must already be escaped
-    and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    """A labelled matrix with square cells: rows top to bottom, columns left to right. Labels must already
+    be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
     z = _np(z)
     z = np.where(np.isfinite(z), z, np.nan)
     R, C = z.shape
-    if show_values is None:
-        show_values = R * C <= 300 and C <= 12     # numbers in cells only while they stay readable
+    cell = int(min(40, max(12, 560 / max(R, C, 1))))    # px per cell, the height follows from it
+    if show_values is None:                    # numbers in cells only while they fit without overlapping
+        show_values = cell >= CELL_VALUES_PX and R * C <= 400
     tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
                     zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
                     hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
@@ -63,9 +66,12 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     fig = go.Figure(tr)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
+    if max(R, C) <= 3 * min(R, C):      # square cells; a long thin matrix ([tokens × d_head]) fills the width instead
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
+        fig.update_xaxes(constrain="domain")
     fig.update_layout(plot_bgcolor=MASKED_BG)
     if height is None:
-        height = int(min(900, max(320, 140 + 18 * min(R, 40) + (12 * (R - 40) if R > 40 else 0))))
+        height = int(min(1000, max(260, 150 + cell * R + (50 if C > 4 else 0))))
     return _layout(fig, title, xlabel, ylabel, height)
 
 
@@ -80,7 +86,7 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
     if zmax is None:
         zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
     return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover="weight")
+                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover=colorbar)
 
 
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
@@ -90,7 +96,7 @@ def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], titl
     finite = a[np.isfinite(a)]
     lim = float(np.abs(finite).max()) if finite.size else 1.0
     return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
-                   zmin=-lim, zmax=lim, zmid=None, hover="value")
+                   zmin=-lim, zmax=lim, zmid=None, hover=colorbar)
 
 
 def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
@@ -98,7 +104,8 @@ def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: 
                  blocked: str = "masked (−∞)", colorbar: str = "mask") -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
     fig = heatmap(_np(mask), labels(q_pieces), labels(k_pieces), title, xlabel, ylabel, colorbar=colorbar,
-                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False, hover="allowed (1) / masked (0)")
+                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
+                  hover=f"{allowed} (1) / {blocked} (0)")
     fig.update_traces(colorbar=dict(tickvals=[0.25, 0.75], ticktext=[escape(blocked), escape(allowed)]))
     return fig
 
@@ -204,7 +211,7 @@ def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", 
     """[head, key] rows of one query (decoding): one row per head."""
     a = _np(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0, zmax=1, hover="weight", height=max(260, 110 + 30 * a.shape[0]))
+                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, height=max(260, 110 + 30 * a.shape[0]))
 
 
 # -- bars and curves ----------------------------------------------------------------------------
