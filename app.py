@@ -8,7 +8,7 @@ first after a restart (and every AppTest rerun) would run the page without this 
 """
 import streamlit as st
 
-from views import context, sidebar
+from views import context, guard, sidebar
 from views.strings import t
 
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
@@ -24,5 +24,7 @@ PAGES = [st.Page("views/overview.py", title=t("nav.overview"), icon=":material/i
          st.Page("views/compare.py", title=t("nav.compare"), icon=":material/compare:")]
 
 page = st.navigation(PAGES)
-st.session_state[context.CTX] = sidebar.sidebar()
-page.run()
+guard.clean_text()
+with guard.healing(page.title):
+    st.session_state[context.CTX] = sidebar.sidebar()
+    page.run()
