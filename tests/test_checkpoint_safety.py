@@ -245,3 +245,18 @@ def test_the_app_lists_every_bad_checkpoint_and_keeps_serving_the_good_one(good,
         by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
         assert not at.exception and len(at.dataframe) == 3, name
     assert not marker.exists()
+
+
+def test_listing_is_remembered_until_a_file_changes(good, monkeypatch):
+    import viz_transformer.checkpoint as C
+    calls = []
+    real = C.read_config
+    monkeypatch.setattr(C, "read_config", lambda f: calls.append(f) or real(f))
+    assert list_checkpoints(good.parent)[0].error is None and len(calls) == 1
+    assert list_checkpoints(good.parent)[0].error is None and len(calls) == 1     # nothing changed: not re-read
+    cfg = json.loads((good / "config.json").read_text())
+    (good / "config.json").write_text(json.dumps({**cfg, "d_model": 2560000}))
+    assert "d_model" in list_checkpoints(good.parent)[0].error and len(calls) == 2
+    (good / "config.json").unlink()
+    (good / "config.json").symlink_to("/etc/hostname")
+    assert "outside" in list_checkpoints(good.parent)[0].error

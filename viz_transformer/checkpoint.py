@@ -267,12 +267,36 @@ class CheckpointInfo:
     meta: Optional[dict] = None
 
 
-def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
-    """Every folder under `root`, sorted by name; broken ones carry their error message."""
-    root = Path(root)
+_LISTED: dict = {}        # root -> (what the folder looked like, the infos made from it)
+
+
+def _looks(root: Path) -> tuple:
+    """What list_checkpoints depends on, from stat calls only: names, link targets, file sizes and times."""
     out = []
+    for p in sorted(root.iterdir()):
+        entry = [p.name, str(p.resolve()) if p.is_symlink() else ""]
+        for f in FILES if p.is_dir() else ():
+            try:
+                st = (p / f).stat()
+                entry.append((st.st_ino, st.st_size, st.st_mtime_ns, (p / f).is_symlink()))
+            except OSError:
+                entry.append(None)
+        out.append(tuple(entry))
+    return tuple(out)
+
+
+def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
+    """Every folder under `root`, sorted by name; broken ones carry their error message. Remembered
+    until a file in the folder changes (the app lists them on every rerun of every session)."""
+    root = Path(root)
     if not root.is_dir():
-        return out
+        return []
+    looks = _looks(root)
+    key = str(root.resolve())
+    hit = _LISTED.get(key)
+    if hit is not None and hit[0] == looks:
+        return list(hit[1])
+    out = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
         info = CheckpointInfo(folder.name, folder)
         try:
@@ -284,4 +308,5 @@ def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
         except CheckpointError as e:
             info.error = str(e)
         out.append(info)
-    return out
+    _LISTED[key] = (looks, out)
+    return list(out)
