@@ -23,6 +23,12 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 
+def _cookies(url: str) -> str:
+    import urllib.request
+    with urllib.request.urlopen(url.rstrip("/") + "/", timeout=60) as r:
+        return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
+
+
 @dataclass
 class Result:
     seconds: float
@@ -55,10 +61,14 @@ class Session:
 
     @classmethod
     async def open(cls, url: str) -> "Session":
+        """Load the page first, as a browser does, and keep its cookies (a load balancer's route)."""
+        cookie = await asyncio.to_thread(_cookies, url)
         ws_url = url.replace("http", "ws", 1).rstrip("/") + "/_stcore/stream"
-        ws = await websockets.connect(ws_url, subprotocols=["streamlit"], max_size=64 << 20,
-                                      open_timeout=60, ping_interval=None)
-        return cls(ws, url)
+        ws = await websockets.connect(ws_url, subprotocols=["streamlit"], max_size=64 << 20, open_timeout=60,
+                                      ping_interval=None, additional_headers={"Cookie": cookie} if cookie else None)
+        s = cls(ws, url)
+        s.cookie = cookie
+        return s
 
     async def close(self) -> None:
         await self.ws.close()
@@ -144,10 +154,12 @@ class Session:
         return next(w.split("-", 2)[-1] for w in self.ids if w.split("-", 2)[-1].startswith(prefix))
 
 
-async def student(url: str, text: str, think: float = 0.0) -> dict:
+async def student(url: str, text: str, think: float = 0.0, cookies: Optional[list] = None) -> dict:
     """One student: open the app, type a text, open the attention and decoding pages (one step), and
     knock out a layer's heads on the lab page. Returns step -> Result."""
     s = await Session.open(url)
+    if cookies is not None:
+        cookies.append(s.cookie)
     out = {}
     try:
         out["open"] = await s.rerun()
