@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             return 1
         if (i + 1) % a.every == 0:
             gc.collect()
-            s = sample() | {"state_keys": len(at.session_state.filtered_state), "rerun": i + 1}
+            s = sample() | {"state_keys": len(at.session_state), "rerun": i + 1}
             rows.append(s)
             print("  ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in s.items()),
                   f" ({time.time() - t0:.0f}s)", flush=True)
