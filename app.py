@@ -9,7 +9,7 @@ first after a restart (and every AppTest rerun) would run the page without this 
 """
 import streamlit as st
 
-from views import context, language, lesson, sidebar
+from views import context, guard, language, lesson, sidebar
 from views.strings import t
 
 language.resolve()
@@ -43,7 +43,9 @@ LESSON_PAGES = {p.url_path or "overview": p for p in PAGES}     # a lesson step'
 
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
+guard.clean_text()
 lesson.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
-st.session_state[context.CTX] = ctx = sidebar.sidebar()
-lesson.writer(current.url_path or "overview", ctx.kind)                  # "save as lesson step", download
-current.run()
+with guard.healing(current.title):
+    st.session_state[context.CTX] = ctx = sidebar.sidebar()
+    lesson.writer(current.url_path or "overview", ctx.kind)              # "save as lesson step", download
+    current.run()

@@ -47,7 +47,7 @@ def test_round_trip_gives_identical_logits(tmp_path, tiny_translator, architectu
     folder = save_checkpoint(tmp_path / "ck", model, tok, META, fp16=False)
     hm = load_checkpoint(folder)
     assert hm.cfg == model.cfg
-    assert hm.meta == META
+    assert {k: v for k, v in hm.meta.items() if k != "weights_sha256"} == META
     assert torch.equal(logits(hm.model), logits(model))
     assert hm.tokenizer.encode("我是学生。") == tok.encode("我是学生。")
     with safe_open(str(folder / "model.safetensors"), "pt") as f:

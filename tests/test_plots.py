@@ -213,3 +213,11 @@ def test_figures_are_plain_plotly_json_and_need_no_streamlit(monkeypatch):
     monkeypatch.delitem(sys.modules, "viz_transformer.plots")
     fresh = importlib.import_module("viz_transformer.plots")
     assert fresh.attention_heatmap(torch.rand(2, 2), ["a", "b"], ["a", "b"], "t").data[0].zmax == 1
+
+
+def test_figures_carry_the_plotly_white_template_exactly():
+    """plots._white skips re-validating the template: the result must still be plotly_white itself."""
+    import plotly.io as pio
+    z = np.random.default_rng(0).random((5, 5)).astype(np.float32)
+    fig = plots.attention_heatmap(z, list("abcde"), list("abcde"), "t")
+    assert fig.layout.template.to_plotly_json() == pio.templates["plotly_white"].to_plotly_json()

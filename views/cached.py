@@ -63,9 +63,17 @@ def ablation_hooks(path: str, stamp: float, text: str, heads: tuple, mode: str) 
     return interventions.head_ablation_hooks(list(heads), mode, means, cfg=load_model(path, stamp).cfg)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
 def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
-    """(the intervened run, the logits of the original run's exact ids under the same ablation)."""
+    """(the intervened run, the logits of the original run's exact ids under the same ablation).
+    With no head knocked out that is the original run and its own logits: no second model run."""
+    if not heads:
+        run = run_text(path, stamp, text)
+        return run, run.logits
+    return _ablated(path, stamp, text, heads, mode)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     hm = load_model(path, stamp)
     hooks = ablation_hooks(path, stamp, text, heads, mode)
     return hm.run(text, fwd_hooks=hooks), lab.forced_logits(hm, run_text(path, stamp, text), hooks)

@@ -57,6 +57,7 @@ EN = {
     "msg.empty": "Type a sentence in the sidebar (or pick an example) to see inside the model.",
     "msg.broken": "This checkpoint cannot be used:",
     "msg.failed": "The model could not run on this text:",
+    "guard.reset": "Some settings held values this page cannot use; they were put back to their defaults.",
     "msg.no_block": "This model has no {block}.",
 
     # attention block names (the capture names stay verbatim in code)

@@ -44,6 +44,7 @@ ZH = {
     "msg.empty": "在侧边栏输入一句话（或选一个示例），就能看到模型内部。",
     "msg.broken": "这个检查点无法使用：",
     "msg.failed": "模型无法处理这段文本：",
+    "guard.reset": "有些设置的值本页无法使用，已恢复为默认值。",
     "msg.no_block": "这个模型没有{block}。",
     "block.encoder.self_attn": "编码器自注意力",
     "block.decoder.self_attn": "解码器自注意力（带掩码）",

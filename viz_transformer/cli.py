@@ -64,15 +64,63 @@ def cmd_generate(args) -> int:
             return tok.decode(tr.generated_ids)
         return tok.decode(tr.prompt_ids + tr.generated_ids)
 
-    lines = [args.text] if args.text is not None else (line.rstrip("\n") for line in sys.stdin)
-    for line in lines:
-        print(one(line), flush=True)
-    return 0
+    if args.text is not None:
+        print(one(_clean(args.text)), flush=True)
+        return 0
+    failed = 0
+    for n, line in enumerate(_stdin_lines(), 1):   # a bad line gets an empty output line and a note
+        try:
+            if isinstance(line, Exception):
+                raise UserError(str(line))
+            print(one(line), flush=True)
+        except UserError as e:
+            failed += 1
+            print(f"error: line {n}: {e}", file=sys.stderr)
+            print("", flush=True)
+    return 2 if failed else 0
+
+
+def _clean(text: str) -> str:
+    """argv holds undecodable bytes as lone surrogates: read them as U+FFFD, with a note."""
+    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if clean != text:
+        print("note: the text is not valid UTF-8: undecodable bytes read as U+FFFD", file=sys.stderr)
+    return clean
+
+
+def _stdin_lines():
+    """stdin's lines as text, read as bytes with a cap: a line longer than the text limit is skipped
+    (yielded as a ValueError) without holding it whole; invalid UTF-8 becomes U+FFFD, with a note."""
+    from .inputs import MAX_CHARS
+    cap = 4 * MAX_CHARS + 2                        # UTF-8 needs at most 4 bytes a character
+    stream = sys.stdin.buffer
+    n = 0
+    while True:
+        raw = stream.readline(cap)
+        if not raw:
+            return
+        n += 1
+        if not raw.endswith(b"\n") and len(raw) == cap:
+            size = len(raw)
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(1 << 20)
+                size += len(raw)
+            size -= raw.endswith(b"\n")
+            yield ValueError(f"the line has {size:,} bytes; the text limit is {MAX_CHARS:,} characters")
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            print(f"note: line {n} is not valid UTF-8 ({e.reason} at byte {e.start}): undecodable bytes "
+                  f"read as U+FFFD", file=sys.stderr)
+            text = raw.decode("utf-8", "replace")
+        yield text.rstrip("\r\n")
 
 
 def _run(hm, args):
     try:
-        return hm.run(args.text, target=getattr(args, "target", None))
+        target = getattr(args, "target", None)
+        return hm.run(_clean(args.text), target=None if target is None else _clean(target))
     except ValueError as e:
         raise UserError(str(e)) from None
 

@@ -11,6 +11,8 @@ ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm")
 POSITIONALS = ("sinusoidal", "learned")
 NORMS = ("pre", "post")
 ACTIVATIONS = ("relu", "gelu")
+LIMITS = {"vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
+          "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16}                   # model this app can show
 
 
 @dataclass
@@ -76,6 +78,10 @@ class ModelConfig:
         check(self.max_len >= 2, "max_len must be at least 2")
         check(-1 <= self.sep_id < self.vocab_size, f"sep_id must be -1 (none) or a vocabulary id, not {self.sep_id}")
         check(self.sep_id < 0 or not self.is_encoder_decoder, "sep_id is for decoder-only and prefix-LM translators")
+        # -- size limits: config.json is read from disk; refuse absurd sizes before anything is allocated
+        for name, top in LIMITS.items():
+            check(getattr(self, name) <= top, f"{name} {getattr(self, name):,} is above the limit {top:,}")
+        # -- end of size limits
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -41,6 +41,8 @@ def require_text(text) -> str:
         raise ValueError("the text is empty: type a sentence first")
     if len(text) > MAX_CHARS:
         raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    if any("\ud800" <= c <= "\udfff" for c in text):      # not characters: SentencePiece cannot take them
+        raise ValueError("the text holds lone surrogates (U+D800 to U+DFFF), which are not characters")
     return text
 
 

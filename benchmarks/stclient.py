@@ -1,0 +1,236 @@
+"""A light Streamlit client: one websocket session speaking the browser's protobuf protocol, no browser.
+
+    s = await Session.open("http://127.0.0.1:8501")
+    r = await s.rerun()                                  # the default page
+    r = await s.rerun({"text": "我是学生。"})              # a widget, by its key
+    r = await s.goto("Knock out heads"); r = await s.click("ko_all_encoder.self_attn_0")
+
+Used by tests/test_concurrency.py and benchmarks/bench_load.py. Each rerun returns what the server
+sent: the elements (by type), exceptions, and how long the run took from the request to
+script_finished. Widget ids are learned from the elements, as the browser learns them.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+
+def _cookies(url: str) -> str:
+    import urllib.request
+    with urllib.request.urlopen(url.rstrip("/") + "/", timeout=60) as r:
+        return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
+
+
+@dataclass
+class Result:
+    seconds: float
+    elements: list = field(default_factory=list)   # (type, Element proto) in the order they arrived
+    exceptions: list = field(default_factory=list)
+    n_bytes: int = 0
+
+    def of(self, kind: str) -> list:
+        return [e for k, e in self.elements if k == kind]
+
+    def signature(self) -> dict:
+        """What a session saw, comparable across sessions: code blocks, markdown/captions, tables, and
+        each figure's data (its traces, without uids)."""
+        figs = []
+        for e in self.of("plotly_chart"):
+            spec = json.loads(e.plotly_chart.spec or "{}")
+            figs.append(hashlib.sha1(json.dumps(spec.get("data"), sort_keys=True).encode()).hexdigest()[:12])
+        tables = [hashlib.sha1(e.arrow_data_frame.data).hexdigest()[:12] for e in self.of("arrow_data_frame")]
+        return {"code": [e.code.code_text for e in self.of("code")], "figures": figs, "tables": tables,
+                "text": [e.markdown.body for e in self.of("markdown")]}
+
+
+class Session:
+    def __init__(self, ws, url: str):
+        self.ws, self.url = ws, url
+        self.ids: dict[str, object] = {}     # widget key -> its latest element proto (has .id)
+        self.pages: dict[str, str] = {}      # page title -> page_script_hash
+        self.page_hash = ""
+        self.states: dict[str, object] = {}  # widget id -> WidgetState to send with every rerun
+
+    @classmethod
+    async def open(cls, url: str) -> "Session":
+        """Load the page first, as a browser does, and keep its cookies (a load balancer's route)."""
+        cookie = await asyncio.to_thread(_cookies, url)
+        ws_url = url.replace("http", "ws", 1).rstrip("/") + "/_stcore/stream"
+        ws = await websockets.connect(ws_url, subprotocols=["streamlit"], max_size=64 << 20, open_timeout=60,
+                                      ping_interval=None, additional_headers={"Cookie": cookie} if cookie else None)
+        s = cls(ws, url)
+        s.cookie = cookie
+        return s
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+    def _widget(self, key: str):
+        for wid, proto in self.ids.items():
+            if wid.endswith("-" + key) or wid == key:
+                return wid, proto
+        raise KeyError(f"no widget with key {key!r} on this page; known: {sorted(self.ids)}")
+
+    async def rerun(self, values: Optional[dict] = None, trigger: Optional[str] = None,
+                    timeout: float = 300) -> Result:
+        """Set widgets (by key) to values, optionally press a button (by key), and run the script."""
+        for key, v in (values or {}).items():
+            wid, _ = self._widget(key)
+            st = self.states.setdefault(wid, BackMsg().rerun_script.widget_states.widgets.add())
+            st.Clear()
+            st.id = wid
+            if isinstance(v, str):
+                st.string_value = v
+            elif isinstance(v, bool):
+                st.bool_value = v
+            elif isinstance(v, int):
+                st.int_value = v
+            elif isinstance(v, float):
+                st.double_value = v
+            else:
+                st.string_array_value.data.extend(v)
+        msg = BackMsg()
+        rs = msg.rerun_script
+        rs.page_script_hash = self.page_hash
+        for st in self.states.values():
+            rs.widget_states.widgets.add().CopyFrom(st)
+        if trigger:
+            wid, _ = self._widget(trigger)
+            w = rs.widget_states.widgets.add()
+            w.id, w.trigger_value = wid, True
+        t0 = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        res = Result(0.0)
+        self.ids = {}
+        while True:
+            raw = await asyncio.wait_for(self.ws.recv(), timeout)
+            res.n_bytes += len(raw)
+            fm = ForwardMsg()
+            fm.ParseFromString(raw)
+            kind = fm.WhichOneof("type")
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                k = el.WhichOneof("type")
+                res.elements.append((k, el))
+                if k == "exception":
+                    res.exceptions.append(el.exception.message)
+                wid = getattr(getattr(el, k), "id", "") if k else ""
+                if wid:
+                    self.ids[wid] = el
+            elif kind == "navigation":
+                self.pages = {p.page_name: p.page_script_hash for p in fm.navigation.app_pages}
+                for p in fm.navigation.app_pages:
+                    if p.page_script_hash == fm.navigation.page_script_hash:
+                        self.page_hash = p.page_script_hash
+            elif kind == "script_finished":
+                if fm.script_finished == fm.FINISHED_SUCCESSFULLY or fm.script_finished == fm.FINISHED_WITH_COMPILE_ERROR:
+                    break
+                if fm.script_finished == fm.FINISHED_EARLY_FOR_RERUN:   # st.rerun(): keep reading
+                    res.elements, self.ids = [], {}
+                    continue
+                break
+        res.seconds = time.perf_counter() - t0
+        # widget states the server knows now are what the browser would send next time
+        return res
+
+    async def goto(self, title: str, values: Optional[dict] = None) -> Result:
+        self.page_hash = self.pages[title]
+        self.states = {w: s for w, s in self.states.items() if w.endswith(("-text", "-ckpt"))}
+        return await self.rerun(values)
+
+    async def click(self, key: str) -> Result:
+        return await self.rerun(trigger=key)
+
+    def key_starting(self, prefix: str) -> str:
+        """The first widget key on the page that starts with prefix (e.g. the first "all of L0" button)."""
+        return next(w.split("-", 2)[-1] for w in self.ids if w.split("-", 2)[-1].startswith(prefix))
+
+
+async def student(url: str, text: str, think: float = 0.0, cookies: Optional[list] = None) -> dict:
+    """One student: open the app, type a text, open the attention and decoding pages (one step), and
+    knock out a layer's heads on the lab page. Returns step -> Result."""
+    s = await Session.open(url)
+    if cookies is not None:
+        cookies.append(s.cookie)
+    out = {}
+    try:
+        out["open"] = await s.rerun()
+        for step, action in (("overview", lambda: s.rerun({"text": text})),
+                             ("attention", lambda: s.goto("Attention: heads and layers")),
+                             ("decoding", lambda: s.goto("Step-through decoding")),
+                             ("decoding.next", lambda: s.click("dc_next")),
+                             ("knockout", lambda: s.goto("Knock out heads")),
+                             ("knockout.ablate", lambda: s.click(s.key_starting("ko_all_")))):
+            await asyncio.sleep(think)
+            out[step] = await action()
+    finally:
+        await s.close()
+    return out
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`streamlit run app.py` on a free loopback port (context manager): .url, .proc, .cpu_seconds()."""
+
+    def __init__(self, root, checkpoints=None, port: Optional[int] = None, log=None, env=None, args=()):
+        import os
+        self.root, self.port = root, port or free_port()
+        self.env = dict(os.environ, **(env or {}))
+        self.env.setdefault("OMP_NUM_THREADS", "1")
+        if checkpoints:
+            self.env["VIZ_CHECKPOINTS"] = str(checkpoints)
+        self.log, self.args = log, list(args)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "Server":
+        import subprocess
+        import sys
+        import urllib.request
+        out = open(self.log, "w") if self.log else subprocess.DEVNULL
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                      "--server.address", "127.0.0.1", "--server.port", str(self.port), *self.args],
+                                     cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while True:
+            try:
+                if urllib.request.urlopen(self.url + "/_stcore/health", timeout=2).read() == b"ok":
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.__exit__()
+                raise RuntimeError(f"streamlit did not start on {self.url} (log: {self.log})")
+            time.sleep(0.3)
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server process has used so far (Linux /proc)."""
+        import os
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mib(self) -> float:
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except Exception:  # noqa: BLE001 - it did not stop: kill it
+            self.proc.kill()

@@ -1,0 +1,105 @@
+"""Hostile input on every page of the app (the list is read from app.py, so pages added later are
+covered): every hostile text, absurd values pushed into every widget's session state, and hostile
+query parameters. Each gives a message or a result, never an exception, and the text is never HTML."""
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_util import APP, ROOT, figures, open_app, texts
+from hostile import HOSTILE, INJECT, REFUSED
+
+WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "number_input", "radio",
+           "select_slider", "selectbox", "slider", "text_area", "text_input", "time_input", "toggle")
+
+
+def app_pages() -> list[str]:
+    """The page scripts app.py lists in st.navigation, read from its source (importing it would run it)."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    pages = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "attr", None) == "Page" and n.args and isinstance(n.args[0], ast.Constant)]
+    assert pages and all((ROOT / p).is_file() for p in pages), pages
+    return pages
+
+
+PAGES = app_pages()
+REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # views/guard.py makes them U+FFFD
+
+
+@pytest.fixture
+def env(ckpt_root, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+    return ckpt_root
+
+
+def raw_html(at) -> list[str]:
+    """Markdown-ish elements whose source holds an unescaped tag a browser would parse."""
+    out = []
+    for kind in ("markdown", "caption", "info", "warning", "error", "success"):
+        for e in getattr(at, kind):
+            if re.search(r"(?<!\\)<\s*(script|img|iframe|svg)", str(e.value), re.I):
+                out.append(f"{kind}: {e.value}")
+    return out
+
+
+def visit_every_page(at, what) -> None:
+    for page in PAGES:
+        at.switch_page(page)
+        at.run(timeout=120)
+        assert not at.exception, (what, page, [e.value for e in at.exception])
+        assert not raw_html(at), (what, page, raw_html(at))
+        for f in figures(at):
+            assert "<script" not in str(f) and "<img" not in str(f), (what, page)
+        yield page
+
+
+@pytest.mark.parametrize("ckpt,names", [("tiny-zh-en", list(HOSTILE)),
+                                        ("tiny-lm", ["html", "emoji", "word5k", "nul", "100k", "empty"])])
+def test_every_hostile_text_on_every_page(env, ckpt, names):
+    for name in names:
+        at = open_app(ckpt=ckpt, text=HOSTILE[name])
+        for page in visit_every_page(at, name):
+            shown = texts(at)
+            if name in REFUSED_HERE and page != "views/positional.py":
+                assert ("Type a sentence" in shown) if REFUSED[name] == "empty" else (REFUSED_HERE[name] in shown), \
+                    (name, page, shown[:300])
+                assert figures(at) == [], (name, page)
+            elif name not in REFUSED_HERE:                            # a result, and no error message
+                assert not at.error and (figures(at) or at.dataframe or at.markdown), (name, page, shown[:300])
+
+
+ABSURD = [-1, 10 ** 12, math.nan, math.inf, "", "<img src=x onerror=alert(1)>", None, [1, "x"], {"a": 1}, True]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_absurd_values_in_every_widget_of_a_page(env, page):
+    """Every keyed widget on the page and the sidebar gets each absurd value through session state
+    (all at once, in a fresh session: the browser never sends such values, a script can)."""
+    at = open_app(page)
+    keys = sorted({w.key for kind in WIDGETS for w in at.get(kind) if w.key and not w.key.startswith("$$")})
+    assert "text" in keys and "ckpt" in keys, keys
+    for value in ABSURD:
+        at = AppTest.from_file(APP, default_timeout=120)
+        for key in keys:
+            at.session_state[key] = value
+        at.switch_page(page)
+        for run in (1, 2):
+            at.run(timeout=120)
+            assert not at.exception, (page, value, run, [e.value for e in at.exception])
+            assert not raw_html(at), (page, value)
+
+
+def test_hostile_query_parameters(env):
+    for params in ({"text": INJECT["script"]}, {"ckpt": "../../etc"}, {"page": "x" * 10_000},
+                   {"embed": "true", "embed_options": "<script>"}, {INJECT["img"]: INJECT["img"]}):
+        at = AppTest.from_file(APP, default_timeout=120)
+        for k, v in params.items():
+            at.query_params[k] = v
+        at.run(timeout=120)
+        assert not at.exception, (params, [e.value for e in at.exception])
+        assert not raw_html(at)
+        assert at.dataframe, params                                # the default text still runs

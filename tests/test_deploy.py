@@ -1,0 +1,78 @@
+"""More than one process: deploy/serve.sh runs two app processes behind Debian's nginx with sticky
+sessions, and the 20-students test runs through it: each student sees exactly what a lone session
+sees, every request of a student reaches the same process, and both processes get students."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_concurrency import TEXTS, alone, direct, seen  # noqa: F401 - fixtures
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from stclient import free_port, student  # noqa: E402
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+pytestmark = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is missing (apt-get install nginx)")
+
+
+@pytest.fixture
+def balanced(ckpt_root, tmp_path):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(ckpt_root / "tiny-zh-en", root / "zh-en")
+    port, run = free_port(), tmp_path / "run"
+    env = dict(os.environ, VIZ_CHECKPOINTS=str(root), RUN_DIR=str(run), OMP_NUM_THREADS="1")
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen(["bash", str(ROOT / "deploy" / "serve.sh"), "2", str(port)], env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.5)
+        yield url, run
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)          # serve.sh stops nginx and its app processes
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_twenty_students_through_nginx_with_two_processes(balanced, alone):
+    url, run = balanced
+    cookies = []
+
+    async def together():
+        return await asyncio.gather(*(student(url, text, cookies=cookies) for text in TEXTS))
+    results = asyncio.run(together())
+    for text, r in zip(TEXTS, results):
+        assert not any(x.exceptions for x in r.values()), text
+        assert seen(r) == alone[text], text
+    routes = defaultdict(set)                           # route cookie -> the processes that served it
+    for line in (run / "access.log").read_text().splitlines():
+        m = re.search(r"route=(\w+) upstream=([\d.:]+)", line)
+        if m:
+            routes[m.group(1)].add(m.group(2))
+    ours = [c.split("=", 1)[1] for c in cookies]
+    assert len(set(ours)) == 20
+    assert all(len(routes[c]) == 1 for c in ours), {c: routes[c] for c in ours}   # sticky
+    assert len({next(iter(routes[c])) for c in ours}) == 2                         # both processes used
