@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -17,11 +18,12 @@ SHIPPED = ["attention-step-by-step", "positions-and-masks"]
 
 @pytest.fixture(scope="module")
 def both_root(ckpt_root, tmp_path_factory):
-    """The shipped checkpoints (the lessons name them) and the tiny ones, side by side."""
+    """The shipped checkpoints (the lessons name them) and the tiny ones, side by side (copies: a link out
+    of the checkpoints folder is refused)."""
     root = tmp_path_factory.mktemp("both")
     for folder in [*ckpt_root.iterdir(), *(ROOT / "checkpoints").iterdir()]:
         if folder.is_dir():
-            (root / folder.name).symlink_to(folder, target_is_directory=True)
+            shutil.copytree(folder, root / folder.name)
     return root
 
 
