@@ -20,8 +20,8 @@ WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "n
 def app_pages() -> list[str]:
     """The page scripts app.py lists in st.navigation, read from its source (importing it would run it)."""
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    pages = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and getattr(n.func, "attr", None) == "Page" and n.args and isinstance(n.args[0], ast.Constant)]
+    pages = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args   # st.Page(...) or page(...)
+             and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).endswith(".py")]
     assert pages and all((ROOT / p).is_file() for p in pages), pages
     return pages
 
