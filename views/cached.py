@@ -11,6 +11,7 @@ import streamlit as st
 
 from viz_transformer import analysis, decode, interventions, lab, lenses, load_checkpoint, patching
 from viz_transformer import capture as runs
+from viz_transformer.config import ARCHITECTURES
 from viz_transformer.snapshots import load_training_snapshots
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +108,7 @@ def translators() -> dict[str, Path]:
         cfg = info.config
         if info.error is None and cfg is not None and cfg.is_translator:
             found.setdefault(cfg.architecture, info.path)
-    return found
+    return {arch: found[arch] for arch in ARCHITECTURES if arch in found}     # always in reading order
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
