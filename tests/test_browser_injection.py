@@ -38,13 +38,16 @@ def assert_nothing_ran(pg, where: str) -> None:
 def check_downloads(pg, where: str) -> int:
     n = 0
     for button in pg.locator('[data-testid="stDownloadButton"] button').all():
+        if not button.is_visible():                    # inside a closed expander
+            continue
         with pg.expect_download() as dl:
             button.click()
         body = open(dl.value.path(), encoding="utf-8", errors="replace").read()
         if dl.value.suggested_filename.lower().endswith((".html", ".htm", ".svg")) or body.lstrip().startswith("<"):
             for raw in INJECT.values():
                 assert raw not in body, (where, dl.value.suggested_filename)
-            assert html.escape(INJECT["script"], quote=False) in body or "\\u003cscript" in body, where
+            if "report" in dl.value.suggested_filename:        # the report holds the text: escaped, as text
+                assert html.escape(INJECT["script"], quote=False) in body or "\\u003cscript" in body, where
         n += 1
     return n
 

@@ -9,7 +9,7 @@ import pytest
 from test_browser import ARTIFACTS, CHROMIUM, _no_exception, _settle, page, server  # noqa: F401  (fixtures)
 from viz_transformer import lessons
 
-ARCH = {"zh-en": "encoder_decoder · 3+3 layers", "en-stories": "decoder_only"}
+ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
 pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
 
 

@@ -152,8 +152,14 @@ def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool) -> 
     sb.button(t("ls.leave"), key="ls_leave", on_click=_leave, type="tertiary")
 
 
+def _text(key: str) -> str:
+    """A text box's value, "" for anything else a stale or scripted session may hold."""
+    v = st.session_state.get(key, "")
+    return v.strip() if isinstance(v, str) else ""
+
+
 def _save_step(page: str, kind: str) -> None:
-    note = {lang: st.session_state.get(f"ls_note_{lang}", "").strip() for lang in lessons.LANGS}
+    note = {lang: _text(f"ls_note_{lang}") for lang in lessons.LANGS}
     note = {k: v for k, v in note.items() if v} or {"en": ""}
     st.session_state.setdefault("lesson_draft", []).append(
         lessons.Step(page, current_settings(page, kind), note).to_dict())
@@ -161,6 +167,11 @@ def _save_step(page: str, kind: str) -> None:
 
 def writer(current: str, kind: str) -> None:
     """The teacher's tools at the bottom of the sidebar: save the current page as a step, download."""
+    for key in ("ls_title_en", "ls_title_zh", "ls_note_en", "ls_note_zh"):
+        if key in st.session_state and not isinstance(st.session_state[key], str):
+            del st.session_state[key]                       # absurd state: the box starts empty again
+    if not isinstance(st.session_state.get("lesson_draft", []), list):
+        del st.session_state["lesson_draft"]
     with st.sidebar.expander(t("ls.write"), icon=":material/school:"):
         st.caption(t("ls.write_help"))
         st.text_input(t("ls.title_en"), key="ls_title_en", value=t("ls.default_title"))
@@ -171,7 +182,7 @@ def writer(current: str, kind: str) -> None:
         draft = st.session_state.get("lesson_draft", [])
         st.caption(t("ls.draft", n=len(draft)))
         if draft:
-            title = {k: v for k in lessons.LANGS if (v := st.session_state.get(f"ls_title_{k}", "").strip())}
+            title = {k: v for k in lessons.LANGS if (v := _text(f"ls_title_{k}"))}
             data = lessons.Lesson("draft", title or {"en": t("ls.default_title")},
                                   [lessons.Step(**s) for s in draft]).dumps()
             st.download_button(t("ls.download"), data, file_name="my-lesson.json", mime="application/json",
