@@ -68,8 +68,9 @@ def test_every_hostile_text_on_every_page(env, ckpt, names):
                 assert ("Type a sentence" in shown) if REFUSED[name] == "empty" else (REFUSED_HERE[name] in shown), \
                     (name, page, shown[:300])
                 assert figures(at) == [], (name, page)
-            elif name not in REFUSED_HERE:                            # a result, and no error message
-                assert not at.error and (figures(at) or at.dataframe or at.markdown), (name, page, shown[:300])
+            elif name not in REFUSED_HERE:          # a result or a clear message (a warning), never an error
+                assert not at.error and (figures(at) or at.dataframe or at.markdown or at.warning or at.info), \
+                    (name, page, shown[:300])
 
 
 ABSURD = [-1, 10 ** 12, math.nan, math.inf, "", "<img src=x onerror=alert(1)>", None, [1, "x"], {"a": 1}, True]

@@ -7,7 +7,7 @@ from views.strings import t
 from viz_transformer import architectures as A
 from viz_transformer import plots, plots_models
 
-ctx = context.need_run(require_text=False)
+ctx = context.need_run()
 st.title(t("ar.title"))
 st.markdown(t("ar.intro"))
 models = cached.translators()

@@ -34,7 +34,7 @@ try:
     with st.spinner(t("pt.running")):
         df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over)
 except ValueError as e:
-    st.error(t("pt.align"))
+    st.warning(t("pt.align"))
     st.code(str(e), language=None, wrap_lines=True)
     st.caption(t("pt.align_tip"))
     st.stop()

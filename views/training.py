@@ -8,7 +8,7 @@ from views import cached, context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots, plots_models
 
-ctx = context.need_run(require_text=False)
+ctx = context.need_run()
 cfg = ctx.hm.cfg
 st.title(t("tr.title"))
 widgets.intro("tr")
