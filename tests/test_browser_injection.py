@@ -81,7 +81,7 @@ def test_injected_markup_never_runs_on_any_page(server):  # noqa: F811
             settle(pg)
             for field in pg.locator('[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
                                      '[data-testid="stMain"] [data-testid="stTextInput"] input').all():
-                if not field.is_visible():                 # a closed expander, or gone after a rerun
+                if not field.is_visible() or not field.is_enabled():     # a closed expander, gone, or read-only
                     continue
                 field.fill(TEXT)
                 field.press("Control+Enter" if field.evaluate("e => e.tagName") == "TEXTAREA" else "Enter")
