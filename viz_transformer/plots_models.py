@@ -93,7 +93,8 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
         fig.add_vline(x=x0(shipped), line=dict(color="#2ca02c", width=1.5, dash="dash"),
                       annotation_text=escape(shipped_label), annotation_position="top left")
     fig.update_xaxes(type="log")
+    fig = _layout(fig, title, step_label, loss_label, 360)       # titles every y axis: the BLEU axis after it
     fig.update_layout(yaxis2=dict(title=dict(text=escape(bleu_label)), overlaying="y", side="right", rangemode="tozero",
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
-    return _layout(fig, title, step_label, loss_label, 360)
+    return fig
