@@ -73,3 +73,17 @@ def tiny_lm(ckpt_root):
 # Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
 # each other (10x slower measured): run the suite on one.
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def models(ckpt_root):
+    """The three tiny architectures by folder name (lens and patching tests)."""
+    from viz_transformer import load_checkpoint
+    return {n: load_checkpoint(ckpt_root / n) for n in ("tiny-zh-en", "tiny-lm", "tiny-prefix")}
+
+
+@pytest.fixture(scope="module")
+def zh_en():
+    """The shipped translator."""
+    from viz_transformer import load_checkpoint
+    return load_checkpoint(ROOT / "checkpoints" / "zh-en")

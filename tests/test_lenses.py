@@ -16,16 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {"encoder_decoder": "我是一名工程师。", "decoder_only": "The cat sat on the mat.", "prefix_lm": "I love you."}
 
 
-@pytest.fixture(scope="module")
-def models(ckpt_root):
-    return {n: load_checkpoint(ckpt_root / n) for n in ("tiny-zh-en", "tiny-lm", "tiny-prefix")}
-
-
-@pytest.fixture(scope="module")
-def zh_en():
-    return load_checkpoint(ROOT / "checkpoints" / "zh-en")
-
-
 def _run(hm, **kw):
     return hm.run(TEXTS[hm.cfg.architecture], max_new_tokens=6, **kw)
 

@@ -21,16 +21,6 @@ CANDIDATES = {"encoder_decoder": ["我是学生。", "我爱你。", "这是我�
 ZH_PAIR = ("我爱你。", "你爱我。")
 
 
-@pytest.fixture(scope="module")
-def models(ckpt_root):
-    return {n: load_checkpoint(ckpt_root / n) for n in ("tiny-zh-en", "tiny-lm", "tiny-prefix")}
-
-
-@pytest.fixture(scope="module")
-def zh_en():
-    return load_checkpoint(ROOT / "checkpoints" / "zh-en")
-
-
 def aligned(hm) -> tuple[str, str]:
     """Two different texts from the fixtures' sentences with the same number of pieces."""
     texts = CANDIDATES["encoder_decoder" if hm.cfg.is_encoder_decoder else "lm"]
