@@ -3,7 +3,6 @@ layer l (row l), and a model whose later block was made an identity (equal rows)
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,7 +11,6 @@ from torch import nn
 from viz_transformer import load_checkpoint
 from viz_transformer.lenses import first_row_known, lens_from_ids, lens_names, lens_view, logit_lens
 
-ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {"encoder_decoder": "我是一名工程师。", "decoder_only": "The cat sat on the mat.", "prefix_lm": "I love you."}
 
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from viz_transformer import load_checkpoint
 from viz_transformer.decoding import never_generated
 from viz_transformer.patching import (Patch, output_logprob, patched_logits, patching_scores, prepare_pair,
                                       resid_names, score_grid)
 
-ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = {"encoder_decoder": ["我是学生。", "我爱你。", "这是我的书。", "他是我的朋友。", "我喜欢喝茶。",
                                   "她在学校工作。", "今天天气很好。"],
               "lm": ["I am a student.", "I love you.", "This is my book.", "He is my friend.", "I am an engineer.",
