@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from .plot_margins import WIDE_PLOT_PX, every_kth, fit_margins
+
 ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
 VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
 MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
@@ -55,12 +57,12 @@ def _white(fig: go.Figure) -> None:
 
 
 def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None) -> go.Figure:
-    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"),
-                      margin=dict(l=10, r=10, t=60, b=10), height=height, colorway=PALETTE)
+    """Title, axis titles, the white template and margins fitted to the labels (no automargin redraws)."""
+    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"), height=height, colorway=PALETTE)
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
-    return fig
+    return fit_margins(fig)
 
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
@@ -83,12 +85,21 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     fig = go.Figure(tr)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
-    if max(R, C) <= 3 * min(R, C):      # square cells; a long thin matrix ([tokens × d_head]) fills the width instead
+    square = max(R, C) <= 3 * min(R, C)  # square cells; a long thin matrix ([tokens × d_head]) fills the width instead
+    if square:
         fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
         fig.update_xaxes(constrain="domain")
     fig.update_layout(plot_bgcolor=MASKED_BG)
     if height is None:
         height = int(min(1000, max(260, 150 + cell * R + (50 if C > 4 else 0))))
+    # past ~60 tokens a label per cell would overlap: every k-th one (hover names every cell)
+    cell_y, cell_x = (height - 170) / max(R, 1), WIDE_PLOT_PX / max(C, 1)
+    if square:
+        cell_y = cell_x = min(cell_y, cell_x)
+    for axis, cats, px, gap in ((fig.layout.yaxis, row_labels, cell_y, 14), (fig.layout.xaxis, col_labels, cell_x, 20)):
+        shown = every_kth(list(cats), px, gap)
+        if shown is not None:
+            axis.update(tickmode="array", tickvals=shown)
     return _layout(fig, title, xlabel, ylabel, height)
 
 

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .plot_margins import fit_margins
 from .plots import _layout, _np, escape
 
 SERIES_COLOURS = {"encoder_decoder": "#1f77b4", "decoder_only": "#d62728", "prefix_lm": "#2ca02c"}
@@ -97,4 +98,4 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
     fig.update_layout(yaxis2=dict(title=dict(text=escape(bleu_label)), overlaying="y", side="right", rangemode="tozero",
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
-    return fig
+    return fit_margins(fig)

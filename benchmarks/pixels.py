@@ -1,0 +1,209 @@
+"""Time to pixels, from outside: the real server, headless Chromium, the time from a click (or a submitted
+text) until the script has finished, no skeleton is left and every chart has drawn; and the bytes the
+server sent for it (websocket frames + /_stcore/message responses).
+
+    python benchmarks/pixels.py                          # every page at 32, 128, 512 tokens
+    python benchmarks/pixels.py --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
+
+The end of a rerun is read in the page itself, not guessed with a sleep: a MutationObserver sees the app
+root's data-test-script-state go to "running" and back to "notRunning"; then every stPlotlyChart must have
+its .main-svg, no stSkeleton or stale element may be left, and two animation frames must have passed
+(the browser has painted). The clock starts in the same JavaScript task that clicks.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
+from stclient import Server  # noqa: E402
+from texts import text_of  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1440, "height": 900}
+TOKENS = (32, 128, 512)
+
+# One JavaScript task: arm the observer, start the clock, act; resolves with the ms until pixels.
+_MEASURE = """async ([action, arg, timeoutMs]) => {
+  const root = () => document.querySelector('[data-test-script-state]');
+  const drawn = () => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                        .every(c => c.querySelector('.main-svg'));
+  const idle = () => root() && root().getAttribute('data-test-script-state') === 'notRunning'
+                     && !document.querySelector('[data-testid="stSkeleton"]')
+                     && !document.querySelector('[data-stale="true"]') && drawn();
+  let ran = false, ended = null;
+  const obs = new MutationObserver(records => { for (const m of records) {   // a run may start and end in one task
+    if (m.oldValue === 'running' || m.target.getAttribute('data-test-script-state') === 'running') ran = true;
+    if (m.target.getAttribute('data-test-script-state') === 'notRunning') ended = performance.now() - t0; } });
+  obs.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
+                              attributeFilter: ['data-test-script-state']});
+  const t0 = performance.now();
+  if (action === 'click') {
+    document.querySelector(arg).click();
+  } else {                                   // 'submit': set the sidebar text and press Ctrl+Enter
+    const ta = document.querySelector('[data-testid="stSidebar"] textarea');
+    const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value').set;
+    ta.focus(); set.call(ta, arg); ta.dispatchEvent(new Event('input', {bubbles: true}));
+    ta.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', code: 'Enter', ctrlKey: true, bubbles: true}));
+  }
+  return await new Promise((resolve, reject) => {
+    const check = () => {
+      const waited = performance.now() - t0;
+      if (waited > timeoutMs || (!ran && waited > 5000)) { obs.disconnect(); resolve({ms: null, ran}); return; }
+      if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true;
+      if (ran && idle()) {
+        requestAnimationFrame(() => requestAnimationFrame(() => { obs.disconnect();
+          resolve({ms: performance.now() - t0, script_ms: ended, charts: document.querySelectorAll('[data-testid="stPlotlyChart"]').length,
+                   exceptions: document.querySelectorAll('[data-testid="stException"]').length}); }));
+      } else { setTimeout(check, 5); }
+    };
+    check();
+  });
+}"""
+
+
+class Traffic:
+    """Bytes the server sends to this page: websocket frames received and /_stcore/message bodies (CDP)."""
+
+    def __init__(self, page):
+        self.n = 0
+        self.urls: dict[str, str] = {}
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.on("Network.webSocketFrameReceived", self._frame)
+        cdp.on("Network.requestWillBeSent", lambda e: self.urls.__setitem__(e["requestId"], e["request"]["url"]))
+        cdp.on("Network.loadingFinished", self._loaded)
+
+    def _frame(self, e) -> None:
+        r = e["response"]
+        self.n += len(r["payloadData"]) * 3 // 4 if r.get("opcode") == 2 else len(r["payloadData"].encode())
+
+    def _loaded(self, e) -> None:
+        if "/_stcore/message" in self.urls.get(e["requestId"], ""):
+            self.n += int(e.get("encodedDataLength", 0))
+
+
+def settle(page, timeout_ms: int = 300_000) -> None:
+    page.wait_for_function("""() => { const r = document.querySelector('[data-test-script-state]');
+        return r && r.getAttribute('data-test-script-state') === 'notRunning'
+          && !document.querySelector('[data-testid="stSkeleton"]')
+          && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg')); }""",
+                           timeout=timeout_ms)
+
+
+def nav_pages(page) -> list[tuple[str, str]]:
+    """(title, CSS selector of its link) for every page in the sidebar navigation."""
+    links = page.eval_on_selector_all('[data-testid="stSidebarNav"] a',
+                                      "els => els.map(a => [a.innerText.trim(), a.getAttribute('href')])")
+    return [(title.split("\n")[-1].strip(), f'[data-testid="stSidebarNav"] a[href="{href}"]') for title, href in links]
+
+
+def measure_action(page, traffic: Traffic, action: str, arg: str, timeout_ms: int = 300_000, tries: int = 3) -> dict:
+    """One timed action. Rarely the frontend drops a click made just after a rerun ended (no run starts
+    within 5 s): then the page is let settle and the action is made again."""
+    for _ in range(tries):
+        n0 = traffic.n
+        r = page.evaluate(_MEASURE, [action, arg, timeout_ms])
+        if r["ms"] is not None:
+            break
+        if r["ran"]:
+            raise TimeoutError(f"{action} {arg}: not drawn after {timeout_ms / 1000:.0f} s")
+        settle(page)
+    else:
+        raise RuntimeError(f"{action} {arg}: no rerun started after {tries} tries")
+    page.wait_for_timeout(50)                   # late frames (e.g. the final script_finished) are counted
+    return {"seconds": r["ms"] / 1000, "script_seconds": (r["script_ms"] or r["ms"]) / 1000, "bytes": traffic.n - n0, "charts": r["charts"], "exceptions": r["exceptions"]}
+
+
+def measure(browser, url: str, tok, tokens=TOKENS, pages=None, repeat: int = 3, seed: int = 0,
+            home: str = "Overview", log=print) -> list[dict]:
+    """Time to pixels of every page (or those whose title contains one of `pages`) at each token count.
+    For each count: a new text is submitted on the home page (timed too, as "new text"), then each page is
+    opened from the navigation `repeat` times (away to the home page and back: the run is cached, as when
+    a student moves between pages). Returns one row per (page, tokens)."""
+    page = browser.new_page(viewport=VIEWPORT)
+    traffic = Traffic(page)
+    page.goto(url)
+    settle(page)
+    links = nav_pages(page)
+    home_sel = next(sel for title, sel in links if title == home)
+    chosen = [(t, s) for t, s in links if t != home and (not pages or any(p.lower() in t.lower() for p in pages))]
+    rows = []
+    for n in tokens:
+        text = text_of(tok, n, seed=seed + n)
+        r = measure_action(page, traffic, "submit", text)
+        rows.append({"page": "new text (" + home + ")", "tokens": n, **r, "runs": [r["seconds"]]})
+        log(f"{n:>4} tokens  new text on {home}: {r['seconds']:.2f} s")
+        for title, sel in ([(home, home_sel)] if not pages or home in pages else []) + chosen:
+            runs = []
+            for _ in range(repeat):
+                measure_action(page, traffic, "click", home_sel if title != home else chosen[0][1] if chosen else home_sel)
+                runs.append(measure_action(page, traffic, "click", sel))
+            best = min(runs, key=lambda r: r["seconds"])
+            row = {"page": title, "tokens": n, "seconds": statistics.median(r["seconds"] for r in runs),
+                   "min_seconds": best["seconds"], "script_seconds": statistics.median(r["script_seconds"] for r in runs), "bytes": int(statistics.median(r["bytes"] for r in runs)),
+                   "charts": best["charts"], "exceptions": max(r["exceptions"] for r in runs),
+                   "runs": [round(r["seconds"], 3) for r in runs]}
+            rows.append(row)
+            log(f"{n:>4} tokens  {title:32s} {row['seconds']:5.2f} s (run ends {row['script_seconds']:4.2f})  {row['bytes'] / 1e6:6.2f} MB  "
+                f"{row['charts']} charts" + (f"  {row['exceptions']} EXCEPTIONS" if row["exceptions"] else ""))
+    page.close()
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    tokens = sorted({r["tokens"] for r in rows})
+    pages = list(dict.fromkeys(r["page"] for r in rows))
+    by = {(r["page"], r["tokens"]): r for r in rows}
+    head = "| page | " + " | ".join(f"{n} tokens" for n in tokens) + f" | bytes @{tokens[-1]} |"
+    lines = [head, "|---" * (len(tokens) + 2) + "|"]
+    for p in pages:
+        cells = [f"{by[(p, n)]['seconds']:.2f} s" if (p, n) in by else "" for n in tokens]
+        last = by.get((p, tokens[-1]))
+        lines.append(f"| {p} | " + " | ".join(cells) + f" | {last['bytes'] / 1e6:.2f} MB |" if last else " |")
+    return "\n".join(lines)
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", help="a running server (default: start one on --checkpoints)")
+    p.add_argument("--checkpoints", default=str(ROOT / "checkpoints"))
+    p.add_argument("--checkpoint", default="zh-en", help="the folder whose tokenizer makes the texts")
+    p.add_argument("--tokens", default=",".join(map(str, TOKENS)))
+    p.add_argument("--pages", nargs="*", help="only pages whose title contains one of these")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--json", help="write the rows here")
+    a = p.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+    from viz_transformer.checkpoint import load_tokenizer, read_config
+    folder = Path(a.checkpoints) / a.checkpoint
+    tok = load_tokenizer(folder, read_config(folder))
+    server = None if a.url else Server(ROOT, a.checkpoints, log="/tmp/bench_pixels_server.log").__enter__()
+    try:
+        with sync_playwright() as pw:
+            browser = launch(pw)
+            rows = measure(browser, a.url or server.url, tok, [int(x) for x in a.tokens.split(",")], a.pages, a.repeat)
+            browser.close()
+    finally:
+        if server:
+            server.__exit__()
+    print("\n" + table(rows))
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
