@@ -28,8 +28,10 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=3)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def load_model(path: str, stamp: float):
+    """Every shipped checkpoint stays loaded (~30 MB each): the architecture comparison alone needs four at
+    once, and with room for three it reloaded them on every visit (1.1 s of its server time)."""
     return load_checkpoint(path)
 
 
