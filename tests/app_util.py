@@ -57,3 +57,12 @@ def texts(at) -> str:
 def by_key(widgets, key):
     return next(w for w in widgets if w.key == key)
 
+
+
+def open_tab(at, prefix: str, name: str) -> AppTest:
+    """Open a tab of a page with lazy tabs (views.widgets.lazy_tabs) and rerun."""
+    from views.widgets import tab_label
+    at.session_state[f"{prefix}_tab"] = tab_label(prefix, name)
+    at.run(timeout=60)
+    assert not at.exception, [e.value for e in at.exception]
+    return at

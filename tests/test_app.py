@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import decode, load_checkpoint
 
 
@@ -36,23 +36,39 @@ def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monke
 
 
 def test_every_page_opens_with_figures(env):
-    # the figures each page promises, found by their titles (not by a count)
-    expected = {"views/attention.py": ["layer 0, head 0", "all layers × heads", "lines from queries"],
-                "views/step_by_step.py": ["Q Kᵀ", "softmax over each row", "this head's output", "Variance of q·k"],
-                "views/masks.py": ["Padding mask captured at", "Causal mask", "Prefix-LM mask", "Scores after the mask"],
-                "views/positional.py": ["Sinusoidal encoding", "Chosen dimensions over position", "PE(i)·PE(j)"],
-                "views/decoding.py": []}
+    # the figures each page (or each tab of it) promises, found by their titles (not by a count)
+    expected = {("views/attention.py", None): ["layer 0, head 0", "all layers × heads", "lines from queries"],
+                ("views/step_by_step.py", "qkv"): ["Q: queries", "K: keys", "V: values"],
+                ("views/step_by_step.py", "scores"): ["Q Kᵀ", "softmax over each row"],
+                ("views/step_by_step.py", "output"): ["this head's output", "Weights of query"],
+                ("views/step_by_step.py", "why"): ["Variance of q·k"],
+                ("views/masks.py", "padding"): ["Padding mask captured at", "Cross-attention mask"],
+                ("views/masks.py", "causal"): ["Causal mask", "Prefix-LM mask"],
+                ("views/masks.py", "applied"): ["Scores before the mask", "Scores after the mask", "Pattern after"],
+                ("views/positional.py", None): ["Sinusoidal encoding", "Chosen dimensions over position", "PE(i)·PE(j)"],
+                ("views/decoding.py", None): []}
     at = open_app()
-    for page, titles in expected.items():
+    for (page, tab), titles in expected.items():
         at.switch_page(page)
         at.run(timeout=60)
+        if tab:
+            open_tab(at, {"views/step_by_step.py": "st", "views/masks.py": "mk"}[page], tab)
         assert not at.exception, (page, [e.value for e in at.exception])
         shown = [f["layout"]["title"]["text"] for f in figures(at)]
         for want in titles:
-            assert any(want in s for s in shown), (page, want, shown)
+            assert any(want in s for s in shown), (page, tab, want, shown)
         assert bool(shown) == bool(titles), page          # the decoding page draws nothing before Next
         for f in figures(at):
             assert f["layout"]["title"]["text"]
+
+
+def test_a_tabbed_page_runs_and_draws_the_open_tab_only(env):
+    at = open_app("views/masks.py")
+    open_tab(at, "mk", "causal")
+    shown = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert len(shown) == 2 and not any("Padding" in s or "Scores" in s for s in shown), shown
+    open_tab(at, "st", "why")                          # another page's tab state does not leak into this one
+    assert len(figures(at)) == 2
 
 
 def test_switching_pages_keeps_text_and_model(env):
@@ -92,6 +108,7 @@ def test_masks_page_padding_causal_prefix_and_applied(env):
     z, cols = array(pad["data"][0]["z"]), pad["data"][0]["x"]
     is_pad = np.array([c.endswith(":[pad]") for c in cols])
     assert is_pad.any() and (z[:, is_pad] == 0).all() and (z[:, ~is_pad] == 1).all()
+    open_tab(at, "mk", "causal")
     causal = array(figure(at, "Causal mask")["data"][0]["z"])
     assert np.array_equal(causal, np.tril(np.ones_like(causal)))
     by_key(at.slider, "mk_prefix").set_value(2)
@@ -99,6 +116,7 @@ def test_masks_page_padding_causal_prefix_and_applied(env):
     prefix = array(figure(at, "Prefix-LM mask, prefix = 2")["data"][0]["z"])
     assert prefix[0, 1] == 1 and prefix[1, 2] == 0 and prefix[0, 2] == 0
     # the applied decoder self-attention mask is causal, and masked scores are gaps (-inf)
+    open_tab(at, "mk", "applied")
     applied = array(figure(at, "decoder.0.self_attn.hook_mask")["data"][0]["z"])
     assert np.array_equal(applied, np.tril(np.ones_like(applied)))
     after = array(figure(at, "Scores after the mask")["data"][0]["z"])
@@ -110,6 +128,7 @@ def test_masks_page_padding_causal_prefix_and_applied(env):
 def test_masks_page_for_a_language_model_has_no_cross_attention(env):
     at = open_app("views/masks.py", ckpt="tiny-lm", text="I am a student.")
     assert "A decoder-only model has no cross-attention." in texts(at)
+    open_tab(at, "mk", "applied")
     assert figure(at, "decoder.0.self_attn.hook_mask")
 
 

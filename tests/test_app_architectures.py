@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import viz_transformer.train as T
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
+from views import widgets
 from views.strings import EN
 from viz_transformer.snapshots import load_training_snapshots
 
@@ -35,6 +36,9 @@ def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
     for page in PAGES + lab + NEW_PAGES:
         at = open_app(page, ckpt)
         assert not at.exception, (page, [e.value for e in at.exception])
+        prefix = {"views/step_by_step.py": "st", "views/masks.py": "mk", "views/architectures.py": "ar"}.get(page)
+        for tab in widgets.TABS.get(prefix, ()):                # every tab of a tabbed page runs too
+            open_tab(at, prefix, tab)
         if page == "views/overview.py":
             assert run.output in [c.value for c in at.code]                    # the translation, not a continuation
             assert "Translation" in texts(at) or any("Translation" in s.value for s in at.subheader)
@@ -52,6 +56,7 @@ def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
 
 def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
     at = open_app("views/masks.py", "tiny-zh-en-prefix")
+    open_tab(at, "mk", "causal")
     run = load_checkpoint(env / "tiny-zh-en-prefix").run(ZH)
     expect = run.cache["decoder.0.self_attn.hook_mask"][0, 0].numpy().astype(float)
     fig = next(f for f in figures(at) if f["layout"]["title"]["text"] == "decoder.0.self_attn.hook_mask")
@@ -69,6 +74,8 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert sorted(t for t in titles if re.search(r"(cross|self)-attention, layer 1$", t)) == [   # the last layer
         "decoder-only: self-attention, layer 1", "enc-dec: cross-attention, layer 1", "prefix LM: self-attention, layer 1"]
+    open_tab(at, "ar", "rank")
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any("Effective rank" in t for t in titles) and any("Singular values" in t for t in titles)
     table = at.dataframe[0].value
     assert set(table["model"]) == {EN[f"ar.short.{a}"] for a in ("encoder_decoder", "decoder_only", "prefix_lm")}

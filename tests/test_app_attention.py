@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from app_util import ZH, array, by_key, figure, open_app, texts
+from app_util import ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import analysis, load_checkpoint
 from viz_transformer.tokenizer import group_words
 
@@ -115,6 +115,8 @@ def test_line_view_of_cross_attention_keeps_every_query_while_the_keys_scroll(en
 # -- attention step by step ---------------------------------------------------------------------
 def test_step_by_step_reproduces_the_capture_and_reacts_to_the_divisor(env):
     at = open_app("views/step_by_step.py")
+    assert figure(at, "Q: queries") and not any("softmax" in f["layout"]["title"]["text"] for f in figures(at))
+    open_tab(at, "st", "scores")
     assert float(at.metric[0].value) < 1e-5                  # recomputed == captured hook_pattern
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     f = figure(at, "softmax over each row")
@@ -129,6 +131,7 @@ def test_step_by_step_reproduces_the_capture_and_reacts_to_the_divisor(env):
     ref = torch.softmax((q @ k.T / 0.2).masked_fill(~mask, float("-inf")), -1)
     assert np.allclose(sharp, ref[: len(sharp), : sharp.shape[1]], atol=1e-5)
     assert "You changed the divisor" in texts(at)
+    open_tab(at, "st", "why")
     assert figure(at, "Variance of q·k")
 
 
@@ -140,6 +143,7 @@ def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
     at = open_app("views/step_by_step.py", text=text)
     by_key(at.selectbox, "st_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.slider, "st_start").set_value(S - W).run(timeout=60)
+    open_tab(at, "st", "scores")
     f = figure(at, "softmax over each row")
     assert f["data"][0]["y"] == [esc(f"{i}:{p}") for i, p in enumerate(run.tgt_pieces)]
     assert f["data"][0]["x"] == [esc(f"{j}:{run.src_pieces[j]}") for j in range(S - W, S)]

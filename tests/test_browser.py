@@ -149,9 +149,16 @@ def test_explorer_end_to_end(server, page):
     pg.screenshot(path=str(ARTIFACTS / "2-attention.png"))
     _no_exception(pg)
 
-    for n, title, at_least in [(3, "Attention step by step", 9), (4, "Masks", 7), (5, "Positional encoding", 3)]:
+    # tabbed pages draw the open tab only; a click on another tab runs and draws that one
+    for n, title, at_least, tab, then in [(3, "Attention step by step", 3, "2 · Scores, mask, softmax", 4),
+                                          (4, "Masks", 1, "What each head applied", 4),
+                                          (5, "Positional encoding", 3, None, 0)]:
         _open(pg, title)
         assert _charts(pg) >= at_least
+        if tab:
+            pg.get_by_role("tab", name=tab).click()
+            _settle(pg)
+            assert _charts(pg) == then
         pg.screenshot(path=str(ARTIFACTS / f"{n}-{title.lower().replace(' ', '-')}.png"))
         _no_exception(pg)
 

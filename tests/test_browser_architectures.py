@@ -35,7 +35,15 @@ def test_compare_architectures_and_training_playback(server, page):  # noqa: F81
     text = "我是一名工程师。"
     expect = [load_checkpoint(root / n).run(text).output for n in ("zh-en-encdec", "zh-en-decoder", "zh-en-prefix")]
     assert codes[:3] == expect
-    assert _charts(pg) >= 9            # 3 source readings, 4 masks, ranks, spectra
+    assert _charts(pg) == 3            # the open tab: 3 source readings
+    pg.get_by_role("tab", name="Masks").click()
+    _settle(pg)
+    _drawn(pg)
+    assert _charts(pg) == 4            # 4 masks: two of the encoder-decoder, one each of the others
+    pg.get_by_role("tab", name="Rank").click()
+    _settle(pg)
+    _drawn(pg)
+    assert _charts(pg) == 2            # ranks, spectra
     pg.screenshot(path=str(ARTIFACTS / "arch-compare.png"), full_page=True)
     _no_exception(pg)
 

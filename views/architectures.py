@@ -29,56 +29,68 @@ mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.all
                colorbar=t("cb.mask"))
 parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name
 cfgs = {arch: hms[arch].cfg for arch in runs}
-st.subheader(t("ar.row.output"))
-for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
-    with where:
-        st.markdown(f"**{t('ov.arch.' + arch)}**")
-        st.caption(t("ar.checkpoint", name=models[arch].name, n=sum(p.numel() for p in hms[arch].model.parameters())))
-        st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
-st.subheader(t("ar.row.reads"))
-st.caption(t("ar.row.reads_help"))
-for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
-    cfg = cfgs[arch]
-    layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
-    w, qp, kp = A.source_attention(run, cfg, layer)
-    with where:
-        widgets.show(plots.attention_heatmap(w, qp, kp, t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}",
-                     arch=t("ar.short." + arch), layer=layer), t("axis.source"), t("ar.target_axis"), t("cb.weight")),
-                     key=f"ar_reads_{arch}")
-st.subheader(t("ar.row.masks"))
-for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
-    cfg = cfgs[arch]
-    with where:
-        for b in (["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]):
-            q = run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces
-            name = A.hook_name(b, 0, "hook_mask")
-            fig = plots.mask_heatmap(run.cache[name][0, 0], q, q, t("ar.mask", arch=t("ar.short." + arch), hook=name),
-                                     **mask_kw)
-            seg = A.segments(run, cfg)
-            if seg is not None:
-                plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)
-            widgets.show(fig, key=f"ar_mask_{arch}_{b}")
-st.markdown(t("ar.differs"))
+tabs = widgets.lazy_tabs("ar")        # only the open tab runs and is drawn
+with tabs["reads"]:
+    if tabs["reads"].open:
+        st.subheader(t("ar.row.output"))
+        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+            with where:
+                st.markdown(f"**{t('ov.arch.' + arch)}**")
+                n_params = sum(p.numel() for p in hms[arch].model.parameters())
+                st.caption(t("ar.checkpoint", name=models[arch].name, n=n_params))
+                st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+        st.subheader(t("ar.row.reads"))
+        st.caption(t("ar.row.reads_help"))
+        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+            cfg = cfgs[arch]
+            layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
+            w, qp, kp = A.source_attention(run, cfg, layer)
+            with where:
+                title = t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}", arch=t("ar.short." + arch),
+                          layer=layer)
+                widgets.show(plots.attention_heatmap(w, qp, kp, title, t("axis.source"), t("ar.target_axis"),
+                                                     t("cb.weight")), key=f"ar_reads_{arch}")
 
-st.subheader(t("ar.rank"))
-st.markdown(t("ar.rank_intro"))
-table = cached.rank_tables(tuple(models.items()), text)
-groups, sizes = {}, {}
-for (arch, block), g in table.groupby(["model", "block"], sort=False):
-    label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
-    groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
-widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
-                                     t("ar.rank_y")), key="ar_rank")
-spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
-           cached.spectra(tuple(models.items()), text, depth).items()}
-widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")), t("ar.sv_x"),
-                                  t("ar.sv_y")), key="ar_spectra")
-summary = table.groupby(["model", "block"], sort=False).agg(
-    heads=("head", "size"), n=("n", "first"), effective_rank=("effective_rank", "mean"),
-    smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
-config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "causal")}
-config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
-              smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
-st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],
-                            block=[t(f"block.{b}") for b in summary["block"]]), hide_index=True, column_config=config)
-st.markdown(t("ar.rank_why"))
+with tabs["masks"]:
+    if tabs["masks"].open:
+        st.subheader(t("ar.row.masks"))
+        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+            cfg = cfgs[arch]
+            with where:
+                blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
+                for b in blocks:
+                    q = run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces
+                    name = A.hook_name(b, 0, "hook_mask")
+                    fig = plots.mask_heatmap(run.cache[name][0, 0], q, q,
+                                             t("ar.mask", arch=t("ar.short." + arch), hook=name), **mask_kw)
+                    seg = A.segments(run, cfg)
+                    if seg is not None:
+                        plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)
+                    widgets.show(fig, key=f"ar_mask_{arch}_{b}")
+        st.markdown(t("ar.differs"))
+
+with tabs["rank"]:
+    if tabs["rank"].open:
+        st.subheader(t("ar.rank"))
+        st.markdown(t("ar.rank_intro"))
+        table = cached.rank_tables(tuple(models.items()), text)
+        groups, sizes = {}, {}
+        for (arch, block), g in table.groupby(["model", "block"], sort=False):
+            label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
+            groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
+        widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
+                                             t("ar.rank_y")), key="ar_rank")
+        spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
+                   cached.spectra(tuple(models.items()), text, depth).items()}
+        widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")),
+                                          t("ar.sv_x"), t("ar.sv_y")), key="ar_spectra")
+        summary = table.groupby(["model", "block"], sort=False).agg(
+            heads=("head", "size"), n=("n", "first"), effective_rank=("effective_rank", "mean"),
+            smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
+        config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "causal")}
+        config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
+                      smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
+        st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],
+                                    block=[t(f"block.{b}") for b in summary["block"]]),
+                     hide_index=True, column_config=config)
+        st.markdown(t("ar.rank_why"))

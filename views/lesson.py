@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from views import widgets
 from views.strings import t
 from viz_transformer import lessons
 
@@ -21,6 +22,7 @@ KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention
         "ablate_mode": {"knockout": "ko_mode"}, "permutation": {"positions": "po_how"},
         "other_text": {"compare": "cp_text_{kind}", "patching": "pt_text_{kind}"},
         "over": {"patching": "pt_over"}, "lens_step": {"lens": "ln_step"}, "prefix_len": {"masks": "mk_prefix"}}
+TABBED = {"step_by_step": "st", "masks": "mk"}             # page -> widgets.lazy_tabs prefix
 KINDS = ("translator", "lm")
 ABLATE_BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
@@ -45,6 +47,9 @@ def session_values(page: str, settings: dict) -> dict:
     for key, value in settings.items():
         if key in ("block", "layer", "head") and page in PICKERS:
             out[f"{PICKERS[page]}_{key}"] = value
+        elif key == "tab" and page in TABBED:
+            if value in widgets.TABS[TABBED[page]]:
+                out[f"{TABBED[page]}_tab"] = widgets.tab_label(TABBED[page], value)
         elif key == "ablate" and page == "knockout":
             for block in ABLATE_BLOCKS:
                 out[f"ko_pick_{block}"] = [t("ko.cell", layer=int(p.split(".")[1]), head=h) for p, h in value
@@ -68,6 +73,11 @@ def current_settings(page: str, kind: str) -> dict:
             value = state.get(f"{PICKERS[page]}_{key}")
             if isinstance(value, (str, int)) and not (key == "head" and isinstance(value, str)):
                 out[key] = value
+    if page in TABBED:
+        prefix = TABBED[page]
+        names = {widgets.tab_label(prefix, n): n for n in widgets.TABS[prefix]}
+        if state.get(f"{prefix}_tab") in names:
+            out["tab"] = names[state[f"{prefix}_tab"]]
     if page == "knockout":
         cells = {t("ko.cell", layer=layer, head=h): (layer, h) for layer in range(64) for h in range(64)}
         out["ablate"] = [[f"{b.split('.')[0]}.{cells[c][0]}.{b.split('.')[1]}", cells[c][1]]

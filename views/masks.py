@@ -11,76 +11,85 @@ st.title(t("mk.title"))
 widgets.intro("mk")
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
+tabs = widgets.lazy_tabs("mk")        # only the open tab runs and is drawn
 
-# -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
-st.subheader(t("mk.padding"))
-st.caption(t("mk.padding_help"))
-suggested = capture.most_different(ctx.hm, ctx.text, sidebar.SECOND[ctx.kind])
-other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
-pb = None
-if other.strip():
-    with st.spinner(t("sidebar.running")):
-        pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
-    row = pb.padded_row
-    self_block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
-    hook = analysis.hook_name(self_block, 0, "hook_mask")
-    pieces = pb.src_pieces[row] if cfg.is_encoder_decoder else pb.tgt_pieces[row]
-    if "[pad]" not in pieces:
-        st.info(t("mk.same_length"))
-    widgets.show(plots.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
-                                    t("mk.padding_title", hook=hook, row=row), **mask_kw))
+with tabs["padding"]:
+    if tabs["padding"].open:
+        # -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
+        st.subheader(t("mk.padding"))
+        st.caption(t("mk.padding_help"))
+        suggested = capture.most_different(ctx.hm, ctx.text, sidebar.SECOND[ctx.kind])
+        other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
+        pb = None
+        if other.strip():
+            with st.spinner(t("sidebar.running")):
+                pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
+            row = pb.padded_row
+            self_block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
+            hook = analysis.hook_name(self_block, 0, "hook_mask")
+            pieces = pb.src_pieces[row] if cfg.is_encoder_decoder else pb.tgt_pieces[row]
+            if "[pad]" not in pieces:
+                st.info(t("mk.same_length"))
+            widgets.show(plots.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
+                                            t("mk.padding_title", hook=hook, row=row), **mask_kw))
 
-# -- causal and prefix-LM over the decoder input --------------------------------------------------
-pieces = run.tgt_pieces
-T = len(pieces)
-left, right = st.columns(2)
-with left:
-    st.subheader(t("mk.causal"))
-    st.caption(t("mk.causal_help"))
-    widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces, t("mk.causal_title"),
-                                    **mask_kw))
-with right:
-    st.subheader(t("mk.prefix"))
-    st.caption(t("mk.prefix_help"))
-    if cfg.architecture == "prefix_lm" and run.prefix_len:     # the mask this model really applied
-        st.caption(t("mk.prefix_applied", p=run.prefix_len))
-        hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
-        widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
-                                        **mask_kw), key="mk_prefix_fig")
-    else:
-        p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
-        widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
-                                        t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
+        st.subheader(t("mk.cross"))
+        st.caption(t("mk.cross_help"))
+        if not cfg.is_encoder_decoder:
+            st.info(t("mk.cross_none"))
+        elif pb is not None:
+            hook = analysis.hook_name("decoder.cross_attn", 0, "hook_mask")
+            widgets.show(plots.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
+                                            pb.src_pieces[pb.padded_row],
+                                            t("mk.cross_title", hook=hook, row=pb.padded_row),
+                                            **mask_kw))
 
-st.subheader(t("mk.cross"))
-st.caption(t("mk.cross_help"))
-if not cfg.is_encoder_decoder:
-    st.info(t("mk.cross_none"))
-elif pb is not None:
-    hook = analysis.hook_name("decoder.cross_attn", 0, "hook_mask")
-    widgets.show(plots.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
-                                    pb.src_pieces[pb.padded_row], t("mk.cross_title", hook=hook, row=pb.padded_row),
-                                    **mask_kw))
+with tabs["causal"]:
+    if tabs["causal"].open:
+        # -- causal and prefix-LM over the decoder input --------------------------------------------------
+        pieces = run.tgt_pieces
+        T = len(pieces)
+        left, right = st.columns(2)
+        with left:
+            st.subheader(t("mk.causal"))
+            st.caption(t("mk.causal_help"))
+            widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces,
+                                            t("mk.causal_title"),
+                                            **mask_kw))
+        with right:
+            st.subheader(t("mk.prefix"))
+            st.caption(t("mk.prefix_help"))
+            if cfg.architecture == "prefix_lm" and run.prefix_len:     # the mask this model really applied
+                st.caption(t("mk.prefix_applied", p=run.prefix_len))
+                hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
+                widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
+                                                **mask_kw), key="mk_prefix_fig")
+            else:
+                p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
+                widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
+                                                t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
 
-# -- the mask each head applied in your run, and its effect ----------------------------------------
-st.subheader(t("mk.applied"))
-st.caption(t("mk.applied_help"))
-c = st.columns([3, 1, 1])
-block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
-q_pieces, k_pieces = analysis.block_pieces(run, block)
-mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
-scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
-pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
-ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
-widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
-                                hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
-cols = st.columns(3)
-with cols[0]:
-    widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
-                                      t("cb.score")), key="mk_before")
-with cols[1]:
-    widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
-                                      t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
-with cols[2]:
-    widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
-                                         t("axis.query"), t("cb.weight")), key="mk_pattern")
+with tabs["applied"]:
+    if tabs["applied"].open:
+        # -- the mask each head applied in your run, and its effect ----------------------------------------
+        st.subheader(t("mk.applied"))
+        st.caption(t("mk.applied_help"))
+        c = st.columns([3, 1, 1])
+        block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
+        q_pieces, k_pieces = analysis.block_pieces(run, block)
+        mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
+        scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
+        pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
+        ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
+        widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
+                                        hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
+        cols = st.columns(3)
+        with cols[0]:
+            widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
+                                              t("cb.score")), key="mk_before")
+        with cols[1]:
+            widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
+                                              t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
+        with cols[2]:
+            widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
+                                                 t("axis.query"), t("cb.weight")), key="mk_pattern")

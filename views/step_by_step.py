@@ -34,40 +34,51 @@ ql, kl = plots.labels(q_pieces[qa:qb], qa), plots.labels(k_pieces[ka:kb], ka)
 dims = plots.dims(cfg.d_head)
 xd, yq, yk, xk = t("axis.d_head"), t("axis.query"), t("axis.key"), t("axis.key")
 
-cols = st.columns(3)
-for where, m, rows, key, ylab in [(cols[0], hs.q[qa:qb], ql, "st.Q", yq), (cols[1], hs.k[ka:kb], kl, "st.K", yk),
-                                  (cols[2], hs.v[ka:kb], kl, "st.V", yk)]:
-    with where:
-        widgets.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value")))
-cols = st.columns(2)
-with cols[0]:
-    widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
-with cols[1]:
-    widgets.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
-                                      t("cb.score")))
-cols = st.columns(2)
-with cols[0]:
-    widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
-with cols[1]:
-    widgets.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb], t("st.softmax"),
-                                         xk, yq, t("cb.weight"), qa, ka), key="st_weights")
-widgets.show(plots.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
-
 captured = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
-if divisor == sqrt_dk:
-    st.metric(t("st.check"), f"{float((hs.weights - captured).abs().max()):.2e}")
-else:
-    st.info(t("st.check_other"))
+tabs = widgets.lazy_tabs("st")        # only the open tab runs and is drawn
 
-# -- sharpen / flatten: one query row at the chosen divisor vs the model's √d_k ---------------------
-row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
-series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
-widgets.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
-                                div=divisor), yk, t("cb.weight")))
-st.metric(t("st.entropy", max=math.log(S)), f"{analysis.entropy(hs.weights[row]):.3f}")
+with tabs["qkv"]:
+    if tabs["qkv"].open:
+        cols = st.columns(3)
+        for where, m, rows, key, ylab in [(cols[0], hs.q[qa:qb], ql, "st.Q", yq),
+                                          (cols[1], hs.k[ka:kb], kl, "st.K", yk), (cols[2], hs.v[ka:kb], kl, "st.V", yk)]:
+            with where:
+                widgets.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value")))
 
-st.subheader(t("st.why"))
-st.markdown(t("st.why_text"))
-var = cached.qk_variance()
-widgets.show(plots.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
-                          t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))
+with tabs["scores"]:
+    if tabs["scores"].open:
+        cols = st.columns(2)
+        with cols[0]:
+            widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
+        with cols[1]:
+            widgets.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
+                                              t("cb.score")))
+        cols = st.columns(2)
+        with cols[0]:
+            widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
+        with cols[1]:
+            widgets.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
+                                                 t("st.softmax"), xk, yq, t("cb.weight"), qa, ka), key="st_weights")
+        if divisor == sqrt_dk:
+            st.metric(t("st.check"), f"{float((hs.weights - captured).abs().max()):.2e}")
+        else:
+            st.info(t("st.check_other"))
+
+with tabs["output"]:
+    if tabs["output"].open:
+        widgets.show(plots.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
+
+        # -- sharpen / flatten: one query row at the chosen divisor vs the model's √d_k ---------------------
+        row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
+        series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
+        widgets.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
+                                        div=divisor), yk, t("cb.weight")))
+        st.metric(t("st.entropy", max=math.log(S)), f"{analysis.entropy(hs.weights[row]):.3f}")
+
+with tabs["why"]:
+    if tabs["why"].open:
+        st.subheader(t("st.why"))
+        st.markdown(t("st.why_text"))
+        var = cached.qk_variance()
+        widgets.show(plots.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
+                                  t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))

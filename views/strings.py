@@ -234,6 +234,10 @@ EN = {
     "st.var_raw": "q·k",
     "st.var_scaled": "q·k ÷ √d_k",
     "st.var_y": "variance",
+    "st.tab.qkv": "1 · Q, K, V",
+    "st.tab.scores": "2 · Scores, mask, softmax",
+    "st.tab.output": "3 · Output and one row",
+    "st.tab.why": "Why √d_k?",
     "axis.d_head": "d_head dimension",
     "axis.d_k": "d_k",
 
@@ -266,6 +270,9 @@ EN = {
     "mk.before": "Scores before the mask (head {head})",
     "mk.after": "Scores after the mask (head {head}; grey = −∞)",
     "mk.pattern": "Pattern after softmax (head {head})",
+    "mk.tab.padding": "Padding and cross-attention",
+    "mk.tab.causal": "Causal and prefix-LM",
+    "mk.tab.applied": "What each head applied",
     "cb.score": "score",
 
     # positional
@@ -482,6 +489,9 @@ EN = {
                    "smallest singular value stays clearly above 0, a bidirectional one can come close to 0. "
                    "This is the tutorials' argument for decoder-only models (a full-rank attention matrix keeps "
                    "more expressive power), shown on this sentence; it is not a proof that they translate better.",
+    "ar.tab.reads": "Output and where it reads the source",
+    "ar.tab.masks": "Masks",
+    "ar.tab.rank": "Rank",
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",

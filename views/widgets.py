@@ -73,3 +73,19 @@ _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
 def md_escape(s: str) -> str:
     """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
+
+
+# -- tabs whose content runs only when open ----------------------------------------------------------
+TABS = {"st": ("qkv", "scores", "output", "why"), "mk": ("padding", "causal", "applied"), "ar": ("reads", "masks", "rank")}
+
+
+def tab_label(prefix: str, name: str) -> str:
+    return t(f"{prefix}.tab.{name}")
+
+
+def lazy_tabs(prefix: str) -> dict:
+    """The tabs of a page with many figures, {name: container}; only the open one's content runs (and
+    is drawn): each figure costs the browser ~0.1 s, and a page of 8–10 took 1.3–2 s to draw. Open tab
+    in session_state[f"{prefix}_tab"] (its label); lessons choose it by name (views/lesson.py)."""
+    names = TABS[prefix]
+    return dict(zip(names, st.tabs([tab_label(prefix, n) for n in names], key=f"{prefix}_tab", on_change="rerun")))

@@ -22,6 +22,8 @@ LANGS = ("en", "zh")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")      # a lesson's file name (without .json): safe in a URL
 MAX_BYTES = 200_000
 
+# the tabs of the pages that have them: step_by_step (qkv … why), masks (padding … applied)
+TABS = ("qkv", "scores", "output", "why", "padding", "causal", "applied")
 # setting -> (type, check, what it is): the settings a step may carry
 SETTINGS: dict[str, tuple[type, Any, str]] = {
     "checkpoint": (str, None, "a checkpoint folder name, e.g. zh-en"),
@@ -44,6 +46,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "over": (str, lambda v: v in ("heads", "blocks", "resid"), "heads, blocks or resid"),
     "prefix_len": (int, lambda v: 1 <= v < 4096, "the prefix length shown on the masks page"),
     "lens_step": (int, lambda v: 0 <= v < 4096, "the decoding step the lens marks"),
+    "tab": (str, lambda v: v in TABS, "the open tab: " + ", ".join(TABS)),
 }
 
 
