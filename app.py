@@ -9,7 +9,7 @@ first after a restart (and every AppTest rerun) would run the page without this 
 """
 import streamlit as st
 
-from views import context, guard, language, lesson, sidebar
+from views import context, guard, language, lesson, memory, sidebar
 from views.strings import t
 
 language.resolve()
@@ -45,7 +45,10 @@ current = st.navigation(SECTIONS, expanded=True)      # every page listed, none 
 language.switch()
 guard.clean_text()
 lesson.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
-with guard.healing(current.title):
-    st.session_state[context.CTX] = ctx = sidebar.sidebar()
-    lesson.writer(current.url_path or "overview", ctx.kind)              # "save as lesson step", download
-    current.run()
+try:
+    with guard.healing(current.title):
+        st.session_state[context.CTX] = ctx = sidebar.sidebar()
+        lesson.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
+        current.run()
+finally:
+    memory.after_run()                    # the page's namespace (its tensors) is garbage now: free it soon

@@ -1,16 +1,22 @@
 """The app's caches: one loaded model per checkpoint folder, and the runs and traces made with it.
 
-Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded.
+Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
+that grows with a text (runs, traces, batches, lens tables, patching scores, reports) lives in one memo
+shared by every session and bounded in bytes (VIZ_CACHE_MB, default DEFAULT_CACHE_MB), least recently
+used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.compact).
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import streamlit as st
 
-from viz_transformer import analysis, decode, interventions, lab, lenses, load_checkpoint, patching
+from viz_transformer import allocator, analysis, decode, interventions, lab, lenses, load_checkpoint, patching
 from viz_transformer import capture as runs
+from viz_transformer.compact import compact_run
+from viz_transformer.memo import ByteLRU
 from viz_transformer.config import ARCHITECTURES
 from viz_transformer.snapshots import load_training_snapshots
 
@@ -28,26 +34,60 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+DEFAULT_CACHE_MB = 160        # with the shipped models loaded, 50 texts of 512 pieces on every page: RSS ~ 600 MB
+
+
+def cache_budget() -> int:
+    """The memo's size in bytes: VIZ_CACHE_MB (MiB), else DEFAULT_CACHE_MB."""
+    raw = os.environ.get("VIZ_CACHE_MB", "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_CACHE_MB
+    except ValueError:
+        mb = DEFAULT_CACHE_MB
+    return int(max(mb, 0) * 2**20)
+
+
+@st.cache_resource(show_spinner=False)
+def memo() -> ByteLRU:
+    """The memo every session shares. Tensors of 1 MiB and more get their own mappings, so what the memo
+    drops goes back to the system; smaller freed pages are handed back after each eviction."""
+    allocator.fix_mmap_threshold()
+    return ByteLRU(cache_budget(), on_evict=allocator.release_free_memory)
+
+
+def heavy(fn):
+    """Memoize fn in the shared byte-bounded memo, keyed by its name and arguments."""
+    @functools.wraps(fn)
+    def cached(*args, **kw):
+        return memo().get((fn.__name__, args, tuple(sorted(kw.items()))), lambda: fn(*args, **kw))
+    return cached
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
 def load_model(path: str, stamp: float):
     """Every shipped checkpoint stays loaded (~30 MB each): the architecture comparison alone needs four at
     once, and with room for three it reloaded them on every visit (1.1 s of its server time)."""
     return load_checkpoint(path)
 
 
-@st.cache_resource(show_spinner=False, max_entries=6)
+@heavy
 def run_text(path: str, stamp: float, text: str):
-    return load_model(path, stamp).run(text)
+    return compact_run(load_model(path, stamp).run(text))
 
 
-@st.cache_resource(show_spinner=False, max_entries=12)
+@heavy
 def trace(path: str, stamp: float, text: str, **params):
     return decode(load_model(path, stamp), text, **params)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+def _is_mask(name: str) -> bool:
+    return name.endswith(".hook_mask")
+
+
+@heavy
 def padded(path: str, stamp: float, text: str, other: str):
-    return runs.padded_batch(load_model(path, stamp), text, other)
+    """The two-text batch of the masks page, which reads only its masks."""
+    return runs.padded_batch(load_model(path, stamp), text, other, names_filter=_is_mask)
 
 
 @st.cache_data(show_spinner=False)
@@ -56,7 +96,7 @@ def qk_variance() -> dict:
 
 
 # -- the lab: intervened runs, keyed by what was knocked out ------------------------------------------
-@st.cache_resource(show_spinner=False, max_entries=4)
+@heavy
 def head_means(path: str, stamp: float, text: str):
     return interventions.head_means(load_model(path, stamp), text)
 
@@ -75,20 +115,20 @@ def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     return _ablated(path, stamp, text, heads, mode)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@heavy
 def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     hm = load_model(path, stamp)
     hooks = ablation_hooks(path, stamp, text, heads, mode)
-    return hm.run(text, fwd_hooks=hooks), lab.forced_logits(hm, run_text(path, stamp, text), hooks)
+    return compact_run(hm.run(text, fwd_hooks=hooks)), lab.forced_logits(hm, run_text(path, stamp, text), hooks)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@heavy
 def positions_off(path: str, stamp: float, text: str):
     hm = load_model(path, stamp)
-    return hm.run(text, fwd_hooks=interventions.positions_off_hooks(hm))
+    return compact_run(hm.run(text, fwd_hooks=interventions.positions_off_hooks(hm)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@heavy
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))
@@ -148,30 +188,30 @@ def corpus_results() -> dict:
     return {}
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@heavy
 def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     from viz_transformer.report import build_report
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
 # -- logit lens and activation patching ---------------------------------------------------------------
-@st.cache_resource(show_spinner=False, max_entries=8)
+@heavy
 def lens(path: str, stamp: float, text: str):
     """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
     hm, run = load_model(path, stamp), run_text(path, stamp, text)
     return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@heavy
 def trace_lens(path: str, stamp: float, text: str, step: int, **params):
     """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
     return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@heavy
 def pair(path: str, stamp: float, text_a: str, text_b: str):
     return patching.prepare_pair(load_model(path, stamp), text_a, text_b)
 
 
-@st.cache_resource(show_spinner=False, max_entries=12)
+@heavy
 def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
     return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
                                     pair=pair(path, stamp, text_a, text_b))

@@ -2,6 +2,7 @@
 and markdown that shows user text literally."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Optional
@@ -12,11 +13,28 @@ from views.strings import LATEX, has, t
 from viz_transformer import analysis, export
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+CALLBACKS = "_viz_callbacks"     # session_state: figure key -> its latest on_select callback
 
 
-def show(fig, key: Optional[str] = None, html: bool = True, **kw):
+def _on_select(key: str) -> None:
+    fn = st.session_state.get(CALLBACKS, {}).get(key)
+    if fn is not None:
+        fn()
+
+
+def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw):
     """Every figure goes through here: Plotly's own colours (theme=None), its toolbar with PNG export, and
-    a button under it that downloads the figure as standalone HTML (made only when clicked)."""
+    a button under it that downloads the figure as standalone HTML (made only when clicked).
+
+    A selectable chart's id includes its figure, so each new figure is a new widget, and Streamlit keeps
+    the callback of every widget a session ever had; a page's own function as callback would keep that
+    page run's variables (its tensors) alive for as long as the session lasts. So Streamlit gets a small
+    dispatcher bound to the key, and the session keeps only the latest callback for each key."""
+    if callable(on_select) and key:
+        st.session_state.setdefault(CALLBACKS, {})[key] = on_select
+        on_select = functools.partial(_on_select, key)
+    if on_select is not None:
+        kw["on_select"] = on_select
     out = st.plotly_chart(fig, theme=None, width="stretch", config=PLOTLY_CONFIG, key=key, **kw)
     if html:
         title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"

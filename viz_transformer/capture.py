@@ -134,23 +134,25 @@ def most_different(hm: HookedModel, text: str, candidates: list[str]) -> str:
 
 
 @torch.no_grad()
-def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optional[int] = None) -> PaddedBatch:
+def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optional[int] = None,
+                 names_filter: NamesFilter = None) -> PaddedBatch:
     """Run `text` and a second sentence as one right-padded batch so the padding mask shows; a
-    translator's decoder input is each text's own greedy output ids, as in `HookedModel.run`."""
+    translator's decoder input is each text's own greedy output ids, as in `HookedModel.run`.
+    names_filter: the captures to keep (default all)."""
     cfg, tok = hm.cfg, hm.tokenizer
     texts = [text, other]
     if cfg.is_encoder_decoder:
         src_rows = [encode_source(tok, cfg, t).ids for t in texts]
         tgt_rows = [[cfg.bos_id] + ids for ids in greedy_ids(hm.model, tok, texts, max_new_tokens)]
         src, tgt = pad_rows(src_rows, cfg.pad_id), pad_rows(tgt_rows, cfg.pad_id)
-        _, cache = hm.model.run_with_cache(src, tgt)
+        _, cache = hm.model.run_with_cache(src, tgt, names_filter=names_filter)
         lengths = [len(r) for r in src_rows]
         src_pieces = [tok.pieces(r.tolist()) for r in src]
     else:
         rows = [encode_input(tok, cfg, t).ids for t in texts]
         tgt = pad_rows(rows, cfg.pad_id)
         prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
-        _, cache = hm.model.run_with_cache(tgt, prefix_len=prefix)
+        _, cache = hm.model.run_with_cache(tgt, prefix_len=prefix, names_filter=names_filter)
         lengths, src_pieces = [len(r) for r in rows], None
     short = int(lengths[1] < lengths[0]) if lengths[0] != lengths[1] else 1
     return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in tgt], cache, short)

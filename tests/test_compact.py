@@ -1,0 +1,72 @@
+"""Compacted runs (viz_transformer.compact): every capture reads back bit for bit equal to the full
+capture of HookedModel.run, for every architecture, with and without interventions; scores and
+patterns are not stored where they recompute exactly, and stay stored where an intervention changed them."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from viz_transformer.compact import DerivedCache, compact_run
+from viz_transformer.interventions import head_ablation_hooks, positions_off_hooks
+from viz_transformer.memo import nbytes
+
+TEXTS = {"tiny-zh-en": "我是一名工程师。", "tiny-lm": "Once upon a time there was a dog.",
+         "tiny-prefix": "Once upon a time."}
+
+
+def _same(full, small):
+    assert list(small.cache) == list(full.cache) and len(small.cache) == len(full.cache)
+    for name in full.cache:
+        assert name in small.cache
+        a, b = full.cache[name], small.cache[name]
+        assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), name
+    assert [n for n, _ in small.cache.items()] == list(full.cache)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_compact_run_reads_back_exactly(models, name):
+    hm = models[name]
+    full = hm.run(TEXTS[name])
+    small = compact_run(full)
+    _same(full, small)
+    assert isinstance(small.cache, DerivedCache)
+    derived = set(small.cache.derived)
+    assert derived == {n for n in full.cache if n.endswith((".hook_scores", ".hook_pattern"))}
+    assert nbytes(small) < nbytes(full)
+    assert small.output == full.output and small.tgt_ids == full.tgt_ids and torch.equal(small.logits, full.logits)
+    for part, n in full.cache.n_layers.items():
+        if n:
+            assert torch.equal(small.cache.stack("self_attn.hook_pattern", part), full.cache.stack("self_attn.hook_pattern", part))
+
+
+def test_compact_shipped_translator_long_text(zh_en):
+    full = zh_en.run("我是一名工程师。" * 30)
+    small = compact_run(full)
+    _same(full, small)
+    dropped = sum(full.cache[n].nbytes for n in small.cache.derived)
+    stored = list(small.cache._t.values())
+    assert nbytes(stored) == sum(t.nbytes for _, t in full.cache.items()) - dropped
+    assert nbytes(small.cache) < nbytes(full.cache)
+    assert dropped > 0.3 * nbytes(full.cache)          # scores and patterns: a large part of a long text
+
+
+def test_interventions_keep_what_cannot_be_recomputed(models):
+    hm = models["tiny-zh-en"]
+    text = TEXTS["tiny-zh-en"]
+    uniform = head_ablation_hooks([("encoder.0.self_attn", 1)], "uniform", cfg=hm.cfg)   # rewrites hook_scores
+    full = hm.run(text, fwd_hooks=uniform)
+    small = compact_run(full)
+    _same(full, small)
+    assert "encoder.0.self_attn.hook_scores" not in small.cache.derived
+    zero = hm.run(text, fwd_hooks=head_ablation_hooks([("decoder.0.cross_attn", 0)], "zero", cfg=hm.cfg))
+    _same(zero, compact_run(zero))
+    off = hm.run(text, fwd_hooks=positions_off_hooks(hm))
+    _same(off, compact_run(off))
+
+
+def test_filtered_capture_is_left_as_it_is(models):
+    hm = models["tiny-zh-en"]
+    run = hm.run(TEXTS["tiny-zh-en"], names_filter=lambda n: n.endswith(".hook_pattern"))
+    small = compact_run(run)                  # no q, k, v, mask: nothing to recompute from
+    assert not isinstance(small.cache, DerivedCache)
+    _same(run, small)

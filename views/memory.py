@@ -1,0 +1,45 @@
+"""The server process's memory between page runs: the garbage a page run leaves is collected soon.
+
+A page script runs in a fresh namespace; a function it defines (a callback, a lambda) refers back to that
+namespace, so when the run ends the namespace, with every tensor and figure it held, is a reference cycle
+that only a full garbage collection frees. Streamlit's collection after every run is off
+(.streamlit/config.toml, runner.postScriptGC: it cost 30% of the CPU under load), and Python's own full
+collections come rarely in a process of ~400k objects. So after each page run: a full collection at most
+every MIN_INTERVAL seconds, cheap because everything alive after the first run (the imported libraries,
+the first model) is frozen out of the collector's reach, and the freed pages handed back to the system.
+"""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+from viz_transformer import allocator
+
+MIN_INTERVAL = 2.0          # seconds between two full collections, whatever the number of sessions
+
+_lock = threading.Lock()
+_state = {"frozen": False, "last": 0.0, "collections": 0, "seconds": 0.0}
+
+
+def after_run() -> None:
+    """Collect the cycles left by page runs (rate-limited; a no-op while another thread collects)."""
+    if time.monotonic() - _state["last"] < MIN_INTERVAL or not _lock.acquire(blocking=False):
+        return
+    try:
+        t0 = time.monotonic()
+        gc.collect()
+        if not _state["frozen"]:
+            gc.freeze()                     # what is alive now is alive for good: never traversed again
+            _state["frozen"] = True
+        allocator.release_free_memory()
+        _state["last"] = time.monotonic()
+        _state["collections"] += 1
+        _state["seconds"] += _state["last"] - t0
+    finally:
+        _lock.release()
+
+
+def stats() -> dict:
+    """Collections made so far and the seconds they took."""
+    return dict(_state)

@@ -1,0 +1,37 @@
+"""The C allocator under PyTorch's CPU tensors (glibc malloc on Linux): give freed memory back to the system.
+
+A long-lived process that makes and drops many large tensors (a server caching runs) otherwise keeps the
+freed pages: glibc raises its mmap threshold after the first frees, so later tensors of a few MiB land in
+the heap, where freed holes are not returned. Both functions are no-ops without glibc.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from functools import lru_cache
+from typing import Optional
+
+M_MMAP_THRESHOLD = -3            # mallopt parameter numbers, from glibc's malloc.h
+
+
+@lru_cache(maxsize=1)
+def _libc() -> Optional[ctypes.CDLL]:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim, libc.mallopt      # noqa: B018 - glibc only
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def fix_mmap_threshold(nbytes: int = 1 << 20) -> bool:
+    """Allocations of at least nbytes get their own mapping, returned to the system when freed (this also
+    stops glibc from raising the threshold as tensors are freed). True if the allocator took it."""
+    libc = _libc()
+    return bool(libc and libc.mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+
+
+def release_free_memory() -> bool:
+    """Return the free pages of every malloc arena to the system (malloc_trim(0)). True if any were."""
+    libc = _libc()
+    return bool(libc and libc.malloc_trim(0))
