@@ -2,7 +2,7 @@
 source, the mask it applied, and how the mask shapes the rank of its attention patterns."""
 import streamlit as st
 
-from views import cached, context, sidebar, widgets
+from views import cached, callbacks, context, sidebar, widgets
 from views.strings import t
 from viz_transformer import architectures as A
 from viz_transformer import plots, plots_models
@@ -24,7 +24,7 @@ with st.spinner(t("sidebar.running")):
         stamp = cached.folder_stamp(path)
         hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.run_text(str(path), stamp, text)
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
-                             format_func=lambda d: t(f"ar.depth.{d}"))
+                             format_func=callbacks.label("ar.depth."))
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name

@@ -1,7 +1,7 @@
 """Page 2: one head's heatmap, the model view (all layers × heads), the line view, word level."""
 import streamlit as st
 
-from views import context, widgets
+from views import callbacks, context, widgets
 from views.strings import t
 from viz_transformer import analysis, architectures, plots, plots_models
 
@@ -37,18 +37,11 @@ if max(len(q_pieces), len(k_pieces)) > TILE:
     st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=TILE))
 
 
-def _open_head():
-    points = st.session_state["at_model_view"].selection.points
-    if points:
-        cd = points[0].get("customdata") or divmod(points[0]["point_index"], cfg.n_heads)
-        st.session_state["at_layer"], st.session_state["at_head"] = int(cd[0]), int(cd[1])
-
-
 sel = (layer, head) if isinstance(head, int) else None
 widgets.show(plots.model_view(analysis.model_view_tiles(pats, TILE), t("at.model_view_title",
             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
             colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
-            key="at_model_view", on_select=_open_head, selection_mode="points")
+            key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")
 
 # -- line view ------------------------------------------------------------------------------------
 st.subheader(t("at.line_view"))

@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from views import cached, context, lens_parts, stepper, widgets
+from views import cached, callbacks, context, lens_parts, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
@@ -15,7 +15,7 @@ widgets.formula("dc")
 
 c = st.columns([2, 2, 1])
 strategy = c[0].segmented_control(t("dc.strategy"), ["greedy", "sample", "beam"], default="greedy", required=True,
-                                  format_func=lambda s: t(f"dc.{s}"), key="dc_strategy")
+                                  format_func=callbacks.label("dc."), key="dc_strategy")
 params = {"strategy": strategy, "max_new_tokens": c[1].slider(t("dc.max_new"), 1, 60, 20, key="dc_max_new")}
 layer = widgets.select(c[2], t("dc.layer"), list(range(cfg.n_decoder_layers)), "dc_layer")
 if strategy == "sample":

@@ -1,7 +1,9 @@
 """Page: the current run as .npz / .json (tensors by capture name) and a self-contained HTML report."""
+from functools import partial
+
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import export
 from viz_transformer.names import available_blocks, n_layers
@@ -16,9 +18,9 @@ st.subheader(t("ex.run"))
 st.caption(t("ex.run_help"))
 c = st.columns(2)
 stem = f"{ctx.name}-run"
-c[0].download_button(t("ex.npz"), data=lambda: export.npz_bytes(run), file_name=f"{stem}.npz",
+c[0].download_button(t("ex.npz"), data=partial(export.npz_bytes, run), file_name=f"{stem}.npz",
                      mime="application/octet-stream", key="ex_npz", on_click="ignore", icon=":material/data_array:")
-c[1].download_button(t("ex.json"), data=lambda: export.json_bytes(run), file_name=f"{stem}.json",
+c[1].download_button(t("ex.json"), data=partial(export.json_bytes, run), file_name=f"{stem}.json",
                      mime="application/json", key="ex_json", on_click="ignore", icon=":material/data_object:")
 
 st.subheader(t("ex.report"))
@@ -29,8 +31,8 @@ default = [opened] if opened in options else default_heads(cfg)
 key = "ex_heads"
 st.session_state[key] = [h for h in (st.session_state.get(key) or default) if h in options]   # another checkpoint
 heads = st.multiselect(t("ex.heads"), options, key=key, max_selections=6,
-                       format_func=lambda o: t("ex.head_option", block=widgets.block_label(o[0]), layer=o[1], head=o[2]))
-st.download_button(t("ex.download_report"), data=lambda: cached.report_html(path, ctx.stamp, ctx.text, tuple(heads)),
+                       format_func=callbacks.head_option)
+st.download_button(t("ex.download_report"), data=partial(cached.report_html, path, ctx.stamp, ctx.text, tuple(heads)),
                    file_name=f"{ctx.name}-report.html", mime="text/html", key="ex_report", on_click="ignore",
                    type="primary", icon=":material/description:")
 st.info(t("ex.figures"))

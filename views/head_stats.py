@@ -5,7 +5,7 @@ import re
 
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import corpora, export, summaries, summary_plots
 from viz_transformer.names import available_blocks, n_layers
@@ -16,7 +16,7 @@ st.title(t("hs.title"))
 widgets.intro("hs")
 
 source = st.segmented_control(t("hs.source"), ["text", "builtin", "own"], default="text", required=True,
-                              key="hs_source", format_func=lambda s: t(f"hs.source.{s}"))
+                              key="hs_source", format_func=callbacks.label("hs.source."))
 texts = None
 if source == "builtin":
     lang = corpora.for_model(cfg)
@@ -80,22 +80,15 @@ with st.expander(t("hs.defs")):
     st.markdown("\n".join(f"- **{t('hs.stat.' + k)}** (`{k}`): {widgets.md_escape(t('hs.def.' + k))}"
                           for k in summaries.STATS))
 
-stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=lambda s: t(f"hs.stat.{s}"))
+stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=callbacks.label("hs.stat."))
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else None
-
-
-def _open(block: str) -> None:
-    points = st.session_state[f"hs_grid_{block}"].selection.points
-    cells = [p["customdata"] for p in points if p.get("customdata")]
-    if cells:
-        st.session_state["hs_open"] = (block, int(cells[0][0]), int(cells[0][1]))
 
 
 for block in available_blocks(cfg):
     grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
     widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block),
                                          stat=t(f"hs.stat.{stat}")), t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), zmax=zmax, hover=t("hs.grid_hover")),
-                 key=f"hs_grid_{block}", on_select=lambda b=block: _open(b), selection_mode="points")
+                 key=f"hs_grid_{block}", on_select=callbacks.open_stat(block), selection_mode="points")
 
 opened = st.session_state.pop("hs_open", None)
 if opened is not None:        # the attention page reads its pickers from these keys

@@ -2,7 +2,7 @@
 rank every head by what knocking it out alone does."""
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import analysis, interventions, lab, plots
 from viz_transformer.decoding import never_generated
@@ -16,27 +16,12 @@ widgets.intro("ko")
 blocks = analysis.available_blocks(cfg)
 
 
-def _label(layer: int, head: int) -> str:
-    return t("ko.cell", layer=layer, head=head)
-
-
 def _options(block: str) -> list[str]:
-    return [_label(layer, h) for layer in range(analysis.n_layers(cfg, block)) for h in range(cfg.n_heads)]
-
-
-def _add(block: str, cells) -> None:
-    key = f"ko_pick_{block}"
-    picked = list(st.session_state.get(key) or [])
-    st.session_state[key] = picked + [c for c in (_label(*c) for c in cells) if c not in picked]
-
-
-def _clear() -> None:
-    for block in blocks:
-        st.session_state[f"ko_pick_{block}"] = []
+    return [callbacks.ko_cell(layer, h) for layer in range(analysis.n_layers(cfg, block)) for h in range(cfg.n_heads)]
 
 
 mode = st.segmented_control(t("ko.mode"), list(interventions.MODES), default="zero", required=True, key="ko_mode",
-                            format_func=lambda m: t(f"ko.mode.{m}"), help=t("ko.mode_help"))
+                            format_func=callbacks.label("ko.mode."), help=t("ko.mode_help"))
 heads = []
 for block in blocks:
     key, options = f"ko_pick_{block}", _options(block)
@@ -45,12 +30,12 @@ for block in blocks:
     heads += [(block_prefix(block, i // cfg.n_heads), i % cfg.n_heads) for i in map(options.index, picked)]
     c = st.columns(analysis.n_layers(cfg, block) + 4)
     for layer in range(analysis.n_layers(cfg, block)):
-        c[layer].button(t("ko.all_layer", layer=layer), key=f"ko_all_{block}_{layer}", on_click=_add,
+        c[layer].button(t("ko.all_layer", layer=layer), key=f"ko_all_{block}_{layer}", on_click=callbacks.ko_add,
                         args=(block, [(layer, h) for h in range(cfg.n_heads)]), help=t("ko.all_layer_help", layer=layer))
 total = sum(analysis.n_layers(cfg, b) for b in blocks) * cfg.n_heads
 c = st.columns([4, 1])
 c[0].caption(t("ko.n_off", n=len(heads), total=total) if heads else t("ko.none_off"))
-c[1].button(t("ko.clear"), key="ko_clear", on_click=_clear, disabled=not heads)
+c[1].button(t("ko.clear"), key="ko_clear", on_click=callbacks.ko_clear, args=(blocks,), disabled=not heads)
 
 key = tuple(sorted(heads))
 try:
@@ -102,15 +87,10 @@ if ranked is not None and ranked[0] == rank_key:
             "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
     st.dataframe(df.rename(columns=cols), hide_index=True, key="ko_table")
 
-    def _pick(block: str) -> None:
-        points = st.session_state[f"ko_grid_{block}"].selection.points
-        cells = [(int(p["customdata"][0]), int(p["customdata"][1])) for p in points if p.get("customdata")]
-        _add(block, cells)
-
     for block in blocks:
         grid = lab.ranking_grid(df, block, analysis.n_layers(cfg, block), cfg.n_heads)
         off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
         widgets.show(plots.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
                                      t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,
                                      hover=t("ko.rank_hover")),
-                     key=f"ko_grid_{block}", on_select=lambda b=block: _pick(b), selection_mode="points")
+                     key=f"ko_grid_{block}", on_select=callbacks.ko_pick(block), selection_mode="points")

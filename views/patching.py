@@ -1,7 +1,7 @@
 """Page 11: activation patching, text B run with one component taken from text A."""
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import analysis, patching, plots_lens
 from viz_transformer.names import parse_prefix
@@ -26,7 +26,7 @@ st.session_state["pt_for"] = (ctx.kind, ctx.text)
 st.session_state.setdefault(key, DEFAULT[ctx.kind])
 other = c[1].text_input(t("pt.other"), key=key)
 over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", required=True, key="pt_over",
-                            format_func=lambda o: t(f"pt.over.{o}"), help=t("pt.over_help"))
+                            format_func=callbacks.label("pt.over."), help=t("pt.over_help"))
 if not other.strip():
     st.info(t("pt.empty"))
     st.stop()

@@ -2,7 +2,7 @@
 side, and the order test (the text's pieces permuted: a bag of vectors without positions)."""
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import analysis, lab, plots
 
@@ -31,7 +31,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
 st.subheader(t("po.order"))
 st.caption(t("po.order_help"))
 how = st.segmented_control(t("po.how"), list(lab.PERMUTATIONS), default="reverse", required=True, key="po_how",
-                           format_func=lambda h: t(f"po.how.{h}"))
+                           format_func=callbacks.label("po.how."))
 try:
     tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
 except ValueError as e:

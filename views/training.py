@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, callbacks, context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots, plots_models
 
@@ -25,29 +25,20 @@ i = st.session_state["tr_step"] = min(st.session_state.get("tr_step", 0), n - 1)
 
 c = st.columns([3, 3, 1, 1])
 j = widgets.select(c[0], t("tr.sentence"), list(range(len(snaps.texts))), "tr_text",
-                   format_func=lambda k: f"{snaps.texts[k]} → {snaps.targets[k]}")
+                   format_func=callbacks.snapshot_pair(snaps))
 block, layer, head = widgets.block_layer_head([c[1], c[2], c[3]], cfg, "tr", default_block="decoder.self_attn")
-
-
-def _set(k: int) -> None:
-    st.session_state.update(tr_step=max(0, min(n - 1, k)), tr_playing=False)
-
-
-def _slid() -> None:
-    _set(st.session_state["tr_slider"])
 
 
 st.session_state["tr_slider"] = i
 b = st.columns([6, 1, 1, 1])
-b[0].select_slider(t("tr.step"), options=list(range(n)), key="tr_slider", on_change=_slid,
-                   format_func=lambda k: f"{snaps.steps[k]:,}" + (" ★" if snaps.steps[k] == snaps.shipped_step else ""))
-b[1].button(t("dc.back"), on_click=_set, args=(i - 1,), disabled=i == 0, key="tr_back", icon=":material/chevron_left:")
-b[2].button(t("dc.next"), on_click=_set, args=(i + 1,), disabled=i >= n - 1, key="tr_next",
+b[0].select_slider(t("tr.step"), options=list(range(n)), key="tr_slider", on_change=callbacks.tr_slid, args=(n,),
+                   format_func=callbacks.snapshot_step(snaps))
+b[1].button(t("dc.back"), on_click=callbacks.tr_set, args=(n, i - 1), disabled=i == 0, key="tr_back", icon=":material/chevron_left:")
+b[2].button(t("dc.next"), on_click=callbacks.tr_set, args=(n, i + 1), disabled=i >= n - 1, key="tr_next",
             icon=":material/chevron_right:", icon_position="right")
 playing = st.session_state.get("tr_playing", False)
 b[3].button(t("dc.pause") if playing else t("dc.play"), key="tr_play", icon=":material/pause:" if playing else
-            ":material/play_arrow:", on_click=lambda: st.session_state.update(tr_playing=not playing,
-                                                                              tr_step=0 if i >= n - 1 else i))
+            ":material/play_arrow:", on_click=callbacks.tr_play, args=(playing, i, n))
 
 step, bleu, loss = snaps.steps[i], snaps.bleu[i], snaps.loss[i]
 m = st.columns(4)
