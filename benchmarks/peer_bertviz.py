@@ -1,6 +1,6 @@
 """Peer benchmark: BertViz's model_view on the same tensors, drawn in the same Chromium (issue 12).
 
-    python benchmarks/peer_bertviz.py [--tokens 32,128,512] [--repeat 3] [--timeout 120] [--json out.json]
+    python benchmarks/peer_bertviz.py [--tokens 32,128,512] [--repeat 3] [--timeout 60] [--json out.json]
 
 Input: zh-en's encoder self-attention (every layer × head, `encoder.{l}.self_attn.hook_pattern`) for a text of
 N pieces (`texts.text_of`), tokens `run.src_pieces`. BertViz's HTML loads require.js, d3 and jQuery from
@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -61,26 +64,55 @@ def offline_html(html: str) -> str:
     return "<!doctype html><meta charset='utf-8'>" + html
 
 
+def renderer_pids(browser) -> set[int]:
+    """Process ids of the browser's renderers (asked of the browser process, which answers while a
+    renderer is busy)."""
+    cdp = browser.new_browser_cdp_session()
+    try:
+        return {p["id"] for p in cdp.send("SystemInfo.getProcessInfo")["processInfo"] if p["type"] == "renderer"}
+    finally:
+        cdp.detach()
+
+
+def kill(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def draw_seconds(browser, url: str, n_lines: int, timeout_s: float) -> float | None:
-    """Seconds from navigation to the model view drawn, on a fresh page; None past timeout_s."""
+    """Seconds from navigation to the model view drawn, on a fresh page; None past timeout_s.
+
+    Past the timeout the renderers started for the page are killed: Playwright's own timeout waits for a renderer busy in
+    BertViz's script (past 10 GB after a minute at 512 pieces), and so does closing the page."""
+    before = renderer_pids(browser)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    watchdog = None
     try:
         t0 = time.perf_counter()
         page.goto(url, wait_until="commit", timeout=timeout_s * 1000)
+        ours = renderer_pids(browser) - before       # the page's renderer (and maybe Chromium's spare one)
+        watchdog = threading.Timer(max(0.0, timeout_s - (time.perf_counter() - t0)), kill, (ours,))
+        watchdog.start()
         page.wait_for_function(DRAWN, arg=n_lines, polling=50, timeout=timeout_s * 1000)
         page.evaluate(TWO_FRAMES)
-        return time.perf_counter() - t0
-    except Exception as e:      # playwright's TimeoutError, or the renderer running out of memory
+        seconds = time.perf_counter() - t0
+        return seconds if seconds <= timeout_s else None
+    except Exception as e:      # playwright's TimeoutError, or "Target crashed" after the watchdog
         if errors:
             raise RuntimeError(f"BertViz's page failed: {errors[0]}") from e
         return None
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         page.close()
 
 
-def measure(browser, tokens: list[str], attentions: list, repeat: int = 3, timeout_s: float = 120) -> dict:
+def measure(browser, tokens: list[str], attentions: list, repeat: int = 3, timeout_s: float = 60) -> dict:
     """Bytes and draw time of BertViz's model view for `attentions` (one [1, head, q, k] tensor per layer)
     and `tokens`, in `browser` (a Playwright sync Browser). seconds: median of `repeat` fresh pages; None
     (and timed_out) when a draw took longer than timeout_s, after which the rest are not tried."""
@@ -135,7 +167,7 @@ def main() -> None:
     p.add_argument("--checkpoint", default="checkpoints/zh-en")
     p.add_argument("--tokens", default="32,128,512")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=120, help="seconds one draw may take")
+    p.add_argument("--timeout", type=float, default=60, help="seconds one draw may take (512 pieces: minutes, ~10 GB)")
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args()
     if not have_bertviz():
