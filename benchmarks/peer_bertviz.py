@@ -85,8 +85,8 @@ def kill(pids: set[int]) -> None:
 def draw_seconds(browser, url: str, n_lines: int, timeout_s: float) -> float | None:
     """Seconds from navigation to the model view drawn, on a fresh page; None past timeout_s.
 
-    Past the timeout the renderers started for the page are killed: Playwright's own timeout waits for a renderer busy in
-    BertViz's script (past 10 GB after a minute at 512 pieces), and so does closing the page."""
+    Past the timeout the renderers started for the page are killed: Playwright's own timeout waits for a
+    renderer busy in BertViz's script (past 10 GB after a minute at 512 pieces), and so does closing the page."""
     before = renderer_pids(browser)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
