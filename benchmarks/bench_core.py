@@ -79,7 +79,8 @@ def capture_overhead(hm, n: int, repeat: int = 7) -> dict:
     teacher-forced target."""
     model, cfg = hm.model, hm.cfg
     src = torch.tensor([encode_source(hm.tokenizer, cfg, text_of(hm.tokenizer, n)).ids])
-    tgt = torch.randint(10, cfg.vocab_size, (1, min(TARGET_PIECES, cfg.max_len)), generator=torch.Generator().manual_seed(0))
+    tgt = torch.randint(10, cfg.vocab_size, (1, min(TARGET_PIECES, cfg.max_len)),
+                        generator=torch.Generator().manual_seed(0))
     tgt[0, 0] = cfg.bos_id
 
     def plain():
@@ -97,7 +98,8 @@ def kv_speedup(hm, n: int, steps: int = NEW_TOKENS, repeat: int = 3) -> dict:
     same = greedy_cached(model, src, steps) == greedy_full_recompute(model, src, steps)
     full, kv, ratio = paired(lambda: greedy_full_recompute(model, src, steps), lambda: greedy_cached(model, src, steps),
                              repeat)
-    return {"source_pieces": src.shape[1], "new_tokens": steps, "full_recompute_ms": full * 1000, "kv_cache_ms": kv * 1000,
+    return {"source_pieces": src.shape[1], "new_tokens": steps, "full_recompute_ms": full * 1000,
+            "kv_cache_ms": kv * 1000,
             "speedup": ratio, "same_tokens": same, "goal": GOAL_KV, "met": same and ratio >= GOAL_KV}
 
 

@@ -107,7 +107,8 @@ class _NoRandomInit(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         t = args[0] if args else kwargs.get("tensor")        # torch.nn.init passes it by keyword
-        init = func in (torch.Tensor.normal_, torch.Tensor.uniform_) or getattr(func, "__module__", "") == "torch.nn.init"
+        init = (func in (torch.Tensor.normal_, torch.Tensor.uniform_)
+                or getattr(func, "__module__", "") == "torch.nn.init")
         if init and isinstance(t, torch.Tensor) and t.is_meta:
             return t
         return func(*args, **kwargs)

@@ -127,7 +127,8 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         # one layer, drawn once, inside a dashed frame marked N×
         n_layers = cfg.n_encoder_layers if column == "encoder" else cfg.n_decoder_layers
         shapes.append(dict(type="rect", x0=x - W / 2 - 0.45, x1=x + W / 2 + 0.12, y0=first_layer - 0.42,
-                           y1=last_layer + 0.42, line=dict(color="#888", width=1.2, dash="dash"), name=f"{column}:layers"))
+                           y1=last_layer + 0.42, line=dict(color="#888", width=1.2, dash="dash"),
+                           name=f"{column}:layers"))
         ann.append(dict(x=x + W / 2 + 0.12, y=last_layer + 0.42, text=escape(labels["layers"].format(n=n_layers)),
             showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=15, color="#333"),
             name=f"layers:{column}"))
