@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -203,3 +204,39 @@ def test_loading_never_unpickles(monkeypatch, ckpt_root):
     for name in ("tiny-zh-en", "tiny-lm"):
         hm = load_checkpoint(ckpt_root / name)
         assert torch.isfinite(logits(hm.model)).all()
+
+
+# -- the meta-device reference (shapes checked before any weight is read) ----------------------------
+@pytest.mark.parametrize("architecture,positional", [("encoder_decoder", "sinusoidal"), ("decoder_only", "learned"),
+                                                     ("prefix_lm", "sinusoidal")])
+def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, positional):
+    from viz_transformer.checkpoint import _reference, model_bytes
+    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
+                      n_decoder_layers=2, d_ff=32, max_len=32, architecture=architecture, positional=positional)
+    real = Transformer(cfg)                                       # the reference: built on the CPU for real
+    ref = _reference(cfg)
+    assert {k: v.shape for k, v in ref.state_dict().items()} == {k: v.shape for k, v in real.state_dict().items()}
+    assert all(p.is_meta for p in ref.parameters())
+    n = sum(t.numel() for t in real.parameters()) + sum(t.numel() for t in real.buffers())
+    assert model_bytes(cfg) == 4 * n
+
+
+def test_learned_positions_start_as_randn_times_0_02():
+    from viz_transformer.positional import PositionalEncoding
+    torch.manual_seed(3)
+    expected = torch.randn(32, 16) * 0.02                         # the formula, drawn from the same seed
+    torch.manual_seed(3)
+    assert torch.equal(PositionalEncoding("learned", 32, 16).weight.detach(), expected)
+
+
+def test_listing_checkpoints_does_not_import_torch_dynamo(ckpt_root):
+    """On the meta device normal_/arange/mul run Python references that import torch._dynamo (seconds of
+    the app's cold start); listing and loading checkpoints must not reach them."""
+    import subprocess
+    import sys
+    code = ("import sys; from viz_transformer import list_checkpoints, load_checkpoint; "
+            f"infos = list_checkpoints({str(ckpt_root)!r}); [load_checkpoint(i.path) for i in infos if not i.error]; "
+            "print(len(infos), 'torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent).stdout.split()
+    assert int(out[0]) >= 2 and out[1] == "False"

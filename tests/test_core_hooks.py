@@ -231,6 +231,38 @@ def test_captured_tensors_are_detached_cpu_copies(tiny_lm):
     assert not store["x"].requires_grad
 
 
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
+def test_no_captured_tensor_shares_memory_with_another_or_the_model(models, architecture):
+    """Fresh tensors are kept without a copy: still, no two entries and no entry and a weight share storage."""
+    hm = models[architecture]
+    ids, kw = inputs(hm)
+    _, cache = hm.model.run_with_cache(*ids, **kw)
+    model_ptrs = {t.untyped_storage().data_ptr() for t in [*hm.model.parameters(), *hm.model.buffers()]}
+    seen: dict[int, str] = {}
+    for name, t in cache.items():
+        ptr = t.untyped_storage().data_ptr()
+        assert ptr not in model_ptrs, name
+        assert ptr not in seen, f"{name} shares memory with {seen.get(ptr)}"
+        seen[ptr] = name
+
+
+def test_an_in_place_edit_downstream_leaves_earlier_captures_alone(tiny_translator):
+    """A hook that zeroes encoder.1's resid_pre in place (returning None) edits the very tensor that
+    encoder.0 returned; the capture of encoder.0.hook_resid_post must still hold what encoder.0 computed,
+    i.e. what a run without the hook captures there (the reference: independent of the edit)."""
+    model = tiny_translator.model
+    (src, tgt), _ = inputs(tiny_translator)
+    _, ref = model.run_with_cache(src, tgt, names_filter="encoder.0.hook_resid_post")
+
+    def zero(x, hook):
+        x.zero_()
+    with hooks_active([("encoder.1.hook_resid_pre", zero)]):
+        _, cache = model.run_with_cache(src, tgt)
+    assert torch.equal(cache["encoder.0.hook_resid_post"], ref["encoder.0.hook_resid_post"])
+    assert not torch.equal(cache["encoder.0.hook_resid_post"], torch.zeros_like(ref["encoder.0.hook_resid_post"]))
+    assert torch.equal(cache["encoder.1.hook_resid_pre"], torch.zeros_like(cache["encoder.1.hook_resid_pre"]))
+
 # -- threads ----------------------------------------------------------------------------------
 JOBS = [("我是学生。", "I am a student."), ("今天天气很好。你叫什么名字？", "The weather is nice today.")]
 

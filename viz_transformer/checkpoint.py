@@ -13,6 +13,7 @@ from typing import Optional
 
 import torch
 from safetensors import SafetensorError
+from torch.overrides import TorchFunctionMode
 from safetensors.torch import load as load_bytes, save_file
 
 from .config import ModelConfig
@@ -98,9 +99,24 @@ def read_config(folder) -> ModelConfig:
     return cfg
 
 
+class _NoRandomInit(TorchFunctionMode):
+    """Skips random initialisation on the meta device, which holds no numbers anyway: there `normal_`
+    (like `arange` and `mul`: positional.py avoids them) runs a Python reference whose first call imports
+    torch._dynamo, 1-3 s of the app's cold start."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        t = args[0] if args else kwargs.get("tensor")        # torch.nn.init passes it by keyword
+        init = (func in (torch.Tensor.normal_, torch.Tensor.uniform_)
+                or getattr(func, "__module__", "") == "torch.nn.init")
+        if init and isinstance(t, torch.Tensor) and t.is_meta:
+            return t
+        return func(*args, **kwargs)
+
+
 def _reference(cfg: ModelConfig) -> Transformer:
     """The model the config describes, on the meta device: its shapes, with no memory allocated."""
-    with torch.device("meta"):
+    with torch.device("meta"), _NoRandomInit():
         return Transformer(cfg)
 
 

@@ -89,7 +89,7 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
     columns = [("encoder", 0.0, src_len), ("decoder", W + 3.6, tgt_len)] if cfg.is_encoder_decoder \
         else [("decoder", 0.0, tgt_len)]
     fig = go.Figure()
-    ann, blocks, tops = [], [], {}
+    ann, shapes, blocks, tops = [], [], [], {}     # shapes set once: add_shape one by one re-validates them all
     n_rows = max(len(column_kinds(cfg, c)) for c, _, _ in columns)
     for column, x, n in columns:
         kinds = column_kinds(cfg, column)
@@ -101,8 +101,8 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
             blocks.append(name)
             small = kind in ("add", "norm")
             w = W * (0.55 if small else 1.0)
-            fig.add_shape(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - H / 2, y1=y + H / 2, name=name,
-                          line=dict(color="#555", width=1), fillcolor=COLOURS[kind], layer="below")
+            shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - H / 2, y1=y + H / 2, name=name,
+                               line=dict(color="#555", width=1), fillcolor=COLOURS[kind], layer="below"))
             ann.append(dict(x=x, y=y, text=escape(_label(labels, kind, cfg, column)), showarrow=False,
                             font=dict(size=10.5, color="#222"), name=name))
             inner = _inner_shape(kind, cfg, n, src_len, labels)
@@ -126,8 +126,9 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                             font=dict(size=9, color="#1f4e79"), name=f"shape:{column}:output"))
         # one layer, drawn once, inside a dashed frame marked N×
         n_layers = cfg.n_encoder_layers if column == "encoder" else cfg.n_decoder_layers
-        fig.add_shape(type="rect", x0=x - W / 2 - 0.45, x1=x + W / 2 + 0.12, y0=first_layer - 0.42,
-                      y1=last_layer + 0.42, line=dict(color="#888", width=1.2, dash="dash"), name=f"{column}:layers")
+        shapes.append(dict(type="rect", x0=x - W / 2 - 0.45, x1=x + W / 2 + 0.12, y0=first_layer - 0.42,
+                           y1=last_layer + 0.42, line=dict(color="#888", width=1.2, dash="dash"),
+                           name=f"{column}:layers"))
         ann.append(dict(x=x + W / 2 + 0.12, y=last_layer + 0.42, text=escape(labels["layers"].format(n=n_layers)),
             showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=15, color="#333"),
             name=f"layers:{column}"))
@@ -139,22 +140,23 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
             if kind in ("add", "add_norm"):
                 start = row - (2 if kind == "add" else 1)           # the first block of this sublayer
                 y_in, y_add = start - 0.4, float(row)
-                fig.add_shape(type="path", path=f"M {x},{y_in} L {rail},{y_in} L {rail},{y_add} L "
-                              f"{x - W * (0.275 if kind == 'add' else 0.5)},{y_add}",
-                              line=dict(color="#999", width=1), name=f"{column}:residual")
+                shapes.append(dict(type="path", path=f"M {x},{y_in} L {rail},{y_in} L {rail},{y_add} L "
+                                   f"{x - W * (0.275 if kind == 'add' else 0.5)},{y_add}",
+                                   line=dict(color="#999", width=1), name=f"{column}:residual"))
     if cfg.is_encoder_decoder:      # the encoder's output feeds every decoder layer's cross-attention (K, V)
         (ex, etop), (dx, _) = tops["encoder"], tops["decoder"]
         cross = column_kinds(cfg, "decoder").index("cross_attn")
         mid = (ex + dx) / 2 + 0.3
         y_out = etop + 0.55
-        fig.add_shape(type="path", path=f"M {ex},{etop + H / 2} L {ex},{y_out} L {mid},{y_out} L {mid},{cross} "
-                      f"L {dx - W / 2 - 0.5},{cross}", line=dict(color="#674ea7", width=1.5), name="memory")
+        shapes.append(dict(type="path", path=f"M {ex},{etop + H / 2} L {ex},{y_out} L {mid},{y_out} L {mid},{cross} "
+                           f"L {dx - W / 2 - 0.5},{cross}", line=dict(color="#674ea7", width=1.5), name="memory"))
         ann.append(dict(x=dx - W / 2, y=cross, ax=dx - W / 2 - 0.5, ay=cross, xref="x", yref="y", axref="x",
                         ayref="y", showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#674ea7", text=""))
         ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
     xs = [x for _, x, _ in columns]
+    fig.update_layout(shapes=shapes)
     fig.update_layout(annotations=ann, template="plotly_white", height=int(90 + 48 * (n_rows + 1.5)),
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
                       title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks},

@@ -24,11 +24,14 @@ _ACTIVE: contextvars.ContextVar[Optional[dict[str, list[HookFn]]]] = contextvars
 
 
 class HookPoint(nn.Module):
-    """Identity module. Its `name` is its path in the module tree (set by `name_hook_points`)."""
+    """Identity module. Its `name` is its path in the module tree (set by `name_hook_points`).
+    passes_on: the tensor it returns reaches another hook point as the same object (a block's resid_post
+    is the next block's resid_pre), where a hook may change it in place."""
 
-    def __init__(self) -> None:
+    def __init__(self, passes_on: bool = False) -> None:
         super().__init__()
         self.name = ""
+        self.passes_on = passes_on
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         table = _ACTIVE.get()
@@ -92,11 +95,13 @@ def hooks_active(hooks: list[tuple[str, HookFn]]) -> Iterator[None]:
 
 
 class Cache:
-    """Captured tensors by hook name: detached CPU copies, batch dimension kept."""
+    """Captured tensors by hook name: detached CPU tensors that share memory with nothing else (not the
+    model, not another entry), batch dimension kept."""
 
     def __init__(self, tensors: Optional[dict[str, torch.Tensor]] = None, n_layers: Optional[dict[str, int]] = None):
         self._t: dict[str, torch.Tensor] = dict(tensors or {})
         self.n_layers = dict(n_layers or {})   # part ("encoder"/"decoder") -> layer count
+        self._owned: set[int] = set()          # storages of tensors kept without a copy
 
     def __getitem__(self, name: str) -> torch.Tensor:
         try:
@@ -121,8 +126,19 @@ class Cache:
     def items(self):
         return self._t.items()
 
-    def store(self, name: str, x: torch.Tensor) -> None:
-        self._t[name] = x.detach().to("cpu", copy=True)
+    def store(self, name: str, x: torch.Tensor, fresh: bool = False) -> None:
+        """Keep x detached on the CPU, as a copy unless `fresh`: the caller vouches that nothing writes
+        to x after this (the forward never does; a hook that changes a tensor returns a new one, or edits
+        it in place at a later hook point only when it is passed on). A fresh tensor is kept without a
+        copy (about 5% of a forward at 128 pieces, 10% at 512) when it owns its storage on the CPU and
+        needs no grad, so a view (a slice of a weight or of the positional table, an expanded mask, a
+        transposed head split) or a tensor already kept under another name is still copied."""
+        key = x.untyped_storage().data_ptr()
+        if fresh and x._base is None and not x.requires_grad and x.device.type == "cpu" and key not in self._owned:
+            self._owned.add(key)
+            self._t[name] = x.detach()
+        else:
+            self._t[name] = x.detach().to("cpu", copy=True)
 
     def stack(self, name: str, part: str = "decoder", batch: int = 0) -> torch.Tensor:
         """Stack `{part}.{i}.{name}` over layers for one batch row: e.g. [layer, head, q, k]."""

@@ -72,7 +72,7 @@ class EncoderBlock(Block):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after self-attention
-        self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
+        self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)
@@ -93,7 +93,7 @@ class DecoderBlock(Block):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after masked self-attention
-        self.hook_resid_post = HookPoint()  # [batch, pos, d_model]
+        self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
 
     def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None):
         """layer_cache (incremental decoding): {"self": (K, V) of earlier positions, "cross": (K, V)}."""
@@ -233,12 +233,12 @@ class Transformer(nn.Module):
 
     # -- capture API ------------------------------------------------------------------------
     def run_with_cache(self, *args, names_filter: NamesFilter = None, **kwargs):
-        """Run forward (no grad) and return (output, Cache of detached CPU copies)."""
+        """Run forward (no grad) and return (output, Cache of detached CPU tensors sharing no memory)."""
         cache = Cache(n_layers=self.n_layers)
         names = resolve_names(names_filter, self.hook_names)
 
         def save(x, hook):
-            cache.store(hook.name, x)
+            cache.store(hook.name, x, fresh=not hook.passes_on)
         with torch.no_grad(), hooks_active([(n, save) for n in names]):
             out = self(*args, **kwargs)
         return out, cache

@@ -11,11 +11,12 @@ from torch import nn
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """[max_len, d_model] sinusoidal positional-encoding matrix."""
-    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)           # (L, 1)
-    i2 = torch.arange(0, d_model, 2, dtype=torch.float64)                    # 2i
+    """[max_len, d_model] sinusoidal positional-encoding matrix, on the CPU even inside a meta-device
+    context (the model checks a checkpoint's shapes on meta, where arange would import torch._dynamo)."""
+    pos = torch.arange(max_len, dtype=torch.float64, device="cpu").unsqueeze(1)   # (L, 1)
+    i2 = torch.arange(0, d_model, 2, dtype=torch.float64, device="cpu")           # 2i
     inv_freq = torch.exp(-math.log(10000.0) * i2 / d_model)                  # 1 / 10000^(2i/d)
-    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64, device="cpu")
     pe[:, 0::2] = torch.sin(pos * inv_freq)
     pe[:, 1::2] = torch.cos(pos * inv_freq[: d_model // 2])
     return pe.float()
@@ -30,7 +31,8 @@ class PositionalEncoding(nn.Module):
         if kind == "sinusoidal":
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
         else:
-            self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+            # randn × 0.02, the same numbers; written as normal_ so a meta-device build can skip it
+            self.weight = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))
 
     def matrix(self) -> torch.Tensor:
         return self.table if self.kind == "sinusoidal" else self.weight
