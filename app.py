@@ -9,11 +9,13 @@ first after a restart (and every AppTest rerun) would run the page without this 
 """
 import streamlit as st
 
-from views import context, guard, language, lesson, memory, sidebar
+from views import language, warmup
 from views.strings import t
 
 language.resolve()
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
+early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
+from views import context, guard, lesson, memory, sidebar  # noqa: E402  (imports torch)
 
 
 def page(path: str, key: str, icon: str, **kw) -> st.Page:
@@ -51,4 +53,5 @@ try:
         lesson.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
         current.run()
 finally:
+    warmup.done(early)
     memory.after_run()                    # the page's namespace (its tensors) is garbage now: free it soon

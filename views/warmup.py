@@ -1,0 +1,29 @@
+"""A fresh server's first run: the browser starts on Plotly while the server is still importing torch.
+
+Streamlit loads its chart bundle (4.7 MB of plotly.js) only when a page first shows a chart, and the first
+page's charts come after the server has imported torch and loaded and run the model: the two waits added
+up. A blank 10-pixel chart sent before those imports starts the bundle's download and compile at once;
+it is removed when the run ends. Later runs (torch already imported) send nothing.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import streamlit as st
+
+
+def plotly_early() -> Optional[object]:
+    """In a process that has not imported torch yet: a placeholder holding a blank chart (else None)."""
+    if "torch" in sys.modules:
+        return None
+    slot = st.empty()
+    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}], "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0},
+                                    "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    slot.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
+    return slot
+
+
+def done(slot) -> None:
+    if slot is not None:
+        slot.empty()
