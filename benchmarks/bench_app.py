@@ -33,12 +33,31 @@ def machine() -> str:
            f"{platform.python_version()}, headless Chromium (Debian)"
 
 
-def run_pixels(browser, a, tok) -> dict:
+def run_pixels(browser, a, tok, root: Path = ROOT, checkpoints=None) -> dict:
     import pixels
     from stclient import Server
-    with Server(ROOT, a.checkpoints, log="/tmp/bench_app_server.log") as server:
+    with Server(root, checkpoints or a.checkpoints, log="/tmp/bench_app_server.log") as server:
         rows = pixels.measure(browser, server.url, tok, a.tokens, repeat=a.repeat)
-        return {"rows": rows, "server_rss_mib": server.rss_mib(), "table": pixels.table(rows)}
+        return {"rows": rows, "server_rss_mib": server.rss_mib(), "table": pixels.table(rows), "root": str(root)}
+
+
+def before_after(res: dict) -> list[str]:
+    """Each page's warm time to pixels now vs the --before checkout, side by side (same harness, same run)."""
+    now = {(r["page"], r["tokens"]): r for r in res["pixels"]["rows"]}
+    old = {(r["page"], r["tokens"]): r for r in res["pixels_before"]["rows"]}
+    tokens = sorted({k for _, k in now})
+    lines = ["| page | " + " | ".join(f"{n} tokens: before → now" for n in tokens) + " |",
+             "|---" * (len(tokens) + 1) + "|"]
+    for page in dict.fromkeys(p for p, _ in now):
+        if " › " in page:
+            continue
+        cells = []
+        for n in tokens:
+            a, b = old.get((page, n)), now.get((page, n))
+            cells.append(f"{a['seconds']:.2f} → {b['seconds']:.2f} s ({a['seconds'] / b['seconds']:.1f}×)" if a and b
+                         else (f"{b['seconds']:.2f} s" if b else ""))
+        lines.append(f"| {page} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def run_peer(browser, a, hm) -> dict:
@@ -110,6 +129,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--texts", type=int, default=50, help="distinct 512-piece texts for the memory part")
     p.add_argument("--only", nargs="*", choices=PARTS)
+    p.add_argument("--before", help="another checkout (e.g. a worktree of the previous main) whose pages are "
+                                    "timed by the same harness in the same run")
     p.add_argument("--quick", action="store_true", help="128 tokens, 2 repeats, 10 texts")
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "bench_app.json"))
     a = p.parse_args(argv)
@@ -129,6 +150,11 @@ def main(argv=None) -> int:
         if "pixels" in parts:
             res["pixels"] = run_pixels(browser, a, hm.tokenizer)
             print(res["pixels"]["table"], flush=True)
+            if a.before:
+                res["pixels_before"] = run_pixels(browser, a, hm.tokenizer, Path(a.before),
+                                                  Path(a.before) / "checkpoints")
+                res["before_after"] = before_after(res)
+                print("\n".join(res["before_after"]), flush=True)
         if "peer" in parts:
             res["peer"] = run_peer(browser, a, hm)
             print(res["peer"].get("table", res["peer"].get("skipped")), flush=True)
