@@ -34,7 +34,7 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-DEFAULT_CACHE_MB = 160        # with the shipped models loaded, 50 texts of 512 pieces on every page: RSS ~ 600 MB
+DEFAULT_CACHE_MB = 64         # ~2 runs of 512 pieces, hundreds of sentences: the server stays under 600 MB
 
 
 def cache_budget() -> int:
