@@ -15,7 +15,10 @@ from views.strings import t
 language.resolve()
 st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
-from views import context, guard, lesson, memory, sidebar  # noqa: E402  (imports torch)
+try:
+    from views import context, guard, lesson, memory, sidebar  # noqa: E402  (imports torch)
+finally:
+    warmup.imported(early)
 
 
 def page(path: str, key: str, icon: str, **kw) -> st.Page:

@@ -4,22 +4,49 @@ Streamlit loads its chart bundle (4.7 MB of plotly.js) only when a page first sh
 page's charts come after the server has imported torch and loaded and run the model: the two waits added
 up. A blank 10-pixel chart sent before those imports starts the bundle's download and compile at once;
 it is removed when the run ends. Later runs (torch already imported) send nothing.
+
+Sessions that start together on a fresh process take turns until the imports are done: plotly's checks look
+numpy and pandas up in sys.modules, and would find them half-imported by another session's thread.
 """
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Optional
 
 import streamlit as st
 
 
+_imports = threading.Lock()      # held from the blank chart until the heavy imports are done
+
+
 def plotly_early() -> Optional[object]:
-    """In a process that has not imported torch yet: a placeholder holding a blank chart (else None)."""
+    """In a process that has not imported torch yet: a placeholder holding a blank chart (else None).
+    Call imported() once the heavy imports are done (in a finally)."""
     if "torch" in sys.modules:
         return None
+    _imports.acquire()
+    if "torch" in sys.modules:                  # another session did the imports while this one waited
+        _imports.release()
+        return None
+    try:
+        return _send_blank()
+    except BaseException:
+        _imports.release()
+        raise
+
+
+def imported(slot) -> None:
+    """The heavy imports are done: let the next session in."""
+    if slot is not None:
+        _imports.release()
+
+
+def _send_blank():
     slot = st.empty()
-    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}], "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0},
-                                    "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
+             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
+                        "yaxis": {"visible": False}}}
     slot.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
     return slot
 
