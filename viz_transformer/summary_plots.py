@@ -38,7 +38,7 @@ def stat_grid(values, title: str, layer_label: str = "layer", head_label: str = 
         fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="#d62728", width=3))
     fig.update_xaxes(tickvals=list(range(H)), showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
-    fig.update_layout(hovermode="closest", clickmode="event+select", dragmode=False, plot_bgcolor="#d9d9d9")
+    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False, plot_bgcolor="#d9d9d9")
     return _layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
 
 
