@@ -48,6 +48,8 @@ _MEASURE = """async ([action, arg, timeoutMs]) => {
   const t0 = performance.now();
   if (action === 'click') {
     document.querySelector(arg).click();
+  } else if (action === 'tab') {             // the arg-th tab of the page's main area
+    document.querySelectorAll('[data-testid="stMain"] [role="tab"]')[Number(arg)].click();
   } else {                                   // 'submit': set the sidebar text and press Ctrl+Enter
     const ta = document.querySelector('[data-testid="stSidebar"] textarea');
     const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value').set;
@@ -172,8 +174,7 @@ def _tabs(page, traffic: Traffic, title: str, n: int, log) -> list[dict]:
     labels = page.eval_on_selector_all('[data-testid="stMain"] [role="tab"]', "els => els.map(e => e.innerText.trim())")
     rows = []
     for i, label in list(enumerate(labels))[1:] + ([(0, labels[0])] if labels else []):
-        sel = f'[data-testid="stMain"] [role="tab"]:nth-of-type({i + 1})'
-        r = measure_action(page, traffic, "click", sel)
+        r = measure_action(page, traffic, "tab", str(i))
         rows.append({"page": f"{title} › {label}", "tokens": n, **r, "runs": [r["seconds"]]})
     if rows:
         log(f"{n:>4} tokens    tabs: " + ", ".join(f"{r['page'].split(' › ')[1]} {r['seconds']:.2f} s" for r in rows))
