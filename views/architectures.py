@@ -18,11 +18,11 @@ text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else sidebar.EX
 if text != ctx.text:
     st.caption(widgets.md_escape(t("ar.using", text=text)))
 
-runs, hms = {}, {}
+runs, hms = {}, {}              # runs: cached.arch_view, the small part of each model's run this page shows
 with st.spinner(t("sidebar.running")):
     for arch, path in models.items():
         stamp = cached.folder_stamp(path)
-        hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.run_text(str(path), stamp, text)
+        hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.arch_view(str(path), stamp, text)
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
                              format_func=callbacks.label("ar.depth."))
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
@@ -38,13 +38,13 @@ with tabs["reads"]:
                 st.markdown(f"**{t('ov.arch.' + arch)}**")
                 n_params = sum(p.numel() for p in hms[arch].model.parameters())
                 st.caption(t("ar.checkpoint", name=models[arch].name, n=n_params))
-                st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+                st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
         st.subheader(t("ar.row.reads"))
         st.caption(t("ar.row.reads_help"))
         for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
             cfg = cfgs[arch]
             layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
-            w, qp, kp = A.source_attention(run, cfg, layer)
+            w, qp, kp = run["reads"][layer]
             with where:
                 title = t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}", arch=t("ar.short." + arch),
                           layer=layer)
@@ -55,15 +55,12 @@ with tabs["masks"]:
     if tabs["masks"].open:
         st.subheader(t("ar.row.masks"))
         for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
-            cfg = cfgs[arch]
             with where:
-                blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
-                for b in blocks:
-                    q = run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces
+                for b, (mask, q) in run["masks"].items():
                     name = A.hook_name(b, 0, "hook_mask")
-                    fig = plots.mask_heatmap(run.cache[name][0, 0], q, q,
-                                             t("ar.mask", arch=t("ar.short." + arch), hook=name), **mask_kw)
-                    seg = A.segments(run, cfg)
+                    fig = plots.mask_heatmap(mask, q, q, t("ar.mask", arch=t("ar.short." + arch), hook=name),
+                                             **mask_kw)
+                    seg = run["segments"]
                     if seg is not None:
                         plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)
                     widgets.show(fig, key=f"ar_mask_{arch}_{b}")
