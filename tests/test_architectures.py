@@ -214,3 +214,29 @@ def test_shipped_snapshots_are_the_shipped_weights_and_the_seeded_initialisation
         for name_ in snaps.names():
             assert torch.allclose(snaps.pattern(k, j, name_), shipped.cache[name_][0], atol=2e-2), name_
             assert torch.allclose(snaps.pattern(0, j, name_), init.cache[name_][0], atol=2e-3), name_
+
+
+def test_rank_window_keeps_causal_structure_and_matches_a_direct_svd():
+    n, m = 300, 40
+    idx = A.rank_window(n, m)
+    assert len(idx) == m and idx[0] == 0 and idx[-1] == n - 1 and torch.all(idx[1:] > idx[:-1])
+    assert torch.equal(A.rank_window(30, m), torch.arange(30))                 # short: every piece
+    scores = torch.randn(2, n, n).masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+    pat = torch.softmax(scores, -1)
+    sub = pat[:, idx][:, :, idx]
+    assert torch.equal(sub, torch.tril(sub)) and torch.all(torch.diagonal(sub, dim1=1, dim2=2) > 0)
+    ref = np.linalg.svd(pat.double().numpy()[:, idx.numpy()][:, :, idx.numpy()], compute_uv=False)
+    assert np.allclose(A.spectrum(sub).numpy(), ref, atol=1e-6)
+    assert ref[:, -1].min() > 0                                               # still full rank
+
+
+def test_rank_table_reads_the_same_spectra_it_is_given(seq_translator):
+    run = seq_translator.run("我是一名工程师。", max_new_tokens=6)
+    spectra = A.self_spectra(run, seq_translator.cfg)
+    table = A.rank_table(run, seq_translator.cfg, "x")
+    assert table.equals(A.rank_table(None, None, "x", spectra))
+    for (block, layer), (s, n, _) in spectra.items():
+        pat = run.cache[A.hook_name(block, layer, "hook_pattern")][0]
+        assert n == pat.shape[-1] == s.shape[-1]                              # short: measured whole
+        ref = np.linalg.svd(pat.double().numpy(), compute_uv=False)
+        assert np.allclose(s.numpy(), ref, atol=1e-6)

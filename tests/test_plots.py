@@ -87,6 +87,7 @@ def test_mask_heatmap():
     m = torch.tril(torch.ones(4, 4, dtype=torch.bool))
     fig = plots.mask_heatmap(m, PIECES[:4], PIECES[:4], "causal", allowed="ok", blocked="no")
     assert np.array_equal(np.asarray(fig.data[0].z), m.numpy().astype(np.float32))
+    assert json.loads(fig.to_json())["data"][0]["z"]["dtype"] == "u1"          # one byte a cell on the wire
     assert list(fig.data[0].colorbar.ticktext) == ["no", "ok"]
     _assert_dressed(fig, "causal")
 

@@ -70,21 +70,23 @@ with tabs["rank"]:
     if tabs["rank"].open:
         st.subheader(t("ar.rank"))
         st.markdown(t("ar.rank_intro"))
-        table = cached.rank_tables(tuple(models.items()), text)
+        table = cached.rank_tables(runs)
         groups, sizes = {}, {}
         for (arch, block), g in table.groupby(["model", "block"], sort=False):
             label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
-            groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["n"].iloc[0])
+            groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["m"].iloc[0])
         widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
                                              t("ar.rank_y")), key="ar_rank")
+        if (table["m"] < table["n"]).any():
+            st.caption(t("ar.rank_window", m=int(table["m"].max())))
         spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
-                   cached.spectra(tuple(models.items()), text, depth).items()}
+                   cached.spectra(runs, depth).items()}
         widgets.show(plots_models.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")),
                                           t("ar.sv_x"), t("ar.sv_y")), key="ar_spectra")
         summary = table.groupby(["model", "block"], sort=False).agg(
-            heads=("head", "size"), n=("n", "first"), effective_rank=("effective_rank", "mean"),
+            heads=("head", "size"), n=("n", "first"), m=("m", "first"), effective_rank=("effective_rank", "mean"),
             smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
-        config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "causal")}
+        config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "m", "causal")}
         config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
                       smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
         st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],

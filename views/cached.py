@@ -157,43 +157,36 @@ def translators() -> dict[str, Path]:
 def arch_view(path: str, stamp: float, text: str) -> dict:
     """What the architecture comparison shows of one model's run, small enough to keep: the output, where
     the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
-    the segments. Three models' full runs did not fit the memo together, and each visit re-ran them."""
+    the segments, the singular values of every self-attention pattern (architectures.self_spectra). Three
+    models' full runs did not fit the memo together, and each visit re-ran them."""
     from viz_transformer import architectures
     cfg, run = load_model(path, stamp).cfg, run_text(path, stamp, text)
     reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
     blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
     masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
                  run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
-    return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg)}
+    return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
+            "spectra": architectures.self_spectra(run, cfg)}
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def rank_tables(models: tuple, text: str):
-    """Effective rank of every self-attention head of each model on `text` (one DataFrame)."""
+def rank_tables(views: dict):
+    """Effective rank of every self-attention head of each model (one DataFrame); views: {arch: arch_view}."""
     import pandas as pd
     from viz_transformer import architectures
-    frames = [architectures.rank_table(_run(path, text), load_model(str(path), folder_stamp(path)).cfg, arch)
-              for arch, path in models]
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([architectures.rank_table(None, None, arch, v["spectra"]) for arch, v in views.items()],
+                     ignore_index=True)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def spectra(models: tuple, text: str, depth: str) -> dict:
-    """{(architecture, block): singular values [head, n]} of the first or last layer of each self-attention block."""
-    from viz_transformer import architectures
+def spectra(views: dict, depth: str) -> dict:
+    """{(architecture, block): singular values [head, m]} of the first or last layer of each self-attention block."""
     out = {}
-    for arch, path in models:
-        cfg = load_model(str(path), folder_stamp(path)).cfg
-        for block in architectures.available_blocks(cfg):
-            if block != "decoder.cross_attn":
-                layer = 0 if depth == "first" else architectures.n_layers(cfg, block) - 1
-                pat = _run(path, text).cache[architectures.hook_name(block, layer, "hook_pattern")][0]
-                out[(arch, block)] = architectures.spectrum(pat).numpy()
+    for arch, v in views.items():
+        for block in dict.fromkeys(b for b, _ in v["spectra"]):
+            layer = max(l for b, l in v["spectra"] if b == block) if depth == "last" else 0
+            out[(arch, block)] = v["spectra"][(block, layer)][0].numpy()
     return out
 
 
-def _run(path, text: str):
-    return run_text(str(path), folder_stamp(path), text)
 # -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
 @st.cache_resource(show_spinner=False)
 def corpus_results() -> dict:

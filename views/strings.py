@@ -499,6 +499,8 @@ EN = {
     "ar.col.block": "attention block",
     "ar.col.heads": "heads",
     "ar.col.n": "n (pattern size)",
+    "ar.col.m": "m (pieces measured)",
+    "ar.rank_window": "Past {m} pieces the singular values are measured on {m} evenly spaced pieces (the same ones as queries and keys, so a causal pattern stays triangular): an SVD costs n³, and 150 of them at 512 pieces took seconds.",
     "ar.col.causal": "causal",
     "ar.col.effective_rank": "effective rank (mean)",
     "ar.col.smallest_sv_ratio": "smallest singular value ÷ largest",

@@ -407,6 +407,8 @@ ZH = {
     "ar.col.block": "注意力模块",
     "ar.col.heads": "头数",
     "ar.col.n": "n（注意力模式大小）",
+    "ar.col.m": "m（参与计算的片段数）",
+    "ar.rank_window": "超过 {m} 个片段时，奇异值在均匀间隔选取的 {m} 个片段上计算（查询与键取相同位置，因此因果注意力模式仍是下三角）：SVD 的代价是 n³，512 个片段时 150 次 SVD 要花好几秒。",
     "ar.col.causal": "因果（causal）",
     "ar.col.effective_rank": "有效秩（平均）",
     "ar.col.smallest_sv_ratio": "最小奇异值 ÷ 最大奇异值",

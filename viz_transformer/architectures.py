@@ -66,21 +66,42 @@ def effective_rank(s: torch.Tensor) -> torch.Tensor:
     return torch.exp(-(p * torch.log(p.clamp_min(1e-30))).sum(-1))
 
 
-def rank_table(run, cfg, model: str = "") -> pd.DataFrame:
-    """One row per head of every self-attention block: its effective rank, its size, the smallest
-    singular value relative to the largest, and whether its mask was causal (lower-triangular)."""
-    rows = []
+RANK_MAX = 128      # an SVD costs n³: past this many pieces, evenly spaced queries and keys are analysed
+
+
+def rank_window(n: int, most: int = RANK_MAX) -> torch.Tensor:
+    """The positions whose rows and columns a self-attention pattern's rank is measured on: all n, or `most`
+    evenly spaced from the first to the last. The same positions for queries and keys, so a causal pattern
+    stays lower-triangular with its diagonal (still full rank) and a prefix keeps its block."""
+    return torch.arange(n) if n <= most else torch.linspace(0, n - 1, most).round().long()
+
+
+def self_spectra(run, cfg) -> dict:
+    """{(block, layer): (singular values [head, m], n, causal)} of every self-attention pattern, measured on
+    rank_window(n) of its n pieces; causal: its mask is lower-triangular. One SVD per head, for the rank
+    table and the spectra both."""
+    out = {}
     for block in available_blocks(cfg):
         if block == "decoder.cross_attn":
             continue
         for layer in range(n_layers(cfg, block)):
-            pat = run.cache[hook_name(block, layer, "hook_pattern")][0]                  # (H, q, k)
+            pat = run.cache[hook_name(block, layer, "hook_pattern")][0]                  # (H, n, n)
             mask = run.cache[hook_name(block, layer, "hook_mask")][0, 0]
-            causal = bool(torch.equal(mask, torch.tril(mask)))
-            s = spectrum(pat)
-            er = effective_rank(s)
-            for h in range(pat.shape[0]):
-                rows.append({"model": model, "block": block, "layer": layer, "head": h, "n": pat.shape[-1],
-                             "effective_rank": float(er[h]), "min_sv_ratio": float(s[h, -1] / s[h, 0]),
-                             "causal": causal})
+            idx = rank_window(pat.shape[-1])
+            out[(block, layer)] = (spectrum(pat[:, idx][:, :, idx]), pat.shape[-1],
+                                   bool(torch.equal(mask, torch.tril(mask))))
+    return out
+
+
+def rank_table(run, cfg, model: str = "", spectra: Optional[dict] = None) -> pd.DataFrame:
+    """One row per head of every self-attention block: its effective rank, its size n (and m, the size
+    measured: rank_window), the smallest singular value relative to the largest, and whether its mask was
+    causal (lower-triangular). spectra: self_spectra(run, cfg), if already computed."""
+    rows = []
+    for (block, layer), (s, n, causal) in (spectra if spectra is not None else self_spectra(run, cfg)).items():
+        er = effective_rank(s)
+        for h in range(s.shape[0]):
+            rows.append({"model": model, "block": block, "layer": layer, "head": h, "n": n, "m": s.shape[-1],
+                         "effective_rank": float(er[h]), "min_sv_ratio": float(s[h, -1] / s[h, 0]),
+                         "causal": causal})
     return pd.DataFrame(rows)
