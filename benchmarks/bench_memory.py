@@ -26,6 +26,7 @@ from texts import text_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)
+SETTLE_S = 3.0                           # idle seconds before the second sample: > views.memory.MIN_INTERVAL
 
 
 def page_titles() -> list[str]:
@@ -62,8 +63,13 @@ def measure(n_texts: int = 50, more: int = 25, checkpoints=None, pieces: int = 5
     checkpoints = Path(checkpoints or ROOT / "checkpoints")
     tok, titles = _tokenizer(checkpoints), page_titles()
     marks = sorted({m for m in MARKS if m < n_texts} | {n_texts, n_texts + more})
-    out = {"pages": titles, "n_texts": n_texts, "more": more, "pieces": pieces, "rss_mib": {}, "errors": [],
-           "seconds_per_text": []}
+    out = {"pages": titles, "n_texts": n_texts, "more": more, "pieces": pieces, "rss_mib": {},
+           "rss_busy_mib": {}, "settle_s": SETTLE_S, "errors": [], "seconds_per_text": []}
+
+    async def sample(server: Server, label: str) -> None:
+        out["rss_busy_mib"][label] = server.rss_mib()
+        await asyncio.sleep(SETTLE_S)
+        out["rss_mib"][label] = server.rss_mib()
 
     async def go(server: Server) -> None:
         s = await Session.open(server.url)
@@ -71,16 +77,18 @@ def measure(n_texts: int = 50, more: int = 25, checkpoints=None, pieces: int = 5
             await s.rerun()
             errors, _ = await _visit(s, titles, "我是一名工程师。")
             out["errors"] += errors
-            out["rss_mib"]["warm-up"] = server.rss_mib()
-            progress(f"warm-up: RSS {server.rss_mib():.0f} MiB")
+            await sample(server, "warm-up")
+            progress(f"warm-up: RSS {out['rss_mib']['warm-up']:.0f} MiB ({out['rss_busy_mib']['warm-up']:.0f} "
+                     "as the run ended)")
             for i in range(1, n_texts + more + 1):
                 errors, secs = await _visit(s, titles, text_of(tok, pieces, seed=i))
                 out["errors"] += [f"text {i}: {e}" for e in errors]
                 out["seconds_per_text"].append(round(secs, 1))
                 if i in marks:
-                    out["rss_mib"][f"{i} texts"] = server.rss_mib()
-                    progress(f"{i} texts: RSS {server.rss_mib():.0f} MiB ({secs:.0f} s for the last text, "
-                             f"{len(out['errors'])} errors)")
+                    label = f"{i} texts"
+                    await sample(server, label)
+                    progress(f"{label}: RSS {out['rss_mib'][label]:.0f} MiB ({out['rss_busy_mib'][label]:.0f} as "
+                             f"the run ended; {secs:.0f} s for the last text, {len(out['errors'])} errors)")
         finally:
             await s.close()
 
@@ -93,7 +101,8 @@ def measure(n_texts: int = 50, more: int = 25, checkpoints=None, pieces: int = 5
 
 
 def table(res: dict) -> str:
-    lines = [f"{'after':>12}  {'RSS MiB':>8}"] + [f"{k:>12}  {v:8.0f}" for k, v in res["rss_mib"].items()]
+    lines = [f"{'after':>12}  {'RSS MiB':>8}  {'as the run ended':>16}"] + [
+        f"{k:>12}  {v:8.0f}  {res['rss_busy_mib'].get(k, float('nan')):16.0f}" for k, v in res["rss_mib"].items()]
     if res["more"]:
         lines.append(f"growth over the last {res['more']} texts: {res['growth_after_n_mib']:+.0f} MiB")
     lines.append(f"errors: {len(res['errors'])}" + "".join(f"\n  {e}" for e in res["errors"][:20]))

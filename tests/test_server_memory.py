@@ -1,0 +1,60 @@
+"""views.memory: the garbage page runs leave behind (reference cycles) is collected soon after a run, also
+when a run ends too soon after the last collection and nothing runs afterwards. Checked with weak references
+to cycles, which only a full collection frees."""
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import pytest
+
+from views import memory
+
+
+class Node:
+    def __init__(self):
+        self.me = self                      # a cycle: reference counting alone never frees it
+
+
+def cycle_garbage() -> weakref.ref:
+    return weakref.ref(Node())
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    monkeypatch.setattr(memory, "MIN_INTERVAL", 0.3)
+    monkeypatch.setitem(memory._state, "frozen", True)        # no gc.freeze() in the test process
+    monkeypatch.setitem(memory._state, "last", 0.0)
+    gc.disable()                                              # only the module's collections count
+    yield
+    gc.enable()
+
+
+def test_a_run_after_the_interval_collects_at_once(quick):
+    ref = cycle_garbage()
+    memory.after_run()
+    assert ref() is None
+
+
+def test_a_run_within_the_interval_is_collected_when_it_is_up(quick):
+    memory.after_run()                                        # collects, starts the interval
+    ref = cycle_garbage()
+    memory.after_run()                                        # too soon: scheduled, not now
+    assert ref() is not None
+    deadline = time.monotonic() + 5
+    while ref() is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ref() is None                                      # nothing else ran: the timer collected it
+
+
+def test_many_runs_in_the_interval_make_one_collection(quick):
+    memory.after_run()
+    before = memory.stats()["collections"]
+    refs = []
+    for _ in range(5):
+        refs.append(cycle_garbage())
+        memory.after_run()
+    time.sleep(memory.MIN_INTERVAL + 0.5)
+    assert memory.stats()["collections"] == before + 1
+    assert all(r() is None for r in refs)
