@@ -1,5 +1,5 @@
-"""The fresh-process warm-up chart (views/warmup.py) is sent before torch is imported and gone when the
-run ends; a process that already has torch sends none."""
+"""The fresh-process warm-up (views/warmup.py: a blank chart, code and a formula) is sent before torch is
+imported and gone when the run ends; a process that already has torch sends none."""
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +13,9 @@ at = AppTest.from_file(sys.argv[1], default_timeout=120)
 at.run()
 charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 print(json.dumps({"torch": "torch" in sys.modules, "exceptions": [e.value for e in at.exception],
-                  "blank_left": sum(1 for c in charts if c["layout"].get("height") == 10)}))
+                  "blank_left": sum(1 for c in charts if c["layout"].get("height") == 10),
+                  "code_left": sum(1 for c in at.get("code") if c.proto.code_text == " "),
+                  "latex_left": sum(1 for m in at.latex if m.value.strip("$\\n") == "\\,")}))
 """
 
 
@@ -28,7 +30,7 @@ def _run(preimport: bool) -> dict:
 
 def test_the_warmup_chart_is_removed_when_the_first_run_ends():
     r = _run(preimport=False)
-    assert r["torch"] and not r["exceptions"] and r["blank_left"] == 0
+    assert r["torch"] and not r["exceptions"] and r["blank_left"] == r["code_left"] == r["latex_left"] == 0
 
 
 def test_a_warm_process_sends_no_warmup_chart(monkeypatch):
