@@ -234,7 +234,7 @@ def test_rank_table_reads_the_same_spectra_it_is_given(seq_translator):
     run = seq_translator.run("我是一名工程师。", max_new_tokens=6)
     spectra = A.self_spectra(run, seq_translator.cfg)
     table = A.rank_table(run, seq_translator.cfg, "x")
-    assert table.equals(A.rank_table(None, None, "x", spectra))
+    assert table.equals(A.spectra_table(spectra, "x"))
     for (block, layer), (s, n, _) in spectra.items():
         pat = run.cache[A.hook_name(block, layer, "hook_pattern")][0]
         assert n == pat.shape[-1] == s.shape[-1]                              # short: measured whole

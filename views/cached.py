@@ -173,7 +173,7 @@ def rank_tables(views: dict):
     """Effective rank of every self-attention head of each model (one DataFrame); views: {arch: arch_view}."""
     import pandas as pd
     from viz_transformer import architectures
-    return pd.concat([architectures.rank_table(None, None, arch, v["spectra"]) for arch, v in views.items()],
+    return pd.concat([architectures.spectra_table(v["spectra"], arch) for arch, v in views.items()],
                      ignore_index=True)
 
 

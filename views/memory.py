@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from typing import Optional
 
 from viz_transformer import allocator
 
@@ -23,7 +24,8 @@ MIN_INTERVAL = 2.0          # seconds between two full collections, whatever the
 
 _lock = threading.Lock()
 _timer_lock = threading.Lock()
-_state = {"frozen": False, "last": 0.0, "collections": 0, "seconds": 0.0, "pending": None}
+_state = {"frozen": False, "last": 0.0, "collections": 0, "seconds": 0.0}
+_pending: Optional[threading.Timer] = None       # the scheduled collection, if any
 
 
 def after_run() -> None:
@@ -37,18 +39,19 @@ def after_run() -> None:
 
 
 def _schedule(wait: float) -> None:
+    global _pending
     with _timer_lock:
-        if _state["pending"] is not None:
+        if _pending is not None:
             return                          # the pending collection runs after this run ended: it covers it
-        timer = threading.Timer(wait, _pending_collect)
-        timer.daemon = True
-        _state["pending"] = timer
-        timer.start()
+        _pending = threading.Timer(wait, _pending_collect)
+        _pending.daemon = True
+        _pending.start()
 
 
 def _pending_collect() -> None:
+    global _pending
     with _timer_lock:
-        _state["pending"] = None
+        _pending = None
     collect()
 
 
@@ -72,4 +75,4 @@ def collect() -> None:
 
 def stats() -> dict:
     """Collections made so far and the seconds they took."""
-    return {k: v for k, v in _state.items() if k != "pending"}
+    return dict(_state)

@@ -93,12 +93,17 @@ def self_spectra(run, cfg) -> dict:
     return out
 
 
-def rank_table(run, cfg, model: str = "", spectra: Optional[dict] = None) -> pd.DataFrame:
-    """One row per head of every self-attention block: its effective rank, its size n (and m, the size
-    measured: rank_window), the smallest singular value relative to the largest, and whether its mask was
-    causal (lower-triangular). spectra: self_spectra(run, cfg), if already computed."""
+def rank_table(run, cfg, model: str = "") -> pd.DataFrame:
+    """One row per head of every self-attention block of `run`: see spectra_table."""
+    return spectra_table(self_spectra(run, cfg), model)
+
+
+def spectra_table(spectra: dict, model: str = "") -> pd.DataFrame:
+    """One row per head of self_spectra's blocks: its effective rank, its size n (and m, the size measured:
+    rank_window), the smallest singular value relative to the largest, and whether its mask was causal
+    (lower-triangular)."""
     rows = []
-    for (block, layer), (s, n, causal) in (spectra if spectra is not None else self_spectra(run, cfg)).items():
+    for (block, layer), (s, n, causal) in spectra.items():
         er = effective_rank(s)
         for h in range(s.shape[0]):
             rows.append({"model": model, "block": block, "layer": layer, "head": h, "n": n, "m": s.shape[-1],

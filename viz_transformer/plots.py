@@ -72,10 +72,11 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
             show_values: Optional[bool] = None, hover: str = "weight", height: Optional[int] = None) -> go.Figure:
     """A labelled matrix with square cells: rows top to bottom, columns left to right. Labels must already
     be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
-    if _raw(z).dtype.kind in "bu":              # a mask: sent as 1 byte a cell, 4× fewer than float32
-        z = np.asarray(_raw(z), dtype=np.uint8)
+    z = _raw(z)
+    if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
+        z = z.astype(np.uint8)
     else:
-        z = _np(z)
+        z = z.astype(np.float32)
         z = np.where(np.isfinite(z), z, np.nan)
     R, C = z.shape
     cell = int(min(40, max(12, 560 / max(R, C, 1))))    # px per cell, the height follows from it
@@ -136,8 +137,7 @@ def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: 
                  xlabel: str = "key", ylabel: str = "query", allowed: str = "may attend",
                  blocked: str = "masked (−∞)", colorbar: str = "mask") -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
-    fig = heatmap(np.asarray(_raw(mask), dtype=np.uint8), labels(q_pieces), labels(k_pieces), title, xlabel, ylabel,
-                  colorbar=colorbar,
+    fig = heatmap(_raw(mask) != 0, labels(q_pieces), labels(k_pieces), title, xlabel, ylabel, colorbar=colorbar,
                   colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
                   hover=f"{allowed} (1) / {blocked} (0)")
     fig.update_traces(colorbar=dict(tickvals=[0.25, 0.75], ticktext=[escape(blocked), escape(allowed)]))
