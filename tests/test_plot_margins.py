@@ -56,3 +56,43 @@ def test_a_long_heatmap_labels_some_tokens_and_hovers_all():
     assert list(fig.data[0].x) == plots.labels(pieces)       # every cell still carries its token for hover
     small = plots.attention_heatmap(np.full((8, 8), 1 / 8), pieces[:8], pieces[:8], "t")
     assert small.layout.yaxis.tickvals is None               # few tokens: every one labelled
+
+
+def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():
+    from viz_transformer.plot_margins import TICK_PX, WIDE_PLOT_PX, auto_angle
+    short = ["a", "b", "c"]
+    long4 = ["decoder-only · decoder self-attention (masked)"] * 4
+    many = [f"{i}:piece" for i in range(100)]
+    assert auto_angle(short) == 0 and auto_angle(long4) == 30 and auto_angle(many) == 90
+    for labels in (long4, many):                 # the angle chosen keeps neighbours a text height apart
+        angle = auto_angle(labels)
+        assert WIDE_PLOT_PX / len(labels) * np.sin(np.radians(angle)) >= TICK_PX or angle == 90
+    fig = plots.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
+    fig.update_xaxes(tickvals=list(range(4)), ticktext=long4)
+    fit_margins(fig)
+    assert fig.layout.xaxis.tickangle == 30      # written into the axis: Plotly draws what was measured
+    widest = text_px(long4[0])
+    assert widest * 0.5 <= fig.layout.margin.b < widest * 0.5 + 80
+    # the last label runs down to the right from half a category before the edge: the right margin holds it
+    assert fig.layout.margin.r >= widest * np.cos(np.radians(30)) - WIDE_PLOT_PX / 8
+
+
+def test_a_legend_above_the_plot_gets_room_under_the_title():
+    from viz_transformer import plots_models
+    from viz_transformer.plot_margins import LEGEND_ROW_PX, WIDE_PLOT_PX
+    names = ["enc-dec · encoder self-attention", "enc-dec · decoder self-attention (masked)",
+             "decoder-only · decoder self-attention (masked)", "prefix LM · decoder self-attention (masked)"]
+    one = plots_models.spectra({names[0]: np.random.rand(2, 4) + 0.1}, "t")
+    four = plots_models.spectra({n: np.random.rand(2, 4) + 0.1 for n in names}, "t")
+    rows = int(np.ceil(sum(text_px(n) for n in names) / WIDE_PLOT_PX))      # at least this many rows
+    assert four.layout.margin.t - one.layout.margin.t >= LEGEND_ROW_PX * rows >= LEGEND_ROW_PX
+
+
+def test_the_rank_strip_keeps_a_plot_under_long_group_names():
+    from viz_transformer import plots_models
+    names = ["enc-dec · encoder self-attention", "enc-dec · decoder self-attention (masked)",
+             "decoder-only · decoder self-attention (masked)", "prefix LM · decoder self-attention (masked)"]
+    fig = plots_models.rank_strip({n: [1.0, 2.0] for n in names}, "t", "x", sizes={n: 4 for n in names})
+    m = fig.layout.margin
+    assert fig.layout.height - m.t - m.b >= 0.4 * fig.layout.height
+    assert len(fig.layout.shapes) == len(names)                              # a dashed size mark per group

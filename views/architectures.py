@@ -76,7 +76,7 @@ with tabs["rank"]:
             label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
             groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["m"].iloc[0])
         widgets.show(plots_models.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
-                                             t("ar.rank_y")), key="ar_rank")
+                                             t("ar.rank_y"), sizes), key="ar_rank")
         if (table["m"] < table["n"]).any():
             st.caption(t("ar.rank_window", m=int(table["m"].max())))
         spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in

@@ -486,7 +486,9 @@ EN = {
     "ar.sv_x": "singular value rank (largest first)",
     "ar.sv_y": "singular value ÷ largest (log)",
     "ar.rank_why": "Read the table: `causal` says whether the block's mask was lower-triangular; a causal block's "
-                   "smallest singular value stays clearly above 0, a bidirectional one can come close to 0. "
+                   "smallest singular value is never exactly 0 (its diagonal is positive), but it can be tiny when "
+                   "a piece gives itself almost no weight, so a full-rank pattern can still be close to a "
+                   "lower-rank one; a bidirectional block has no such floor. "
                    "This is the tutorials' argument for decoder-only models (a full-rank attention matrix keeps "
                    "more expressive power), shown on this sentence; it is not a proof that they translate better.",
     "ar.tab.reads": "Output and where it reads the source",

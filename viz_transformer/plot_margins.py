@@ -55,17 +55,56 @@ def _labels(fig: go.Figure, ax, name: str) -> list[str]:
     return [NUMBER] if ax.tickvals is None else [f"{v:g}" if isinstance(v, float) else str(v) for v in ax.tickvals]
 
 
+def auto_angle(labels: list[str]) -> int:
+    """The angle Plotly's automatic tick angles (0, 30 or 90°) turn these labels by on a WIDE_PLOT_PX axis:
+    flat while they fit side by side, 30° while neighbours stay a text height apart across the slant."""
+    if sum(text_px(t) + 8 for t in labels) <= WIDE_PLOT_PX:
+        return 0
+    spacing = WIDE_PLOT_PX / max(len(labels), 1)
+    return 30 if spacing * math.sin(math.radians(30)) >= TICK_PX + 2 else 90
+
+
 def _x_height(ax, labels: list[str]) -> float:
-    widest = max(map(text_px, labels))
+    """The height the x tick labels take; an automatic angle is decided here and written into the axis, so
+    Plotly draws the labels at the angle their margin was made for."""
     angle = ax.tickangle
-    if angle is None or angle == "auto":        # Plotly turns crowded labels by 90°
-        angle = 90 if sum(text_px(t) + 8 for t in labels) > WIDE_PLOT_PX else 0
+    if angle is None or angle == "auto":
+        angle = auto_angle(labels)
+        if angle:
+            ax.tickangle = angle
     a = math.radians(float(angle))
-    return widest * abs(math.sin(a)) + TICK_PX * abs(math.cos(a)) + 8
+    return max(map(text_px, labels)) * abs(math.sin(a)) + TICK_PX * abs(math.cos(a)) + 8
+
+
+def _slant_overhang(ax, labels: list[str]) -> float:
+    """How far the last label of a slanted x axis runs past the plot's right edge: it starts at its tick,
+    half a category in from the edge, and runs down to the right."""
+    angle = ax.tickangle if isinstance(ax.tickangle, (int, float)) else 0
+    if not labels or not 0 < angle < 90:
+        return 0.0
+    return max(0.0, text_px(labels[-1]) * math.cos(math.radians(angle)) - WIDE_PLOT_PX / (2 * len(labels)))
+
+
+LEGEND_ROW_PX = 24    # one row of a horizontal legend
+LEGEND_ITEM_PX = 40   # a legend entry's symbol and gaps, besides its text
+
+
+def _legend_above(fig: go.Figure) -> float:
+    """Height of a horizontal legend drawn above the plot (y >= 1), which sits in the top margin under
+    the title: its entries wrap into rows of WIDE_PLOT_PX."""
+    legend = fig.layout.legend
+    if fig.layout.showlegend is False or legend.orientation != "h" or (legend.y if legend.y is not None else 0) < 1:
+        return 0.0
+    names = [tr.name for tr in fig.data if tr.showlegend is not False and tr.name]
+    if not names or (len(names) == 1 and fig.layout.showlegend is None):    # Plotly hides a one-trace legend
+        return 0.0
+    width = sum(text_px(n) + LEGEND_ITEM_PX for n in dict.fromkeys(names))
+    return LEGEND_ROW_PX * math.ceil(width / WIDE_PLOT_PX)
 
 
 def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10) -> go.Figure:
-    """Turn automargin off on every axis and set margins that hold its tick labels and title."""
+    """Turn automargin off on every axis and set margins that hold its tick labels and title, and a
+    horizontal legend above the plot under the figure's title."""
     side = {"l": 0.0, "r": 0.0, "b": 0.0, "t": 0.0}
     for ax in list(fig.select_xaxes()) + list(fig.select_yaxes()):
         name = ax.plotly_name
@@ -77,8 +116,9 @@ def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10) -> go.Figure:
         else:
             need = (_x_height(ax, labels) if labels else 0) + title
             where = "t" if ax.side == "top" else "b"
+            side["r"] = max(side["r"], _slant_overhang(ax, labels))
         side[where] = max(side[where], need)
         ax.automargin = False
     fig.update_layout(margin=dict(l=int(pad + side["l"]), r=int(pad + side["r"]), b=int(pad + side["b"]),
-                                  t=int(top + side["t"])))
+                                  t=int(top + side["t"] + _legend_above(fig))))
     return fig

@@ -68,7 +68,7 @@ def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylab
                           line=dict(color="#7f7f7f", dash="dash"))
     fig.update_xaxes(tickvals=list(range(len(groups))), ticktext=[escape(g) for g in groups])
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, xlabel, ylabel, 400)
+    return _layout(fig, title, xlabel, ylabel, 520)     # tall: the group names slant below the plot
 
 
 def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu: Sequence[Optional[float]],
