@@ -21,7 +21,7 @@ from .plot_margins import TICK_PX, text_px
 FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
 COLUMN_GAP_PX = 16    # Streamlit's gap between columns
 COLORBAR_PX = 95      # a vertical colour bar, its ticks and its title, right of the plot
-MIN_CELL = 10         # px: the smallest heatmap cell; below it a window of cells is shown instead
+MIN_CELL = 12         # px: the smallest heatmap cell (a hover target, labels every other one); below it, a window
 MAX_CELL = 40         # px: a 3 × 3 matrix does not fill the page
 MAX_PLOT_H = 720      # px: the tallest heatmap plot area (a teacher's projector shows ~ 700 px)
 MIN_PLOT = 140        # px: the narrowest plot side a figure is laid out with (the browser test allows 110)

@@ -96,8 +96,9 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     else:
         z = z.astype(np.float32)
         z = np.where(np.isfinite(z), z, np.nan)
-    R, C = z.shape
     rows, cols = list(row_labels), list(col_labels)
+    n_rows, n_cols = z.shape
+    R, C = min(n_rows, rules.max_cells(width)), min(n_cols, rules.max_cells(width))   # shown at once (pan for more)
     square = max(R, C) <= 3 * min(R, C)
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
     bar_w = rules.colorbar_px(colorbar, [str(s) for s in ticks])
@@ -120,7 +121,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         flat = [str(s) for row in text for s in row]
         if show_values is not False and rules.values_fit(cw, ch, flat):
             tr.update(text=text, texttemplate="%{text}", textfont=dict(size=rules.VALUE_PX))
-    elif show_values is not False and R * C <= 400 and z.dtype.kind == "f":
+    elif show_values is not False and n_rows * n_cols <= 400 and z.dtype.kind == "f":
         shown = [format(float(v), value_format) for v in z[np.isfinite(z)]]
         if show_values or rules.values_fit(cw, ch, shown):
             tr.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=rules.VALUE_PX))
@@ -131,6 +132,10 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
         fig.update_xaxes(constrain="domain", constraintoward="left")
     fig.update_layout(plot_bgcolor=MASKED_BG)
+    if (R, C) != (n_rows, n_cols):        # too large for readable cells: the first window, dragged to move it
+        fig.update_yaxes(range=[R - 0.5, -0.5], autorange=False)
+        fig.update_xaxes(range=[-0.5, C - 0.5])
+        fig.update_layout(dragmode="pan")
     _thin_axis(fig.layout.yaxis, rows, ch, 14)
     widest = max(map(text_px, cols), default=0)
     if widest + 6 <= cw:                                             # flat labels fit under their cells
@@ -138,7 +143,8 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     else:                                                            # slanted, every k-th one
         fig.update_xaxes(tickangle=-45)
         _thin_axis(fig.layout.xaxis, cols, cw, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
-    fig_w = width if not square else min(width, int(label_w + cw * C + bar_w + 30))
+    need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
+    fig_w = width if not square else min(width, int(need))
     _layout(fig, title, xlabel, ylabel, width=fig_w)
     m = fig.layout.margin
     fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
