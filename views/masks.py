@@ -49,13 +49,13 @@ with tabs["causal"]:
         # -- causal and prefix-LM over the decoder input --------------------------------------------------
         pieces = run.tgt_pieces
         T = len(pieces)
-        left, right = st.columns(2)
+        (left, right), width = widgets.figure_columns(2, T, T)
         with left:
             st.subheader(t("mk.causal"))
             st.caption(t("mk.causal_help"))
             widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces,
                                             t("mk.causal_title"),
-                                            **mask_kw))
+                                            width=width, **mask_kw))
         with right:
             st.subheader(t("mk.prefix"))
             st.caption(t("mk.prefix_help"))
@@ -63,11 +63,12 @@ with tabs["causal"]:
                 st.caption(t("mk.prefix_applied", p=run.prefix_len))
                 hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
                 widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
-                                                **mask_kw), key="mk_prefix_fig")
+                                                width=width, **mask_kw), key="mk_prefix_fig")
             else:
                 p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
                 widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
-                                                t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
+                                                t("mk.prefix_title", p=p), width=width, **mask_kw),
+                             key="mk_prefix_fig")
 
 with tabs["applied"]:
     if tabs["applied"].open:

@@ -68,6 +68,16 @@ def values_fit(cell_w: float, cell_h: float, texts: list[str]) -> bool:
     return cell_w >= widest + 4 and cell_h >= VALUE_PX + 4
 
 
+def fit_text(s: str, width_px: float, size: int = VALUE_PX) -> str:
+    """s cut (with "…") to fit width_px at this font size, or "" if not even one character and "…" fit."""
+    if text_px(s, size) <= width_px:
+        return s
+    for n in range(len(s) - 1, 0, -1):
+        if text_px(s[:n] + "…", size) <= width_px:
+            return s[:n] + "…"
+    return ""
+
+
 def wrap(text: str, width_px: float, size: int = TITLE_PX) -> str:
     """Break a title into lines (<br>) at spaces so none is wider than width_px; a word longer than a line
     (a capture name, CJK text) is cut between characters."""

@@ -65,7 +65,9 @@ def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Option
     """Title (wrapped to the figure's width), axis titles, the white template and margins fitted to the
     labels (no automargin redraws)."""
     text = rules.wrap(escape(title), width - 20)
-    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left"), height=height, colorway=PALETTE)
+    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                                 pad=dict(t=16)),        # at the top: a legend under it keeps its own rows
+                      height=height, colorway=PALETTE)
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
