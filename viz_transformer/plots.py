@@ -81,6 +81,15 @@ def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
         axis.update(tickmode="array", tickvals=shown)
 
 
+def _category_ticks(axis, cats: list[str], cell: float) -> None:
+    """Flat labels while they fit under their category, else slanted at 45° and every k-th one."""
+    if max(map(text_px, cats), default=0) + 6 <= cell:
+        axis.update(tickangle=0)
+    else:
+        axis.update(tickangle=-45)
+        _thin_axis(axis, cats, cell, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
+
+
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
             show_values: Optional[bool] = None, hover: str = "weight", width: int = rules.FIGURE_PX,
@@ -139,12 +148,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         fig.update_xaxes(range=[-0.5, C - 0.5])
         fig.update_layout(dragmode="pan")
     _thin_axis(fig.layout.yaxis, rows, ch, 14)
-    widest = max(map(text_px, cols), default=0)
-    if widest + 6 <= cw:                                             # flat labels fit under their cells
-        fig.update_xaxes(tickangle=0)
-    else:                                                            # slanted, every k-th one
-        fig.update_xaxes(tickangle=-45)
-        _thin_axis(fig.layout.xaxis, cols, cw, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
+    _category_ticks(fig.layout.xaxis, cols, cw)
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
     fig_w = width if not square else min(width, int(need))
     _layout(fig, title, xlabel, ylabel, width=fig_w)
@@ -196,8 +200,8 @@ def dims(n: int) -> list[str]:
 # -- many heads at once --------------------------------------------------------------------------
 def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = "head",
                selected: Optional[tuple[int, int]] = None, colorbar: str = "max weight in block",
-               hover: str = "click to open") -> go.Figure:
-    """All layers × heads as one tiled heatmap. tiles: [layer][head] -> 2-D array (already
+               hover: str = "click to open", width: int = rules.FIGURE_PX) -> go.Figure:
+    """All layers × heads as one tiled heatmap, each tile 36..90 px. tiles: [layer][head] -> 2-D array (already
     downsampled to a common size). One invisible marker sits on every tile centre so that a click
     selects (layer, head): customdata = [layer, head]."""
     L, H = len(tiles), len(tiles[0])
@@ -210,8 +214,12 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
+    bar_w = rules.colorbar_px(colorbar, ["0.8"])
+    tile_px = min(90.0, max(36.0, (width - 60 - bar_w) / H))          # a head's tile, gaps included
+    plot_h = tile_px * L * (th + gap) / (tw + gap)
     fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
-                               colorbar=dict(title=dict(text=escape(colorbar)))))
+                               colorbar=dict(title=dict(text=escape(colorbar)), lenmode="pixels",
+                                             len=max(60, plot_h - 24), thickness=14)))
     cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
     cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
@@ -229,7 +237,11 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
                      autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white")
-    return _layout(fig, title, head_label, layer_label, height=max(260, 110 + 90 * L))
+    _layout(fig, title, head_label, layer_label, width=width)
+    m = fig.layout.margin
+    fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
+    fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
+    return fig
 
 
 def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_names: Sequence[str],
@@ -330,6 +342,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
     """Bars side by side per category (a legend names the series). Categories must be escaped."""
     fig = go.Figure([go.Bar(x=list(categories), y=_np(v), name=escape(k)) for k, v in series.items()])
     fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return _layout(fig, title, xlabel, ylabel, height)
 
@@ -403,10 +416,15 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
                       after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
                       height: int = 380) -> go.Figure:
     """Each output token's probability under two models (bars side by side; 0..1)."""
-    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), text=[f"{p:.2f}" for p in _np(v)],
-                            textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra>" + escape(n) + "</extra>")
+    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
+    numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n),
+                            text=[f"{p:.2f}" for p in _np(v)] if numbers else None, textposition="outside",
+                            textfont=dict(size=rules.VALUE_PX),
+                            hovertemplate="%{x}: %{y:.4f}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
     fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, labels(pieces), cell)
     fig.update_yaxes(range=[0, 1.1])
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return _layout(fig, title, xlabel, ylabel, height)
