@@ -266,7 +266,8 @@ def run(checkpoints_dir: Path, checkpoints=tuple(CHECKPOINTS), langs=LANGS, leng
     """Start a server (unless url), one headless Chromium, walk; returns the views and the wall time."""
     from playwright.sync_api import sync_playwright
     t0 = time.perf_counter()
-    server = None if url else Server(ROOT, checkpoints_dir, log=str(out.parent / "legibility-server.log")).__enter__()
+    out.mkdir(parents=True, exist_ok=True)
+    server = None if url else Server(ROOT, checkpoints_dir, log=str(out / "server.log")).__enter__()
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
