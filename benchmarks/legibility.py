@@ -62,6 +62,37 @@ _TAB = """async ([i, quietMs, timeoutMs]) => {
   });
 }"""
 
+# One action in the main area (click a button, or type into a text input and press Enter), then wait until the
+# rerun it starts has drawn (as pixels.py's _MEASURE does for the sidebar).
+_ACT = """async ([sel, value, timeoutMs]) => {
+  const root = () => document.querySelector('[data-test-script-state]');
+  const drawn = () => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
+  const idle = () => root() && root().getAttribute('data-test-script-state') === 'notRunning'
+                     && !document.querySelector('[data-testid="stSkeleton"]')
+                     && !document.querySelector('[data-stale="true"]') && drawn();
+  const el = document.querySelector(sel);
+  if (!el || el.disabled) return {ok: false, missing: true};
+  let ran = false;
+  const obs = new MutationObserver(() => { if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true; });
+  obs.observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+  const t0 = performance.now();
+  if (value === null) { el.click(); } else {
+    const set = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+    el.focus(); set.call(el, value); el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', code: 'Enter', bubbles: true}));
+  }
+  return await new Promise(resolve => {
+    const check = () => {
+      const t = performance.now() - t0;
+      if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true;
+      if (t > timeoutMs || (!ran && t > 5000)) { obs.disconnect(); resolve({ok: false, ran}); return; }
+      if (ran && idle()) requestAnimationFrame(() => requestAnimationFrame(() => { obs.disconnect(); resolve({ok: true}); }));
+      else setTimeout(check, 20);
+    };
+    check();
+  });
+}"""
+
 # Open every collapsed expander of the main area that holds a chart (its charts are not drawn while closed).
 _EXPAND = """() => { let n = 0;
   document.querySelectorAll('[data-testid="stMain"] [data-testid="stExpander"] details:not([open])').forEach(d => {
@@ -69,15 +100,28 @@ _EXPAND = """() => { let n = 0;
   return n; }"""
 
 
-def texts(folder: Path, lang: str, lengths=LENGTHS) -> dict[int, tuple[str, int]]:
-    """{nominal length: (text, its pieces by the checkpoint's tokenizer, specials not counted)}."""
+def texts(folder: Path, lang: str, lengths=LENGTHS) -> dict:
+    """{nominal length: (text, its pieces by the checkpoint's tokenizer, specials not counted)}, and "tok"."""
     from viz_transformer.checkpoint import load_tokenizer, read_config
     tok = load_tokenizer(folder, read_config(folder))
-    out = {}
+    out = {"tok": tok}
     for n in lengths:
         text = SHORT[lang] if n <= 10 else text_of(tok, n + 1, seed=n, lang=lang)   # text_of counts [end]
         out[n] = (text, len(tok.encode(text)))
     return out
+
+
+def variant(tok, text: str) -> str:
+    """Text B for activation patching: `text` with one character (Chinese) or word (English) changed, cut into
+    as many pieces as `text` (the page patches position by position), or "" when none is found."""
+    n = len(tok.encode(text))
+    if text[:1].isascii():
+        words = text.split(" ")
+        tries = (" ".join(words[:i] + [w] + words[i + 1:]) for i in range(len(words))
+                 for w in ("A", "The", "She", "He", "It", "cat", "dog", "big", "run", "and"))
+    else:
+        tries = (text[:i] + c + text[i + 1:] for i in range(len(text)) for c in "你他她我好大小人")
+    return next((b for b in tries if b != text and len(tok.encode(b)) == n), "")
 
 
 def _page_name(href: str) -> str:
@@ -93,7 +137,7 @@ class Walker:
 
     def __init__(self, browser, url: str, root: Path, shots: str = "fail", out: Path = OUT, log=print):
         self.browser, self.url, self.root, self.shots, self.out, self.log = browser, url, Path(root), shots, out, log
-        self.pg = None
+        self.pg = self.tok = None
         self.views: list[dict] = []
 
     # -- driving the app ---------------------------------------------------------------------------------
@@ -168,8 +212,30 @@ class Walker:
                  + (f", {exceptions} EXCEPTIONS" if exceptions else ""))
         return view
 
+    def act(self, sel: str, value=None) -> bool:
+        r = self.pg.evaluate(_ACT, [sel, value, TIMEOUT_MS])
+        if not r["ok"] and r.get("ran"):
+            raise TimeoutError(f"{sel} on {self.here}: not drawn after {TIMEOUT_MS / 1000:.0f} s")
+        return r["ok"]
+
+    def prepare(self, name: str) -> None:
+        """What a student does first on a page that draws nothing until asked: step decoding three times
+        (its charts show a step), give activation patching, when its own text B does not line up with A, one that does."""
+        if name == "decoding":
+            for _ in range(3):
+                if not self.act('[data-testid="stMain"] .st-key-dc_next button'):
+                    break
+        elif name == "patching" and self.tok is not None:
+            sel = '[data-testid="stMain"] [class*="st-key-pt_text_"] input'
+            if self.pg.locator('[data-testid="stPlotlyChart"]').count():
+                return                                  # the page's own text B lines up
+            b = variant(self.tok, self.text())
+            if b and self.pg.locator(sel).count() and self.pg.locator(sel).first.input_value() != b:
+                self.act(sel, b)
+
     def page(self, name: str, where: dict) -> None:
         self.goto(name)
+        self.prepare(name)
         labels = self.tabs()
         if not labels:
             self.measure({**where, "page": name, "tab": "", "tab_index": 0})
@@ -188,6 +254,7 @@ class Walker:
                 raise ValueError(f"no page {sorted(missing)}; pages: {sorted(self.links)}")
             for ck in checkpoints:
                 made = texts(self.root / ck, CHECKPOINTS.get(ck, "zh"), lengths)
+                self.tok = made["tok"]
                 if self.current_checkpoint() != ck:      # switch on the new model's short text: a cheap run
                     self.submit(made[lengths[0]][0])
                     self.checkpoint(ck)

@@ -3,15 +3,13 @@
 //
 // Kinds of problem, per chart:
 //   squeezed  a subplot's plot area (its .nsewdrag rect) has a side under opts.min px
-//   overlap   two visible text labels overlap (their ROTATED boxes, by the separating-axis theorem), or a
-//             legend's box covers a label that is not its own
+//   overlap   two visible text labels overlap (their ROTATED boxes, by the separating-axis theorem)
 //   outside   a label's corner lies past the chart's edge (the .main-svg inside its stPlotlyChart) by > opts.edge px
 //   legend    a colour bar or legend taller than the plot it explains
 //
-// A label's box: getBBox() in the text's own coordinates, its four corners mapped by getScreenCTM() (so a tick
-// label rotated by 30° is a slanted quadrilateral, not its axis-aligned bounds). getBBox() is the font's line
-// box (ascent + descent, 1.15-1.45 em); the glyphs reach its bottom (descenders, '▁') but not its top, so
-// 0.15 em is trimmed off the top (opts.ink) before overlaps are tested.
+// A label's box: the glyphs' box in the text's own coordinates (getBBox() narrowed to the ink measured by
+// canvas measureText, opts.ink), its four corners mapped by getScreenCTM() (so a tick label rotated by 30° is
+// a slanted quadrilateral, not its axis-aligned bounds). A multi-line text is one box per line.
 (opts) => {
   const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, ink: true, maxLabels: 6}, opts || {});
   const clean = s => (s || '').replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
@@ -29,21 +27,43 @@
     return true;
   }
 
-  // the four screen corners of a text element's (trimmed) box
-  function quad(el) {
+  // The glyphs' own box (the ink), not the font's line box: canvas measureText gives, for the same string and
+  // font (fallback fonts included), how far the glyphs reach above and below the baseline and left and right
+  // of the start. The baseline is the element's y (+ dy); failing that, the line box's bottom less the font's
+  // descent. Returns the four corners in screen pixels (mapped by getScreenCTM: rotations included).
+  const ctx2d = document.createElement('canvas').getContext('2d');
+  function emPx(v, fs) {
+    if (!v) return 0;
+    const n = parseFloat(v);
+    return isNaN(n) ? 0 : (String(v).trim().endsWith('em') ? n * fs : n);
+  }
+  function quad(node, text) {
     let bb;
-    try { bb = el.getBBox(); } catch (e) { return null; }
+    try { bb = node.getBBox(); } catch (e) { return null; }
     if (!bb || bb.width <= 0 || bb.height <= 0) return null;
-    const m = el.getScreenCTM();
+    const m = text.getScreenCTM();
     if (!m) return null;
-    let y = bb.y, h = bb.height;
+    let x0 = bb.x, x1 = bb.x + bb.width, y0 = bb.y, y1 = bb.y + bb.height;
     if (o.ink) {
-      const fs = parseFloat(getComputedStyle(el).fontSize) || 12;
-      const cut = Math.max(0, Math.min(h - fs, 0.15 * fs));    // the empty band above the ascenders
-      y += cut; h -= cut;
+      const cs = getComputedStyle(node);
+      const fs = parseFloat(cs.fontSize) || 12;
+      ctx2d.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const mt = ctx2d.measureText(node.textContent);
+      let base = null;
+      if (node === text && !text.querySelector('tspan[y], tspan[dy]') && text.getAttribute('y') !== null)
+        base = parseFloat(text.getAttribute('y')) + emPx(text.getAttribute('dy'), fs);
+      if (base === null || isNaN(base) || base < bb.y || base > bb.y + bb.height)
+        base = bb.y + bb.height - mt.fontBoundingBoxDescent;
+      y0 = Math.max(bb.y, base - mt.actualBoundingBoxAscent);
+      y1 = Math.min(bb.y + bb.height, base + mt.actualBoundingBoxDescent);
+      if (Math.abs(mt.width - bb.width) < 0.1 * bb.width + 2) {     // the same font as drawn: its ink sides too
+        x0 = Math.max(bb.x - 1, bb.x - mt.actualBoundingBoxLeft);
+        x1 = Math.min(bb.x + bb.width + 1, bb.x + mt.actualBoundingBoxRight);
+      }
+      if (y1 - y0 < 1 || x1 - x0 < 1) return null;                  // blank (spaces only)
     }
-    const pts = [[bb.x, y], [bb.x + bb.width, y], [bb.x + bb.width, y + h], [bb.x, y + h]];
-    return pts.map(([x, yy]) => { const p = new DOMPoint(x, yy).matrixTransform(m); return [p.x, p.y]; });
+    const pts = [[x0, y0], [x1, y0], [x1, y1], [x0, y1]];
+    return pts.map(([x, y]) => { const p = new DOMPoint(x, y).matrixTransform(m); return [p.x, p.y]; });
   }
 
   function aabb(q) {
@@ -127,17 +147,21 @@
       if (el.closest('.hoverlayer')) return;
       const s = clean(el.textContent);
       if (!s || !visible(el)) return;
-      const q = quad(el);
-      if (!q) return;
-      const box = aabb(q);
+      const lines = [...el.querySelectorAll('tspan.line')];
       const sub = el.closest('.subplot');
       let inPlot = null;
       if (sub && el.closest('.plot')) {            // drawn inside a subplot's clip: what lies outside is not seen
         const id = [...sub.classList].find(c => plots[c]);
         inPlot = id ? plots[id] : null;
-        if (inPlot && (box.x1 <= inPlot.x0 || box.x0 >= inPlot.x1 || box.y1 <= inPlot.y0 || box.y0 >= inPlot.y1)) return;
       }
-      labels.push({el, s, q, box, kind: kindOf(el), clipped: !!inPlot});
+      for (const node of (lines.length > 1 ? lines : [el])) {
+        if (!clean(node.textContent)) continue;
+        const q = quad(node, el);
+        if (!q) continue;
+        const box = aabb(q);
+        if (inPlot && (box.x1 <= inPlot.x0 || box.x0 >= inPlot.x1 || box.y1 <= inPlot.y0 || box.y0 >= inPlot.y1)) continue;
+        labels.push({el, s: lines.length > 1 ? clean(node.textContent) : s, q, box, kind: kindOf(el), clipped: !!inPlot});
+      }
     });
     rec.texts = labels.length;
 
@@ -168,21 +192,12 @@
         if (seen.has(key)) continue;
         seen.add(key);
         const A = labels[i], B = labels[j];
+        if (A.el === B.el) continue;                   // the lines of one text
         if (A.box.x1 <= B.box.x0 || B.box.x1 <= A.box.x0 || A.box.y1 <= B.box.y0 || B.box.y1 <= A.box.y0) continue;
         const d = penetration(A.q, B.q);
         if (d > o.tol) pairs.push([A, B, d]);
       }
     }
-    // a legend's box over a label that is not its own (e.g. the legend drawn over the title)
-    ch.querySelectorAll('.legend .bg').forEach(bg => {
-      const r = R(bg.getBoundingClientRect());
-      if (r.w <= 0 || r.h <= 0) return;
-      const q = [[r.x0, r.y0], [r.x1, r.y0], [r.x1, r.y1], [r.x0, r.y1]];
-      labels.filter(l => l.kind !== 'legend' && !l.clipped).forEach(l => {
-        const d = penetration(q, l.q);
-        if (d > o.tol) pairs.push([{s: '[legend box]', kind: 'legend'}, l, d]);
-      });
-    });
     if (pairs.length) {
       pairs.sort((p, q) => q[2] - p[2]);
       const kinds = [...new Set(pairs.map(([a, b]) => [a.kind, b.kind].sort().join('/')))];
