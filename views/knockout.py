@@ -64,7 +64,7 @@ block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
 if (block_prefix(block, layer), head) in heads:
     st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
 q_pieces, k_pieces = analysis.block_pieces(after, block)
-mat = analysis.block_patterns(after.cache, block)[layer, head]
+mat = analysis.head_pattern(after.cache, block, layer, head)
 widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
                                      layer=layer, head=widgets.head_label(head)), t("axis.key"), t("axis.query"),
                                      colorbar=t("cb.weight")), key="ko_attention")

@@ -21,7 +21,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
         q_pieces, k_pieces = analysis.block_pieces(r, block)
-        mat = analysis.block_patterns(r.cache, block)[layer, head]
+        mat = analysis.head_pattern(r.cache, block, layer, head)
         widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("po.att_title", state=t(f"po.state_{state}"),
                                              block=widgets.block_label(block), layer=layer, head=widgets.head_label(head)),
                                              t("axis.key"), t("axis.query"), colorbar=t("cb.weight")),
