@@ -3,11 +3,12 @@ Play ends as Play, probabilities are formatted one way, the knock-out ranking is
 one scale, head statistics show role and evidence first, and the Chinese interface names blocks in Chinese."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 
-from app_util import ZH, by_key, open_app
+from app_util import ZH, array, by_key, figure, open_app
 from viz_transformer import decode, load_checkpoint
 
 from test_app_architectures import snap_root  # noqa: F401  (a tiny checkpoint with training snapshots)
@@ -41,3 +42,52 @@ def test_training_play_ends_with_a_play_button(snap_root, ckpt_root, monkeypatch
     by_key(at.button, "tr_play").click().run(timeout=60)
     assert at.session_state["tr_step"] == n - 1
     assert by_key(at.button, "tr_play").label == "Play"
+
+
+# -- probabilities: one format everywhere -----------------------------------------------------------
+@pytest.mark.parametrize("p, shown", [(1.0, "1.00"), (0.5, "0.500"), (0.123456, "0.123"), (0.0123456, "0.0123"),
+                                      (0.001, "0.00100"), (0.000999, "9.99e-4"), (0.00042, "4.20e-4"),
+                                      (1.2345e-5, "1.23e-5"), (1e-6, "1.00e-6"), (9.99e-7, "<1e-6"),
+                                      (2e-13, "<1e-6"), (0.0, "0"), (float("nan"), "–")])
+def test_fmt_prob(p, shown):
+    from viz_transformer.numbers import fmt_prob
+    assert fmt_prob(p) == shown
+
+
+def _close(shown: str, p: float) -> bool:
+    """A shown probability reads back within its 3 significant figures (or is below 1e-6)."""
+    if shown == "<1e-6":
+        return p < 1e-6
+    return abs(float(shown) - p) <= 0.005 * p + 1e-12
+
+
+def test_decoding_shows_a_sampled_tokens_probability_to_3_significant_figures(env):
+    hm = load_checkpoint(env / "tiny-zh-en")
+    ref = decode(hm, ZH, strategy="sample", temperature=2.0, top_k=0, top_p=1.0, seed=0, max_new_tokens=20)
+    at = open_app("views/decoding.py")
+    by_key(at.button_group, "dc_strategy").set_value("sample").run(timeout=60)
+    by_key(at.slider, "dc_temp").set_value(2.0).run(timeout=60)
+    at.button(key="dc_next").click().run(timeout=60)
+    line = next(m.value for m in at.markdown if "Step 1:" in m.value)
+    shown = re.search(r"\(p = ([^)]+)\)", line.replace("\\", "")).group(1)
+    assert _close(shown, ref.steps[0].prob), (shown, ref.steps[0].prob)
+    bars = figure(at, "Top candidates at step 1")["data"][0]
+    assert all(_close(s, c.prob) for s, c in zip(bars["text"], ref.steps[0].candidates))
+
+
+def test_lens_table_and_grid_show_probabilities_in_the_one_format(env):
+    from viz_transformer import lenses
+    from viz_transformer.numbers import fmt_prob
+    hm = load_checkpoint(env / "tiny-zh-en")
+    run = hm.run(ZH)
+    view = lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+    at = open_app("views/lens.py")
+    table = at.dataframe[0].value
+    final = [c for c in table.columns if c.startswith("P(")][0]
+    col = lenses.view_column(view, view.output_start)
+    expect = [float(p) for p in reversed(col["final_prob"].tolist())]        # the table lists the last layer first
+    assert [str(s) for s in table[final]] == [fmt_prob(p) for p in expect]
+    assert all(_close(str(s), p) for s, p in zip(table[final], expect))
+    grid = figure(at, "")["data"][0]
+    assert all(_close(s, float(p)) for row_s, row_p in zip(grid["customdata"], array(grid["z"]).tolist())
+               for s, p in zip(row_s, row_p))

@@ -6,6 +6,7 @@ import streamlit as st
 from views import cached, callbacks, context, lens_parts, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
+from viz_transformer.numbers import fmt_prob
 
 ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
@@ -58,7 +59,7 @@ if i == 0:
 else:
     s = tr.steps[i - 1]
     query = analysis.step_query(tr, i - 1)
-    st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=s.prob)))
+    st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=fmt_prob(s.prob))))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
     left, right = st.columns([2, 3])
     with left:

@@ -322,7 +322,7 @@ EN = {
     "dc.progress": "Step {i} of {n}",
     "dc.start": "Start: the decoder input is only the prompt. Press Next to choose the first token.",
     "dc.sequence": "Decoder tokens so far",
-    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p:.3f})",
+    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
     "dc.cross_title": "Cross-attention of the newest query ({query}) over the source, layer {layer}",
     "dc.self_title": "Self-attention of the newest query ({query}) over the tokens so far, layer {layer}",

@@ -276,7 +276,7 @@ ZH = {
     "dc.progress": "第 {i} 步，共 {n} 步",
     "dc.start": "开始：解码器的输入只有提示。按“下一步”选出第一个词元。",
     "dc.sequence": "到目前为止的解码器词元",
-    "dc.chosen": "第 {i} 步：{query} 的查询选中了 {piece}（p = {p:.3f}）",
+    "dc.chosen": "第 {i} 步：{query} 的查询选中了 {piece}（p = {p}）",
     "dc.cands_title": "第 {i} 步的候选词元",
     "dc.cross_title": "最新查询（{query}）在源序列上的交叉注意力，第 {layer} 层",
     "dc.self_title": "最新查询（{query}）在已有词元上的自注意力，第 {layer} 层",

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from .numbers import fmt_probs
 from .plot_margins import WIDE_PLOT_PX, every_kth, fit_margins
 
 ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
@@ -256,11 +257,11 @@ def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, 
     p = _np(probs)
     names = labels(pieces)
     width = [3 if i == chosen else 0 for i in range(len(p))]
-    fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=[f"{v:.3f}" for v in p], textposition="auto",
+    fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=fmt_probs(p), textposition="auto",
                            marker=dict(color=p, colorscale=ATTN_SCALE, cmin=0, cmax=1, showscale=True,
                                        line=dict(color="#d62728", width=width),
                                        colorbar=dict(title=dict(text=escape(colorbar)))),
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           hovertemplate="%{y}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(range=[0, 1])
     return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)))
@@ -358,8 +359,8 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
                       after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
                       height: int = 380) -> go.Figure:
     """Each output token's probability under two models (bars side by side; 0..1)."""
-    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), text=[f"{p:.2f}" for p in _np(v)],
-                            textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra>" + escape(n) + "</extra>")
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), text=fmt_probs(_np(v)),
+                            textposition="outside", hovertemplate="%{x}: %{text}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
     fig.update_xaxes(type="category")
     fig.update_yaxes(range=[0, 1.1])
