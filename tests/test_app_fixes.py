@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 import shutil
 
+import numpy as np
 import pytest
 
-from app_util import ZH, array, by_key, figure, open_app
+from app_util import ZH, array, by_key, figure, figures, open_app
 from viz_transformer import decode, load_checkpoint
 
 from test_app_architectures import snap_root  # noqa: F401  (a tiny checkpoint with training snapshots)
@@ -91,3 +92,18 @@ def test_lens_table_and_grid_show_probabilities_in_the_one_format(env):
     grid = figure(at, "")["data"][0]
     assert all(_close(s, float(p)) for row_s, row_p in zip(grid["customdata"], array(grid["z"]).tolist())
                for s, p in zip(row_s, row_p))
+
+
+# -- knock-out ranking: sorted, one colour scale -----------------------------------------------------
+def test_knockout_ranking_is_sorted_and_its_grids_share_one_scale(env):
+    at = open_app("views/knockout.py")
+    at.button(key="ko_rank").click().run(timeout=60)
+    table = at.dataframe[0].value
+    delta = table["Δ log-probability"].to_numpy()
+    assert (np.diff(delta) >= 0).all()                       # the largest drop (most negative) first
+    grids = [f for f in figures(at) if "Δ log-probability per head" in f["layout"]["title"]["text"]]
+    assert len(grids) == 3
+    scales = {(g["data"][0]["zmin"], g["data"][0]["zmax"]) for g in grids}
+    assert len(scales) == 1
+    zmin, zmax = scales.pop()
+    assert zmax == -zmin and np.isclose(zmax, np.abs(delta).max(), rtol=1e-6)

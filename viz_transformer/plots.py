@@ -369,12 +369,15 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
 
 
 def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
-              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click") -> go.Figure:
+              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click",
+              limit: Optional[float] = None) -> go.Figure:
     """[layer, head] signed values (diverging scale, centred on 0) with a clickable invisible marker on
-    every cell: customdata = [layer, head]. Cells in `marked` get a black frame."""
+    every cell: customdata = [layer, head]. Cells in `marked` get a black frame. limit: the scale is
+    ±limit (give grids of the same quantity one limit); default the largest |value| of this grid."""
     a = _np(values)
     L, H = a.shape
     lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+    lim = lim if limit is None or not np.isfinite(limit) else float(limit)
     fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), colorscale=VALUE_SCALE, zmin=-(lim or 1.0),
                                zmax=lim or 1.0, hoverinfo="skip", texttemplate="%{z:.2f}", textfont=dict(size=10),
                                colorbar=dict(title=dict(text=escape(colorbar)))))
