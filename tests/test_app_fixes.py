@@ -107,3 +107,27 @@ def test_knockout_ranking_is_sorted_and_its_grids_share_one_scale(env):
     assert len(scales) == 1
     zmin, zmax = scales.pop()
     assert zmax == -zmin and np.isclose(zmax, np.abs(delta).max(), rtol=1e-6)
+
+
+# -- head statistics: role and evidence in view, no blank grid, one scale -----------------------------
+def test_head_stats_table_shows_role_and_evidence_first_pinned_in_view(env):
+    import json
+    at = open_app("views/head_stats.py")
+    proto = at.dataframe[0].proto
+    assert list(proto.column_order)[:5] == ["block", "layer", "head", "role", "evidence"]
+    columns = json.loads(proto.columns)
+    first = [columns[c] for c in ("block", "layer", "head", "role", "evidence")]
+    assert all(c.get("pinned") for c in first)
+    assert sum(c["width"] for c in first) <= 800            # beside the sidebar at 1400 px, no horizontal scrolling
+
+
+def test_head_stats_grid_of_a_statistic_cross_attention_lacks_is_a_note(env):
+    at = open_app("views/head_stats.py")
+    by_key(at.selectbox, "hs_stat").set_value("prev_token").run(timeout=60)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert len(titles) == 2 and not any("cross-attention" in s for s in titles), titles
+    assert any("No previous token grid for the cross-attention" in c.value for c in at.caption)
+    by_key(at.selectbox, "hs_stat").set_value("entropy").run(timeout=60)
+    grids = figures(at)
+    assert len(grids) == 3
+    assert len({g["data"][0]["zmax"] for g in grids}) == 1        # one scale for the three blocks

@@ -579,6 +579,9 @@ EN = {
     "hs.stat": "Statistic for the grids",
     "hs.grid_title": "{block}: {stat} per head",
     "hs.grid_hover": "click to open on the attention page",
+    "hs.no_grid.cross": "No {stat} grid for the {block}: its queries are target positions and its keys source "
+                        "positions, two different sequences, so a query has no own or previous position among its keys.",
+    "hs.no_grid": "No {stat} grid for the {block}: no head has a value for it on this text (too few positions).",
     "hs.csv": "Download the table as CSV",
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",

@@ -460,6 +460,9 @@ ZH = {
     "hs.stat": "网格显示的统计量",
     "hs.grid_title": "{block}：每个头的 {stat}",
     "hs.grid_hover": "点击在注意力页打开",
+    "hs.no_grid.cross": "{block}没有“{stat}”网格：它的查询是目标序列的位置，键是源序列的位置，两个不同的序列，"
+                        "所以查询在键中没有“自身”或“前一个”位置。",
+    "hs.no_grid": "{block}没有“{stat}”网格：在这段文本上没有哪个头有这个值（位置太少）。",
     "hs.csv": "把表格下载为 CSV",
     "hs.n": "在 {n} 个句子上统计。",
     "hs.col.role": "角色",
