@@ -21,7 +21,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        shown[state] = (*analysis.block_pieces(r, block), analysis.block_patterns(r.cache, block)[layer, head])
+        shown[state] = (*analysis.block_pieces(r, block), analysis.head_pattern(r.cache, block, layer, head))
 (qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
                                     "po_window")
 cols, width = widgets.figure_columns(2, qb - qa, kb - ka)

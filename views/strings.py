@@ -322,7 +322,7 @@ EN = {
     "dc.progress": "Step {i} of {n}",
     "dc.start": "Start: the decoder input is only the prompt. Press Next to choose the first token.",
     "dc.sequence": "Decoder tokens so far",
-    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p:.3f})",
+    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
     "dc.cross_title": "Cross-attention of the newest query ({query}) over the source, layer {layer}",
     "dc.self_title": "Self-attention of the newest query ({query}) over the tokens so far, layer {layer}",
@@ -581,6 +581,9 @@ EN = {
     "hs.stat": "Statistic for the grids",
     "hs.grid_title": "{block}: {stat} per head",
     "hs.grid_hover": "click to open on the attention page",
+    "hs.no_grid.cross": "No {stat} grid for the {block}: its queries are target positions and its keys source "
+                        "positions, two different sequences, so a query has no own or previous position among its keys.",
+    "hs.no_grid": "No {stat} grid for the {block}: no head has a value for it on this text (too few positions).",
     "hs.csv": "Download the table as CSV",
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",

@@ -276,7 +276,7 @@ ZH = {
     "dc.progress": "第 {i} 步，共 {n} 步",
     "dc.start": "开始：解码器的输入只有提示。按“下一步”选出第一个词元。",
     "dc.sequence": "到目前为止的解码器词元",
-    "dc.chosen": "第 {i} 步：{query} 的查询选中了 {piece}（p = {p:.3f}）",
+    "dc.chosen": "第 {i} 步：{query} 的查询选中了 {piece}（p = {p}）",
     "dc.cands_title": "第 {i} 步的候选词元",
     "dc.cross_title": "最新查询（{query}）在源序列上的交叉注意力，第 {layer} 层",
     "dc.self_title": "最新查询（{query}）在已有词元上的自注意力，第 {layer} 层",
@@ -462,6 +462,9 @@ ZH = {
     "hs.stat": "网格显示的统计量",
     "hs.grid_title": "{block}：每个头的 {stat}",
     "hs.grid_hover": "点击在注意力页打开",
+    "hs.no_grid.cross": "{block}没有“{stat}”网格：它的查询是目标序列的位置，键是源序列的位置，两个不同的序列，"
+                        "所以查询在键中没有“自身”或“前一个”位置。",
+    "hs.no_grid": "{block}没有“{stat}”网格：在这段文本上没有哪个头有这个值（位置太少）。",
     "hs.csv": "把表格下载为 CSV",
     "hs.n": "在 {n} 个句子上统计。",
     "hs.col.role": "角色",

@@ -15,6 +15,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from . import figure_rules as rules
+from .numbers import fmt_probs
 from .plot_margins import every_kth, fit_margins, text_px
 
 ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
@@ -313,11 +314,11 @@ def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, 
     p = _np(probs)
     names = labels(pieces)
     width = [3 if i == chosen else 0 for i in range(len(p))]
-    fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=[f"{v:.3f}" for v in p], textposition="auto",
+    fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=fmt_probs(p), textposition="auto",
                            marker=dict(color=p, colorscale=ATTN_SCALE, cmin=0, cmax=1, showscale=True,
                                        line=dict(color="#d62728", width=width),
                                        colorbar=dict(title=dict(text=escape(colorbar)))),
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           hovertemplate="%{y}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(range=[0, 1])
     return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)))
@@ -418,10 +419,10 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
     """Each output token's probability under two models (bars side by side; 0..1)."""
     cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
     numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
-    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n),
-                            text=[f"{p:.2f}" for p in _np(v)] if numbers else None, textposition="outside",
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), customdata=fmt_probs(_np(v)),
+                            text=fmt_probs(_np(v)) if numbers else None, textposition="outside",
                             textfont=dict(size=rules.VALUE_PX),
-                            hovertemplate="%{x}: %{y:.4f}<extra>" + escape(n) + "</extra>")
+                            hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
     fig.update_xaxes(type="category")
     _category_ticks(fig.layout.xaxis, labels(pieces), cell)
@@ -431,12 +432,15 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
 
 
 def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
-              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click") -> go.Figure:
+              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click",
+              limit: Optional[float] = None) -> go.Figure:
     """[layer, head] signed values (diverging scale, centred on 0) with a clickable invisible marker on
-    every cell: customdata = [layer, head]. Cells in `marked` get a black frame."""
+    every cell: customdata = [layer, head]. Cells in `marked` get a black frame. limit: the scale is
+    ±limit (give grids of the same quantity one limit); default the largest |value| of this grid."""
     a = _np(values)
     L, H = a.shape
     lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+    lim = lim if limit is None or not np.isfinite(limit) else float(limit)
     fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), colorscale=VALUE_SCALE, zmin=-(lim or 1.0),
                                zmax=lim or 1.0, hoverinfo="skip", texttemplate="%{z:.2f}", textfont=dict(size=10),
                                colorbar=dict(title=dict(text=escape(colorbar)))))
