@@ -13,6 +13,7 @@ ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 st.title(t("cp.title"))
 widgets.intro("cp")
+widgets.rows_note(run)
 
 key = f"cp_text_{ctx.kind}"
 st.session_state.setdefault(key, OTHER[ctx.kind])
@@ -32,10 +33,10 @@ mats = []
 for where, r, title in zip(st.columns(2), (run, run2), ("cp.first_title", "cp.second_title")):
     with where:
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        q_pieces, k_pieces = analysis.block_pieces(r, block)
+        q_pieces, k_pieces = analysis.query_labels(r, block), analysis.block_pieces(r, block)[1]
         mat, qp, kp = analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces)
         mats.append((mat, qp, kp))
-        widgets.show(plots.attention_heatmap(mat, qp, kp, t(title, **names), t("axis.key"), t("axis.query"),
+        widgets.show(plots.attention_heatmap(mat, qp, kp, t(title, **names), t("axis.key"), widgets.query_axis(block),
                                              colorbar=t("cb.weight")), key=f"cp_{title}")
 
 (a, qa, ka), (b, qb, kb) = mats

@@ -9,6 +9,7 @@ ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("mk.title"))
 widgets.intro("mk")
+widgets.rows_note(run)
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 tabs = widgets.lazy_tabs("mk")        # only the open tab runs and is drawn
@@ -76,20 +77,21 @@ with tabs["applied"]:
         st.caption(t("mk.applied_help"))
         c = st.columns([3, 1, 1])
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
-        q_pieces, k_pieces = analysis.block_pieces(run, block)
+        q_pieces, k_pieces = analysis.query_labels(run, block), analysis.block_pieces(run, block)[1]
         mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
         scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
         pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
         ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
+        yq = widgets.query_axis(block)
         widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
-                                        hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
+                                        hook=analysis.hook_name(block, layer, "hook_mask")), **{**mask_kw, "ylabel": yq}))
         cols = st.columns(3)
         with cols[0]:
-            widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
+            widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), yq,
                                               t("cb.score")), key="mk_before")
         with cols[1]:
             widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
-                                              t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
+                                              t("axis.key"), yq, t("cb.score")), key="mk_after")
         with cols[2]:
             widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
-                                                 t("axis.query"), t("cb.weight")), key="mk_pattern")
+                                                 yq, t("cb.weight")), key="mk_pattern")

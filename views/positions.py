@@ -11,6 +11,7 @@ cfg, run = ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("po.title"))
 widgets.intro("po")
+widgets.rows_note(run)
 if not cfg.is_encoder_decoder:
     st.caption(t("po.intro_lm"))
 
@@ -20,11 +21,11 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        q_pieces, k_pieces = analysis.block_pieces(r, block)
+        q_pieces, k_pieces = analysis.query_labels(r, block), analysis.block_pieces(r, block)[1]
         mat = analysis.block_patterns(r.cache, block)[layer, head]
         widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("po.att_title", state=t(f"po.state_{state}"),
                                              block=widgets.block_label(block), layer=layer, head=widgets.head_label(head)),
-                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight")),
+                                             t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight")),
                      key=f"po_att_{state}")
 
 # -- the order test -------------------------------------------------------------------------------
