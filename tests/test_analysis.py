@@ -245,3 +245,56 @@ def test_beam_links_on_a_real_beam_search(tiny_translator):
         assert [b["survives"] for b in links[t]] == [i in children for i in range(len(links[t]))]
 
 
+
+
+# -- a decoder row says what it predicts ---------------------------------------------------------
+def _recomputed_predictions(hm, run) -> list[str]:
+    """Independent of the run's logits: the model forward on the teacher-forced ids, argmax of each row
+    with the never-generated ids excluded (as decoding does)."""
+    from viz_transformer.decoding import never_generated
+    with torch.no_grad():
+        if hm.cfg.is_encoder_decoder:
+            logits = hm.model(torch.tensor([run.src_ids]), torch.tensor([run.tgt_ids]))[0]
+        else:
+            logits = hm.model(torch.tensor([run.tgt_ids]), prefix_len=run.prefix_len)[0]
+    logits[:, never_generated(hm.tokenizer)] = float("-inf")
+    return hm.tokenizer.pieces(logits.argmax(-1).tolist())
+
+
+@pytest.mark.parametrize("name", ["tiny_translator", "tiny_lm"])
+def test_a_decoder_row_is_labelled_with_its_input_and_the_token_it_predicts(name, request):
+    hm = request.getfixturevalue(name)
+    run = hm.run("我是学生。" if name == "tiny_translator" else "The cat sat on the mat.", max_new_tokens=8)
+    predicted = _recomputed_predictions(hm, run)
+    assert run.predicted == predicted
+    for block in analysis.available_blocks(hm.cfg):
+        labels = analysis.query_labels(run, block)
+        if block == "encoder.self_attn":
+            assert labels == run.src_pieces                                  # encoder rows stay plain
+        else:
+            assert labels == [f"{p} → {n}" for p, n in zip(run.tgt_pieces, predicted)]
+    # the greedy part: row i predicts the next input, which is what greedy decoding chose there
+    for i in range(run.prompt_len - 1, len(run.tgt_pieces) - 1):
+        assert run.predicted[i] == run.tgt_pieces[i + 1]
+    trace = decode(hm, run.text, strategy="greedy", max_new_tokens=8)
+    rows = analysis.query_labels(run, "decoder.self_attn")
+    assert [analysis.step_label(trace, t) for t in range(len(trace.steps) - 1)] == \
+        rows[run.prompt_len - 1: run.prompt_len - 1 + len(trace.steps) - 1]
+
+
+def test_the_shipped_translator_labels_the_row_that_chooses_engineer(zh_en):
+    run = zh_en.run("我是一名工程师。")
+    assert run.predicted == _recomputed_predictions(zh_en, run)
+    rows = analysis.query_labels(run, "decoder.cross_attn")
+    assert run.tgt_pieces == ["[begin]", "▁I", "'", "m", "▁an", "▁engineer", "."]
+    assert rows[4] == "▁an → ▁engineer" and rows[-1] == ". → [end]"
+    assert analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1) == ("▁an → ▁engineer", "▁engineer")
+    words = analysis.query_labels(run, "decoder.self_attn", words=True)     # a word's row: its last piece's
+    assert len(words) == len(analysis.group_words(run.tgt_pieces)) and "an → ▁engineer" in words
+
+
+def test_row_labels_by_hand():
+    assert analysis.row_labels(["[begin]", "▁a", "b"], ["▁a", "b", "[end]"]) == ["[begin] → ▁a", "▁a → b", "b → [end]"]
+    assert analysis.row_labels(["[begin]", "▁a", "b"], None) == ["[begin]", "▁a", "b"]
+    assert analysis.row_labels(["[begin]", "▁a", "b"], ["x", "y", "z"], words=True) == ["[begin] → x", "ab → z"]
+    assert analysis.next_pieces(["[begin]", "▁a", "b"]) == ["▁a", "b", "[end]"]

@@ -105,7 +105,8 @@ def test_line_view_of_cross_attention_keeps_every_query_while_the_keys_scroll(en
     by_key(at.slider, "at_line_start").set_value(S - W).run(timeout=60)
     f = figure(at, "lines from queries")
     columns = [tr["text"] for tr in f["data"] if tr.get("mode") == "text"]
-    assert columns[0] == [esc(f"{i}:{p}") for i, p in enumerate(run.tgt_pieces)]         # every query
+    rows = analysis.query_labels(run, "decoder.cross_attn")                               # "▁an → ▁engineer"
+    assert columns[0] == [esc(f"{i}:{p}") for i, p in enumerate(rows)]                    # every query
     assert columns[1] == [esc(f"{j}:{run.src_pieces[j]}") for j in range(S - W, S)]      # the last W keys
     shown = run.cache["decoder.0.cross_attn.hook_pattern"][0, 0][:, S - W:]
     n_lines = sum(list(tr["y"]).count(None) for tr in f["data"] if tr.get("mode") == "lines")
@@ -145,8 +146,22 @@ def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
     by_key(at.slider, "st_start").set_value(S - W).run(timeout=60)
     open_tab(at, "st", "scores")
     f = figure(at, "softmax over each row")
-    assert f["data"][0]["y"] == [esc(f"{i}:{p}") for i, p in enumerate(run.tgt_pieces)]
+    assert f["data"][0]["y"] == [esc(f"{i}:{p}") for i, p in enumerate(analysis.query_labels(run, "decoder.cross_attn"))]
     assert f["data"][0]["x"] == [esc(f"{j}:{run.src_pieces[j]}") for j in range(S - W, S)]
     ref = run.cache["decoder.0.cross_attn.hook_pattern"][0, 0][:, S - W:]
     assert np.allclose(array(f["data"][0]["z"]), ref, atol=1e-5)
     assert f"query rows 0–{T - 1} and key columns {S - W}–{S - 1}" in texts(at)
+
+
+def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
+    """The shipped zh-en on 我是一名工程师。: the cross-attention row of ▁an is where the model chose ▁engineer."""
+    at = open_app("views/attention.py", ckpt="zh-en")
+    assert "the row ▁an → ▁engineer is where the model chose ▁engineer" in texts(at)
+    f = figure(at, "encoder self-attention, layer 0, head 0")
+    assert f["data"][0]["y"] == ["0:▁我是", "1:一名", "2:工程师", "3:。", "4:[end]"]      # encoder rows stay plain
+    by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
+    f = figure(at, "cross-attention (decoder → encoder), layer 0, head 0")
+    assert f["data"][0]["y"] == ["0:[begin] → ▁I", "1:▁I → '", "2:' → m", "3:m → ▁an", "4:▁an → ▁engineer",
+                                 "5:▁engineer → .", "6:. → [end]"]
+    assert f["layout"]["yaxis"]["title"]["text"] == "query (input → predicted token)"
+    assert "query (input → predicted token): %{y}" in f["data"][0]["hovertemplate"]

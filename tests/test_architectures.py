@@ -87,11 +87,11 @@ def test_source_attention_slices_the_right_rows_and_columns(seq_translator, tiny
     full = run.cache["decoder.1.self_attn.hook_pattern"][0].mean(0)
     p = run.prompt_len
     assert torch.allclose(w, full[p - 1:, 1:p - 1])
-    assert qp[0] == "[sep]" and kp == run.tgt_pieces[1:p - 1]
+    assert qp[0] == f"[sep] → {run.predicted[p - 1]}" and kp == run.tgt_pieces[1:p - 1]
     run2 = tiny_translator.run("我是学生。", max_new_tokens=6)
     w2, qp2, kp2 = A.source_attention(run2, tiny_translator.cfg, 0, head=2)
     assert torch.equal(w2, run2.cache["decoder.0.cross_attn.hook_pattern"][0, 2])
-    assert qp2 == run2.tgt_pieces and kp2 == run2.src_pieces
+    assert qp2 == [f"{a} → {b}" for a, b in zip(run2.tgt_pieces, run2.predicted)] and kp2 == run2.src_pieces
     seg = A.segments(run, seq_translator.cfg)
     assert (seg.source_start, seg.source_end, seg.target_start) == (1, p - 1, p)
     assert run.tgt_pieces[seg.source_end] == "[sep]" and A.segments(run2, tiny_translator.cfg) is None

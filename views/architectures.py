@@ -23,6 +23,8 @@ with st.spinner(t("sidebar.running")):
     for arch, path in models.items():
         stamp = cached.folder_stamp(path)
         hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.arch_view(str(path), stamp, text)
+row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
+st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
                              format_func=callbacks.label("ar.depth."))
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),

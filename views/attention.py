@@ -13,6 +13,7 @@ ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("at.title"))
 widgets.intro("at")
+widgets.rows_note(run)
 
 c = st.columns([3, 1, 2, 1.4])
 block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)
@@ -21,8 +22,9 @@ words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
 pats = analysis.block_patterns(run.cache, block)                     # (L, H, q, k)
 q_pieces, k_pieces = analysis.block_pieces(run, block)
 mat, qp, kp = analysis.head_matrix(pats[layer], head, q_pieces, k_pieces, words)
+qp = analysis.query_labels(run, block, words)                       # a decoder row: "▁an → ▁engineer"
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
-fig = plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), t("axis.query"), colorbar=t("cb.weight"))
+fig = plots.attention_heatmap(mat, qp, kp, title, t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"))
 seg = architectures.segments(run, cfg)
 if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target
     st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))

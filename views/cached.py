@@ -166,7 +166,8 @@ def arch_view(path: str, stamp: float, text: str) -> dict:
     masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
                  run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
     return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
-            "spectra": architectures.self_spectra(run, cfg)}
+            "spectra": architectures.self_spectra(run, cfg),
+            "example": analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
 
 
 def rank_tables(views: dict):

@@ -13,6 +13,7 @@ ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 st.title(t("cp.title"))
 widgets.intro("cp")
+widgets.rows_note(run)
 
 key = f"cp_text_{ctx.kind}"
 st.session_state.setdefault(key, OTHER[ctx.kind])
@@ -32,14 +33,14 @@ mats = []
 for where, r in zip(st.columns(2), (run, run2)):
     with where:
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        q_pieces, k_pieces = analysis.block_pieces(r, block)
+        q_pieces, k_pieces = analysis.query_labels(r, block), analysis.block_pieces(r, block)[1]
         mats.append(analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces))
 (wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window")
 cols, width = widgets.figure_columns(2, wq_end - wq, wk_end - wk)
 for where, (mat, qp, kp), title in zip(cols, mats, ("cp.first_title", "cp.second_title")):
     with where:
         widgets.show(plots.attention_heatmap(mat[wq:wq_end, wk:wk_end], qp[wq:wq_end], kp[wk:wk_end], t(title, **names),
-                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight"), q_start=wq,
+                                             t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"), q_start=wq,
                                              k_start=wk, width=width), key=f"cp_{title}")
 (a, qa, ka), (b, qb, kb) = mats
 if tuple(a.shape) != tuple(b.shape):

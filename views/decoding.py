@@ -12,6 +12,7 @@ ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
 st.title(t("dc.title"))
 st.caption(t("dc.intro." + ("encoder_decoder" if cfg.is_encoder_decoder else "sequence" if cfg.is_translator else "lm")))
+widgets.rows_note(ctx.run)
 widgets.formula("dc")
 
 c = st.columns([2, 2, 1])
@@ -59,6 +60,7 @@ if i == 0:
 else:
     s = tr.steps[i - 1]
     query = analysis.step_query(tr, i - 1)
+    row = analysis.step_label(tr, i - 1)            # the row being decoded: "▁an → ▁engineer"
     st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=fmt_prob(s.prob))))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
     left, right = st.columns([2, 3])
@@ -70,10 +72,10 @@ else:
         cross, own = (analysis.hook_name(b, layer, "hook_pattern") for b in ("decoder.cross_attn", "decoder.self_attn"))
         if cfg.is_encoder_decoder:
             widgets.show(plots.head_rows(s.attention[cross], tr.src_pieces,
-                                         t("dc.cross_title", query=query, layer=layer), t("axis.source"),
+                                         t("dc.cross_title", query=row, layer=layer), t("axis.source"),
                                          t("axis.head"), t("cb.weight")), key="dc_cross")
         widgets.show(plots.head_rows(s.attention[own],
-                                     analysis.step_keys(tr, i - 1), t("dc.self_title", query=query, layer=layer),
+                                     analysis.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
                                      t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
     lens_parts.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
     if strategy == "beam":

@@ -13,6 +13,7 @@ hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("ko.title"))
 widgets.intro("ko")
+widgets.rows_note(run)
 blocks = analysis.available_blocks(cfg)
 
 
@@ -63,11 +64,11 @@ st.subheader(t("ko.attention"))
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
 if (block_prefix(block, layer), head) in heads:
     st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
-q_pieces, k_pieces = analysis.block_pieces(after, block)
+q_pieces, k_pieces = analysis.query_labels(after, block), analysis.block_pieces(after, block)[1]
 mat = analysis.head_pattern(after.cache, block, layer, head)
 widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
-                                     layer=layer, head=widgets.head_label(head)), t("axis.key"), t("axis.query"),
-                                     colorbar=t("cb.weight")), key="ko_attention")
+                                     layer=layer, head=widgets.head_label(head)), t("axis.key"),
+                                     widgets.query_axis(block), colorbar=t("cb.weight")), key="ko_attention")
 
 # -- ranking ----------------------------------------------------------------------------------------
 st.subheader(t("ko.rank"))

@@ -9,6 +9,7 @@ ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("mk.title"))
 widgets.intro("mk")
+widgets.rows_note(run)
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 tabs = widgets.lazy_tabs("mk")        # only the open tab runs and is drawn
@@ -77,7 +78,8 @@ with tabs["applied"]:
         st.caption(t("mk.applied_help"))
         c = st.columns([3, 1, 1])
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
-        q_pieces, k_pieces = analysis.block_pieces(run, block)
+        q_pieces, k_pieces = analysis.query_labels(run, block), analysis.block_pieces(run, block)[1]
+        yq = widgets.query_axis(block)
         (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window")
         mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
         scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
@@ -86,16 +88,16 @@ with tabs["applied"]:
         ql, kl = plots.labels(qp, qa), plots.labels(kp, ka)
         widgets.show(plots.mask_heatmap(mask[qa:qb, ka:kb], qp, kp, t("mk.mask_title",
                                         hook=analysis.hook_name(block, layer, "hook_mask")), q_start=qa, k_start=ka,
-                                        **mask_kw))
+                                        **{**mask_kw, "ylabel": yq}))
         cols, width = widgets.figure_columns(3, len(qp), len(kp))
         with cols[0]:
             widgets.show(plots.values_heatmap(scores[qa:qb, ka:kb], ql, kl, t("mk.before", head=head), t("axis.key"),
-                                              t("axis.query"), t("cb.score"), width=width), key="mk_before")
+                                              yq, t("cb.score"), width=width), key="mk_before")
         with cols[1]:
             widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask)[qa:qb, ka:kb], ql, kl,
-                                              t("mk.after", head=head), t("axis.key"), t("axis.query"), t("cb.score"),
+                                              t("mk.after", head=head), t("axis.key"), yq, t("cb.score"),
                                               width=width), key="mk_after")
         with cols[2]:
             widgets.show(plots.attention_heatmap(pattern[qa:qb, ka:kb], qp, kp, t("mk.pattern", head=head),
-                                                 t("axis.key"), t("axis.query"), t("cb.weight"), qa, ka, width=width),
+                                                 t("axis.key"), yq, t("cb.weight"), qa, ka, width=width),
                          key="mk_pattern")

@@ -11,6 +11,7 @@ cfg, run = ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("po.title"))
 widgets.intro("po")
+widgets.rows_note(run)
 if not cfg.is_encoder_decoder:
     st.caption(t("po.intro_lm"))
 
@@ -21,7 +22,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        shown[state] = (*analysis.block_pieces(r, block), analysis.head_pattern(r.cache, block, layer, head))
+        shown[state] = (analysis.query_labels(r, block), analysis.block_pieces(r, block)[1], analysis.head_pattern(r.cache, block, layer, head))
 (qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
                                     "po_window")
 cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
@@ -31,7 +32,7 @@ for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
                                              t("po.att_title", state=t(f"po.state_{state}"),
                                                block=widgets.block_label(block), layer=layer,
                                                head=widgets.head_label(head)),
-                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight"), q_start=qa,
+                                             t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"), q_start=qa,
                                              k_start=ka, width=width), key=f"po_att_{state}")
 
 # -- the order test -------------------------------------------------------------------------------

@@ -5,20 +5,21 @@ import streamlit as st
 
 from views import context, widgets
 from views.strings import t
-from viz_transformer import export, summaries, summary_plots
+from viz_transformer import analysis, export, summaries, summary_plots
 
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("ro.title"))
 widgets.intro("ro")
+widgets.rows_note(run)
 with st.expander(t("ro.method"), expanded=True):
     st.markdown(t("ro.method_md"))
     st.markdown(t("ro.limits_md"))
 
 
-def _matrix(name: str, m, q_pieces, k_pieces, key: str) -> None:
-    """A relevance heatmap with its CSV (rows and columns labelled "i:piece")."""
-    widgets.show(summary_plots.relevance_heatmap(m, q_pieces, k_pieces, name, t("axis.key"), t("axis.query"),
+def _matrix(name: str, m, q_pieces, k_pieces, key: str, block: str) -> None:
+    """A relevance heatmap with its CSV (rows and columns labelled "i:piece"; a decoder row "i:▁an → ▁engineer")."""
+    widgets.show(summary_plots.relevance_heatmap(m, q_pieces, k_pieces, name, t("axis.key"), widgets.query_axis(block),
                                                  colorbar=t("cb.relevance")), key=key)
     df = pd.DataFrame(m.numpy(), index=[f"{i}:{p}" for i, p in enumerate(q_pieces)],
                       columns=[f"{i}:{p}" for i, p in enumerate(k_pieces)])
@@ -27,10 +28,12 @@ def _matrix(name: str, m, q_pieces, k_pieces, key: str) -> None:
 
 
 if cfg.is_encoder_decoder:
-    _matrix(t("ro.attr_title"), summaries.source_attribution(run.cache), run.tgt_pieces, run.src_pieces, "ro_attr")
+    _matrix(t("ro.attr_title"), summaries.source_attribution(run.cache),
+            analysis.query_labels(run, "decoder.cross_attn"), run.src_pieces, "ro_attr", "decoder.cross_attn")
     _matrix(t("ro.rollout_title", block=widgets.block_label("encoder.self_attn")),
-            summaries.rollout(run.cache, "encoder"), run.src_pieces, run.src_pieces, "ro_encoder")
+            summaries.rollout(run.cache, "encoder"), run.src_pieces, run.src_pieces, "ro_encoder", "encoder.self_attn")
 else:
     st.caption(t("ro.lm_note"))
 _matrix(t("ro.rollout_title", block=widgets.block_label("decoder.self_attn")),
-        summaries.rollout(run.cache, "decoder"), run.tgt_pieces, run.tgt_pieces, "ro_decoder")
+        summaries.rollout(run.cache, "decoder"), analysis.query_labels(run, "decoder.self_attn"), run.tgt_pieces,
+        "ro_decoder", "decoder.self_attn")

@@ -11,6 +11,7 @@ ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("st.title"))
 widgets.intro("st")
+widgets.rows_note(run)
 
 c = st.columns([3, 1, 1])
 block, layer, head = widgets.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")
@@ -21,12 +22,12 @@ divisor = analysis.snap_divisor(divisor, cfg.d_head)                # the slider
 
 q, k, v, mask = analysis.head_qkv(run.cache, block, layer, head)
 hs = analysis.attention_steps(q, k, v, mask, divisor)
-q_pieces, k_pieces = analysis.block_pieces(run, block)
+q_pieces, k_pieces = analysis.query_labels(run, block), analysis.block_pieces(run, block)[1]
 T, S = len(q_pieces), len(k_pieces)
 (qa, qb), (ka, kb) = widgets.window(T, S, "st_start")
 ql, kl = plots.labels(q_pieces[qa:qb], qa), plots.labels(k_pieces[ka:kb], ka)
 dims = plots.dims(cfg.d_head)
-xd, yq, yk, xk = t("axis.d_head"), t("axis.query"), t("axis.key"), t("axis.key")
+xd, yq, yk, xk = t("axis.d_head"), widgets.query_axis(block), t("axis.key"), t("axis.key")
 
 captured = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
 tabs = widgets.lazy_tabs("st")        # only the open tab runs and is drawn

@@ -70,6 +70,12 @@ EN = {
     "head.mean": "mean over heads",
     "head.max": "max over heads",
     "axis.query": "query (attending)",
+    "axis.query_next": "query (input → predicted token)",
+    "rows.intro": "A decoder row is the step that predicts the next token, so a decoder row is labelled with its "
+                  "input and the token the model predicts there: the row {row} is where the model chose {piece}.",
+    "rows.intro_tr": "A decoder row is the step that predicts the next token. A snapshot keeps the attention, not "
+                     "what the model predicted then, so here a decoder row is labelled with its input and the "
+                     "reference's next token, the one training teaches it to predict ({row}).",
     "axis.key": "key (attended to)",
     "axis.head": "head",
     "axis.layer": "layer",

@@ -12,6 +12,7 @@ ctx = context.need_run()
 cfg = ctx.hm.cfg
 st.title(t("tr.title"))
 widgets.intro("tr")
+rows_note = st.empty()                    # filled once the sentence is chosen
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
 if snaps is None:
     have = [p.name for p in cached.translators().values() if cached.snapshots(str(p), 0.0) is not None]
@@ -49,15 +50,20 @@ m[3].metric(t("tr.m_shipped"), f"{snaps.shipped_step:,}" if snaps.shipped_step i
 st.markdown(f"**{t('tr.translation')}**")
 st.code(snaps.translations[i][j] or t("ov.empty_output"), language=None, wrap_lines=True)
 
+nexts = analysis.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
+rows = analysis.row_labels(snaps.tgt_pieces[j], nexts)     # "▁an → ▁engineer"
+example = analysis.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
+rows_note.caption(t("rows.intro_tr", row=widgets.md_escape(example)))
 part_pieces = {"encoder.self_attn": (snaps.src_pieces[j], snaps.src_pieces[j]),
-               "decoder.cross_attn": (snaps.tgt_pieces[j], snaps.src_pieces[j]),
-               "decoder.self_attn": (snaps.tgt_pieces[j], snaps.tgt_pieces[j])}
+               "decoder.cross_attn": (rows, snaps.src_pieces[j]),
+               "decoder.self_attn": (rows, snaps.tgt_pieces[j])}
 q_pieces, k_pieces = part_pieces[block]
 name = analysis.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
 mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
 widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
-                                     step=step), t("axis.key"), t("axis.query"), t("cb.weight")), key="tr_heat")
+                                     step=step), t("axis.key"), widgets.query_axis(block), t("cb.weight")),
+             key="tr_heat")
 widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
              block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
              selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),

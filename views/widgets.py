@@ -76,6 +76,17 @@ def head_label(h) -> str:
     return t(f"head.{h}") if isinstance(h, str) else t("at.head_n", h=h)
 
 
+def query_axis(block: str) -> str:
+    """The query axis title: a decoder row is named by its input and the token it predicts."""
+    return t("axis.query" if block == "encoder.self_attn" else "axis.query_next")
+
+
+def rows_note(run) -> None:
+    """A page intro's one sentence on decoder rows, with a row of this run as its example."""
+    row, piece = analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    st.caption(t("rows.intro", row=md_escape(row), piece=md_escape(piece)))
+
+
 def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
     """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
     blocks = analysis.available_blocks(cfg)

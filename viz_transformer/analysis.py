@@ -13,7 +13,7 @@ import torch
 from .attention import AttentionSteps, attention
 from .masks import causal_mask, padding_mask, prefix_lm_mask
 from .names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
-from .tokenizer import group_words, word_labels
+from .tokenizer import EOS, group_words, word_labels
 
 
 def block_pieces(run, block: str) -> tuple[list[str], list[str]]:
@@ -23,6 +23,40 @@ def block_pieces(run, block: str) -> tuple[list[str], list[str]]:
     if block == "decoder.cross_attn":
         return run.tgt_pieces, run.src_pieces
     return run.tgt_pieces, run.tgt_pieces
+
+
+ARROW = " → "       # a decoder row's label: its input, then the token predicted there
+
+
+def query_labels(run, block: str, words: bool = False) -> list[str]:
+    """Labels of a block's query rows, for display. An encoder row is its piece. A decoder row (self- or
+    cross-attention) is the step that predicts the next token: "▁an → ▁engineer" is the row whose input is ▁an
+    and where the model predicts ▁engineer (run.predicted). words: one label per word (word_level's rows)."""
+    q, _ = block_pieces(run, block)
+    return row_labels(q, None if block == "encoder.self_attn" else run.predicted, words)
+
+
+def row_labels(pieces: list[str], predicted: Optional[list[str]] = None, words: bool = False) -> list[str]:
+    """"input → predicted" per row (the pieces alone when predicted is None). With words, a word's row says
+    what its last piece predicts, the step at the end of the word."""
+    groups = group_words(pieces) if words else [[i] for i in range(len(pieces))]
+    names = word_labels(pieces, groups) if words else list(pieces)
+    if predicted is None:
+        return names
+    return [f"{n}{ARROW}{predicted[g[-1]]}" for n, g in zip(names, groups)]
+
+
+def next_pieces(pieces: list[str]) -> list[str]:
+    """What each teacher-forced decoder row is trained to predict: the next piece, [end] after the last."""
+    return list(pieces[1:]) + [EOS]
+
+
+def example_row(pieces: list[str], predicted: list[str], start: int = 0) -> tuple[str, str]:
+    """(row label, predicted piece) of one row from `start` on, for a page's intro: the one predicting the
+    longest word ("▁an → ▁engineer")."""
+    start = min(max(start, 0), len(pieces) - 1)
+    i = max(range(start, len(pieces)), key=lambda r: (predicted[r].lstrip("\u2581").isalpha(), len(predicted[r]), -r))
+    return f"{pieces[i]}{ARROW}{predicted[i]}", predicted[i]
 
 
 def pieces_table(ids: list[int], pieces: list[str]) -> list[dict]:
@@ -267,6 +301,11 @@ def step_keys(trace, t: int) -> list[str]:
 def step_query(trace, t: int) -> str:
     """The decoder input whose query row produced step t (the newest token at that time)."""
     return step_keys(trace, t)[-1]
+
+
+def step_label(trace, t: int) -> str:
+    """Step t's query row as "input → the token chosen there" (query_labels' form)."""
+    return f"{step_query(trace, t)}{ARROW}{trace.steps[t].piece}"
 
 
 def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:

@@ -14,6 +14,7 @@ from typing import Optional
 import pandas as pd
 import torch
 
+from .analysis import query_labels
 from .names import available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 
 
@@ -34,13 +35,13 @@ def segments(run, cfg) -> Optional[Segments]:
 
 
 def source_attention(run, cfg, layer: int, head="mean"):
-    """How each target position reads the source: (weights [target, source], target pieces, source
-    pieces). Encoder-decoder: the layer's cross-attention. One sequence: the layer's self-attention
+    """How each target position reads the source: (weights [target, source], target row labels "▁an → ▁engineer"
+    (analysis.query_labels), source pieces). Encoder-decoder: the layer's cross-attention. One sequence: the layer's self-attention
     rows of the target positions, columns of the source pieces (the rest of each row goes to
     [begin], [sep] and the target itself, so rows sum to less than 1)."""
     if cfg.is_encoder_decoder:
         p = run.cache[hook_name("decoder.cross_attn", layer, "hook_pattern")][0]           # (H, T, S)
-        q_pieces, k_pieces = run.tgt_pieces, run.src_pieces
+        q_pieces, k_pieces = query_labels(run, "decoder.cross_attn"), run.src_pieces
         rows, cols = slice(0, len(q_pieces)), slice(0, len(k_pieces))
     else:
         seg = segments(run, cfg)
@@ -48,7 +49,7 @@ def source_attention(run, cfg, layer: int, head="mean"):
             raise ValueError("a language model has no source: pick a translator")
         p = run.cache[hook_name("decoder.self_attn", layer, "hook_pattern")][0]            # (H, T, T)
         rows, cols = slice(seg.target_start - 1, len(run.tgt_pieces)), slice(seg.source_start, seg.source_end)
-        q_pieces, k_pieces = run.tgt_pieces[rows], run.tgt_pieces[cols]
+        q_pieces, k_pieces = query_labels(run, "decoder.self_attn")[rows], run.tgt_pieces[cols]
     p = p[:, rows, cols]
     w = p.mean(0) if head == "mean" else p[head]
     return w, list(q_pieces), list(k_pieces)

@@ -13,7 +13,7 @@ import torch
 
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from .config import ModelConfig
-from .decoding import Trace, decode_ids, default_new_tokens, greedy_batch, greedy_ids
+from .decoding import Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_ids, never_generated
 from .hooks import Cache, NamesFilter, hooks_active
 from .inputs import check_decoding, encode_input, encode_source, pad_rows
 from .model import Transformer
@@ -40,6 +40,8 @@ class Run:
     output_ids: list[int] = field(default_factory=list)   # = tgt_ids[prompt_len:], never a final [end]
     prompt_len: int = 1             # decoder positions before the output: [begin] (+ the prompt for an LM)
     trace: Optional[Trace] = None   # the greedy trace that produced the output (None for a given target)
+    predicted: list[str] = field(default_factory=list)   # per decoder row, the piece it predicts: argmax of its
+                                    # logits without the never-generated ids, as greedy picks (analysis.query_labels)
 
     def pieces(self, part: str) -> list[str]:
         """Token labels for the query/key axes of an attention block in `part`."""
@@ -99,9 +101,10 @@ class HookedModel:
                 logits, cache = model.run_with_cache(torch.tensor([tgt_ids]), prefix_len=prefix_len,
                                                      names_filter=names_filter)
         src_ids = list(enc.ids) if cfg.is_encoder_decoder else None
+        predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())
         return Run(text, src_ids, tok.pieces(src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
                    tok.decode(out_ids), logits[0], cache, enc.n_cut, enc.cut_at, prefix_len, list(out_ids),
-                   len(prompt), trace)
+                   len(prompt), trace, predicted)
 
     def run_with_cache(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None):
         """(logits [tgt_pos, vocab], Cache) for a text: the two-line notebook entry point."""

@@ -47,6 +47,8 @@ TEXT = {
     "head.help": "Row = query (the token that looks), column = key (the token looked at). Each row sums to 1. "
                  "Weights in this report are stored to 1/254 and shown to 2 decimals; the app and "
                  "`python -m viz_transformer trace --out run.npz` give the exact values.",
+    "head.help.decoder": " A decoder row is the step that predicts the next token, labelled with its input and the "
+                         "token the model predicts there: the row {row} is where the model chose {piece}.",
     "rollout.attribution": "Source attribution: each target token over the source pieces",
     "rollout.decoder": "Attention rollout of the decoder (rows = queries, columns = keys)",
     "rollout.help": "Rollout (Abnar & Zuidema 2020): each layer's mean over heads, half mixed with the identity "
@@ -61,7 +63,7 @@ TEXT = {
     "block.encoder.self_attn": "encoder self-attention",
     "block.decoder.self_attn": "decoder self-attention",
     "block.decoder.cross_attn": "cross-attention (decoder → encoder)",
-    "axis.query": "query (attending)", "axis.key": "key (attended to)", "axis.layer": "layer", "axis.head": "head",
+    "axis.query": "query (attending)", "axis.query_next": "query (input → predicted token)", "axis.key": "key (attended to)", "axis.layer": "layer", "axis.head": "head",
 }
 
 _PAGE = """<!doctype html>
@@ -190,18 +192,22 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
         fig = model_view(analysis.model_view_tiles(pats, TILE), TEXT["model_view"].format(block=block_name(b)),
                          TEXT["axis.layer"], TEXT["axis.head"], hover="")
         figs.append({"kind": "figure", "help": TEXT["model_view.help"].format(tile=TILE), "figure": _figure(fig)})
+    example = analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
     for b, layer, h in heads:
-        q, k = analysis.block_pieces(run, b)
+        q, k = analysis.query_labels(run, b), analysis.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
         pat = analysis.block_patterns(run.cache, b)[layer, h]
+        dec = b != "encoder.self_attn"
         fig = attention_heatmap(pat, q, k, TEXT["head"].format(block=block_name(b), layer=layer, head=h),
-                                TEXT["axis.key"], TEXT["axis.query"])
-        figs.append({"kind": "figure", "help": TEXT["head.help"], "figure": _figure(fig)})
+                                TEXT["axis.key"], TEXT["axis.query_next" if dec else "axis.query"])
+        help_ = TEXT["head.help"] + (TEXT["head.help.decoder"].format(row=example[0], piece=example[1]) if dec else "")
+        figs.append({"kind": "figure", "help": help_, "figure": _figure(fig)})
     if cfg.is_encoder_decoder:
-        rel, q, k, title = summaries.source_attribution(run.cache), run.tgt_pieces, run.src_pieces, "rollout.attribution"
+        rel, k, title = summaries.source_attribution(run.cache), run.src_pieces, "rollout.attribution"
     else:
-        rel, q, k, title = summaries.rollout(run.cache, "decoder"), run.tgt_pieces, run.tgt_pieces, "rollout.decoder"
+        rel, k, title = summaries.rollout(run.cache, "decoder"), run.tgt_pieces, "rollout.decoder"
+    q = analysis.query_labels(run, "decoder.self_attn")
     figs.append({"kind": "figure", "help": TEXT["rollout.help"],
-                 "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query"]))})
+                 "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query_next"]))})
     secs.append({"heading": TEXT["figures"], "blocks": figs})
     if trace is not None and trace.steps:
         rows = [[s.index, s.piece, fmt_prob(s.prob),
