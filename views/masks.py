@@ -64,9 +64,13 @@ with tabs["causal"]:
                 hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
                 widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
                                                 **mask_kw), key="mk_prefix_fig")
-            else:
-                p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
-                widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
+            else:                     # the sentence as a prefix LM sees it: prefix = [begin] + source + [sep]
+                seq, p0 = analysis.prefix_lm_layout(run)
+                st.caption(t("mk.prefix_layout" if cfg.is_translator else "mk.prefix_layout_lm", p=p0))
+                if st.session_state.get("mk_prefix_for") != seq:          # a new sentence: its source again
+                    st.session_state["mk_prefix_for"], st.session_state["mk_prefix"] = seq, p0
+                p = st.slider(t("mk.prefix_len"), 1, len(seq), key="mk_prefix") if len(seq) > 1 else 1
+                widgets.show(plots.mask_heatmap(analysis.example_masks(len(seq), p)["prefix_lm"], seq, seq,
                                                 t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
 
 with tabs["applied"]:
