@@ -27,7 +27,7 @@ NEXT = {"en": "Next lesson step", "zh": "课程下一步"}
 
 def _shown(note: str) -> str:
     """The note's opening words as the page shows them: before its first number from the model, no markup."""
-    return re.sub(r"[*`]", "", lessons.PLACEHOLDER.split(note)[0])[:10]
+    return re.sub(r"[*`]", "", lessons.PLACEHOLDER.split(note)[0])[:20]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -205,11 +205,11 @@ def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool, val
         sb.markdown(text)
     for claim in broken:
         sb.warning(t("ls.broken", claim=claim))
-    c = sb.columns(2)
-    c[0].button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
-                icon=":material/chevron_left:", width="stretch")
-    c[1].button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
-                type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
+    # one above the other: the sidebar is too narrow for "Previous lesson step" beside "Next lesson step"
+    sb.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
+              type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
+    sb.button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
+              icon=":material/chevron_left:", width="stretch")
     sb.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:",
               width="stretch")
     if not on_page:
