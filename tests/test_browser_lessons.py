@@ -53,6 +53,7 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
             assert side.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
         assert "does not hold" not in side.inner_text() and "不成立" not in side.inner_text()
         assert f"step={i}" in pg.url and f"lesson={name}" in pg.url
+        assert side.locator("textarea").first.input_value() == lessons.model_and_text(lesson, i - 1)[1]
         pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{lang}-{i}-{step.page}.png"), full_page=False)
         if "checkpoint" in step.settings and lang == "en":   # the sidebar's model caption names the architecture
             assert ARCH[step.settings["checkpoint"]] in side.inner_text()

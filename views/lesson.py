@@ -177,6 +177,9 @@ def before_sidebar(page, pages: dict) -> None:
         settings = lessons.step_settings(step, values)
     except ValueError as e:                                     # e.g. a checkpoint whose output lacks the piece
         values, broken, settings = None, [str(e)], step.settings
+    # every step re-applies the lesson's checkpoint and text in force: its notes are about them
+    ckpt, text = lessons.model_and_text(lesson, i)
+    settings = {**({"checkpoint": ckpt} if ckpt else {}), **({"text": text} if text else {}), **settings}
     if st.session_state.pop("lesson_pending", False):
         st.session_state.update(session_values(step.page, settings))
         if page.title != pages[step.page].title:
