@@ -231,7 +231,7 @@ EN = {
     "st.row_title": "Weights of query {q}: divisor {div:.2f} vs √d_k",
     "st.series_div": "divisor {div:.2f}",
     "st.series_model": "√d_k = {sqrt:.2f} (the model)",
-    "st.entropy": "Entropy of the row (0 = one-hot, {max:.2f} = uniform)",
+    "st.entropy": "Entropy of the row (0 = one-hot, {max:.2f} = uniform over its allowed keys)",
     "st.why": "Why divide by √d_k?",
     "st.why_text": "If q and k have independent entries with variance 1, q·k is a sum of d_k such products: "
                    "its variance grows like d_k. Large scores push softmax into saturation (one weight ≈ 1, "
@@ -265,6 +265,11 @@ EN = {
     "mk.prefix_help": "Inside the prefix every token sees every other; after it, causal.",
     "mk.prefix_len": "Prefix length",
     "mk.prefix_title": "Prefix-LM mask, prefix = {p} tokens",
+    "mk.prefix_layout": "Your sentence laid out as a prefix-LM translator sees it: one sequence [begin] + source + "
+                        "[sep] + translation. The prefix is the first {p} positions ([begin], the source, [sep]); "
+                        "the slider tries other lengths.",
+    "mk.prefix_layout_lm": "The prefix is the prompt ([begin] + your text, the first {p} positions); the "
+                           "continuation after it is causal. The slider tries other lengths.",
     "mk.cross": "Cross-attention mask",
     "mk.cross_help": "Decoder queries look at encoder keys: only the source's [pad] keys are masked.",
     "mk.cross_title": "Cross-attention mask captured at {hook} (row {row} of the batch)",
@@ -403,12 +408,12 @@ EN = {
     "po.state_on": "positions on",
     "po.state_off": "positions off",
     "po.order": "The same pieces in another order",
-    "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens stay where "
-                     "they are. A ready pair: 我喜欢你。 and 你喜欢我。 — but SentencePiece cuts them into different "
-                     "pieces, so here the pieces of your text are permuted instead.",
+    "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens, punctuation and "
+                     "a lone ▁ stay where they are. Try 医生帮助了病人。: swapping its first and last word piece gives "
+                     "exactly the pieces of 病人帮助了医生。.",
     "po.how": "Permutation",
-    "po.how.reverse": "reverse the pieces",
-    "po.how.swap": "swap the first and last piece",
+    "po.how.reverse": "reverse the word pieces",
+    "po.how.swap": "swap the first and last word piece",
     "po.pieces": "Pieces",
     "po.permuted": "Permuted",
     "po.gap": "Largest distance from an output vector of one order to the nearest output vector of the other "
@@ -691,7 +696,7 @@ EN = {
                     "after one layer.",
     "pt.running": "Patching every component (one batched forward)…",
     "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
-    "pt.align_tip": "Try pairs such as 我爱你。 / 你爱我。 or 我是一名工程师。 / 我是一名医生。",
+    "pt.align_tip": "Try pairs such as 医生帮助了病人。 / 病人帮助了医生。 or 我是一名工程师。 / 我是一名医生。",
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",
     "pt.output_b": "B's own output",
@@ -712,8 +717,10 @@ EN = {
     # lessons
     "ls.lesson": "Lesson",
     "ls.step": "Step {i} of {n}",
-    "ls.back": "Back",
-    "ls.next": "Next",
+    "ls.back": "Previous lesson step",
+    "ls.next": "Next lesson step",
+    "ls.facts": "Checking this step's claims against the model…",
+    "ls.broken": "On this checkpoint the note's claim does not hold: {claim}",
     "ls.restore": "Back to the lesson step",
     "ls.elsewhere": "You are on another page than this step's; \"Back to the lesson step\" returns.",
     "ls.leave": "Leave the lesson",
