@@ -190,3 +190,18 @@ def test_compare_architectures_says_which_model_to_distrust(shipped_env):
     assert "置信度：平均对数概率" in shown
     weak = [w.value for w in at.warning if w.value.startswith("这个模型太小或训练不足")]
     assert len(weak) == 2                                # decoder-only and prefix LM; the encoder-decoder is fine
+
+
+def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
+    at = _open("overview", "zh-en-decoder", ZH)
+    want = {"decoding": 1, "knockout": 2, "positions": 2, "compare": 2, "patching": 2}   # outputs on the page
+    for page, n in want.items():
+        at.switch_page(f"views/{page}.py")
+        at.run(timeout=120)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        if page == "decoding":                 # the line comes with the last step
+            at.session_state["dc_step"] = 10_000
+            at.run(timeout=120)
+        lines = [c.value for c in at.caption if c.value.startswith("confidence: ")]
+        assert len(lines) == n, (page, lines)
+        assert any(w.value.startswith("Don't trust this output") for w in at.warning), page
