@@ -54,10 +54,10 @@ def warning_text(hm, c: C.Confidence) -> str:
     s = t("cf.warn", why=t("cf.sep").join(why))
     test = cal.get("test")
     if test and test["flagged"]["bleu"] is not None and test["unflagged"]["bleu"] is not None:
-        s += " " + t("cf.test_bleu", f=test["flagged"]["bleu"], nf=test["flagged"]["n"],
+        s += t("cf.test_bleu", f=test["flagged"]["bleu"], nf=test["flagged"]["n"],
                      u=test["unflagged"]["bleu"], nu=test["unflagged"]["n"])
     elif cal.get("val") and "unflagged" not in cal["val"]:
-        s += " " + t("cf.val_lm", f=cal["val"]["flagged"]["n"], n=cal["val"]["all"]["n"])
+        s += t("cf.val_lm", f=cal["val"]["flagged"]["n"], n=cal["val"]["all"]["n"])
     return s
 
 

@@ -119,9 +119,9 @@ EN = {
     "cf.why.rare_input": "{rare} of the input's {n} pieces are rare in its training data ({unseen} never seen)",
     "cf.why.long_input": "the input has {n} pieces, longer than anything it was trained on (at most {longest})",
     "cf.why.unusual_prompt": "the prompt is unlike the stories it learned from (perplexity {ppl:,.0f}, above {th:,.0f})",
-    "cf.test_bleu": "On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} sentences), the others "
+    "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} sentences), the others "
                     "{u:.1f} BLEU ({nu}).",
-    "cf.val_lm": "It flags {f} of {n} validation prompts.",
+    "cf.val_lm": " It flags {f} of {n} validation prompts.",
     "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
                  "every tensor for your text. Each layer computes (LN = layer normalisation, MHA = multi-head attention):",
     "ov.diagram": "The model as a diagram, with your text's shapes",
