@@ -1,7 +1,7 @@
 """Page 11: activation patching, text B run with one component taken from text A."""
 import streamlit as st
 
-from views import cached, callbacks, context, widgets
+from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
 from viz_transformer import analysis, patching, plots_lens
 from viz_transformer.names import parse_prefix
@@ -49,9 +49,11 @@ except ValueError as e:
 
 a = df.attrs
 c = st.columns(2)
-for where, title, text in ((c[0], "pt.output_a", a["output_a"]), (c[1], "pt.output_b", a["output_b"])):
+for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
+                               (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other))):
     where.markdown(f"**{t(title)}**")
     where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
+    confidence.of_run(ctx.hm, r, where)
 st.caption(t("pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
 if df["score"].isna().all():
     st.warning(t("pt.same"))

@@ -111,6 +111,23 @@ EN = {
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
+    "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} pieces rare",
+    "cf.line_empty": "confidence: no output token to score · {rare} of {n} pieces rare",
+    "cf.line_ppl": " · prompt perplexity {ppl:,.1f}",
+    "cf.uncalibrated": " (no thresholds for this checkpoint yet: `python -m viz_transformer calibrate`)",
+    "cf.help": "The model's own confidence: the mean log-probability it gave each token of this output (0 = certain; "
+               "p is the same as a probability per token), and how many pieces of the input it rarely or never saw "
+               "in training (fewer than 5 times). The thresholds were chosen on the validation split; see meta.json.",
+    "cf.warn": "Don't trust this output too much: {why}.",
+    "cf.sep": "; ",
+    "cf.why.low_confidence": "the model itself is unsure of it (mean log-prob {lp}, below {tau}: its validation "
+                             "outputs under that, taken together, score under 10 BLEU, which is almost useless)",
+    "cf.why.rare_input": "{rare} of the input's {n} pieces are rare in its training data ({unseen} never seen)",
+    "cf.why.long_input": "the input has {n} pieces, longer than anything it was trained on (at most {longest})",
+    "cf.why.unusual_prompt": "the prompt is unlike the stories it learned from (perplexity {ppl:,.0f}, above {th:,.0f})",
+    "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} sentences), the others "
+                    "{u:.1f} BLEU ({nu}).",
+    "cf.val_lm": " It flags {f} of {n} validation prompts.",
     "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
                  "every tensor for your text. Each layer computes (LN = layer normalisation, MHA = multi-head attention):",
     "ov.diagram": "The model as a diagram, with your text's shapes",
@@ -466,6 +483,9 @@ EN = {
     "ar.depth.first": "first layer",
     "ar.depth.last": "last layer",
     "ar.checkpoint": "{name} · {n:,} parameters",
+    "ar.trust.weak": "Too small or too undertrained to trust on this sentence: it is unsure here, and its test BLEU is "
+                     "only {bleu} after {epochs} epochs (under 20: even the gist is hard to get).",
+    "ar.trust.unsure": "Not to be trusted on this sentence: a good model in general (test BLEU {bleu}), but unsure here.",
     "ar.row.output": "The translation each one produced (greedy)",
     "ar.row.reads": "Where the target reads the source",
     "ar.row.reads_help": "Rows: the positions that predict each target token ([begin] or [sep], then the target). "
