@@ -63,20 +63,21 @@ else:
     row = analysis.step_label(tr, i - 1)            # the row being decoded: "▁an → ▁engineer"
     st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=fmt_prob(s.prob))))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
-    left, right = st.columns([2, 3])
+    keys = max(len(tr.src_pieces) if cfg.is_encoder_decoder else 0, len(analysis.step_keys(tr, i - 1)))
+    (left, right), width = widgets.figure_columns(2, cfg.n_heads, keys)
     with left:
         widgets.show(plots.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
                                             t("dc.cands_title", i=i), chosen, t("axis.probability"),
-                                            t("axis.candidate"), t("cb.prob")), key="dc_cands")
+                                            t("axis.candidate"), t("cb.prob"), width=width), key="dc_cands")
     with right:
         cross, own = (analysis.hook_name(b, layer, "hook_pattern") for b in ("decoder.cross_attn", "decoder.self_attn"))
         if cfg.is_encoder_decoder:
             widgets.show(plots.head_rows(s.attention[cross], tr.src_pieces,
                                          t("dc.cross_title", query=row, layer=layer), t("axis.source"),
-                                         t("axis.head"), t("cb.weight")), key="dc_cross")
+                                         t("axis.head"), t("cb.weight"), width=width), key="dc_cross")
         widgets.show(plots.head_rows(s.attention[own],
                                      analysis.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
-                                     t("axis.so_far"), t("axis.head"), t("cb.weight")), key="dc_self")
+                                     t("axis.so_far"), t("axis.head"), t("cb.weight"), width=width), key="dc_self")
     lens_parts.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
     if strategy == "beam":
         st.subheader(t("dc.beams"))

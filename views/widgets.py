@@ -97,7 +97,7 @@ def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, de
     return block, layer, head
 
 
-def figure_columns(n: int, rows: int, cols: int, label_px: float = 80.0) -> tuple[list, int]:
+def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tuple[list, int]:
     """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
     cells stay readable (figure_rules.side_by_side), else one under another at the full width."""
     width = figure_rules.side_by_side(n, rows, cols, label_px)

@@ -25,7 +25,7 @@ MIN_CELL = 12         # px: the smallest heatmap cell (a hover target, labels ev
 MAX_CELL = 40         # px: a 3 × 3 matrix does not fill the page
 MAX_PLOT_H = 720      # px: the tallest heatmap plot area (a teacher's projector shows ~ 700 px)
 MIN_PLOT = 140        # px: the narrowest plot side a figure is laid out with (the browser test allows 110)
-SIDE_MIN_CELL = 16    # px: side by side only while every cell stays at least this wide
+SIDE_MIN_CELL = 24    # px: side by side only while every cell stays at least this wide (slanted labels fit)
 TITLE_PX = 17         # Plotly's title font size
 VALUE_PX = 10         # font size of the numbers printed in cells
 TITLE_LINE_PX = 22    # one more title line needs this much more top margin
@@ -37,7 +37,7 @@ def colorbar_px(title: str, tick_labels: list[str]) -> float:
     return max(14 + 10 + 5 + ticks + 8, text_px(title)) + 12
 
 
-def max_cells(width: int = FIGURE_PX, label_px: float = 80.0) -> int:
+def max_cells(width: int = FIGURE_PX, label_px: float = 150.0) -> int:
     """The most rows/columns a heatmap of this figure width shows at MIN_CELL (the rest goes in a window)."""
     return max(1, int((width - label_px - COLORBAR_PX - 20) // MIN_CELL))
 
@@ -52,7 +52,7 @@ def cell_px(rows: int, cols: int, plot_w: float, square: bool = True) -> tuple[f
     return max(MIN_CELL, w), max(MIN_CELL, h)
 
 
-def side_by_side(n: int, rows: int, cols: int, label_px: float = 80.0, width: int = FIGURE_PX) -> int:
+def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: int = FIGURE_PX) -> int:
     """The width each of n heatmaps of rows × cols gets: width / n when their cells stay SIDE_MIN_CELL px
     wide and their plots MIN_PLOT px, else the full width (the page stacks them)."""
     share = (width - COLUMN_GAP_PX * (n - 1)) / n

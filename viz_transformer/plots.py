@@ -110,12 +110,13 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         z = np.where(np.isfinite(z), z, np.nan)
     rows, cols = list(row_labels), list(col_labels)
     n_rows, n_cols = z.shape
-    R, C = min(n_rows, rules.max_cells(width)), min(n_cols, rules.max_cells(width))   # shown at once (pan for more)
-    square = max(R, C) <= 3 * min(R, C)
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
     bar_w = rules.colorbar_px(colorbar, [str(s) for s in ticks])
-    label_w = max(map(text_px, rows), default=0) + 8 + 30          # y tick labels and the axis title
-    plot_w = width - label_w - bar_w - 20
+    label_w = max(map(text_px, rows), default=0) + 8 + 30 + 10     # y tick labels, the axis title, the padding
+    plot_w = width - label_w - bar_w - 30
+    fit = min(rules.max_cells(width), int(plot_w // rules.MIN_CELL))  # shown at once (a pan shows the rest)
+    R, C = min(n_rows, rules.max_cells(width), int(rules.MAX_PLOT_H // rules.MIN_CELL)), min(n_cols, max(fit, 1))
+    square = max(R, C) <= 3 * min(R, C)
     cw, ch = rules.cell_px(R, C, plot_w, square)
     if not square:                                                   # fill the width, rows as tall as allowed
         cw = max(rules.MIN_CELL, min(plot_w / C, 4 * rules.MAX_CELL))
@@ -123,7 +124,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         cw = ch = max(cw, rules.MIN_PLOT / max(R, C))
     else:
         cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
-    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, ch * R - 24), thickness=14)
+    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, 0.9 * ch * R - 20), thickness=14)
     if colorbar_ticks is not None:
         bar.update(tickvals=colorbar_tickvals, ticktext=[escape(s) for s in colorbar_ticks])
     tr = go.Heatmap(z=z, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, xgap=0, ygap=0,
@@ -299,29 +300,29 @@ def _sample_scale(name: str, points) -> list[str]:
 
 
 def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", ylabel: str = "head",
-              colorbar: str = "attention weight") -> go.Figure:
+              colorbar: str = "attention weight", width: int = rules.FIGURE_PX) -> go.Figure:
     """[head, key] rows of one query (decoding): one row per head."""
     a = _np(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar)
+                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, width=width)
 
 
 # -- bars and curves ----------------------------------------------------------------------------
 def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, chosen: Optional[int] = None,
                      xlabel: str = "probability", ylabel: str = "candidate token",
-                     colorbar: str = "probability") -> go.Figure:
+                     colorbar: str = "probability", width: int = rules.FIGURE_PX) -> go.Figure:
     """Horizontal bars, most likely on top; bar colour = probability; the chosen one is outlined."""
     p = _np(probs)
     names = labels(pieces)
-    width = [3 if i == chosen else 0 for i in range(len(p))]
+    outline = [3 if i == chosen else 0 for i in range(len(p))]
     fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=fmt_probs(p), textposition="auto",
                            marker=dict(color=p, colorscale=ATTN_SCALE, cmin=0, cmax=1, showscale=True,
-                                       line=dict(color="#d62728", width=width),
+                                       line=dict(color="#d62728", width=outline),
                                        colorbar=dict(title=dict(text=escape(colorbar)))),
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(range=[0, 1])
-    return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)))
+    return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)), width=width)
 
 
 def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,

@@ -26,8 +26,8 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     p = _np(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
-    cell = (rules.FIGURE_PX - max(map(text_px, row_names), default=0) - 40 - rules.COLORBAR_PX) / max(T, 1)
-    text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 4, 11)) for c in range(T)] for r in range(R)]
+    cell = (rules.FIGURE_PX - max(map(text_px, row_names), default=0) - 70 - rules.COLORBAR_PX) / max(T, 1)
+    text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 8, 11)) for c in range(T)] for r in range(R)]
     full = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
     output_start, marked = output_start - a, None if marked is None else marked - a
     shown = [fmt_probs(row) for row in p]
