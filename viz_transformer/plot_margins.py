@@ -23,9 +23,9 @@ MIN_LABEL_GAP = 15    # px between neighbouring tick labels for them to stay rea
 
 
 def text_px(s: str, size: int = TICK_PX) -> float:
-    """Rough rendered width of a label: full-width (CJK) characters one em, the others 0.62 em."""
+    """Rough rendered width of a label: full-width (CJK) and ambiguous-width (→ ▁ …) characters one em, the others 0.62 em."""
     s = html.unescape(re.sub(r"<[^>]*>", "", str(s)))
-    return sum(size if unicodedata.east_asian_width(ch) in "WF" else 0.62 * size for ch in s)
+    return sum(size if unicodedata.east_asian_width(ch) in "WFA" else 0.62 * size for ch in s)   # A: →, ▁, …
 
 
 def every_kth(categories: list[str], cell_px: float, gap_px: float = MIN_LABEL_GAP) -> list[str] | None:
