@@ -71,6 +71,7 @@ EN = {
     "head.max": "max over heads",
     "axis.query": "query (attending)",
     "axis.query_next": "query (input → predicted token)",
+    "axis.query_ref": "query (input → the reference's next token)",
     "rows.intro": "A decoder row is the step that predicts the next token, so a decoder row is labelled with its "
                   "input and the token the model predicts there: the row {row} is where the model chose {piece}.",
     "rows.intro_tr": "A decoder row is the step that predicts the next token. A snapshot keeps the attention, not "

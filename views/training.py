@@ -64,7 +64,8 @@ left, right = st.columns([3, 2])
 with left:
     mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
     widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
-                                         step=step), t("axis.key"), widgets.query_axis(block), t("cb.weight")), key="tr_heat")
+                                         step=step), t("axis.key"), t("axis.query" if block == "encoder.self_attn" else "axis.query_ref"),
+                                         t("cb.weight")), key="tr_heat")
 with right:
     widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
                  block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
