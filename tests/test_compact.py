@@ -70,3 +70,27 @@ def test_filtered_capture_is_left_as_it_is(models):
     small = compact_run(run)                  # no q, k, v, mask: nothing to recompute from
     assert not isinstance(small.cache, DerivedCache)
     _same(run, small)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_one_head_of_a_compact_run_is_the_captured_head(models, name):
+    from viz_transformer.analysis import available_blocks, head_pattern, n_layers
+    hm = models[name]
+    full = hm.run(TEXTS[name])
+    small = compact_run(full)
+    for block in available_blocks(hm.cfg):
+        for layer in range(n_layers(hm.cfg, block)):
+            ref = full.cache[f"{block.split('.')[0]}.{layer}.{block.split('.')[1]}.hook_pattern"][0]
+            for h in range(hm.cfg.n_heads):
+                assert torch.allclose(head_pattern(small.cache, block, layer, h), ref[h], atol=1e-6), (block, layer, h)
+                assert torch.equal(head_pattern(full.cache, block, layer, h), ref[h])
+
+
+def test_one_head_of_an_intervened_pattern_is_the_stored_one(models):
+    from viz_transformer.analysis import head_pattern
+    hm = models["tiny-zh-en"]
+    uniform = head_ablation_hooks([("encoder.0.self_attn", 1)], "uniform", cfg=hm.cfg)
+    full = hm.run(TEXTS["tiny-zh-en"], fwd_hooks=uniform)
+    small = compact_run(full)
+    ref = full.cache["encoder.0.self_attn.hook_pattern"][0, 1]
+    assert torch.equal(head_pattern(small.cache, "encoder.self_attn", 0, 1), ref)

@@ -6,6 +6,7 @@ import streamlit as st
 from views import cached, callbacks, context, lens_parts, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
+from viz_transformer.numbers import fmt_prob
 
 ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
@@ -47,7 +48,7 @@ b[1].button(t("dc.back"), on_click=stepper.set_step, args=(i - 1,), disabled=i =
             icon=":material/chevron_left:")
 b[2].button(t("dc.next"), on_click=stepper.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary",
             icon=":material/chevron_right:", icon_position="right")
-playing = st.session_state.get("dc_playing", False)
+playing = st.session_state["dc_playing"] = st.session_state.get("dc_playing", False) and i < n   # ended: Play again
 b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=stepper.toggle_play, disabled=i >= n and not playing,
             key="dc_play", icon=":material/pause:" if playing else ":material/play_arrow:")
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
@@ -60,7 +61,7 @@ else:
     s = tr.steps[i - 1]
     query = analysis.step_query(tr, i - 1)
     row = analysis.step_label(tr, i - 1)            # the row being decoded: "▁an → ▁engineer"
-    st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=s.prob)))
+    st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=fmt_prob(s.prob))))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
     left, right = st.columns([2, 3])
     with left:

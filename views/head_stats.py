@@ -3,6 +3,7 @@ text or over a corpus, roles with their evidence, grids per block; a click opens
 import hashlib
 import re
 
+import numpy as np
 import streamlit as st
 
 from views import cached, callbacks, context, widgets
@@ -71,9 +72,13 @@ table = summaries.head_roles(df, threshold)
 shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
                      evidence=[_evidence(e) for e in table["evidence"]])
 config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
-config.update({c: st.column_config.Column(t(f"ko.col.{c}")) for c in ("block", "layer", "head")})
-config.update({c: st.column_config.Column(t(f"hs.col.{c}")) for c in ("role", "evidence", "n_sentences")})
-st.dataframe(shown, hide_index=True, key="hs_table", column_config=config)
+# which head and what it does first, pinned (px): at 1400 px they fit beside the sidebar; the statistics scroll
+WIDTHS = {"block": 230, "layer": 50, "head": 50, "role": 120, "evidence": 290}
+config.update({c: st.column_config.Column(t(f"ko.col.{c}"), width=WIDTHS[c], pinned=True) for c in ("block", "layer", "head")})
+config.update({c: st.column_config.Column(t(f"hs.col.{c}"), width=WIDTHS[c], pinned=True) for c in ("role", "evidence")})
+config["n_sentences"] = st.column_config.Column(t("hs.col.n_sentences"))
+st.dataframe(shown, hide_index=True, key="hs_table", column_config=config,
+             column_order=[*WIDTHS, *summaries.STATS, "n_sentences"])
 st.download_button(t("hs.csv"), data=export.csv_bytes(table), file_name=f"{ctx.name}-head-stats.csv", mime="text/csv",
                    key="hs_csv", on_click="ignore", icon=":material/table:")
 with st.expander(t("hs.defs")):
@@ -81,11 +86,15 @@ with st.expander(t("hs.defs")):
                           for k in summaries.STATS))
 
 stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=callbacks.label("hs.stat."))
-zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else None
-
-
+values = table[stat].to_numpy(dtype=float)
+zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else (        # one scale for every block's grid
+    float(np.nanmax(values)) if np.isfinite(values).any() else None)
 for block in available_blocks(cfg):
     grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
+    if not grid.isfinite().any():          # e.g. previous token in cross-attention: a note, not a blank grid
+        why = "hs.no_grid.cross" if block == "decoder.cross_attn" else "hs.no_grid"
+        st.caption(t(why, stat=t(f"hs.stat.{stat}"), block=widgets.block_label(block)))
+        continue
     widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block),
                                          stat=t(f"hs.stat.{stat}")), t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), zmax=zmax, hover=t("hs.grid_hover")),
                  key=f"hs_grid_{block}", on_select=callbacks.open_stat(block), selection_mode="points")

@@ -65,7 +65,7 @@ block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
 if (block_prefix(block, layer), head) in heads:
     st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
 q_pieces, k_pieces = analysis.query_labels(after, block), analysis.block_pieces(after, block)[1]
-mat = analysis.block_patterns(after.cache, block)[layer, head]
+mat = analysis.head_pattern(after.cache, block, layer, head)
 widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
                                      layer=layer, head=widgets.head_label(head)), t("axis.key"),
                                      widgets.query_axis(block), colorbar=t("cb.weight")), key="ko_attention")
@@ -83,15 +83,16 @@ if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/le
     bar.empty()
 ranked = st.session_state.get("ko_ranking")
 if ranked is not None and ranked[0] == rank_key:
-    df = ranked[1]
+    df = ranked[1].sort_values("delta_logprob", kind="stable", ignore_index=True)     # the largest drop first
     cols = {"block": t("ko.col.block"), "layer": t("ko.col.layer"), "head": t("ko.col.head"),
             "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
     st.dataframe(df.rename(columns=cols), hide_index=True, key="ko_table")
+    limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
 
     for block in blocks:
         grid = lab.ranking_grid(df, block, analysis.n_layers(cfg, block), cfg.n_heads)
         off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
         widgets.show(plots.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
                                      t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,
-                                     hover=t("ko.rank_hover")),
+                                     hover=t("ko.rank_hover"), limit=limit),
                      key=f"ko_grid_{block}", on_select=callbacks.ko_pick(block), selection_mode="points")

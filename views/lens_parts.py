@@ -6,6 +6,7 @@ import streamlit as st
 from views import cached, widgets
 from views.strings import t
 from viz_transformer import analysis, lenses, plots_lens
+from viz_transformer.numbers import fmt_prob
 
 
 def row_labels(n_rows: int) -> list[str]:
@@ -16,8 +17,8 @@ def column_table(col: dict, final_piece: str) -> list[dict]:
     """One position: per residual stream, its top tokens and P(final token)."""
     names = row_labels(len(col["final_prob"]))
     return [{t("ln.col.row"): names[r],
-             t("ln.col.top"): ", ".join(f"{p} ({float(q):.2f})" for p, q in zip(col["top_pieces"][r], col["top_probs"][r])),
-             t("ln.col.final", final=final_piece): float(col["final_prob"][r])} for r in reversed(range(len(names)))]
+             t("ln.col.top"): ", ".join(f"{p} ({fmt_prob(q)})" for p, q in zip(col["top_pieces"][r], col["top_probs"][r])),
+             t("ln.col.final", final=final_piece): fmt_prob(col["final_prob"][r])} for r in reversed(range(len(names)))]
 
 
 def step_lens(ctx, trace, i: int, params: dict) -> None:

@@ -329,7 +329,7 @@ EN = {
     "dc.progress": "Step {i} of {n}",
     "dc.start": "Start: the decoder input is only the prompt. Press Next to choose the first token.",
     "dc.sequence": "Decoder tokens so far",
-    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p:.3f})",
+    "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
     "dc.cross_title": "Cross-attention of the newest query ({query}) over the source, layer {layer}",
     "dc.self_title": "Self-attention of the newest query ({query}) over the tokens so far, layer {layer}",
@@ -535,6 +535,8 @@ EN = {
     "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.snapshots.load_training_snapshots.",
     # figures everywhere
+    "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
+    "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",
     "fig.html": "HTML",
     "fig.html_help": "Download this figure as one HTML file that works offline (PNG: the camera in its toolbar).",
 
@@ -586,6 +588,9 @@ EN = {
     "hs.stat": "Statistic for the grids",
     "hs.grid_title": "{block}: {stat} per head",
     "hs.grid_hover": "click to open on the attention page",
+    "hs.no_grid.cross": "No {stat} grid for the {block}: its queries are target positions and its keys source "
+                        "positions, two different sequences, so a query has no own or previous position among its keys.",
+    "hs.no_grid": "No {stat} grid for the {block}: no head has a value for it on this text (too few positions).",
     "hs.csv": "Download the table as CSV",
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",

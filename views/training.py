@@ -37,7 +37,7 @@ b[0].select_slider(t("tr.step"), options=list(range(n)), key="tr_slider", on_cha
 b[1].button(t("dc.back"), on_click=callbacks.tr_set, args=(n, i - 1), disabled=i == 0, key="tr_back", icon=":material/chevron_left:")
 b[2].button(t("dc.next"), on_click=callbacks.tr_set, args=(n, i + 1), disabled=i >= n - 1, key="tr_next",
             icon=":material/chevron_right:", icon_position="right")
-playing = st.session_state.get("tr_playing", False)
+playing = st.session_state["tr_playing"] = st.session_state.get("tr_playing", False) and i < n - 1   # ended
 b[3].button(t("dc.pause") if playing else t("dc.play"), key="tr_play", icon=":material/pause:" if playing else
             ":material/play_arrow:", on_click=callbacks.tr_play, args=(playing, i, n))
 
@@ -60,17 +60,15 @@ part_pieces = {"encoder.self_attn": (snaps.src_pieces[j], snaps.src_pieces[j]),
 q_pieces, k_pieces = part_pieces[block]
 name = analysis.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
-left, right = st.columns([3, 2])
-with left:
-    mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
-    widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
-                                         step=step), t("axis.key"), t("axis.query" if block == "encoder.self_attn" else "axis.query_ref"),
-                                         t("cb.weight")), key="tr_heat")
-with right:
-    widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
-                 block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
-                 selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),
-                 hover=t("at.model_view_hover")), key="tr_model_view")
+mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
+widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
+                                     step=step), t("axis.key"),
+                                     t("axis.query" if block == "encoder.self_attn" else "axis.query_ref"), t("cb.weight")),
+             key="tr_heat")
+widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
+             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
+             selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),
+             hover=t("at.model_view_hover")), key="tr_model_view")
 widgets.show(plots_models.training_curves(snaps.steps, snaps.loss, snaps.bleu, step, t("tr.curves"), snaps.loss_curve,
                                           t("tr.x"), t("tr.m_loss"), t("tr.m_bleu", n=snaps.bleu_n), snaps.shipped_step,
                                           t("tr.m_shipped")), key="tr_curves")

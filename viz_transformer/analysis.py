@@ -220,6 +220,15 @@ def head_qkv(cache, block: str, layer: int, head: int, batch: int = 0):
     return q, k, v, mask
 
 
+def head_pattern(cache, block: str, layer: int, head: int, batch: int = 0) -> torch.Tensor:
+    """One head's pattern [q, k]. A compact run (viz_transformer.compact) recomputes a pattern on every read,
+    every head of the layer: for one head only that head is recomputed, from its own q, k, v and mask."""
+    name = hook_name(block, layer, "hook_pattern")
+    if name in getattr(cache, "derived", {}):
+        return attention_steps(*head_qkv(cache, block, layer, head, batch)).weights
+    return cache[name][batch, head]
+
+
 def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> AttentionSteps:
     """softmax((q kᵀ) / divisor + mask) v for one head with every stage kept; divisor defaults to
     √d_k. The model's own attention function, so at √d_k it reproduces the captured pattern."""

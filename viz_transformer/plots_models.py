@@ -19,18 +19,19 @@ def mark_segments(fig: go.Figure, boundaries: Sequence[int], names: Sequence[str
     """Lines between the parts of one sequence on a categorical heatmap (boundary b: between
     position b - 1 and b), and each part's name above the plot ("" for none). names has
     len(boundaries) + 1."""
-    edges = [0, *boundaries]
+    line = dict(color="#d62728", width=2, dash="dot")
+    shapes = []                  # one layout update: add_vline/add_hline validate the layout again each (60 ms a mask)
     for b in boundaries:
         if "x" in axes:
-            fig.add_vline(x=b - 0.5, line=dict(color="#d62728", width=2, dash="dot"))
+            shapes.append(dict(type="line", xref="x", x0=b - 0.5, x1=b - 0.5, yref="y domain", y0=0, y1=1, line=line))
         if "y" in axes:
-            fig.add_hline(y=b - 0.5, line=dict(color="#d62728", width=2, dash="dot"))
+            shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=b - 0.5, y1=b - 0.5, line=line))
     n = len(fig.data[0].x) if fig.data and fig.data[0].x is not None else boundaries[-1] + 1
-    edges.append(n)
-    for name, a, b in zip(names, edges[:-1], edges[1:]):
-        if b > a and name:
-            fig.add_annotation(x=(a + b - 1) / 2, y=1.0, yref="paper", yanchor="bottom", text=escape(name),
-                               showarrow=False, font=dict(color="#d62728", size=12))
+    edges = [0, *boundaries, n]
+    notes = [dict(x=(a + b - 1) / 2, y=1.0, yref="paper", yanchor="bottom", text=escape(name), showarrow=False,
+                  font=dict(color="#d62728", size=12))
+             for name, a, b in zip(names, edges[:-1], edges[1:]) if b > a and name]
+    fig.update_layout(shapes=[*fig.layout.shapes, *shapes], annotations=[*fig.layout.annotations, *notes])
     return fig
 
 
@@ -48,7 +49,7 @@ def spectra(series: dict[str, np.ndarray], title: str, xlabel: str = "rank (larg
                                      line=dict(color=colour, width=1.5),
                                      hovertemplate=f"{escape(name)}, head {h}<br>%{{x}}: %{{y:.3g}}<extra></extra>"))
     fig.update_yaxes(type="log")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"))
     return _layout(fig, title, xlabel, ylabel, 380)
 
 

@@ -21,6 +21,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from . import analysis, summaries
 from .names import available_blocks, n_layers
+from .numbers import fmt_prob
 from .plots import attention_heatmap, model_view
 from .summary_plots import relevance_heatmap
 
@@ -209,8 +210,8 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
                  "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query_next"]))})
     secs.append({"heading": TEXT["figures"], "blocks": figs})
     if trace is not None and trace.steps:
-        rows = [[s.index, s.piece, f"{s.prob:.3f}",
-                 ", ".join(f"{c.piece} {c.prob:.2f}" for c in s.candidates[:MAX_STEPS_SHOWN])] for s in trace.steps]
+        rows = [[s.index, s.piece, fmt_prob(s.prob),
+                 ", ".join(f"{c.piece} {fmt_prob(c.prob)}" for c in s.candidates[:MAX_STEPS_SHOWN])] for s in trace.steps]
         steps = [{"kind": "table", "columns": [TEXT["col.step"], TEXT["col.chosen"], TEXT["col.prob"],
                                                TEXT["col.candidates"]], "rows": rows}]
         secs.append({"heading": TEXT["steps"], "help": TEXT["steps.help"], "blocks": steps})

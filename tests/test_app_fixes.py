@@ -1,0 +1,133 @@
+"""Issue 21's smaller defects, each through the page that showed it (AppTest on the tiny checkpoints):
+Play ends as Play, probabilities are formatted one way, the knock-out ranking is sorted and its grids share
+one scale, head statistics show role and evidence first, and the Chinese interface names blocks in Chinese."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from app_util import ZH, array, by_key, figure, figures, open_app
+from viz_transformer import decode, load_checkpoint
+
+from test_app_architectures import snap_root  # noqa: F401  (a tiny checkpoint with training snapshots)
+from test_core_train import pairs_tsv  # noqa: F401
+
+
+@pytest.fixture
+def env(ckpt_root, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+    return ckpt_root
+
+
+# -- Play: once the last step is drawn, the button says Play again ----------------------------------
+def test_decoding_play_ends_with_a_play_button(env):
+    n = len(decode(load_checkpoint(env / "tiny-zh-en"), ZH, max_new_tokens=20).steps)
+    at = open_app("views/decoding.py")
+    assert at.button(key="dc_play").label == "Play"
+    at.session_state["dc_step"] = n - 1
+    at.button(key="dc_play").click().run(timeout=60)           # plays the last step, then stops
+    assert f"Step {n} of {n}" in at.get("progress")[0].proto.text
+    assert at.button(key="dc_play").label == "Play"
+    assert at.session_state["dc_playing"] is False
+
+
+def test_training_play_ends_with_a_play_button(snap_root, ckpt_root, monkeypatch):  # noqa: F811
+    shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))
+    at = open_app("views/training.py", "tiny-trained")
+    n = len(at.select_slider(key="tr_slider").options)
+    at.session_state["tr_step"] = n - 2
+    by_key(at.button, "tr_play").click().run(timeout=60)
+    assert at.session_state["tr_step"] == n - 1
+    assert by_key(at.button, "tr_play").label == "Play"
+
+
+# -- probabilities: one format everywhere -----------------------------------------------------------
+@pytest.mark.parametrize("p, shown", [(1.0, "1.00"), (0.5, "0.500"), (0.123456, "0.123"), (0.0123456, "0.0123"),
+                                      (0.001, "0.00100"), (0.000999, "9.99e-4"), (0.00042, "4.20e-4"),
+                                      (1.2345e-5, "1.23e-5"), (1e-6, "1.00e-6"), (9.99e-7, "<1e-6"),
+                                      (2e-13, "<1e-6"), (0.0, "0"), (float("nan"), "–")])
+def test_fmt_prob(p, shown):
+    from viz_transformer.numbers import fmt_prob
+    assert fmt_prob(p) == shown
+
+
+def _close(shown: str, p: float) -> bool:
+    """A shown probability reads back within its 3 significant figures (or is below 1e-6)."""
+    if shown == "<1e-6":
+        return p < 1e-6
+    return abs(float(shown) - p) <= 0.005 * p + 1e-12
+
+
+def test_decoding_shows_a_sampled_tokens_probability_to_3_significant_figures(env):
+    hm = load_checkpoint(env / "tiny-zh-en")
+    ref = decode(hm, ZH, strategy="sample", temperature=2.0, top_k=0, top_p=1.0, seed=0, max_new_tokens=20)
+    at = open_app("views/decoding.py")
+    by_key(at.button_group, "dc_strategy").set_value("sample").run(timeout=60)
+    by_key(at.slider, "dc_temp").set_value(2.0).run(timeout=60)
+    at.button(key="dc_next").click().run(timeout=60)
+    line = next(m.value for m in at.markdown if "Step 1:" in m.value)
+    shown = re.search(r"\(p = ([^)]+)\)", line.replace("\\", "")).group(1)
+    assert _close(shown, ref.steps[0].prob), (shown, ref.steps[0].prob)
+    bars = figure(at, "Top candidates at step 1")["data"][0]
+    assert all(_close(s, c.prob) for s, c in zip(bars["text"], ref.steps[0].candidates))
+
+
+def test_lens_table_and_grid_show_probabilities_in_the_one_format(env):
+    from viz_transformer import lenses
+    from viz_transformer.numbers import fmt_prob
+    hm = load_checkpoint(env / "tiny-zh-en")
+    run = hm.run(ZH)
+    view = lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+    at = open_app("views/lens.py")
+    table = at.dataframe[0].value
+    final = [c for c in table.columns if c.startswith("P(")][0]
+    col = lenses.view_column(view, view.output_start)
+    expect = [float(p) for p in reversed(col["final_prob"].tolist())]        # the table lists the last layer first
+    assert [str(s) for s in table[final]] == [fmt_prob(p) for p in expect]
+    assert all(_close(str(s), p) for s, p in zip(table[final], expect))
+    grid = figure(at, "")["data"][0]
+    assert all(_close(s, float(p)) for row_s, row_p in zip(grid["customdata"], array(grid["z"]).tolist())
+               for s, p in zip(row_s, row_p))
+
+
+# -- knock-out ranking: sorted, one colour scale -----------------------------------------------------
+def test_knockout_ranking_is_sorted_and_its_grids_share_one_scale(env):
+    at = open_app("views/knockout.py")
+    at.button(key="ko_rank").click().run(timeout=60)
+    table = at.dataframe[0].value
+    delta = table["Δ log-probability"].to_numpy()
+    assert (np.diff(delta) >= 0).all()                       # the largest drop (most negative) first
+    grids = [f for f in figures(at) if "Δ log-probability per head" in f["layout"]["title"]["text"]]
+    assert len(grids) == 3
+    scales = {(g["data"][0]["zmin"], g["data"][0]["zmax"]) for g in grids}
+    assert len(scales) == 1
+    zmin, zmax = scales.pop()
+    assert zmax == -zmin and np.isclose(zmax, np.abs(delta).max(), rtol=1e-6)
+
+
+# -- head statistics: role and evidence in view, no blank grid, one scale -----------------------------
+def test_head_stats_table_shows_role_and_evidence_first_pinned_in_view(env):
+    import json
+    at = open_app("views/head_stats.py")
+    proto = at.dataframe[0].proto
+    assert list(proto.column_order)[:5] == ["block", "layer", "head", "role", "evidence"]
+    columns = json.loads(proto.columns)
+    first = [columns[c] for c in ("block", "layer", "head", "role", "evidence")]
+    assert all(c.get("pinned") for c in first)
+    assert sum(c["width"] for c in first) <= 800            # beside the sidebar at 1400 px, no horizontal scrolling
+
+
+def test_head_stats_grid_of_a_statistic_cross_attention_lacks_is_a_note(env):
+    at = open_app("views/head_stats.py")
+    by_key(at.selectbox, "hs_stat").set_value("prev_token").run(timeout=60)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert len(titles) == 2 and not any("cross-attention" in s for s in titles), titles
+    assert any("No previous token grid for the cross-attention" in c.value for c in at.caption)
+    by_key(at.selectbox, "hs_stat").set_value("entropy").run(timeout=60)
+    grids = figures(at)
+    assert len(grids) == 3
+    assert len({g["data"][0]["zmax"] for g in grids}) == 1        # one scale for the three blocks
