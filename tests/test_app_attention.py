@@ -163,8 +163,8 @@ def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
     f = figure(at, "cross-attention (decoder → encoder), layer 0, head 0")
     assert f["data"][0]["y"] == ["0:[begin] → ▁I", "1:▁I → '", "2:' → m", "3:m → ▁an", "4:▁an → ▁engineer",
                                  "5:▁engineer → .", "6:. → [end]"]
-    assert f["layout"]["yaxis"]["title"]["text"] == "query (input → predicted token)"
-    assert "query (input → predicted token): %{y}" in f["data"][0]["hovertemplate"]
+    assert f["layout"]["yaxis"]["title"]["text"] == "query → prediction"
+    assert "query → prediction: %{y}" in f["data"][0]["hovertemplate"]
 
 
 def test_step_through_decoding_in_chinese_names_the_row_being_decoded():
