@@ -21,27 +21,44 @@ def _ready(pg) -> None:
                          " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
 
 
+STEP = {"en": "Step {i} of {n}", "zh": "第 {i} 步，共 {n} 步"}
+NEXT = {"en": "Next lesson step", "zh": "课程下一步"}
+
+
+def _shown(note: str) -> str:
+    """The note's opening words as the page shows them: before its first number from the model, no markup."""
+    return re.sub(r"[*`]", "", lessons.PLACEHOLDER.split(note)[0])[:20]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("name", ["attention-step-by-step", "positions-and-masks"])
-def test_a_lesson_from_start_to_end(server, page, name):      # noqa: F811
+def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
     url, root = server
     if root.name != "checkpoints":
         pytest.skip("the lessons use the shipped checkpoints (zh-en, en-stories)")
     pg = page
     lesson = lessons.load_lesson(name)
     n = len(lesson.steps)
-    pg.goto(f"{url}/?lesson={name}")
+    pg.goto(f"{url}/?lesson={name}&lang={lang}")
     side = pg.locator('[data-testid="stSidebar"]')
     for i, step in enumerate(lesson.steps, start=1):
-        side.get_by_text(f"Step {i} of {n}", exact=True).wait_for()
+        side.get_by_text(STEP[lang].format(i=i, n=n), exact=True).wait_for()
         _ready(pg)
-        assert lessons.note(step.note)[:20].replace("*", "").replace("`", "")[:12] in side.inner_text()
-        assert step.note["zh"][:6].replace("*", "") in side.inner_text()
+        shown = side.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
+        notes = [x for x in shown if _shown(step.note["en"]) in x or _shown(step.note["zh"]) in x]
+        assert len(notes) == 2, shown                            # both notes, filled in and rendered:
+        assert all("**" not in x and "{" not in x for x in notes), notes    # no markup or placeholder left
+        assert _shown(step.note[lang]) in notes[0]               # the interface's language first
+        if "**" in step.note[lang]:                              # emphasis became bold text
+            assert side.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
+        assert "does not hold" not in side.inner_text() and "不成立" not in side.inner_text()
         assert f"step={i}" in pg.url and f"lesson={name}" in pg.url
-        pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{i}-{step.page}.png"), full_page=False)
-        if "checkpoint" in step.settings:           # the sidebar's model caption names the architecture
+        assert side.locator("textarea").first.input_value() == lessons.model_and_text(lesson, i - 1)[1]
+        pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{lang}-{i}-{step.page}.png"), full_page=False)
+        if "checkpoint" in step.settings and lang == "en":   # the sidebar's model caption names the architecture
             assert ARCH[step.settings["checkpoint"]] in side.inner_text()
         _no_exception(pg)
-        nxt = side.get_by_role("button", name=re.compile("Next"))
+        nxt = side.get_by_role("button", name=NEXT[lang])
         if i == n:
             assert nxt.is_disabled()
         else:

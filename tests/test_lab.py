@@ -113,3 +113,11 @@ def test_probabilities_before_and_after_an_ablation(tiny_translator):
     after = lab.token_probabilities(lab.forced_logits(hm, run, head_ablation_hooks(
         [("decoder.0.cross_attn", 0), ("decoder.1.cross_attn", 0)], "uniform")), ids, start, banned)
     assert after.shape == before.shape and not torch.allclose(after, before, atol=1e-5)
+
+
+def test_permutation_keeps_punctuation_and_a_lone_word_mark_in_place():
+    pieces = ["\u2581", "医生", "帮助", "了", "病人", "。", "[end]"]
+    assert lab.word_free(pieces[:-1]) == [0, 5]
+    ids = [10, 11, 12, 13, 14, 15, 3]
+    assert lab.permutation(ids, {3}, "swap", keep=[0, 5]) == [0, 4, 2, 3, 1, 5, 6]
+    assert lab.permutation(ids, {3}, "reverse", keep=[0, 5]) == [0, 4, 3, 2, 1, 5, 6]

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ROOT, by_key, figure, open_app, texts
+from app_util import APP, ROOT, array, by_key, figure, open_app, open_tab, texts
 from viz_transformer import capture, lessons
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
@@ -180,3 +180,64 @@ def test_the_step_through_page_reads_each_step_with_the_lens():
     fig = figure(at, "Step 2: what each layer predicts")
     chosen = at.session_state["_viz_ctx"].run.trace.steps[1].piece
     assert fig["data"][0]["text"][-1] == [chosen]            # the top row ranks greedy's choice first
+
+
+# -- what the lessons' steps show, computed from the model ---------------------------------------------
+def test_a_step_s_head_and_numbers_come_from_the_model():
+    from viz_transformer import claims, load_checkpoint
+    fact = claims.evaluate("cross_alignment", load_checkpoint(ROOT / "checkpoints" / "zh-en"), "我是一名工程师。",
+                           {"predicts": "▁engineer", "source": "工程师"})
+    at = open_lesson("attention-step-by-step", step=6)
+    assert at.title[0].value.startswith("Attention")
+    assert (at.session_state["at_layer"], at.session_state["at_head"]) == (fact.values["layer"], fact.values["head"])
+    shown = texts(at)
+    assert f"(layer {fact.values['layer']}, head {fact.values['head']})" in shown
+    assert f"{fact.values['weight']:.2f}" in shown and f"{fact.values['own']:.2f}" in shown
+    assert "{al." not in shown and "does not hold" not in shown
+    assert by_key(at.button, "ls_next").label == "Next lesson step"
+
+
+def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"lesson": "attention-step-by-step", "step": "7", "lang": "zh"})
+    at.run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [m.value for m in at.markdown if "“下一步”" in m.value or "“Next”" in m.value]
+    assert notes and "“课程下一步”" in notes[0]                              # the interface's language first
+    assert by_key(at.button, "ls_next").label == "课程下一步" and by_key(at.button, "ls_back").label == "课程上一步"
+
+
+def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
+    at = open_app("views/masks.py", ckpt="zh-en", text="医生帮助了病人。")
+    open_tab(at, "mk", "causal")
+    run = at.session_state["_viz_ctx"].run
+    p = len(run.src_pieces) - 1 + 2                                     # [begin] + source (no [end]) + [sep]
+    fig = figure(at, f"Prefix-LM mask, prefix = {p} tokens")
+    labels = [x.split(":", 1)[1] for x in fig["data"][0]["x"]]
+    assert labels == ["[begin]", *run.src_pieces[:-1], "[sep]", *run.tgt_pieces[1:]]
+    z = array(fig["data"][0]["z"])
+    assert (z[:p, :p] == 1).all() and (z[p - 1, p:] == 0).all() and z[p, p] == 1 and z[p, p + 1] == 0
+    assert "[begin] + source + [sep] + translation" in texts(at)
+
+
+def test_the_patching_table_names_a_stream_as_the_figure_does():
+    at = open_app("views/patching.py", ckpt="zh-en", text="医生帮助了病人。")
+    assert at.session_state["pt_text_translator"] == "病人帮助了医生。"
+    by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
+    fig = figure(at, "residual stream")
+    rows, cols, z = list(fig["data"][0]["y"]), list(fig["data"][0]["x"]), array(fig["data"][0]["z"])
+    assert rows[0] == "embeddings" and rows[-1] == f"after layer {len(rows) - 2}"
+    table = at.dataframe[-1].value                                     # the components that restore most
+    for _, r in table.iterrows():
+        assert r["layer"] in rows
+        assert z[rows.index(r["layer"]), int(r["pos"])] == pytest.approx(r["score"], abs=1e-4)
+
+
+def test_the_entropy_reference_counts_the_row_s_allowed_keys():
+    import math
+    at = open_app("views/step_by_step.py", ckpt="zh-en", text="我是一名工程师。")
+    by_key(at.selectbox, "st_block").set_value("decoder.self_attn").run(timeout=60)
+    at.session_state["st_row"] = 4
+    open_tab(at, "st", "output")
+    label = at.metric[0].label
+    assert f"{math.log(5):.2f} = uniform over its allowed keys" in label, label

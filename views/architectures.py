@@ -2,7 +2,7 @@
 source, the mask it applied, and how the mask shapes the rank of its attention patterns."""
 import streamlit as st
 
-from views import cached, callbacks, context, sidebar, widgets
+from views import cached, callbacks, confidence, context, sidebar, widgets
 from views.strings import t
 from viz_transformer import architectures as A
 from viz_transformer import plots, plots_models
@@ -41,6 +41,10 @@ with tabs["reads"]:
                 n_params = sum(p.numel() for p in hms[arch].model.parameters())
                 st.caption(t("ar.checkpoint", name=models[arch].name, n=n_params))
                 st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
+                conf = confidence.show(hms[arch], run["confidence"], note=False)
+                if conf.flagged:
+                    st.warning(confidence.architecture_verdict(hms[arch], conf) + "\n\n"
+                               + confidence.warning_text(hms[arch], conf), icon=":material/report:")
         st.subheader(t("ar.row.reads"))
         st.caption(t("ar.row.reads_help"))
         reads = {arch: run["reads"][0 if depth == "first" else cfgs[arch].n_decoder_layers - 1] for arch, run in runs.items()}

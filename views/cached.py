@@ -159,13 +159,14 @@ def arch_view(path: str, stamp: float, text: str) -> dict:
     the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
     the segments, the singular values of every self-attention pattern (architectures.self_spectra). Three
     models' full runs did not fit the memo together, and each visit re-ran them."""
-    from viz_transformer import architectures
+    from viz_transformer import architectures, confidence
     cfg, run = load_model(path, stamp).cfg, run_text(path, stamp, text)
     reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
     blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
     masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
                  run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
     return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
+            "confidence": confidence.assess(load_model(path, stamp), run),
             "spectra": architectures.self_spectra(run, cfg),
             "example": analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
 

@@ -2,7 +2,7 @@
 two patterns have the same shape."""
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, confidence, context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
@@ -33,6 +33,7 @@ mats = []
 for where, r in zip(st.columns(2), (run, run2)):
     with where:
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        confidence.of_run(ctx.hm, r)
         q_pieces, k_pieces = analysis.query_labels(r, block), analysis.block_pieces(r, block)[1]
         mats.append(analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces))
 (wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window")

@@ -3,7 +3,7 @@ import time
 
 import streamlit as st
 
-from views import cached, callbacks, context, lens_parts, stepper, widgets
+from views import cached, callbacks, confidence, context, lens_parts, stepper, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 from viz_transformer.numbers import fmt_prob
@@ -85,6 +85,7 @@ else:
                                      t("dc.finished")), key="dc_beams")
 if i == n and n:
     st.success(widgets.md_escape(t("dc.done", text=hm.tokenizer.decode(tr.output_ids))))
+    confidence.of_trace(hm, ctx.text, tr)
 
 if playing:      # advance one step per rerun until the end
     if i < n:

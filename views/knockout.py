@@ -2,7 +2,7 @@
 rank every head by what knocking it out alone does."""
 import streamlit as st
 
-from views import cached, callbacks, context, widgets
+from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
 from viz_transformer import analysis, interventions, lab, plots
 from viz_transformer.decoding import never_generated
@@ -49,6 +49,7 @@ left, right = st.columns(2)
 for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
     where.markdown(f"**{t(title)}**")
     where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+    confidence.of_run(hm, r, where)
 
 ids, start = lab.output_labels(run)
 banned = never_generated(hm.tokenizer)

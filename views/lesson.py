@@ -11,9 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from views import widgets
-from views.strings import t
-from viz_transformer import lessons
+from views import cached, widgets
+from views.strings import current, t
+from viz_transformer import claims, lessons
 
 PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp", "positions": "po"}   # block/layer/head
 KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention": "at_words"},
@@ -39,6 +39,47 @@ def _load(name: str, stamp: float) -> lessons.Lesson:
 def load(name: str) -> lessons.Lesson:
     path = lessons.lesson_path(name, folder())
     return _load(name, path.stat().st_mtime if path.is_file() else 0.0)
+
+
+class _Model:
+    """A loaded checkpoint whose run(text) is the app's cached run, so the facts share the pages' runs."""
+
+    def __init__(self, path: str, stamp: float):
+        self._hm, self._key = cached.load_model(path, stamp), (path, stamp)
+
+    def run(self, text: str):
+        return cached.run_text(*self._key, text)
+
+    def __getattr__(self, name):
+        return getattr(self._hm, name)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _facts(name: str, stamp: float, i: int, path: str, ckpt_stamp: float, text: str) -> tuple[dict, list[str]]:
+    """(fact name -> field -> value, the claims that do not hold) of step i, on the lesson's checkpoint
+    and text at that step: computed from the model once per lesson step and checkpoint."""
+    step = _load(name, stamp).steps[i]
+    hm, values, broken = _Model(path, ckpt_stamp), {}, []
+    for key, spec in step.facts.items():
+        fact = claims.evaluate(spec["kind"], hm, text, {k: v for k, v in spec.items() if k != "kind"})
+        values[key] = fact.values
+        if not fact.holds:
+            broken.append(fact.claim)
+    return values, broken
+
+
+def step_facts(name: str, lesson: lessons.Lesson, i: int) -> tuple[dict, list[str]]:
+    """The evaluated facts of step i ({} when it has none). ValueError when they cannot be computed."""
+    if not lesson.steps[i].facts:
+        return {}, []
+    ckpt, text = lessons.model_and_text(lesson, i)
+    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
+    path = cached.checkpoints_root() / str(ckpt)
+    if not ckpt or not text or not path.is_dir():
+        raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+    stamp = lessons.lesson_path(name, folder()).stat().st_mtime
+    with st.spinner(t("ls.facts")):
+        return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
 
 
 def session_values(page: str, settings: dict) -> dict:
@@ -131,30 +172,47 @@ def before_sidebar(page, pages: dict) -> None:
         return
     i = min(state["step"], len(lesson.steps) - 1)
     step = lesson.steps[i]
+    try:
+        values, broken = step_facts(state["name"], lesson, i)
+        settings = lessons.step_settings(step, values)
+    except ValueError as e:                                     # e.g. a checkpoint whose output lacks the piece
+        values, broken, settings = None, [str(e)], step.settings
+    # every step re-applies the lesson's checkpoint and text in force: its notes are about them
+    ckpt, text = lessons.model_and_text(lesson, i)
+    settings = {**({"checkpoint": ckpt} if ckpt else {}), **({"text": text} if text else {}), **settings}
     if st.session_state.pop("lesson_pending", False):
-        st.session_state.update(session_values(step.page, step.settings))
+        st.session_state.update(session_values(step.page, settings))
         if page.title != pages[step.page].title:
             st.session_state["lesson_pending"] = True          # applied again once the page is open
             st.switch_page(pages[step.page])
     st.query_params.update({"lesson": state["name"], "step": str(i + 1)})
-    panel(lesson, i, step, page.title == pages[step.page].title)
+    panel(lesson, i, step, page.title == pages[step.page].title, values, broken)
 
 
-def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool) -> None:
+def panel(lesson: lessons.Lesson, i: int, step: lessons.Step, on_page: bool, values, broken) -> None:
+    """The lesson box: title, progress, the step's note (interface language first; markdown, never HTML;
+    the facts filled in from the model), the lesson's own buttons."""
     sb = st.sidebar.container(border=True, key="lesson_panel")
     sb.markdown(f"**{t('ls.lesson')}: {lessons.note(lesson.title)}**")
     if "zh" in lesson.title:
         sb.caption(lesson.title["zh"])
     sb.progress((i + 1) / len(lesson.steps))
     sb.caption(t("ls.step", i=i + 1, n=len(lesson.steps)))
-    sb.markdown(lessons.note(step.note, "en"))
-    if "zh" in step.note:
-        sb.markdown(step.note["zh"])
-    c = sb.columns(2)
-    c[0].button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
-                icon=":material/chevron_left:", width="stretch")
-    c[1].button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
-                type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
+    langs = sorted(step.note, key=lambda lang: lang != current())
+    for lang in langs:
+        text = step.note[lang]
+        if values is not None:
+            text = lessons.fill(text, values)
+        elif lessons.PLACEHOLDER.search(text):
+            continue                                            # numbers that could not be computed: not shown
+        sb.markdown(text)
+    for claim in broken:
+        sb.warning(t("ls.broken", claim=claim))
+    # one above the other: the sidebar is too narrow for "Previous lesson step" beside "Next lesson step"
+    sb.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
+              type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
+    sb.button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
+              icon=":material/chevron_left:", width="stretch")
     sb.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:",
               width="stretch")
     if not on_page:

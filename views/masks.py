@@ -50,7 +50,8 @@ with tabs["causal"]:
         # -- causal and prefix-LM over the decoder input --------------------------------------------------
         pieces = run.tgt_pieces
         T = len(pieces)
-        (left, right), width = widgets.figure_columns(2, T, T)
+        seq, p0 = analysis.prefix_lm_layout(run)           # the sentence as a prefix LM sees it
+        (left, right), width = widgets.figure_columns(2, max(T, len(seq)), max(T, len(seq)))
         with left:
             st.subheader(t("mk.causal"))
             st.caption(t("mk.causal_help"))
@@ -65,9 +66,12 @@ with tabs["causal"]:
                 hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
                 widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
                                                 width=width, **mask_kw), key="mk_prefix_fig")
-            else:
-                p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
-                widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
+            else:                     # prefix = [begin] + source + [sep]
+                st.caption(t("mk.prefix_layout" if cfg.is_translator else "mk.prefix_layout_lm", p=p0))
+                if st.session_state.get("mk_prefix_for") != seq:          # a new sentence: its source again
+                    st.session_state["mk_prefix_for"], st.session_state["mk_prefix"] = seq, p0
+                p = st.slider(t("mk.prefix_len"), 1, len(seq), key="mk_prefix") if len(seq) > 1 else 1
+                widgets.show(plots.mask_heatmap(analysis.example_masks(len(seq), p)["prefix_lm"], seq, seq,
                                                 t("mk.prefix_title", p=p), width=width, **mask_kw),
                              key="mk_prefix_fig")
 

@@ -2,7 +2,7 @@
 as SentencePiece pieces, and the model's output."""
 import streamlit as st
 
-from views import cached, context, widgets
+from views import cached, confidence, context, widgets
 from views.strings import has, t
 from viz_transformer import analysis, diagram, plots
 
@@ -35,6 +35,7 @@ with right:
         st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)), icon=":material/arrow_forward:")
     st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+    confidence.of_run(hm, run)
     with st.expander(t("ov.settings")):
         facts = hm.describe()
         for k, name in (("architecture", "ov.arch."), ("norm", "ov.norm."), ("positional", "pe.kind.")):

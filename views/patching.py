@@ -1,15 +1,23 @@
 """Page 11: activation patching, text B run with one component taken from text A."""
 import streamlit as st
 
-from views import cached, callbacks, context, widgets
+from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
 from viz_transformer import analysis, patching, plots_lens
 from viz_transformer.names import parse_prefix
 
 # a second text for the examples (same number of pieces); otherwise the kind's default
-PAIRS = {"我爱你。": "你爱我。", "我是一名工程师。": "我是一名医生。", "我是学生。": "我是老师。",
+PAIRS = {"医生帮助了病人。": "病人帮助了医生。", "我爱你。": "你爱我。", "我是一名工程师。": "我是一名医生。", "我是学生。": "我是老师。",
          "Once upon a time there was a little dog.": "Once upon a time there was a little cat."}
 DEFAULT = {"translator": "我是一名医生。", "lm": "Once upon a time there was a little cat."}
+
+
+
+def stream_label(i: int) -> str:
+    """Residual stream i as the figure's rows and the table both name it: embeddings, or after layer i - 1."""
+    layer = patching.resid_layer(i)
+    return t("pt.row.embed") if layer is None else t("pt.row.layer", i=layer)
+
 
 ctx = context.need_run()
 cfg = ctx.hm.cfg
@@ -41,9 +49,11 @@ except ValueError as e:
 
 a = df.attrs
 c = st.columns(2)
-for where, title, text in ((c[0], "pt.output_a", a["output_a"]), (c[1], "pt.output_b", a["output_b"])):
+for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
+                               (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other))):
     where.markdown(f"**{t(title)}**")
     where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
+    confidence.of_run(ctx.hm, r, where)
 st.caption(t("pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
 if df["score"].isna().all():
     st.warning(t("pt.same"))
@@ -64,7 +74,7 @@ elif over == "blocks":
                                           t("pt.axis.block"), t("axis.layer"), t("pt.cb")), key="pt_blocks")
 else:
     grid = patching.score_grid(df, "resid")
-    rows = [t("pt.row.embed")] + [t("pt.row.layer", i=i) for i in range(grid.shape[0] - 1)]
+    rows = [stream_label(i) for i in range(grid.shape[0])]
     pieces = list(dict.fromkeys(zip(df["pos"], df["piece"])))
     widgets.show(plots_lens.score_heatmap(grid, rows, [f"{q}:{p}" for q, p in pieces],
                                           t("pt.resid_title", part=a["part"]), t("pt.axis.pos"), t("axis.layer"),
@@ -72,4 +82,7 @@ else:
 
 st.subheader(t("pt.top"))
 cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
-st.dataframe(df.sort_values("score", ascending=False).head(10).rename(columns=cols), hide_index=True, key="pt_table")
+top = df.sort_values("score", ascending=False).head(10)
+if over == "resid":
+    top = top.assign(layer=[stream_label(int(i)) for i in top["layer"]])
+st.dataframe(top.rename(columns=cols), hide_index=True, key="pt_table")

@@ -2,7 +2,7 @@
 side, and the order test (the text's pieces permuted: a bag of vectors without positions)."""
 import streamlit as st
 
-from views import cached, callbacks, context, widgets
+from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
 from viz_transformer import analysis, lab, plots
 
@@ -22,6 +22,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        confidence.of_run(ctx.hm, r)
         shown[state] = (analysis.query_labels(r, block), analysis.block_pieces(r, block)[1],
                         analysis.head_pattern(r.cache, block, layer, head))
 (qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),

@@ -72,7 +72,7 @@ with tabs["output"]:
         series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
         widgets.show(plots.grouped_bars(plots.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
                                         div=divisor), yk, t("cb.weight")))
-        st.metric(t("st.entropy", max=math.log(S)), f"{analysis.entropy(hs.weights[row]):.3f}")
+        st.metric(t("st.entropy", max=analysis.uniform_entropy(mask[row])), f"{analysis.entropy(hs.weights[row]):.3f}")
 
 with tabs["why"]:
     if tabs["why"].open:

@@ -112,6 +112,23 @@ EN = {
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
+    "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} pieces rare",
+    "cf.line_empty": "confidence: no output token to score · {rare} of {n} pieces rare",
+    "cf.line_ppl": " · prompt perplexity {ppl:,.1f}",
+    "cf.uncalibrated": " (no thresholds for this checkpoint yet: `python -m viz_transformer calibrate`)",
+    "cf.help": "The model's own confidence: the mean log-probability it gave each token of this output (0 = certain; "
+               "p is the same as a probability per token), and how many pieces of the input it rarely or never saw "
+               "in training (fewer than 5 times). The thresholds were chosen on the validation split; see meta.json.",
+    "cf.warn": "Don't trust this output too much: {why}.",
+    "cf.sep": "; ",
+    "cf.why.low_confidence": "the model itself is unsure of it (mean log-prob {lp}, below {tau}: its validation "
+                             "outputs under that, taken together, score under 10 BLEU, which is almost useless)",
+    "cf.why.rare_input": "{rare} of the input's {n} pieces are rare in its training data ({unseen} never seen)",
+    "cf.why.long_input": "the input has {n} pieces, longer than anything it was trained on (at most {longest})",
+    "cf.why.unusual_prompt": "the prompt is unlike the stories it learned from (perplexity {ppl:,.0f}, above {th:,.0f})",
+    "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} sentences), the others "
+                    "{u:.1f} BLEU ({nu}).",
+    "cf.val_lm": " It flags {f} of {n} validation prompts.",
     "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
                  "every tensor for your text. Each layer computes (LN = layer normalisation, MHA = multi-head attention):",
     "ov.diagram": "The model as a diagram, with your text's shapes",
@@ -232,7 +249,7 @@ EN = {
     "st.row_title": "Weights of query {q}: divisor {div:.2f} vs √d_k",
     "st.series_div": "divisor {div:.2f}",
     "st.series_model": "√d_k = {sqrt:.2f} (the model)",
-    "st.entropy": "Entropy of the row (0 = one-hot, {max:.2f} = uniform)",
+    "st.entropy": "Entropy of the row (0 = one-hot, {max:.2f} = uniform over its allowed keys)",
     "st.why": "Why divide by √d_k?",
     "st.why_text": "If q and k have independent entries with variance 1, q·k is a sum of d_k such products: "
                    "its variance grows like d_k. Large scores push softmax into saturation (one weight ≈ 1, "
@@ -266,6 +283,11 @@ EN = {
     "mk.prefix_help": "Inside the prefix every token sees every other; after it, causal.",
     "mk.prefix_len": "Prefix length",
     "mk.prefix_title": "Prefix-LM mask, prefix = {p} tokens",
+    "mk.prefix_layout": "Your sentence laid out as a prefix-LM translator sees it: one sequence [begin] + source + "
+                        "[sep] + translation. The prefix is the first {p} positions ([begin], the source, [sep]); "
+                        "the slider tries other lengths.",
+    "mk.prefix_layout_lm": "The prefix is the prompt ([begin] + your text, the first {p} positions); the "
+                           "continuation after it is causal. The slider tries other lengths.",
     "mk.cross": "Cross-attention mask",
     "mk.cross_help": "Decoder queries look at encoder keys: only the source's [pad] keys are masked.",
     "mk.cross_title": "Cross-attention mask captured at {hook} (row {row} of the batch)",
@@ -404,12 +426,12 @@ EN = {
     "po.state_on": "positions on",
     "po.state_off": "positions off",
     "po.order": "The same pieces in another order",
-    "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens stay where "
-                     "they are. A ready pair: 我喜欢你。 and 你喜欢我。 — but SentencePiece cuts them into different "
-                     "pieces, so here the pieces of your text are permuted instead.",
+    "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens, punctuation and "
+                     "a lone ▁ stay where they are. Try 医生帮助了病人。: swapping its first and last word piece gives "
+                     "exactly the pieces of 病人帮助了医生。.",
     "po.how": "Permutation",
-    "po.how.reverse": "reverse the pieces",
-    "po.how.swap": "swap the first and last piece",
+    "po.how.reverse": "reverse the word pieces",
+    "po.how.swap": "swap the first and last word piece",
     "po.pieces": "Pieces",
     "po.permuted": "Permuted",
     "po.gap": "Largest distance from an output vector of one order to the nearest output vector of the other "
@@ -462,6 +484,9 @@ EN = {
     "ar.depth.first": "first layer",
     "ar.depth.last": "last layer",
     "ar.checkpoint": "{name} · {n:,} parameters",
+    "ar.trust.weak": "Too small or too undertrained to trust on this sentence: it is unsure here, and its test BLEU is "
+                     "only {bleu} after {epochs} epochs (under 20: even the gist is hard to get).",
+    "ar.trust.unsure": "Not to be trusted on this sentence: a good model in general (test BLEU {bleu}), but unsure here.",
     "ar.row.output": "The translation each one produced (greedy)",
     "ar.row.reads": "Where the target reads the source",
     "ar.row.reads_help": "Rows: the positions that predict each target token ([begin] or [sep], then the target). "
@@ -692,7 +717,7 @@ EN = {
                     "after one layer.",
     "pt.running": "Patching every component (one batched forward)…",
     "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
-    "pt.align_tip": "Try pairs such as 我爱你。 / 你爱我。 or 我是一名工程师。 / 我是一名医生。",
+    "pt.align_tip": "Try pairs such as 医生帮助了病人。 / 病人帮助了医生。 or 我是一名工程师。 / 我是一名医生。",
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",
     "pt.output_b": "B's own output",
@@ -713,8 +738,10 @@ EN = {
     # lessons
     "ls.lesson": "Lesson",
     "ls.step": "Step {i} of {n}",
-    "ls.back": "Back",
-    "ls.next": "Next",
+    "ls.back": "Previous lesson step",
+    "ls.next": "Next lesson step",
+    "ls.facts": "Checking this step's claims against the model…",
+    "ls.broken": "On this checkpoint the note's claim does not hold: {claim}",
     "ls.restore": "Back to the lesson step",
     "ls.elsewhere": "You are on another page than this step's; \"Back to the lesson step\" returns.",
     "ls.leave": "Leave the lesson",

@@ -242,6 +242,12 @@ def entropy(weights) -> float:
     return float(-(w * w.log()).sum())
 
 
+def uniform_entropy(mask_row) -> float:
+    """The entropy of a row spread evenly over the keys it may use: ln(allowed keys) of one mask row
+    [S] (True = may attend); masked keys get weight 0 and do not count."""
+    return math.log(max(int(torch.as_tensor(mask_row).bool().sum()), 1))
+
+
 def qk_variance(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), n_samples: int = 4000, seed: int = 0) -> dict:
     """Empirical variance of q·k for q, k with independent N(0, 1) entries: it grows like d_k,
     and dividing by √d_k brings it back to 1 (why the scale keeps softmax out of saturation)."""
@@ -262,6 +268,17 @@ def example_masks(T: int, prefix_len: int, ids=None, pad_id: int = 0) -> dict[st
     if ids is not None:
         out["padding"] = padding_mask(torch.as_tensor(ids).view(1, -1), pad_id)[0, 0].expand(T, -1)
     return out
+
+
+def prefix_lm_layout(run, sep: str = "[sep]") -> tuple[list[str], int]:
+    """(pieces, prefix length) of the run's sentence as a prefix LM sees it: one sequence [begin] +
+    source + [sep] + target, whose prefix is [begin] + source + [sep]. A one-sequence run is already
+    laid out so (its prompt is the prefix); an encoder-decoder run's source (without [end]) and decoder
+    input are joined."""
+    if run.src_pieces is None:
+        return list(run.tgt_pieces), run.prompt_len
+    src = [p for p in run.src_pieces if p not in ("[end]", "[pad]")]
+    return ["[begin]", *src, sep, *run.tgt_pieces[1:]], len(src) + 2
 
 
 def masked_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

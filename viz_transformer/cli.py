@@ -1,4 +1,4 @@
-"""Command line: train, translate / generate, trace, report, stats, info, evaluate.
+"""Command line: train, translate / generate, trace, report, stats, info, evaluate, calibrate.
 
 User mistakes (missing checkpoint, empty text, bad flags) print one line to stderr and exit 2.
 """
@@ -227,6 +227,27 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    """Choose the confidence thresholds on the validation split (viz_transformer/confidence.py), write
+    them into the checkpoint's meta.json with how they were chosen, and print the test BLEU of the
+    outputs they flag and of the rest."""
+    from .checkpoint import META
+    from .confidence import KEY, calibrate
+    hm = _load(args.checkpoint)
+    try:
+        block = calibrate(hm, args.data, args.limit, log=lambda m: print(m, file=sys.stderr))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if not args.dry_run:
+        path = Path(args.checkpoint) / META
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta[KEY] = block
+        path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({"checkpoint": hm.name, **{k: v for k, v in block.items() if k not in ("pieces", "how")}},
+                     ensure_ascii=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m viz_transformer", description="Instrumented Transformer tools.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -269,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--split", choices=("test", "val"), default="test")
     s.add_argument("--limit", type=int)
     s.set_defaults(fn=cmd_evaluate)
+    s = sub.add_parser("calibrate", help="choose the confidence thresholds on the validation split, into meta.json")
+    s.add_argument("checkpoint")
+    s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
+    s.add_argument("--limit", type=int, help="only the first N pairs of each split (a quick check)")
+    s.add_argument("--dry-run", action="store_true", help="print, do not write meta.json")
+    s.set_defaults(fn=cmd_calibrate)
     return p
 
 

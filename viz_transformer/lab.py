@@ -50,12 +50,13 @@ def forced_logits(hm, run, fwd_hooks=()) -> torch.Tensor:
     return out[0]
 
 
-def permutation(ids, specials, how: str = "reverse") -> list[int]:
-    """Positions of `ids` in a new order: the pieces that are not special ([begin], [end]) reversed,
-    or the first and last of them swapped; special positions stay. ValueError below two pieces."""
+def permutation(ids, specials, how: str = "reverse", keep=()) -> list[int]:
+    """Positions of `ids` in a new order: the pieces that are not special ([begin], [end]) and not at a
+    position in `keep` reversed, or the first and last of them swapped; the others stay. ValueError
+    below two pieces."""
     if how not in PERMUTATIONS:
         raise ValueError(f"unknown permutation {how!r}; choose one of {', '.join(PERMUTATIONS)}")
-    movable = [i for i, x in enumerate(ids) if x not in set(specials)]
+    movable = [i for i, x in enumerate(ids) if x not in set(specials) and i not in set(keep)]
     if len(movable) < 2:
         raise ValueError(f"the text has {len(movable)} piece(s): at least 2 are needed to change their order")
     moved = movable[::-1] if how == "reverse" else [movable[-1]] + movable[1:-1] + [movable[0]]
@@ -63,6 +64,12 @@ def permutation(ids, specials, how: str = "reverse") -> list[int]:
     for i, j in zip(movable, moved):
         order[i] = j
     return order
+
+
+def word_free(pieces) -> list[int]:
+    """Positions of the pieces that hold no letter or digit (punctuation, a lone ▁): they stay in place
+    when a text's pieces are permuted, so a sentence never trades places with its full stop."""
+    return [i for i, p in enumerate(pieces) if not any(c.isalnum() for c in p.replace("\u2581", ""))]
 
 
 def multiset_gap(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -105,13 +112,13 @@ def _last_layer(hm, ids: list[int], fwd_hooks) -> torch.Tensor:
 
 
 def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens=None) -> OrderTest:
-    """Run the text's own piece ids and a permutation of them (`permutation`) through the model with
-    fwd_hooks: the last layer's outputs over the input, how far they are from one multiset, and the
-    greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0)."""
+    """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
+    pieces stay) through the model with fwd_hooks: the last layer's outputs over the input, how far
+    they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0)."""
     tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-    order = permutation(enc.ids, {cfg.bos_id, cfg.eos_id}, how)
+    order = permutation(enc.ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(tok.pieces(enc.ids)))
     ids = list(enc.ids)
     moved = [ids[i] for i in order]
     outs = [_last_layer(hm, x, fwd_hooks) for x in (ids, moved)]

@@ -6,6 +6,17 @@
 
 A step names a page and its settings in the app's own words (SETTINGS); the app maps them onto its
 widgets. `load_lesson` checks a file and raises ValueError naming the step and the field.
+
+What a note claims about the model is computed, not typed: a step may carry facts (a kind from
+viz_transformer.claims with its arguments, evaluated on the lesson's checkpoint and text at that step),
+fill a setting from one ("use": the head a selector found), and print one in its note:
+
+    {"page": "attention", "settings": {"block": "decoder.cross_attn"},
+     "facts": {"align": {"kind": "cross_alignment", "predicts": "▁engineer", "source": "工程师"}},
+     "use": {"layer": "align.layer", "head": "align.head"},
+     "note": {"en": "Row {align.input} puts {align.weight:.2f} on 工程师."}}
+
+tests/test_lesson_claims.py evaluates every fact of the shipped lessons and fails when a claim is false.
 """
 from __future__ import annotations
 
@@ -14,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from .claims import KINDS
 
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 PAGES = ("overview", "attention", "step_by_step", "masks", "positional", "decoding", "knockout", "positions",
@@ -50,14 +63,27 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
 }
 
 
+FACT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+# {fact.field} or {fact.field:format spec} in a note
+PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)(?::([^{}]{1,16}))?\}")
+MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")    # escaped in filled-in values (a piece may be "*")
+
+
 @dataclass
 class Step:
     page: str
     settings: dict = field(default_factory=dict)
-    note: dict = field(default_factory=dict)          # language -> text (markdown)
+    note: dict = field(default_factory=dict)          # language -> text (markdown, with {fact.field})
+    facts: dict = field(default_factory=dict)         # name -> {"kind": claims kind, **arguments}
+    use: dict = field(default_factory=dict)           # setting -> "fact.field"
 
     def to_dict(self) -> dict:
-        return {"page": self.page, "settings": dict(self.settings), "note": dict(self.note)}
+        out = {"page": self.page, "settings": dict(self.settings), "note": dict(self.note)}
+        if self.facts:
+            out["facts"] = {k: dict(v) for k, v in self.facts.items()}
+        if self.use:
+            out["use"] = dict(self.use)
+        return out
 
 
 @dataclass
@@ -95,6 +121,28 @@ def check_settings(settings, where: str) -> dict:
     return dict(settings)
 
 
+def check_facts(facts, use, note: dict, where: str) -> tuple[dict, dict]:
+    """A step's facts and uses, checked: known kinds, scalar arguments, uses and note placeholders that
+    name a fact of this step."""
+    if not isinstance(facts, dict) or not isinstance(use, dict):
+        raise ValueError(f"{where}: facts and use must be objects")
+    for name, spec in facts.items():
+        if not FACT_NAME.match(name) or not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+            raise ValueError(f"{where}: fact {name!r} must be a name (a-z, 0-9, _) with a kind, one of "
+                             f"{', '.join(KINDS)}")
+        if not all(isinstance(v, (str, int, float, bool)) for v in spec.values()):
+            raise ValueError(f"{where}: fact {name!r}: arguments must be text or numbers")
+    for key, ref in use.items():
+        if key not in SETTINGS or not isinstance(ref, str) or ref.split(".")[0] not in facts or ref.count(".") != 1:
+            raise ValueError(f"{where}: use {key!r}: {ref!r} must name a setting and a fact of this step (fact.field)")
+    for text in note.values():
+        for m in PLACEHOLDER.finditer(text):
+            if m.group(1) not in facts:
+                raise ValueError(f"{where}: the note names {{{m.group(1)}.{m.group(2)}}}, but the step has no fact "
+                                 f"{m.group(1)!r}")
+    return dict(facts), dict(use)
+
+
 def parse_lesson(data, name: str = "lesson") -> Lesson:
     """A lesson from its JSON object, checked. ValueError naming the step and the field."""
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
@@ -105,7 +153,9 @@ def parse_lesson(data, name: str = "lesson") -> Lesson:
         if not isinstance(s, dict) or s.get("page") not in PAGES:
             page = s.get("page") if isinstance(s, dict) else s
             raise ValueError(f"{where}: page {page!r} is not one of {', '.join(PAGES)}")
-        steps.append(Step(s["page"], check_settings(s.get("settings", {}), where), _texts(s.get("note"), f"{where}: note")))
+        note = _texts(s.get("note"), f"{where}: note")
+        facts, use = check_facts(s.get("facts", {}), s.get("use", {}), note, where)
+        steps.append(Step(s["page"], check_settings(s.get("settings", {}), where), note, facts, use))
     return Lesson(name, _texts(data.get("title"), f"{name}: title"), steps)
 
 
@@ -138,3 +188,32 @@ def list_lessons(folder: Optional[Path] = None) -> list[str]:
 def note(texts: dict, lang: str = "en") -> str:
     """The text in `lang`, else the first one there is."""
     return texts.get(lang) or next(iter(texts.values()), "")
+
+
+def model_and_text(lesson: Lesson, i: int) -> tuple[Optional[str], Optional[str]]:
+    """(checkpoint, text) in force at step i: the last ones set by steps 0 … i (what the facts use)."""
+    ckpt = text = None
+    for s in lesson.steps[:i + 1]:
+        ckpt, text = s.settings.get("checkpoint", ckpt), s.settings.get("text", text)
+    return ckpt, text
+
+
+def _value(values: dict, ref: str):
+    name, key = ref.split(".")
+    if key not in values.get(name, {}):
+        raise ValueError(f"fact {name!r} has no field {key!r}; it has {', '.join(values.get(name, {}))}")
+    return values[name][key]
+
+
+def step_settings(step: Step, values: dict) -> dict:
+    """The step's settings with every `use` filled from the evaluated facts (name -> field -> value)."""
+    return check_settings({**step.settings, **{k: _value(values, ref) for k, ref in step.use.items()}}, "this step")
+
+
+def fill(text: str, values: dict) -> str:
+    """A note with every {fact.field[:spec]} replaced by its value; text values are markdown-escaped."""
+    def one(m: re.Match) -> str:
+        v = _value(values, f"{m.group(1)}.{m.group(2)}")
+        out = format(v, m.group(3) or "")
+        return MARKDOWN.sub(r"\\\1", out) if isinstance(v, str) else out
+    return PLACEHOLDER.sub(one, text)

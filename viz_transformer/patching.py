@@ -76,6 +76,12 @@ def resid_names(cfg, part: Optional[str] = None) -> list[str]:
     return [layer_name(part, 0, "hook_resid_pre")] + [layer_name(part, i, "hook_resid_post") for i in range(n)]
 
 
+def resid_layer(stream: int) -> Optional[int]:
+    """The layer a residual-stream index (the "layer" column of resid rows, a row of score_grid) is read
+    after: None for stream 0 (the embeddings, before layer 0), else stream - 1."""
+    return None if stream == 0 else stream - 1
+
+
 @torch.no_grad()
 def prepare_pair(hm, text_a: str, text_b: str, max_new_tokens: Optional[int] = None) -> Pair:
     """Tokenize both texts once, generate A's greedy output and capture A's run. ValueError when the

@@ -1,0 +1,207 @@
+"""When to distrust an output (viz_transformer/confidence.py): the numbers against a full recompute with
+the model's own forward, the thresholds against an independent re-derivation with sacrebleu, the
+shipped checkpoints' verdicts on the outputs issue 21 called nonsense, and the line and the warning
+on the app's pages."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import torch
+from streamlit.testing.v1 import AppTest
+
+from app_util import APP, ZH, open_tab, texts
+from viz_transformer import confidence as C
+from viz_transformer import data as D
+from viz_transformer import decode, load_checkpoint
+from viz_transformer.decoding import greedy_ids
+from viz_transformer.evaluation import translation_splits
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "checkpoints"
+SCRIPT = "<script>alert(1)</script>"
+# a 56-character everyday story, longer than every Tatoeba sentence (at most 44 characters)
+LONG = "昨天晚上我和几个老朋友在一家新开的餐馆吃饭，我们聊了很多关于工作和生活的事情，大家都很开心，最后一起坐车回家了。"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return {name: load_checkpoint(SHIPPED / name) for name in
+            ("zh-en", "zh-en-encdec", "zh-en-decoder", "zh-en-prefix", "en-stories")}
+
+
+def _reference(hm, text: str, tr):
+    """Log-probs of a greedy trace's tokens ([end] included) and, for an LM, its prompt's perplexity,
+    from one plain forward of the model over the teacher-forced ids (no run, no cache)."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    out = tr.output_ids                                                # ends with [end] when the model ended
+    with torch.no_grad():
+        if cfg.is_encoder_decoder:
+            logits = hm.model(torch.tensor([tr.src_ids]), torch.tensor([[cfg.bos_id] + out[:-1]]))[0]
+            start = 0
+        else:
+            seq = tr.prompt_ids + out
+            logits = hm.model(torch.tensor([seq[:-1]]),
+                              prefix_len=len(tr.prompt_ids) if cfg.architecture == "prefix_lm" else None)[0]
+            start = len(tr.prompt_ids) - 1
+    logp = torch.log_softmax(logits, -1)
+    lp = torch.stack([logp[start + i, t] for i, t in enumerate(out)])
+    ppl = None
+    if not cfg.is_translator:
+        p = tr.prompt_ids
+        ppl = math.exp(-sum(logp[i, p[i + 1]].item() for i in range(len(p) - 1)) / (len(p) - 1))
+    return lp, ppl
+
+
+@pytest.mark.parametrize("name,text", [("zh-en", ZH), ("zh-en", SCRIPT), ("zh-en-decoder", ZH),
+                                       ("zh-en-prefix", LONG), ("en-stories", "Once upon a time")])
+def test_the_numbers_are_a_full_recompute(shipped, name, text):
+    hm = shipped[name]
+    run = hm.run(text)
+    tr = decode(hm, text, "greedy", max_new_tokens=64)
+    lp, ppl = _reference(hm, text, tr)
+    c = C.assess(hm, run)
+    assert c.n_tokens == len(lp)
+    assert c.mean_logprob == pytest.approx(lp.mean().item(), abs=1e-4)
+    assert c.min_prob == pytest.approx(lp.exp().min().item(), abs=1e-4)
+    if ppl is not None:
+        assert c.prompt_ppl == pytest.approx(ppl, rel=1e-4)
+    # the batched scorer used by the calibration agrees with the run, padding and all
+    others = ["我是学生。", LONG] if hm.cfg.is_translator else ["The little dog", "Lily and Tom went to the park."]
+    outs = [hm.run(x).output_ids for x in others] + [run.output_ids]
+    scores = C.batch_scores(hm, others + [text], outs, ended=[True, True, tr.output_ids[-1] == hm.cfg.eos_id])
+    assert scores[-1][0] == pytest.approx(c.mean_logprob, abs=1e-4)
+
+
+def test_rare_pieces_are_counted_from_the_training_sources(shipped):
+    hm = shipped["zh-en"]
+    train, _, _ = translation_splits(hm.meta)
+    counts = {}
+    for s in {s for s, _ in train}:
+        for i in hm.tokenizer.encode(s):
+            counts[i] = counts.get(i, 0) + 1
+    stored = hm.meta["confidence"]["pieces"]
+    common = C._unbits(stored["common"])
+    assert common == {i for i, n in counts.items() if n >= C.RARE_BELOW}
+    assert C._unbits(stored["seen"]) == set(counts)
+    ids = hm.tokenizer.encode(SCRIPT)
+    c = C.assess(hm, hm.run(SCRIPT))
+    assert (c.n_pieces, c.n_rare, c.n_unseen) == (len(ids), sum(counts.get(i, 0) < C.RARE_BELOW for i in ids),
+                                                 sum(i not in counts for i in ids))
+    assert len((SHIPPED / "zh-en" / "meta.json").read_bytes()) < 16_000           # the stats stay small
+
+
+def test_tau_is_the_rule_in_the_docstring():
+    """choose_tau against a brute force with sacrebleu's own corpus_bleu on every prefix."""
+    hm = load_checkpoint(SHIPPED / "zh-en-encdec")
+    train, val, _ = translation_splits(hm.meta)
+    val = D.unseen_sources(val, train)[0][:120]
+    texts_ = [s for s, _ in val]
+    ids = greedy_ids(hm.model, hm.tokenizer, texts_)
+    outs = [hm.tokenizer.decode(o) for o in ids]
+    scores = [s[0] for s in C.batch_scores(hm, texts_, ids)]
+    refs = [t for _, t in val]
+    tau, n = C.choose_tau(scores, outs, refs)
+    order = sorted(range(len(val)), key=lambda i: scores[i])
+    ok = [k for k in range(C.MIN_FLAGGED, len(val))
+          if sacrebleu.corpus_bleu([outs[i] for i in order[:k]], [[refs[i] for i in order[:k]]]).score < C.BAR_BLEU]
+    assert ok and n == max(ok)
+    below = [i for i in range(len(val)) if scores[i] < tau]
+    assert len(below) == n
+    assert sacrebleu.corpus_bleu([outs[i] for i in below], [[refs[i] for i in below]]).score < C.BAR_BLEU
+
+
+def test_every_shipped_checkpoint_is_calibrated_and_its_test_split_is_evaluate_s(shipped):
+    for name, hm in shipped.items():
+        cal = hm.meta["confidence"]
+        assert cal["how"] and cal["command"].endswith(f"checkpoints/{name}")
+        if hm.cfg.is_translator:
+            # the calibration's test outputs are exactly the ones `evaluate` scored
+            assert cal["test"]["all"]["bleu"] == hm.meta["test"]["bleu"]
+            assert cal["test"]["flagged"]["bleu"] < C.BAR_BLEU + 5 < cal["test"]["unflagged"]["bleu"]
+        else:
+            assert {"prompt_ppl", "mean_logprob"} <= set(cal["thresholds"])
+
+
+@pytest.mark.parametrize("name,text,output", [
+    ("zh-en-decoder", ZH, "I'm not a fool."),
+    ("zh-en-prefix", ZH, "I'm not a stupid."),
+    ("zh-en", SCRIPT, "Slice surgery turned to strivin."),
+    ("zh-en", LONG, None), ("zh-en-encdec", LONG, None), ("zh-en-decoder", LONG, None), ("zh-en-prefix", LONG, None),
+    ("zh-en-encdec", SCRIPT, None), ("zh-en-decoder", SCRIPT, None), ("zh-en-prefix", SCRIPT, None),
+    ("en-stories", ZH, None), ("en-stories", SCRIPT, None),
+])
+def test_the_nonsense_outputs_are_flagged(shipped, name, text, output):
+    hm = shipped[name]
+    run = hm.run(text)
+    if output is not None:
+        assert run.output == output                          # the very output issue 21 reported
+    assert C.assess(hm, run).flagged, (name, run.output)
+
+
+@pytest.mark.parametrize("name,text,output", [("zh-en", ZH, "I'm an engineer."), ("zh-en", "我是学生。", None),
+                                              ("zh-en-encdec", ZH, "I'm an engineer."),
+                                              ("en-stories", "Once upon a time", None)])
+def test_good_outputs_are_not_flagged(shipped, name, text, output):
+    hm = shipped[name]
+    run = hm.run(text)
+    if output is not None:
+        assert run.output == output
+    c = C.assess(hm, run)
+    assert not c.flagged, (name, run.output, c)
+
+
+# -- the app --------------------------------------------------------------------------------------------
+def _open(page: str, ckpt: str, text: str, lang: str = "en") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["lang"] = lang
+    at.session_state["ckpt"], at.session_state["text"] = ckpt, text
+    at.run(timeout=120)
+    if page != "overview":
+        at.switch_page(f"views/{page}.py")
+        at.run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def shipped_env(monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(SHIPPED))
+
+
+def test_the_overview_shows_the_line_and_warns_only_on_nonsense(shipped_env):
+    at = _open("overview", "zh-en-decoder", ZH)
+    caption = next(c.value for c in at.caption if c.value.startswith("confidence: mean log-prob −"))
+    assert "of 3 pieces rare" in caption
+    warn = [w.value for w in at.warning if w.value.startswith("Don't trust this output")]
+    assert len(warn) == 1 and "the model itself is unsure" in warn[0] and "BLEU" in warn[0]
+    at = _open("overview", "zh-en", ZH)
+    assert any(c.value.startswith("confidence: mean log-prob −0.15 (p≈0.86 per token) · 0 of 4 pieces rare")
+               for c in at.caption)
+    assert not [w for w in at.warning if w.value.startswith("Don't trust")]
+
+
+def test_compare_architectures_says_which_model_to_distrust(shipped_env):
+    at = _open("architectures", "zh-en", ZH, lang="zh")
+    open_tab(at, "ar", "reads")
+    shown = texts(at)
+    assert "置信度：平均对数概率" in shown
+    weak = [w.value for w in at.warning if w.value.startswith("这个模型太小或训练不足")]
+    assert len(weak) == 2                                # decoder-only and prefix LM; the encoder-decoder is fine
+
+
+def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
+    at = _open("overview", "zh-en-decoder", ZH)
+    want = {"decoding": 1, "knockout": 2, "positions": 2, "compare": 2, "patching": 2}   # outputs on the page
+    for page, n in want.items():
+        at.switch_page(f"views/{page}.py")
+        at.run(timeout=120)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        if page == "decoding":                 # the line comes with the last step
+            at.session_state["dc_step"] = 10_000
+            at.run(timeout=120)
+        lines = [c.value for c in at.caption if c.value.startswith("confidence: ")]
+        assert len(lines) == n, (page, lines)
+        assert any(w.value.startswith("Don't trust this output") for w in at.warning), page
