@@ -83,13 +83,13 @@ with tabs["applied"]:
         c = st.columns([3, 1, 1])
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
         q_pieces, k_pieces = analysis.query_labels(run, block), analysis.block_pieces(run, block)[1]
+        yq = widgets.query_axis(block)
         (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window")
         mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
         scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
         pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
         qp, kp = q_pieces[qa:qb], k_pieces[ka:kb]
         ql, kl = plots.labels(qp, qa), plots.labels(kp, ka)
-        yq = widgets.query_axis(block)
         widgets.show(plots.mask_heatmap(mask[qa:qb, ka:kb], qp, kp, t("mk.mask_title",
                                         hook=analysis.hook_name(block, layer, "hook_mask")), q_start=qa, k_start=ka,
                                         **{**mask_kw, "ylabel": yq}))
