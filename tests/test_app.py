@@ -172,7 +172,7 @@ def test_decoding_next_back_and_what_each_step_shows(env):
     assert len(figure(at, "Self-attention of the newest query")["data"][0]["x"]) == 2   # [begin] + 1 token
     by_key(at.selectbox, "dc_layer").set_value(1)
     at.run(timeout=60)
-    cross = figure(at, "over the source, layer 1")
+    cross = figure(at, f"Cross-attention of the newest query, {ref.pieces[1]} → {ref.pieces[2]}, layer 1")
     assert np.allclose(array(cross["data"][0]["z"]),
                        ref.steps[1].attention["decoder.1.cross_attn.hook_pattern"], atol=1e-5)
     at.button(key="dc_back").click().run(timeout=60)

@@ -163,5 +163,21 @@ def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
     f = figure(at, "cross-attention (decoder → encoder), layer 0, head 0")
     assert f["data"][0]["y"] == ["0:[begin] → ▁I", "1:▁I → '", "2:' → m", "3:m → ▁an", "4:▁an → ▁engineer",
                                  "5:▁engineer → .", "6:. → [end]"]
-    assert f["layout"]["yaxis"]["title"]["text"] == "query (input → predicted token)"
-    assert "query (input → predicted token): %{y}" in f["data"][0]["hovertemplate"]
+    assert f["layout"]["yaxis"]["title"]["text"] == "query → prediction"
+    assert "query → prediction: %{y}" in f["data"][0]["hovertemplate"]
+
+
+def test_step_through_decoding_in_chinese_names_the_row_being_decoded():
+    from streamlit.testing.v1 import AppTest
+    from app_util import APP
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["lang"] = "zh"
+    at.session_state["ckpt"], at.session_state["text"] = "zh-en", ZH
+    at.run(timeout=90)
+    at.switch_page("views/decoding.py")
+    at.run(timeout=90)
+    for _ in range(5):                                     # step 5 chose ▁engineer from the row of ▁an
+        at.button(key="dc_next").click().run(timeout=90)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "▁an → ▁engineer 这一行就是模型选出 ▁engineer 的那一步" in texts(at)
+    assert figure(at, "最新查询（▁an → ▁engineer）在源序列上的交叉注意力")

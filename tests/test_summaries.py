@@ -236,3 +236,18 @@ def test_cli_writes_a_report_and_stats(ckpt_root, tmp_path):
     assert r.returncode == 2 and "4 heads per layer" in r.stderr
     r = cli("stats", "--checkpoint", ckpt_root / "tiny-zh-en", "--corpus", tmp_path / "missing.txt", "--out", tmp_path / "s.csv")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator):
+    from viz_transformer import analysis
+    from viz_transformer.report import report_data
+    run = tiny_translator.run("我是学生。", max_new_tokens=6)
+    heads = [("encoder.self_attn", 0, 0), ("decoder.cross_attn", 0, 1)]
+    figs = [b for s in report_data(tiny_translator, run, heads)["sections"] for b in s.get("blocks", [])
+            if b.get("kind") == "figure"]
+    ys = {f["figure"]["layout"]["title"]["text"]: f["figure"]["data"][0].get("y") for f in figs}
+    enc = next(y for t, y in ys.items() if t.startswith("encoder self-attention, layer 0"))
+    cross = next(y for t, y in ys.items() if t.startswith("cross-attention (decoder → encoder), layer 0"))
+    assert enc == [f"{i}:{p}" for i, p in enumerate(run.src_pieces)]
+    assert cross == [f"{i}:{p} → {n}" for i, p, n in zip(range(99), run.tgt_pieces, run.predicted)]
+    assert cross == [f"{i}:{q}" for i, q in enumerate(analysis.query_labels(run, "decoder.cross_attn"))]

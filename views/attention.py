@@ -63,5 +63,5 @@ if heads:
     mats = [analysis.head_matrix(pats[layer], h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
     widgets.show(plots.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
                                  t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
-                                 k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=t("axis.query"),
+                                 k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=widgets.query_axis(block),
                                  key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")

@@ -70,7 +70,8 @@ EN = {
     "head.mean": "mean over heads",
     "head.max": "max over heads",
     "axis.query": "query (attending)",
-    "axis.query_next": "query (input → predicted token)",
+    "axis.query_next": "query → prediction",
+    "axis.query_ref": "query → target",
     "rows.intro": "A decoder row is the step that predicts the next token, so a decoder row is labelled with its "
                   "input and the token the model predicts there: the row {row} is where the model chose {piece}.",
     "rows.intro_tr": "A decoder row is the step that predicts the next token. A snapshot keeps the attention, not "
@@ -352,8 +353,8 @@ EN = {
     "dc.sequence": "Decoder tokens so far",
     "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
-    "dc.cross_title": "Cross-attention of the newest query ({query}) over the source, layer {layer}",
-    "dc.self_title": "Self-attention of the newest query ({query}) over the tokens so far, layer {layer}",
+    "dc.cross_title": "Cross-attention of the newest query, {query}, layer {layer}",
+    "dc.self_title": "Self-attention of the newest query, {query}, layer {layer}",
     "dc.beams": "Beams",
     "dc.beam_title": "Beam search up to step {i}: filled = extended, hollow = dropped, diamond = finished",
     "dc.extended": "extended",

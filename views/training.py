@@ -62,7 +62,8 @@ name = analysis.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
 mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
 widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
-                                     step=step), t("axis.key"), widgets.query_axis(block), t("cb.weight")),
+                                     step=step), t("axis.key"),
+                                     t("axis.query" if block == "encoder.self_attn" else "axis.query_ref"), t("cb.weight")),
              key="tr_heat")
 widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
              block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),

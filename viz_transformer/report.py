@@ -63,7 +63,7 @@ TEXT = {
     "block.encoder.self_attn": "encoder self-attention",
     "block.decoder.self_attn": "decoder self-attention",
     "block.decoder.cross_attn": "cross-attention (decoder → encoder)",
-    "axis.query": "query (attending)", "axis.query_next": "query (input → predicted token)", "axis.key": "key (attended to)", "axis.layer": "layer", "axis.head": "head",
+    "axis.query": "query (attending)", "axis.query_next": "query → prediction", "axis.key": "key (attended to)", "axis.layer": "layer", "axis.head": "head",
 }
 
 _PAGE = """<!doctype html>
