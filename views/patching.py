@@ -72,4 +72,8 @@ else:
 
 st.subheader(t("pt.top"))
 cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
-st.dataframe(df.sort_values("score", ascending=False).head(10).rename(columns=cols), hide_index=True, key="pt_table")
+cols.update({c: t(f"ko.col.{c}") for c in ("block", "layer", "head")},        # a resid row keeps its capture name
+            name=t("pt.col.hook"), pos=t("pt.col.pos"), piece=t("pt.col.piece"))
+top = df.sort_values("score", ascending=False).head(10)
+top = top.assign(block=[widgets.prefix_label(p) for p in top["block"]]) if "block" in top else top
+st.dataframe(top.rename(columns=cols), hide_index=True, key="pt_table")
