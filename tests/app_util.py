@@ -43,7 +43,7 @@ def figures(at) -> list[dict]:
 
 
 def figure(at, title_part: str) -> dict:
-    found = [f for f in figures(at) if title_part in f["layout"]["title"]["text"]]
+    found = [f for f in figures(at) if title_part in f["layout"]["title"]["text"].replace("<br>", " ")]   # wrapped
     assert found, f"no figure titled *{title_part}*: {[f['layout']['title']['text'] for f in figures(at)]}"
     return found[0]
 

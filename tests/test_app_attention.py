@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from app_util import ZH, array, by_key, figure, figures, open_app, open_tab, texts
-from viz_transformer import analysis, load_checkpoint
+from viz_transformer import figure_rules, analysis, load_checkpoint
 from viz_transformer.tokenizer import group_words
 
 
@@ -136,9 +136,9 @@ def test_step_by_step_reproduces_the_capture_and_reacts_to_the_divisor(env):
 
 
 def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
-    text = "我是一名工程师。" * 6
+    text = "我是一名工程师。" * 14
     run = load_checkpoint(env / "tiny-zh-en").run(text)
-    T, S, W = len(run.tgt_pieces), len(run.src_pieces), 40                  # W: the page's window
+    T, S, W = len(run.tgt_pieces), len(run.src_pieces), figure_rules.max_cells()     # W: the page's window
     assert T < W < S
     at = open_app("views/step_by_step.py", text=text)
     by_key(at.selectbox, "st_block").set_value("decoder.cross_attn").run(timeout=60)

@@ -48,14 +48,21 @@ def test_a_right_hand_axis_added_later_gets_its_margin():
     assert fig.layout.margin.r > before and fig.layout.yaxis2.automargin is False
 
 
-def test_a_long_heatmap_labels_some_tokens_and_hovers_all():
+def test_a_long_heatmap_shows_a_window_of_readable_cells_and_hovers_all():
+    from viz_transformer import figure_rules
     pieces = [f"p{i}" for i in range(512)]
     fig = plots.attention_heatmap(np.full((512, 512), 1 / 512), pieces, pieces, "t")
+    m, n = fig.layout.margin, figure_rules.max_cells()
+    assert list(fig.layout.yaxis.range) == [n - 0.5, -0.5] and list(fig.layout.xaxis.range) == [-0.5, n - 0.5]
+    assert (fig.layout.height - m.t - m.b) / n >= figure_rules.MIN_CELL        # cells never below the minimum
     ticks = list(fig.layout.yaxis.tickvals)
-    assert 20 <= len(ticks) <= 120 and set(ticks) <= set(fig.data[0].y)
+    assert set(ticks) <= set(fig.data[0].y) and len(ticks) < 512               # every k-th labelled
+    step = fig.data[0].y.index(ticks[1]) - fig.data[0].y.index(ticks[0])
+    assert step * (fig.layout.height - m.t - m.b) / n >= 14                     # labels a text height apart
     assert list(fig.data[0].x) == plots.labels(pieces)       # every cell still carries its token for hover
     small = plots.attention_heatmap(np.full((8, 8), 1 / 8), pieces[:8], pieces[:8], "t")
     assert small.layout.yaxis.tickvals is None               # few tokens: every one labelled
+    assert small.layout.yaxis.range is None
 
 
 def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():

@@ -41,25 +41,28 @@ with tabs["reads"]:
                 st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
         st.subheader(t("ar.row.reads"))
         st.caption(t("ar.row.reads_help"))
-        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+        reads = {arch: run["reads"][0 if depth == "first" else cfgs[arch].n_decoder_layers - 1] for arch, run in runs.items()}
+        cols, width = widgets.figure_columns(len(runs), max(len(qp) for _, qp, _ in reads.values()),
+                                             max(len(kp) for _, _, kp in reads.values()))
+        for where, (arch, (w, qp, kp)) in zip(cols, reads.items()):
             cfg = cfgs[arch]
-            layer = 0 if depth == "first" else cfg.n_decoder_layers - 1
-            w, qp, kp = run["reads"][layer]
             with where:
                 title = t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}", arch=t("ar.short." + arch),
-                          layer=layer)
+                          layer=0 if depth == "first" else cfg.n_decoder_layers - 1)
                 widgets.show(plots.attention_heatmap(w, qp, kp, title, t("axis.source"), t("ar.target_axis"),
-                                                     t("cb.weight")), key=f"ar_reads_{arch}")
+                                                     t("cb.weight"), width=width), key=f"ar_reads_{arch}")
 
 with tabs["masks"]:
     if tabs["masks"].open:
         st.subheader(t("ar.row.masks"))
-        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+        n = max(len(q) for run in runs.values() for _, q in run["masks"].values())
+        cols, width = widgets.figure_columns(len(runs), n, n)
+        for where, (arch, run) in zip(cols, runs.items()):
             with where:
                 for b, (mask, q) in run["masks"].items():
                     name = A.hook_name(b, 0, "hook_mask")
                     fig = plots.mask_heatmap(mask, q, q, t("ar.mask", arch=t("ar.short." + arch), hook=name),
-                                             **mask_kw)
+                                             width=width, **mask_kw)
                     seg = run["segments"]
                     if seg is not None:
                         plots_models.mark_segments(fig, [seg.source_start, seg.source_end], parts)

@@ -29,20 +29,24 @@ except ValueError as e:
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "cp", with_reduce=True)
 names = dict(block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 mats = []
-for where, r, title in zip(st.columns(2), (run, run2), ("cp.first_title", "cp.second_title")):
+for where, r in zip(st.columns(2), (run, run2)):
     with where:
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
         q_pieces, k_pieces = analysis.block_pieces(r, block)
-        mat, qp, kp = analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces)
-        mats.append((mat, qp, kp))
-        widgets.show(plots.attention_heatmap(mat, qp, kp, t(title, **names), t("axis.key"), t("axis.query"),
-                                             colorbar=t("cb.weight")), key=f"cp_{title}")
-
+        mats.append(analysis.head_matrix(analysis.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces))
+(wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window")
+cols, width = widgets.figure_columns(2, wq_end - wq, wk_end - wk)
+for where, (mat, qp, kp), title in zip(cols, mats, ("cp.first_title", "cp.second_title")):
+    with where:
+        widgets.show(plots.attention_heatmap(mat[wq:wq_end, wk:wk_end], qp[wq:wq_end], kp[wk:wk_end], t(title, **names),
+                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight"), q_start=wq,
+                                             k_start=wk, width=width), key=f"cp_{title}")
 (a, qa, ka), (b, qb, kb) = mats
 if tuple(a.shape) != tuple(b.shape):
     st.info(t("cp.no_diff", a="×".join(map(str, a.shape)), b="×".join(map(str, b.shape))))
 else:
     rows = [f"{x} / {y}" for x, y in zip(qa, qb)]
     cols = [f"{x} / {y}" for x, y in zip(ka, kb)]
-    widgets.show(plots.values_heatmap(a - b, plots.labels(rows), plots.labels(cols), t("cp.diff_title", **names),
+    widgets.show(plots.values_heatmap((a - b)[wq:wq_end, wk:wk_end], plots.labels(rows[wq:wq_end], wq),
+                                      plots.labels(cols[wk:wk_end], wk), t("cp.diff_title", **names),
                                       t("cp.diff_axis"), t("cp.diff_axis"), colorbar=t("cb.diff")), key="cp_diff")

@@ -49,13 +49,13 @@ with tabs["causal"]:
         # -- causal and prefix-LM over the decoder input --------------------------------------------------
         pieces = run.tgt_pieces
         T = len(pieces)
-        left, right = st.columns(2)
+        (left, right), width = widgets.figure_columns(2, T, T)
         with left:
             st.subheader(t("mk.causal"))
             st.caption(t("mk.causal_help"))
             widgets.show(plots.mask_heatmap(analysis.example_masks(T, 1)["causal"], pieces, pieces,
                                             t("mk.causal_title"),
-                                            **mask_kw))
+                                            width=width, **mask_kw))
         with right:
             st.subheader(t("mk.prefix"))
             st.caption(t("mk.prefix_help"))
@@ -63,11 +63,12 @@ with tabs["causal"]:
                 st.caption(t("mk.prefix_applied", p=run.prefix_len))
                 hook = analysis.hook_name("decoder.self_attn", 0, "hook_mask")
                 widgets.show(plots.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
-                                                **mask_kw), key="mk_prefix_fig")
+                                                width=width, **mask_kw), key="mk_prefix_fig")
             else:
                 p = st.slider(t("mk.prefix_len"), 1, T, max(1, T // 2), key="mk_prefix") if T > 1 else 1
                 widgets.show(plots.mask_heatmap(analysis.example_masks(T, p)["prefix_lm"], pieces, pieces,
-                                                t("mk.prefix_title", p=p), **mask_kw), key="mk_prefix_fig")
+                                                t("mk.prefix_title", p=p), width=width, **mask_kw),
+                             key="mk_prefix_fig")
 
 with tabs["applied"]:
     if tabs["applied"].open:
@@ -77,19 +78,24 @@ with tabs["applied"]:
         c = st.columns([3, 1, 1])
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
         q_pieces, k_pieces = analysis.block_pieces(run, block)
+        (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window")
         mask = run.cache[analysis.hook_name(block, layer, "hook_mask")][0, 0]
         scores = run.cache[analysis.hook_name(block, layer, "hook_scores")][0, head]
         pattern = run.cache[analysis.hook_name(block, layer, "hook_pattern")][0, head]
-        ql, kl = plots.labels(q_pieces), plots.labels(k_pieces)
-        widgets.show(plots.mask_heatmap(mask, q_pieces, k_pieces, t("mk.mask_title",
-                                        hook=analysis.hook_name(block, layer, "hook_mask")), **mask_kw))
-        cols = st.columns(3)
+        qp, kp = q_pieces[qa:qb], k_pieces[ka:kb]
+        ql, kl = plots.labels(qp, qa), plots.labels(kp, ka)
+        widgets.show(plots.mask_heatmap(mask[qa:qb, ka:kb], qp, kp, t("mk.mask_title",
+                                        hook=analysis.hook_name(block, layer, "hook_mask")), q_start=qa, k_start=ka,
+                                        **mask_kw))
+        cols, width = widgets.figure_columns(3, len(qp), len(kp))
         with cols[0]:
-            widgets.show(plots.values_heatmap(scores, ql, kl, t("mk.before", head=head), t("axis.key"), t("axis.query"),
-                                              t("cb.score")), key="mk_before")
+            widgets.show(plots.values_heatmap(scores[qa:qb, ka:kb], ql, kl, t("mk.before", head=head), t("axis.key"),
+                                              t("axis.query"), t("cb.score"), width=width), key="mk_before")
         with cols[1]:
-            widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask), ql, kl, t("mk.after", head=head),
-                                              t("axis.key"), t("axis.query"), t("cb.score")), key="mk_after")
+            widgets.show(plots.values_heatmap(analysis.masked_scores(scores, mask)[qa:qb, ka:kb], ql, kl,
+                                              t("mk.after", head=head), t("axis.key"), t("axis.query"), t("cb.score"),
+                                              width=width), key="mk_after")
         with cols[2]:
-            widgets.show(plots.attention_heatmap(pattern, q_pieces, k_pieces, t("mk.pattern", head=head), t("axis.key"),
-                                                 t("axis.query"), t("cb.weight")), key="mk_pattern")
+            widgets.show(plots.attention_heatmap(pattern[qa:qb, ka:kb], qp, kp, t("mk.pattern", head=head),
+                                                 t("axis.key"), t("axis.query"), t("cb.weight"), qa, ka, width=width),
+                         key="mk_pattern")

@@ -16,16 +16,23 @@ if not cfg.is_encoder_decoder:
 
 off = cached.positions_off(path, ctx.stamp, ctx.text)
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "po")
+shown = {}
 for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-        q_pieces, k_pieces = analysis.block_pieces(r, block)
-        mat = analysis.head_pattern(r.cache, block, layer, head)
-        widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("po.att_title", state=t(f"po.state_{state}"),
-                                             block=widgets.block_label(block), layer=layer, head=widgets.head_label(head)),
-                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight")),
-                     key=f"po_att_{state}")
+        shown[state] = (*analysis.block_pieces(r, block), analysis.head_pattern(r.cache, block, layer, head))
+(qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
+                                    "po_window")
+cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
+for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
+    with where:
+        widgets.show(plots.attention_heatmap(mat[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
+                                             t("po.att_title", state=t(f"po.state_{state}"),
+                                               block=widgets.block_label(block), layer=layer,
+                                               head=widgets.head_label(head)),
+                                             t("axis.key"), t("axis.query"), colorbar=t("cb.weight"), q_start=qa,
+                                             k_start=ka, width=width), key=f"po_att_{state}")
 
 # -- the order test -------------------------------------------------------------------------------
 st.subheader(t("po.order"))

@@ -7,8 +7,6 @@ from views import cached, context, widgets
 from views.strings import t
 from viz_transformer import analysis, plots
 
-WINDOW = 40   # positions shown per axis; softmax still uses every key
-
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
 st.title(t("st.title"))
@@ -25,11 +23,7 @@ q, k, v, mask = analysis.head_qkv(run.cache, block, layer, head)
 hs = analysis.attention_steps(q, k, v, mask, divisor)
 q_pieces, k_pieces = analysis.block_pieces(run, block)
 T, S = len(q_pieces), len(k_pieces)
-qa, qb, ka, kb = 0, T, 0, S
-if max(T, S) > WINDOW:
-    start = st.slider(t("st.window"), 0, max(T, S) - WINDOW, 0, key="st_start")
-    (qa, qb), (ka, kb) = analysis.axis_windows(T, S, start, WINDOW)
-    st.caption(t("st.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+(qa, qb), (ka, kb) = widgets.window(T, S, "st_start")
 ql, kl = plots.labels(q_pieces[qa:qb], qa), plots.labels(k_pieces[ka:kb], ka)
 dims = plots.dims(cfg.d_head)
 xd, yq, yk, xk = t("axis.d_head"), t("axis.query"), t("axis.key"), t("axis.key")
@@ -39,26 +33,30 @@ tabs = widgets.lazy_tabs("st")        # only the open tab runs and is drawn
 
 with tabs["qkv"]:
     if tabs["qkv"].open:
-        cols = st.columns(3)
+        cols, width = widgets.figure_columns(3, max(qb - qa, kb - ka), len(dims))
         for where, m, rows, key, ylab in [(cols[0], hs.q[qa:qb], ql, "st.Q", yq),
                                           (cols[1], hs.k[ka:kb], kl, "st.K", yk), (cols[2], hs.v[ka:kb], kl, "st.V", yk)]:
             with where:
-                widgets.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value")))
+                widgets.show(plots.values_heatmap(m, rows, dims, t(key, head=head), xd, ylab, t("cb.value"),
+                                                  width=width))
 
 with tabs["scores"]:
     if tabs["scores"].open:
-        cols = st.columns(2)
+        cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
         with cols[0]:
-            widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score")))
+            widgets.show(plots.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score"),
+                                              width=width))
         with cols[1]:
             widgets.show(plots.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
-                                              t("cb.score")))
-        cols = st.columns(2)
+                                              t("cb.score"), width=width))
+        cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
         with cols[0]:
-            widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score")))
+            widgets.show(plots.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score"),
+                                              width=width))
         with cols[1]:
             widgets.show(plots.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
-                                                 t("st.softmax"), xk, yq, t("cb.weight"), qa, ka), key="st_weights")
+                                                 t("st.softmax"), xk, yq, t("cb.weight"), qa, ka, width=width),
+                         key="st_weights")
         if divisor == sqrt_dk:
             st.metric(t("st.check"), f"{float((hs.weights - captured).abs().max()):.2e}")
         else:

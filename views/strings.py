@@ -528,6 +528,8 @@ EN = {
     "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.snapshots.load_training_snapshots.",
     # figures everywhere
+    "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
+    "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",
     "fig.html": "HTML",
     "fig.html_help": "Download this figure as one HTML file that works offline (PNG: the camera in its toolbar).",
 

@@ -427,6 +427,8 @@ ZH = {
     "tr.curves": "训练过程中的损失和 BLEU（红线：当前步）",
     "tr.x": "训练步数（对数刻度；第 0 步画在 0.5）",
     "tr.how": "{n} 个快照，以 float16 保存在检查点文件夹中（training_snapshots.safetensors + .json），用 viz_transformer.snapshots.load_training_snapshots 读取。",
+    "fig.window": "显示的位置（每次 {m} 个：格子再小就看不清了）",
+    "fig.window_note": "显示查询行 {qa}–{qb}、键列 {ka}–{kb}；拖动滑块看其余部分。所有数值都是在整段文本上计算的。",
     "fig.html": "HTML",
     "fig.html_help": "把这张图下载为一个可离线打开的 HTML 文件（PNG：图表工具栏里的相机按钮）。",
     "ro.title": "注意力展开与归因",

@@ -55,16 +55,13 @@ part_pieces = {"encoder.self_attn": (snaps.src_pieces[j], snaps.src_pieces[j]),
 q_pieces, k_pieces = part_pieces[block]
 name = analysis.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
-left, right = st.columns([3, 2])
-with left:
-    mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
-    widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
-                                         step=step), t("axis.key"), t("axis.query"), t("cb.weight")), key="tr_heat")
-with right:
-    widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
-                 block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
-                 selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),
-                 hover=t("at.model_view_hover")), key="tr_model_view")
+mat = analysis.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
+widgets.show(plots.attention_heatmap(mat, q_pieces, k_pieces, t("tr.heatmap", name=name, head=widgets.head_label(head),
+                                     step=step), t("axis.key"), t("axis.query"), t("cb.weight")), key="tr_heat")
+widgets.show(plots.model_view(analysis.model_view_tiles(pats, 32), t("tr.model_view", step=step,
+             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
+             selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),
+             hover=t("at.model_view_hover")), key="tr_model_view")
 widgets.show(plots_models.training_curves(snaps.steps, snaps.loss, snaps.bleu, step, t("tr.curves"), snaps.loss_curve,
                                           t("tr.x"), t("tr.m_loss"), t("tr.m_bleu", n=snaps.bleu_n), snaps.shipped_step,
                                           t("tr.m_shipped")), key="tr_curves")

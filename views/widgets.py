@@ -10,7 +10,7 @@ from typing import Optional
 import streamlit as st
 
 from views.strings import LATEX, has, t
-from viz_transformer import analysis, export
+from viz_transformer import analysis, export, figure_rules
 from viz_transformer.names import parse_prefix
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -36,7 +36,8 @@ def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw
         on_select = functools.partial(_on_select, key)
     if on_select is not None:
         kw["on_select"] = on_select
-    out = st.plotly_chart(fig, theme=None, width="stretch", config=PLOTLY_CONFIG, key=key, **kw)
+    width = "content" if fig.layout.width else "stretch"      # a heatmap is as wide as its cells need
+    out = st.plotly_chart(fig, theme=None, width=width, config=PLOTLY_CONFIG, key=key, **kw)
     if html:
         title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
         name = re.sub(r"[^\w]+", "-", title, flags=re.UNICODE).strip("-")[:60] or "figure"
@@ -89,6 +90,28 @@ def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, de
     heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
     head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)
     return block, layer, head
+
+
+def figure_columns(n: int, rows: int, cols: int, label_px: float = 80.0) -> tuple[list, int]:
+    """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
+    cells stay readable (figure_rules.side_by_side), else one under another at the full width."""
+    width = figure_rules.side_by_side(n, rows, cols, label_px)
+    if n > 1 and width < figure_rules.FIGURE_PX:
+        return list(st.columns(n)), width
+    return [st.container() for _ in range(n)], width
+
+
+def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None):
+    """((qa, qb), (ka, kb)): all positions while a heatmap holds them at readable cells
+    (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown."""
+    size = figure_rules.max_cells(width)
+    n = max(n_query, n_key)
+    if n <= size:
+        return (0, n_query), (0, n_key)
+    start = (where or st).slider(t("fig.window", m=size), 0, n - size, 0, key=key)
+    (qa, qb), (ka, kb) = analysis.axis_windows(n_query, n_key, start, size)
+    st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+    return (qa, qb), (ka, kb)
 
 
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"

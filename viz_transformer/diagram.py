@@ -14,6 +14,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from .config import ModelConfig
+from .plot_margins import text_px
 from .plots import escape
 
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
@@ -40,6 +41,7 @@ COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm":
            "prefix_attn": "#cfe2f3", "cross_attn": "#d9d2e9", "ffn": "#d9ead3", "linear": "#ead1dc",
            "softmax": "#ead1dc"}
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
+BLOCK_PX = 200             # a block's width in px on the Overview (its diagram takes 5/7 of the page)
 
 
 def shape_text(*dims) -> str:
@@ -103,7 +105,10 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
             w = W * (0.55 if small else 1.0)
             shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - H / 2, y1=y + H / 2, name=name,
                                line=dict(color="#555", width=1), fillcolor=COLOURS[kind], layer="below"))
-            ann.append(dict(x=x, y=y, text=escape(_label(labels, kind, cfg, column)), showarrow=False,
+            label = escape(_label(labels, kind, cfg, column))
+            if text_px(label, 10.5) > BLOCK_PX:     # wider than its block: the head count on a second line
+                label = label.replace(" · ", "<br>")
+            ann.append(dict(x=x, y=y, text=label, showarrow=False,
                             font=dict(size=10.5, color="#222"), name=name))
             inner = _inner_shape(kind, cfg, n, src_len, labels)
             if inner:

@@ -6,6 +6,7 @@ Token labels are escaped here (plotly renders some HTML tags inside text).
 from __future__ import annotations
 
 import html
+import math
 from typing import Optional, Sequence
 
 import numpy as np
@@ -13,8 +14,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from . import figure_rules as rules
 from .numbers import fmt_probs
-from .plot_margins import WIDE_PLOT_PX, every_kth, fit_margins
+from .plot_margins import every_kth, fit_margins, text_px
 
 ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
 VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
@@ -59,61 +61,107 @@ def _white(fig: go.Figure) -> None:
         layout._validate = fig._validate
 
 
-def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None) -> go.Figure:
-    """Title, axis titles, the white template and margins fitted to the labels (no automargin redraws)."""
-    fig.update_layout(title=dict(text=escape(title), x=0.0, xanchor="left"), height=height, colorway=PALETTE)
+def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None,
+            width: int = rules.FIGURE_PX) -> go.Figure:
+    """Title (wrapped to the figure's width), axis titles, the white template and margins fitted to the
+    labels (no automargin redraws)."""
+    text = rules.wrap(escape(title), width - 20)
+    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                                 pad=dict(t=16)),        # at the top: a legend under it keeps its own rows
+                      height=height, colorway=PALETTE)
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
-    return fit_margins(fig)
+    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1))
+
+
+def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
+    """Label every k-th category when cells are too small for all (hover still names every cell)."""
+    shown = every_kth(cats, cell, gap)
+    if shown is not None:
+        axis.update(tickmode="array", tickvals=shown)
+
+
+def _category_ticks(axis, cats: list[str], cell: float) -> None:
+    """Flat labels while they fit under their category, else slanted at 45° and every k-th one."""
+    if max(map(text_px, cats), default=0) + 6 <= cell:
+        axis.update(tickangle=0)
+    else:
+        axis.update(tickangle=-45)
+        _thin_axis(axis, cats, cell, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
 
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
-            show_values: Optional[bool] = None, hover: str = "weight", height: Optional[int] = None) -> go.Figure:
-    """A labelled matrix with square cells: rows top to bottom, columns left to right. Labels must already
-    be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+            show_values: Optional[bool] = None, hover: str = "weight", width: int = rules.FIGURE_PX,
+            value_format: str = ".2f", text=None, colorbar_ticks: Optional[Sequence[str]] = None,
+            colorbar_tickvals: Optional[Sequence[float]] = None) -> go.Figure:
+    """A labelled matrix, rows top to bottom, columns left to right, laid out for a figure `width` px wide
+    by the rules of figure_rules: square cells (a long thin matrix such as [tokens × d_head] fills the
+    width instead) of MIN_CELL..MAX_CELL px, the height following from them; labels thinned or slanted so
+    they never collide; numbers in cells only when the widest fits (or `text`, one string a cell, when
+    given). A matrix larger than figure_rules.max_cells is the caller's to window. Labels must already be
+    escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
     z = _raw(z)
     if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
         z = z.astype(np.uint8)
     else:
         z = z.astype(np.float32)
         z = np.where(np.isfinite(z), z, np.nan)
-    R, C = z.shape
-    cell = int(min(40, max(12, 560 / max(R, C, 1))))    # px per cell, the height follows from it
-    if show_values is None:                    # numbers in cells only while they fit without overlapping
-        show_values = cell >= CELL_VALUES_PX and R * C <= 400
-    tr = go.Heatmap(z=z, x=list(col_labels), y=list(row_labels), colorscale=colorscale, zmin=zmin, zmax=zmax,
-                    zmid=zmid, colorbar=dict(title=dict(text=escape(colorbar))), xgap=0, ygap=0,
-                    hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
-                                  f"{escape(hover)}: %{{z:.4f}}<extra></extra>")
-    if show_values:
-        tr.update(texttemplate="%{z:.2f}", textfont=dict(size=10))
+    rows, cols = list(row_labels), list(col_labels)
+    n_rows, n_cols = z.shape
+    R, C = min(n_rows, rules.max_cells(width)), min(n_cols, rules.max_cells(width))   # shown at once (pan for more)
+    square = max(R, C) <= 3 * min(R, C)
+    ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
+    bar_w = rules.colorbar_px(colorbar, [str(s) for s in ticks])
+    label_w = max(map(text_px, rows), default=0) + 8 + 30          # y tick labels and the axis title
+    plot_w = width - label_w - bar_w - 20
+    cw, ch = rules.cell_px(R, C, plot_w, square)
+    if not square:                                                   # fill the width, rows as tall as allowed
+        cw = max(rules.MIN_CELL, min(plot_w / C, 4 * rules.MAX_CELL))
+    if square:                                                       # never a plot side under MIN_PLOT
+        cw = ch = max(cw, rules.MIN_PLOT / max(R, C))
+    else:
+        cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
+    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, ch * R - 24), thickness=14)
+    if colorbar_ticks is not None:
+        bar.update(tickvals=colorbar_tickvals, ticktext=[escape(s) for s in colorbar_ticks])
+    tr = go.Heatmap(z=z, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, xgap=0, ygap=0,
+                    colorbar=bar, hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
+                                                f"{escape(hover)}: %{{z:.4f}}<extra></extra>")
+    if text is not None:
+        flat = [str(s) for row in text for s in row]
+        if show_values is not False and rules.values_fit(cw, ch, flat):
+            tr.update(text=text, texttemplate="%{text}", textfont=dict(size=rules.VALUE_PX))
+    elif show_values is not False and n_rows * n_cols <= 400 and z.dtype.kind == "f":
+        shown = [format(float(v), value_format) for v in z[np.isfinite(z)]]
+        if show_values or rules.values_fit(cw, ch, shown):
+            tr.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=rules.VALUE_PX))
     fig = go.Figure(tr)
     fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-45 if C > 4 else 0)
-    square = max(R, C) <= 3 * min(R, C)  # square cells; a long thin matrix ([tokens × d_head]) fills the width instead
+    fig.update_xaxes(type="category")
     if square:
         fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
-        fig.update_xaxes(constrain="domain")
+        fig.update_xaxes(constrain="domain", constraintoward="left")
     fig.update_layout(plot_bgcolor=MASKED_BG)
-    if height is None:
-        height = int(min(1000, max(260, 150 + cell * R + (50 if C > 4 else 0))))
-    # past ~60 tokens a label per cell would overlap: every k-th one (hover names every cell)
-    cell_y, cell_x = (height - 170) / max(R, 1), WIDE_PLOT_PX / max(C, 1)
-    if square:
-        cell_y = cell_x = min(cell_y, cell_x)
-    for axis, cats, px, gap in ((fig.layout.yaxis, row_labels, cell_y, 14), (fig.layout.xaxis, col_labels, cell_x, 20)):
-        shown = every_kth(list(cats), px, gap)
-        if shown is not None:
-            axis.update(tickmode="array", tickvals=shown)
-    return _layout(fig, title, xlabel, ylabel, height)
+    if (R, C) != (n_rows, n_cols):        # too large for readable cells: the first window, dragged to move it
+        fig.update_yaxes(range=[R - 0.5, -0.5], autorange=False)
+        fig.update_xaxes(range=[-0.5, C - 0.5])
+        fig.update_layout(dragmode="pan")
+    _thin_axis(fig.layout.yaxis, rows, ch, 14)
+    _category_ticks(fig.layout.xaxis, cols, cw)
+    need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
+    fig_w = width if not square else min(width, int(need))
+    _layout(fig, title, xlabel, ylabel, width=fig_w)
+    m = fig.layout.margin
+    fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
+    return fig
 
 
 def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
                       xlabel: str = "key (attended to)", ylabel: str = "query (attending)",
                       colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0,
-                      zmax: Optional[float] = None) -> go.Figure:
+                      zmax: Optional[float] = None, width: int = rules.FIGURE_PX) -> go.Figure:
     """One [q, k] attention pattern with token labels on both axes. The scale is 0..1 (comparable
     across heads) unless there are more than BIG_KEYS keys: then weights are ~1/k and the scale
     stops at the largest weight, or nothing would be visible."""
@@ -121,27 +169,28 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
     if zmax is None:
         zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
     return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover=colorbar)
+                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover=colorbar, width=width)
 
 
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
-                   ylabel: str, colorbar: str = "value") -> go.Figure:
+                   ylabel: str, colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
     """Signed values on a diverging scale centred on 0 (q, k, v, scores). -inf shows as grey."""
     a = _np(m)
     finite = a[np.isfinite(a)]
     lim = float(np.abs(finite).max()) if finite.size else 1.0
     return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
-                   zmin=-lim, zmax=lim, zmid=None, hover=colorbar)
+                   zmin=-lim, zmax=lim, zmid=None, hover=colorbar, width=width)
 
 
 def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
                  xlabel: str = "key", ylabel: str = "query", allowed: str = "may attend",
-                 blocked: str = "masked (−∞)", colorbar: str = "mask") -> go.Figure:
+                 blocked: str = "masked (−∞)", colorbar: str = "mask", width: int = rules.FIGURE_PX,
+                 q_start: int = 0, k_start: int = 0) -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
-    fig = heatmap(_raw(mask) != 0, labels(q_pieces), labels(k_pieces), title, xlabel, ylabel, colorbar=colorbar,
+    fig = heatmap(_raw(mask) != 0, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel, colorbar=colorbar,
                   colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
-                  hover=f"{allowed} (1) / {blocked} (0)")
-    fig.update_traces(colorbar=dict(tickvals=[0.25, 0.75], ticktext=[escape(blocked), escape(allowed)]))
+                  hover=f"{allowed} (1) / {blocked} (0)", width=width, colorbar_ticks=[blocked, allowed],
+                  colorbar_tickvals=[0.25, 0.75])
     return fig
 
 
@@ -152,8 +201,8 @@ def dims(n: int) -> list[str]:
 # -- many heads at once --------------------------------------------------------------------------
 def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = "head",
                selected: Optional[tuple[int, int]] = None, colorbar: str = "max weight in block",
-               hover: str = "click to open") -> go.Figure:
-    """All layers × heads as one tiled heatmap. tiles: [layer][head] -> 2-D array (already
+               hover: str = "click to open", width: int = rules.FIGURE_PX) -> go.Figure:
+    """All layers × heads as one tiled heatmap, each tile 36..90 px. tiles: [layer][head] -> 2-D array (already
     downsampled to a common size). One invisible marker sits on every tile centre so that a click
     selects (layer, head): customdata = [layer, head]."""
     L, H = len(tiles), len(tiles[0])
@@ -166,8 +215,12 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
+    bar_w = rules.colorbar_px(colorbar, ["0.8"])
+    tile_px = min(90.0, max(36.0, (width - 60 - bar_w) / H))          # a head's tile, gaps included
+    plot_h = tile_px * L * (th + gap) / (tw + gap)
     fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
-                               colorbar=dict(title=dict(text=escape(colorbar)))))
+                               colorbar=dict(title=dict(text=escape(colorbar)), lenmode="pixels",
+                                             len=max(60, plot_h - 24), thickness=14)))
     cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
     cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
@@ -185,7 +238,11 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
                      autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white")
-    return _layout(fig, title, head_label, layer_label, height=max(260, 110 + 90 * L))
+    _layout(fig, title, head_label, layer_label, width=width)
+    m = fig.layout.margin
+    fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
+    fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
+    return fig
 
 
 def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_names: Sequence[str],
@@ -246,7 +303,7 @@ def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", 
     """[head, key] rows of one query (decoding): one row per head."""
     a = _np(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
-                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, height=max(260, 110 + 30 * a.shape[0]))
+                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar)
 
 
 # -- bars and curves ----------------------------------------------------------------------------
@@ -286,6 +343,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
     """Bars side by side per category (a legend names the series). Categories must be escaped."""
     fig = go.Figure([go.Bar(x=list(categories), y=_np(v), name=escape(k)) for k, v in series.items()])
     fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return _layout(fig, title, xlabel, ylabel, height)
 
@@ -359,10 +417,15 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
                       after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
                       height: int = 380) -> go.Figure:
     """Each output token's probability under two models (bars side by side; 0..1)."""
-    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), text=fmt_probs(_np(v)),
-                            textposition="outside", hovertemplate="%{x}: %{text}<extra>" + escape(n) + "</extra>")
+    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
+    numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), customdata=fmt_probs(_np(v)),
+                            text=fmt_probs(_np(v)) if numbers else None, textposition="outside",
+                            textfont=dict(size=rules.VALUE_PX),
+                            hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
     fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, labels(pieces), cell)
     fig.update_yaxes(range=[0, 1.1])
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return _layout(fig, title, xlabel, ylabel, height)

@@ -8,7 +8,9 @@ from typing import Optional, Sequence
 
 import plotly.graph_objects as go
 
+from . import figure_rules as rules
 from .numbers import fmt_probs
+from .plot_margins import text_px
 from .plots import ATTN_SCALE, _layout, _np, escape, head_grid, labels, values_heatmap
 
 
@@ -24,14 +26,17 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     p = _np(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
-    text = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
+    cell = (rules.FIGURE_PX - max(map(text_px, row_names), default=0) - 40 - rules.COLORBAR_PX) / max(T, 1)
+    text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 4, 11)) for c in range(T)] for r in range(R)]
+    full = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
     output_start, marked = output_start - a, None if marked is None else marked - a
     shown = [fmt_probs(row) for row in p]
-    tr = go.Heatmap(z=p, x=cols, y=[escape(r) for r in row_names], text=text, texttemplate="%{text}", customdata=shown,
+    tr = go.Heatmap(z=p, x=cols, y=[escape(r) for r in row_names], text=text, texttemplate="%{text}", hovertext=full,
+                    customdata=shown,
                     textfont=dict(size=11), colorscale=ATTN_SCALE, zmin=0.0, zmax=1.0,
                     colorbar=dict(title=dict(text=escape(colorbar))), xgap=1, ygap=1,
                     hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
-                                  f"{escape(hover_top)}: %{{text}}<br>P: %{{customdata}}<extra></extra>")
+                                  f"{escape(hover_top)}: %{{hovertext}}<br>P: %{{customdata}}<extra></extra>")
     fig = go.Figure(tr)
     fig.update_xaxes(type="category", tickangle=-45 if T > 4 else 0)
     fig.update_yaxes(type="category")

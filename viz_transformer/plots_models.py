@@ -49,7 +49,7 @@ def spectra(series: dict[str, np.ndarray], title: str, xlabel: str = "rank (larg
                                      line=dict(color=colour, width=1.5),
                                      hovertemplate=f"{escape(name)}, head {h}<br>%{{x}}: %{{y:.3g}}<extra></extra>"))
     fig.update_yaxes(type="log")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"))
     return _layout(fig, title, xlabel, ylabel, 380)
 
 

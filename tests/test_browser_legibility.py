@@ -1,0 +1,42 @@
+"""Every chart legible: the real server in Debian's chromium walks every page and every tab at 7, ~30 and ~120
+pieces, for zh-en, zh-en-decoder and en-stories, in English and in Chinese, and measures each drawn chart
+(tests/legibility.js): no plot side under 110 px, no two labels overlapping (rotated boxes), no label past
+the chart's edge, no colour bar or legend taller than its plot. The report and a PNG of each failing chart
+are written under test-artifacts/legibility/.
+
+One page, one language, one length, from the shell (same options as benchmarks/legibility.py):
+
+    python tests/test_browser_legibility.py --pages masks --lang zh --lengths 120
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
+import legibility  # noqa: E402
+
+CHECKPOINTS = ROOT / "checkpoints"
+
+pytestmark = [pytest.mark.skipif(not Path(legibility.CHROMIUM).exists(), reason=f"{legibility.CHROMIUM} is missing"),
+              pytest.mark.skipif(not all((CHECKPOINTS / c / "model.safetensors").exists() for c in legibility.CHECKPOINTS),
+                                 reason="the shipped checkpoints are missing")]
+
+
+def test_every_chart_is_legible():
+    views, seconds = legibility.run(CHECKPOINTS, log=lambda *a: print(*a, flush=True))
+    path = legibility.save(views, seconds=seconds)
+    rows = legibility.problems(views)
+    charts = sum(len(v["charts"]) for v in views)
+    print(f"\n{legibility.summary(views)}\nwall time {seconds:.0f} s; report {path}")
+    assert charts, "no chart was measured"
+    assert not [v for v in views if v["exceptions"]], legibility.summary(views)
+    assert not rows, (f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
+                      + legibility.table(rows) + "\n\n" + legibility.summary(views))
+
+
+if __name__ == "__main__":
+    sys.exit(legibility.main())
