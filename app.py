@@ -7,13 +7,16 @@ The folder is deliberately not called pages/: a pages/ folder beside the entrypo
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
+from pathlib import Path
+
 import streamlit as st
 
 from views import language, warmup
 from views.strings import t
 
 language.resolve()
-st.set_page_config(page_title=t("app.title"), page_icon=":material/search:", layout="wide")
+ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
+st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   # fetched from fonts.gstatic.com
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
 try:
     from views import context, guard, lesson, memory, sidebar  # noqa: E402  (imports torch)

@@ -4,6 +4,7 @@ server sent for it (websocket frames + /_stcore/message responses).
 
     python benchmarks/pixels.py                          # every page at 32, 128, 512 tokens
     python benchmarks/pixels.py --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
+    python benchmarks/pixels.py --pages Positions --before ../main --rounds 3   # another checkout, same run
 
 The end of a rerun is read in the page itself, not guessed with a sleep: a MutationObserver sees the app
 root's data-test-script-state go to "running" and back to "notRunning"; then every stPlotlyChart must have
@@ -200,6 +201,23 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def before_after(rounds: dict[str, list[list[dict]]]) -> str:
+    """Per page: the median over rounds of each round's warm time, before -> now (rounds alternate)."""
+    med = {side: {} for side in rounds}
+    for side, runs in rounds.items():
+        for rows in runs:
+            for r in rows:
+                med[side].setdefault((r["page"], r["tokens"]), []).append(r["seconds"])
+    lines = ["| page | tokens | before | now | each round, before / now |", "|---|---|---|---|---|"]
+    for key, now in med["now"].items():
+        old = med["before"].get(key, [])
+        if old:
+            b, n = statistics.median(old), statistics.median(now)
+            lines.append(f"| {key[0]} | {key[1]} | {b:.2f} s | {n:.2f} s ({b / n:.1f}×) | "
+                         f"{', '.join(f'{x:.2f}' for x in old)} / {', '.join(f'{x:.2f}' for x in now)} |")
+    return "\n".join(lines)
+
+
 def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 
@@ -213,16 +231,22 @@ def main(argv=None) -> int:
     p.add_argument("--pages", nargs="*", help="only pages whose title contains one of these")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--before", help="another checkout (e.g. a worktree of main): its server is timed in the same "
+                                    "run, in rounds alternating with this checkout's (a busy machine slows both)")
+    p.add_argument("--rounds", type=int, default=3, help="with --before: rounds of each")
     a = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
     from viz_transformer.checkpoint import load_tokenizer, read_config
     folder = Path(a.checkpoints) / a.checkpoint
     tok = load_tokenizer(folder, read_config(folder))
+    tokens = [int(x) for x in a.tokens.split(",")]
+    if a.before:
+        return _before_after(a, tok, tokens)
     server = None if a.url else Server(ROOT, a.checkpoints, log="/tmp/bench_pixels_server.log").__enter__()
     try:
         with sync_playwright() as pw:
             browser = launch(pw)
-            rows = measure(browser, a.url or server.url, tok, [int(x) for x in a.tokens.split(",")], a.pages, a.repeat)
+            rows = measure(browser, a.url or server.url, tok, tokens, a.pages, a.repeat)
             browser.close()
     finally:
         if server:
@@ -230,6 +254,24 @@ def main(argv=None) -> int:
     print("\n" + table(rows))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+def _before_after(a, tok, tokens) -> int:
+    from playwright.sync_api import sync_playwright
+    before = Path(a.before).resolve()
+    rounds: dict[str, list] = {"before": [], "now": []}
+    with Server(before, before / "checkpoints", log="/tmp/bench_pixels_before.log") as old, \
+            Server(ROOT, a.checkpoints, log="/tmp/bench_pixels_server.log") as now, sync_playwright() as pw:
+        browser = launch(pw)
+        for i in range(a.rounds):
+            for side, server in ((("before", old), ("now", now)) if i % 2 == 0 else (("now", now), ("before", old))):
+                print(f"round {i + 1}/{a.rounds}: {side} ({before if side == 'before' else ROOT})", flush=True)
+                rounds[side].append(measure(browser, server.url, tok, tokens, a.pages, a.repeat))
+        browser.close()
+    print("\n" + before_after(rounds))
+    if a.json:
+        Path(a.json).write_text(json.dumps(rounds, indent=1))
     return 0
 
 

@@ -364,7 +364,7 @@ def test_knockout_ranking_has_one_row_per_head(env):
     assert len(table) == n and list(table.columns[:3]) == ["block", "layer", "head"]
     grid = figure(at, "cross-attention (decoder → encoder): Δ log-probability per head")
     z = array(grid["data"][0]["z"]).reshape(cfg.n_decoder_layers, cfg.n_heads)
-    cross = table[table["block"].str.endswith("cross_attn")]
+    cross = table[table["block"] == "cross-attention (decoder → encoder)"]      # the block's label, not its name
     assert np.allclose(z[cross["layer"], cross["head"]], cross["Δ log-probability"], atol=1e-5)
 
 

@@ -131,3 +131,44 @@ def test_head_stats_grid_of_a_statistic_cross_attention_lacks_is_a_note(env):
     grids = figures(at)
     assert len(grids) == 3
     assert len({g["data"][0]["zmax"] for g in grids}) == 1        # one scale for the three blocks
+
+
+# -- the Chinese interface names blocks in Chinese in its tables --------------------------------------
+def _open_zh(page: str, text: str = ZH):
+    from streamlit.testing.v1 import AppTest
+    from app_util import APP
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["lang"] = "zh"
+    at.session_state["ckpt"] = "tiny-zh-en"
+    at.session_state["text"] = text
+    at.run(timeout=90)
+    at.switch_page(page)
+    at.run(timeout=90)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+RAW = re.compile(r"(encoder|decoder)(\.\d+)?\.(self|cross)_attn")
+
+
+@pytest.mark.parametrize("page, press", [("views/knockout.py", "ko_rank"), ("views/head_stats.py", None),
+                                         ("views/patching.py", None)])
+def test_chinese_tables_name_blocks_in_chinese(env, page, press):
+    from views.strings_zh import ZH as ZH_STRINGS
+    at = _open_zh(page)
+    if "patching" in page:                    # a second text the tiny tokenizer cuts into as many pieces
+        at.session_state["pt_text_translator"] = "我是一名工作师。"
+        at.run(timeout=90)
+    if press:
+        at.button(key=press).click().run(timeout=90)
+    tables = [d.value for d in at.dataframe]
+    assert tables, [w.value for w in at.warning] + [c.value for c in at.code]
+    for df in tables:
+        for col in df.columns:
+            if col == ZH_STRINGS["pt.col.hook"]:            # the capture name is the point there
+                continue
+            raw = [v for v in map(str, df[col]) if RAW.search(v)]
+            assert not raw, (page, col, raw[:3])
+    blocks = {ZH_STRINGS[f"block.{b}"] for b in ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")}
+    cols = [(df, c) for df in tables for c in (ZH_STRINGS["ko.col.block"], "block") if c in df.columns]   # or config-labelled
+    assert cols and all(set(df[c]) <= blocks for df, c in cols)

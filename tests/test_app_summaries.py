@@ -43,7 +43,7 @@ def test_head_stats_of_this_text_match_a_hand_entropy(env):
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     p = run.cache["encoder.1.self_attn.hook_pattern"][0, 3].double().numpy()
     want = np.mean([-sum(x * math.log(x) for x in row if x > 0) for row in p])
-    row = df[(df["block"] == "encoder.self_attn") & (df["layer"] == 1) & (df["head"] == 3)].iloc[0]
+    row = df[(df["block"] == "encoder self-attention") & (df["layer"] == 1) & (df["head"] == 3)].iloc[0]
     assert row["entropy"] == pytest.approx(want, rel=1e-6)
     assert {"role", "evidence"} <= set(df.columns)
     assert "Measured over 1 sentence(s)." in texts(at)
@@ -64,7 +64,7 @@ def test_head_stats_over_pasted_sentences_with_a_progress_pass(env):
     want = np.mean([hm.run(s).cache["decoder.0.cross_attn.hook_pattern"][0, 2].max(-1).values.mean().item()
                     for s in sentences])
     df = at.dataframe[0].value
-    row = df[(df["block"] == "decoder.cross_attn") & (df["layer"] == 0) & (df["head"] == 2)].iloc[0]
+    row = df[(df["block"] == "cross-attention (decoder → encoder)") & (df["layer"] == 0) & (df["head"] == 2)].iloc[0]
     assert row["max_weight"] == pytest.approx(want, rel=1e-5)
 
 

@@ -69,7 +69,7 @@ def _evidence(e: str) -> str:
 threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
                       help=t("hs.threshold_help"))
 table = summaries.head_roles(df, threshold)
-shown = table.assign(role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
+shown = table.assign(block=[widgets.block_label(b) for b in table["block"]], role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
                      evidence=[_evidence(e) for e in table["evidence"]])
 config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
 # which head and what it does first, pinned (px): at 1400 px they fit beside the sidebar; the statistics scroll

@@ -87,7 +87,8 @@ if ranked is not None and ranked[0] == rank_key:
     df = ranked[1].sort_values("delta_logprob", kind="stable", ignore_index=True)     # the largest drop first
     cols = {"block": t("ko.col.block"), "layer": t("ko.col.layer"), "head": t("ko.col.head"),
             "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
-    st.dataframe(df.rename(columns=cols), hide_index=True, key="ko_table")
+    shown = df.assign(block=[widgets.prefix_label(p) for p in df["block"]])
+    st.dataframe(shown.rename(columns=cols), hide_index=True, key="ko_table")
     limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
 
     for block in blocks:

@@ -82,7 +82,10 @@ else:
 
 st.subheader(t("pt.top"))
 cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
+cols.update({c: t(f"ko.col.{c}") for c in ("block", "layer", "head")},        # a resid row keeps its capture name
+            name=t("pt.col.hook"), pos=t("pt.col.pos"), piece=t("pt.col.piece"))
 top = df.sort_values("score", ascending=False).head(10)
 if over == "resid":
     top = top.assign(layer=[stream_label(int(i)) for i in top["layer"]])
+top = top.assign(block=[widgets.prefix_label(p) for p in top["block"]]) if "block" in top else top
 st.dataframe(top.rename(columns=cols), hide_index=True, key="pt_table")

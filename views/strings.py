@@ -734,6 +734,9 @@ EN = {
     "pt.top": "Components that restore the most",
     "pt.col.score": "score",
     "pt.col.logprob": "log P(A's output)",
+    "pt.col.hook": "hook",
+    "pt.col.pos": "position",
+    "pt.col.piece": "piece",
 
     # lessons
     "ls.lesson": "Lesson",

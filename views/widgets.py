@@ -11,6 +11,7 @@ import streamlit as st
 
 from views.strings import LATEX, has, t
 from viz_transformer import analysis, export, figure_rules
+from viz_transformer.names import parse_prefix
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 CALLBACKS = "_viz_callbacks"     # session_state: figure key -> its latest on_select callback
@@ -70,6 +71,11 @@ def select(where, label: str, options: list, key: str, default=None, **kw):
 
 def block_label(block: str) -> str:
     return t(f"block.{block}")
+
+
+def prefix_label(prefix: str) -> str:
+    """A block prefix in a table ("decoder.1.cross_attn", with its own layer column) as its block's label."""
+    return block_label(parse_prefix(prefix)[0])
 
 
 def head_label(h) -> str:
