@@ -268,7 +268,13 @@ class Walker:
                     where = {"checkpoint": ck, "lang": lang, "length": n, "pieces": pieces}
                     for name in order:
                         t0 = time.perf_counter()
-                        self.page(name, where)
+                        try:
+                            self.page(name, where)
+                        except Exception as e:  # noqa: BLE001 - said in the report, and the walk goes on
+                            self.log(f"    {name}: NOT MEASURED: {type(e).__name__}: {e}")
+                            self.views.append({**where, "page": name, "tab": "", "tab_index": 0, "charts": [],
+                                               "exceptions": 0, "error": f"{type(e).__name__}: {e}"})
+                            settle(self.pg, TIMEOUT_MS)
                         self.views[-1]["seconds"] = round(time.perf_counter() - t0, 2)
         return self.views
 
@@ -298,6 +304,10 @@ def summary(views: list[dict]) -> str:
     lines.append("by page/tab (bad / measured):")
     for key in sorted(total, key=lambda k: (-by_page[k], k)):
         lines.append(f"  {key[0]:>14} {tabname.get(key, str(key[1]))[:30]:30s} {by_page[key]:4d} / {total[key]}")
+    err = [v for v in views if v.get("error")]
+    if err:
+        lines.append("NOT MEASURED: " + "; ".join(f"{v['page']} ({v['checkpoint']}, {v['lang']}, {v['length']}): {v['error']}"
+                                                  for v in err))
     exc = [v for v in views if v["exceptions"]]
     if exc:
         lines.append("EXCEPTIONS on: " + ", ".join(f"{v['page']}/{v['tab']} ({v['checkpoint']}, {v['lang']}, {v['length']})"

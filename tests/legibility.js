@@ -139,6 +139,18 @@
         rec.problems.push({kind: 'squeezed', detail: `plot ${id} is ${round(r.w)}×${round(r.h)} px (< ${o.min})`,
                            labels: []});
     });
+    if (!Object.keys(plots).length && fl._plots) {      // no drag layer (a static plot): the axes' own lengths
+      for (const [id, p] of Object.entries(fl._plots)) {
+        const xa = p.xaxis, ya = p.yaxis;
+        if (!xa || !ya || xa.overlaying || ya.overlaying) continue;
+        const r = {x0: sr.left + xa._offset, y0: sr.top + ya._offset, w: xa._length, h: ya._length};
+        r.x1 = r.x0 + r.w; r.y1 = r.y0 + r.h;
+        plots[id] = r;
+        rec.plots.push([id, round(r.w), round(r.h)]);
+        if (r.w < o.min || r.h < o.min)
+          rec.problems.push({kind: 'squeezed', detail: `plot ${id} is ${round(r.w)}×${round(r.h)} px (< ${o.min})`, labels: []});
+      }
+    }
     const plotList = Object.values(plots);
 
     // -- labels --------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def test_every_chart_is_legible():
     charts = sum(len(v["charts"]) for v in views)
     print(f"\n{legibility.summary(views)}\nwall time {seconds:.0f} s; report {path}")
     assert charts, "no chart was measured"
-    assert not [v for v in views if v["exceptions"]], legibility.summary(views)
+    assert not [v for v in views if v["exceptions"] or v.get("error")], legibility.summary(views)
     assert not rows, (f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
                       + legibility.table(rows) + "\n\n" + legibility.summary(views))
 
