@@ -294,7 +294,9 @@ def problems(views: list[dict]) -> list[dict]:
 def summary(views: list[dict]) -> str:
     charts = [(v, c) for v in views for c in v["charts"]]
     bad = [(v, c) for v, c in charts if c["problems"]]
-    lines = [f"{len(bad)} of {len(charts)} charts illegible in {len(views)} views"]
+    three = [c for _, c in bad if {p["kind"] for p in c["problems"]} - {"legend"}]
+    lines = [f"{len(bad)} of {len(charts)} charts illegible in {len(views)} views "
+             f"({len(three)} by the plot-size, overlap and edge measures alone, without the legend rule)"]
     kinds = Counter(p["kind"] for _, c in bad for p in {p["kind"]: p for p in c["problems"]}.values())
     lines.append("by kind (a chart may have several): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
     by_page = Counter((v["page"], v["tab_index"]) for v, _ in bad)
