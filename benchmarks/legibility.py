@@ -48,7 +48,7 @@ _TAB = """async ([i, quietMs, timeoutMs]) => {
   const obs = new MutationObserver(() => { if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true; });
   obs.observe(document.body, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
   const t0 = performance.now();
-  document.querySelectorAll('[data-testid="stMain"] [role="tab"]')[i].click();
+  [...document.querySelectorAll('[data-testid="stMain"] [role="tab"]')].filter(e => e.offsetParent)[i].click();
   return await new Promise(resolve => {
     const check = () => {
       const t = performance.now() - t0;
@@ -175,13 +175,14 @@ class Walker:
         settle(self.pg, TIMEOUT_MS)
         assert self.current_checkpoint() == name, f"could not choose checkpoint {name}"
 
-    def tabs(self) -> list[str]:
-        return self.pg.eval_on_selector_all('[data-testid="stMain"] [role="tab"]', "els => els.map(e => e.innerText.trim())")
+    def tabs(self) -> list[tuple[str, bool]]:
+        """The visible tabs of the main area (nested ones too, once their panel is open): (label, selected)."""
+        return [tuple(x) for x in self.pg.eval_on_selector_all(
+            '[data-testid="stMain"] [role="tab"]',
+            "els => els.filter(e => e.offsetParent).map(e => [e.innerText.trim(), e.getAttribute('aria-selected') === 'true'])")]
 
     def click_tab(self, i: int) -> None:
-        sel = self.pg.eval_on_selector_all('[data-testid="stMain"] [role="tab"]',
-                                           "els => els.map(e => e.getAttribute('aria-selected') === 'true')")
-        if sel[i]:
+        if self.tabs()[i][1]:
             return
         r = self.pg.evaluate(_TAB, [i, 1000, TIMEOUT_MS])
         if not r["ok"]:
@@ -236,13 +237,18 @@ class Walker:
     def page(self, name: str, where: dict) -> None:
         self.goto(name)
         self.prepare(name)
-        labels = self.tabs()
-        if not labels:
+        if not self.tabs():
             self.measure({**where, "page": name, "tab": "", "tab_index": 0})
             return
-        for i, label in enumerate(labels):
+        done: list[str] = []
+        while len(done) < 40:                   # tabs are looked up again after each click: nested ones appear
+            todo = [(i, label) for i, (label, _) in enumerate(self.tabs()) if label not in done]
+            if not todo:
+                break
+            i, label = todo[0]
             self.click_tab(i)
-            self.measure({**where, "page": name, "tab": label, "tab_index": i})
+            self.measure({**where, "page": name, "tab": label, "tab_index": len(done)})
+            done.append(label)
 
     def walk(self, checkpoints=tuple(CHECKPOINTS), langs=LANGS, lengths=LENGTHS, pages=None) -> list[dict]:
         (self.out / "png").mkdir(parents=True, exist_ok=True)
@@ -268,7 +274,13 @@ class Walker:
                     where = {"checkpoint": ck, "lang": lang, "length": n, "pieces": pieces}
                     for name in order:
                         t0 = time.perf_counter()
-                        self.page(name, where)
+                        try:
+                            self.page(name, where)
+                        except Exception as e:  # noqa: BLE001 - said in the report, and the walk goes on
+                            self.log(f"    {name}: NOT MEASURED: {type(e).__name__}: {e}")
+                            self.views.append({**where, "page": name, "tab": "", "tab_index": 0, "charts": [],
+                                               "exceptions": 0, "error": f"{type(e).__name__}: {e}"})
+                            settle(self.pg, TIMEOUT_MS)
                         self.views[-1]["seconds"] = round(time.perf_counter() - t0, 2)
         return self.views
 
@@ -288,7 +300,9 @@ def problems(views: list[dict]) -> list[dict]:
 def summary(views: list[dict]) -> str:
     charts = [(v, c) for v in views for c in v["charts"]]
     bad = [(v, c) for v, c in charts if c["problems"]]
-    lines = [f"{len(bad)} of {len(charts)} charts illegible in {len(views)} views"]
+    three = [c for _, c in bad if {p["kind"] for p in c["problems"]} - {"legend"}]
+    lines = [f"{len(bad)} of {len(charts)} charts illegible in {len(views)} views "
+             f"({len(three)} by the plot-size, overlap and edge measures alone, without the legend rule)"]
     kinds = Counter(p["kind"] for _, c in bad for p in {p["kind"]: p for p in c["problems"]}.values())
     lines.append("by kind (a chart may have several): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
     by_page = Counter((v["page"], v["tab_index"]) for v, _ in bad)
@@ -298,6 +312,10 @@ def summary(views: list[dict]) -> str:
     lines.append("by page/tab (bad / measured):")
     for key in sorted(total, key=lambda k: (-by_page[k], k)):
         lines.append(f"  {key[0]:>14} {tabname.get(key, str(key[1]))[:30]:30s} {by_page[key]:4d} / {total[key]}")
+    err = [v for v in views if v.get("error")]
+    if err:
+        lines.append("NOT MEASURED: " + "; ".join(f"{v['page']} ({v['checkpoint']}, {v['lang']}, {v['length']}): {v['error']}"
+                                                  for v in err))
     exc = [v for v in views if v["exceptions"]]
     if exc:
         lines.append("EXCEPTIONS on: " + ", ".join(f"{v['page']}/{v['tab']} ({v['checkpoint']}, {v['lang']}, {v['length']})"
@@ -349,7 +367,7 @@ def run(checkpoints_dir: Path, checkpoints=tuple(CHECKPOINTS), langs=LANGS, leng
     return views, time.perf_counter() - t0
 
 
-def main(argv=None) -> int:
+def options(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--url", help="a running server (its checkpoints must be --checkpoints)")
     p.add_argument("--checkpoints", default=str(ROOT / "checkpoints"), help="the checkpoints folder")
@@ -360,15 +378,22 @@ def main(argv=None) -> int:
     p.add_argument("--shots", choices=("fail", "all", "none"), default="fail")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--json", default="report.json", help="the report's file name under --out")
-    a = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def walk(a: argparse.Namespace, log=print) -> tuple[list[dict], Path]:
+    """The walk the options ask for; returns the views and the saved report's path."""
     out = Path(a.out).resolve()
-    views, seconds = run(Path(a.checkpoints), a.checkpoint, a.lang, a.lengths, a.pages, a.shots, a.url, out)
-    path = save(views, out, seconds, a.json)
-    rows = problems(views)
-    print("\n" + table(rows))
+    views, seconds = run(Path(a.checkpoints), a.checkpoint, a.lang, a.lengths, a.pages, a.shots, a.url, out, log)
+    return views, save(views, out, seconds, a.json)
+
+
+def main(argv=None) -> int:
+    views, path = walk(options(argv))
+    print("\n" + table(problems(views)))
     print("\n" + summary(views))
-    print(f"\nwall time {seconds:.0f} s; report {path}")
-    return 1 if rows else 0
+    print(f"\nwall time {json.loads(path.read_text(encoding='utf-8'))['seconds']:.0f} s; report {path}")
+    return 1 if problems(views) else 0
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@
 //   squeezed  a subplot's plot area (its .nsewdrag rect) has a side under opts.min px
 //   overlap   two visible text labels overlap (their ROTATED boxes, by the separating-axis theorem)
 //   outside   a label's corner lies past the chart's edge (the .main-svg inside its stPlotlyChart) by > opts.edge px
-//   legend    a colour bar or legend taller than the plot it explains
+//   legend    a colour bar or legend much taller than the plot it explains (> opts.legendRatio x its height: a
+//             default colour bar beside a square heatmap is 6-22% taller, and reads fine)
 //
 // A label's box: the glyphs' box in the text's own coordinates (getBBox() narrowed to the ink measured by
 // canvas measureText, opts.ink), its four corners mapped by getScreenCTM() (so a tick label rotated by 30° is
 // a slanted quadrilateral, not its axis-aligned bounds). A multi-line text is one box per line.
 (opts) => {
-  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, ink: true, maxLabels: 6}, opts || {});
+  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, legendRatio: 1.25, ink: true, maxLabels: 6}, opts || {});
   const clean = s => (s || '').replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   const R = r => ({x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, w: r.width, h: r.height});
   const round = v => Math.round(v * 10) / 10;
@@ -139,6 +140,36 @@
         rec.problems.push({kind: 'squeezed', detail: `plot ${id} is ${round(r.w)}×${round(r.h)} px (< ${o.min})`,
                            labels: []});
     });
+    if (!Object.keys(plots).length && fl._plots) {      // no drag layer (a static plot): the axes' own lengths
+      for (const [id, p] of Object.entries(fl._plots)) {
+        const xa = p.xaxis, ya = p.yaxis;
+        if (!xa || !ya || xa.overlaying || ya.overlaying) continue;
+        const r = {x0: sr.left + xa._offset, y0: sr.top + ya._offset, w: xa._length, h: ya._length};
+        r.x1 = r.x0 + r.w; r.y1 = r.y0 + r.h;
+        plots[id] = r;
+        rec.plots.push([id, round(r.w), round(r.h)]);
+        if (r.w < o.min || r.h < o.min)
+          rec.problems.push({kind: 'squeezed', detail: `plot ${id} is ${round(r.w)}×${round(r.h)} px (< ${o.min})`, labels: []});
+      }
+    }
+    // a heatmap held to square cells by scaleanchor (constrain "range") draws in part of its plot area: the
+    // drawn image is what the reader gets
+    const drawn = {};
+    ch.querySelectorAll('.cartesianlayer .subplot').forEach(g => {
+      const id = [...g.classList].find(c => plots[c]);
+      const imgs = [...g.querySelectorAll('.heatmaplayer image')].map(i => R(i.getBoundingClientRect())).filter(r => r.w > 0 && r.h > 0);
+      if (!id || !imgs.length) return;
+      const p = plots[id];
+      const x0 = Math.max(p.x0, Math.min(...imgs.map(r => r.x0))), x1 = Math.min(p.x1, Math.max(...imgs.map(r => r.x1)));
+      const y0 = Math.max(p.y0, Math.min(...imgs.map(r => r.y0))), y1 = Math.min(p.y1, Math.max(...imgs.map(r => r.y1)));
+      const r = {x0, x1, y0, y1, w: Math.max(0, x1 - x0), h: Math.max(0, y1 - y0)};
+      if (r.w >= p.w - 2 && r.h >= p.h - 2) return;
+      drawn[id] = r;
+      rec.plots.push([id + ' (heatmap drawn)', round(r.w), round(r.h)]);
+      if ((r.w < o.min || r.h < o.min) && p.w >= o.min && p.h >= o.min)
+        rec.problems.push({kind: 'squeezed', detail: `heatmap ${id} drawn ${round(r.w)}×${round(r.h)} px (< ${o.min}) ` +
+                             `in a ${round(p.w)}×${round(p.h)} plot area`, labels: []});
+    });
     const plotList = Object.values(plots);
 
     // -- labels --------------------------------------------------------------------------------------------
@@ -216,10 +247,10 @@
       const cls = [...cb.classList].find(c => c.startsWith('cb') && c !== 'colorbar') || '';
       const id = cls.slice(2);
       const own = traces.filter(t => t.uid === id || t.coloraxis === id).map(subplotOf).filter(s => plots[s]);
-      const ref = (own.length ? own.map(s => plots[s]) : plotList);
+      const ref = (own.length ? own : Object.keys(plots)).map(s => drawn[s] || plots[s]);
       if (!ref.length) return;
       const h = Math.max(...ref.map(p => p.h));
-      if (r.h > h + o.legendTol)
+      if (r.h > h * o.legendRatio + o.legendTol)
         rec.problems.push({kind: 'legend', detail: `colour bar ${round(r.h)} px tall, its plot ${round(h)} px`,
                            labels: [clean(cb.querySelector('.cbtitle') && cb.querySelector('.cbtitle').textContent)]});
     });
@@ -227,7 +258,7 @@
       const r = R(bg.getBoundingClientRect());
       if (!plotList.length || r.h <= 0) return;
       const h = Math.max(...plotList.map(p => p.y1)) - Math.min(...plotList.map(p => p.y0));
-      if (r.h > h + o.legendTol)
+      if (r.h > h * o.legendRatio + o.legendTol)
         rec.problems.push({kind: 'legend', detail: `legend ${round(r.h)} px tall, the plots ${round(h)} px`,
                            labels: [...ch.querySelectorAll('.legendtext')].slice(0, o.maxLabels).map(e => clean(e.textContent))});
     });

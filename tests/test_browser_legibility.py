@@ -4,12 +4,16 @@ pieces, for zh-en, zh-en-decoder and en-stories, in English and in Chinese, and 
 the chart's edge, no colour bar or legend taller than its plot. The report and a PNG of each failing chart
 are written under test-artifacts/legibility/.
 
-One page, one language, one length, from the shell (same options as benchmarks/legibility.py):
+One page, one language, one length, from the shell (same options as benchmarks/legibility.py), or as the
+test with LEGIBILITY_ARGS:
 
     python tests/test_browser_legibility.py --pages masks --lang zh --lengths 120
+    LEGIBILITY_ARGS="--pages masks --lang zh" python -m pytest tests/test_browser_legibility.py
 """
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -27,15 +31,17 @@ pytestmark = [pytest.mark.skipif(not Path(legibility.CHROMIUM).exists(), reason=
 
 
 def test_every_chart_is_legible():
-    views, seconds = legibility.run(CHECKPOINTS, log=lambda *a: print(*a, flush=True))
-    path = legibility.save(views, seconds=seconds)
+    args = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", "")) + ["--checkpoints", str(CHECKPOINTS)])
+    views, path = legibility.walk(args, log=lambda *a: print(*a, flush=True))
     rows = legibility.problems(views)
     charts = sum(len(v["charts"]) for v in views)
-    print(f"\n{legibility.summary(views)}\nwall time {seconds:.0f} s; report {path}")
+    print(f"\n{legibility.summary(views)}\nreport {path}")
     assert charts, "no chart was measured"
-    assert not [v for v in views if v["exceptions"]], legibility.summary(views)
-    assert not rows, (f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
-                      + legibility.table(rows) + "\n\n" + legibility.summary(views))
+    if any(v["exceptions"] or v.get("error") for v in views):
+        pytest.fail(legibility.summary(views), pytrace=False)
+    if rows:
+        pytest.fail(f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
+                    + legibility.table(rows) + "\n\n" + legibility.summary(views), pytrace=False)
 
 
 if __name__ == "__main__":
