@@ -12,7 +12,7 @@
 // canvas measureText, opts.ink), its four corners mapped by getScreenCTM() (so a tick label rotated by 30° is
 // a slanted quadrilateral, not its axis-aligned bounds). A multi-line text is one box per line.
 (opts) => {
-  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, legendRatio: 1.25, ink: true, maxLabels: 6}, opts || {});
+  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, legendRatio: 1.0, ink: true, maxLabels: 6}, opts || {});
   const clean = s => (s || '').replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   const R = r => ({x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, w: r.width, h: r.height});
   const round = v => Math.round(v * 10) / 10;

@@ -3,7 +3,7 @@ import streamlit as st
 
 from views import context, widgets
 from views.strings import t
-from viz_transformer import analysis, capture, plots
+from viz_transformer import analysis, capture, figure_rules, plots
 
 ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
@@ -14,12 +14,14 @@ st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=c
 n = st.slider(t("pe.n"), min(8, cfg.max_len - 1), cfg.max_len, min(100, cfg.max_len), key=f"pe_n_{cfg.max_len}")
 tables = capture.positional_tables(ctx.hm, n)
 kinds = [k for k in ("sinusoidal", "learned") if tables[k] is not None]
+width = figure_rules.column_px(len(kinds))          # the two tables side by side, each laid out for its column
 pos, dim = t("axis.position"), t("axis.dim")
 
 for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         title = t("pe.sin_title", n=n, d=cfg.d_model) if kind == "sinusoidal" else t("pe.learned_title")
-        widgets.show(plots.positional_heatmap(tables[kind], title, dim, pos, t("cb.value")), key=f"pe_table_{kind}")
+        widgets.show(plots.positional_heatmap(tables[kind], title, dim, pos, t("cb.value"), width=width),
+                     key=f"pe_table_{kind}")
 
 d = cfg.d_model
 defaults = sorted({i for i in (0, 1, 16, 64, d // 2) if i < d})   # a sin/cos pair, then ever slower waves
@@ -35,9 +37,10 @@ for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         name = t(f"pe.kind.{kind}")
         widgets.show(plots.similarity_heatmap(analysis.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
-                                              pos, pos, t("cb.dot")), key=f"pe_sim_{kind}")
+                                              pos, pos, t("cb.dot"), width=width), key=f"pe_sim_{kind}")
         m = n - 1 - max(anchors)
         offs = analysis.similarity_by_offset(tables[kind], anchors, m)
         widgets.show(plots.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
-                                  t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot")), key=f"pe_off_{kind}")
+                                  t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot"), width=width),
+                     key=f"pe_off_{kind}")
 st.caption(t("pe.offset_note"))

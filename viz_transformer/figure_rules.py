@@ -52,10 +52,15 @@ def cell_px(rows: int, cols: int, plot_w: float, square: bool = True) -> tuple[f
     return max(MIN_CELL, w), max(MIN_CELL, h)
 
 
+def column_px(n: int, width: int = FIGURE_PX) -> int:
+    """The width of each of n equal columns."""
+    return int((width - COLUMN_GAP_PX * (n - 1)) / n)
+
+
 def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: int = FIGURE_PX) -> int:
     """The width each of n heatmaps of rows × cols gets: width / n when their cells stay SIDE_MIN_CELL px
     wide and their plots MIN_PLOT px, else the full width (the page stacks them)."""
-    share = (width - COLUMN_GAP_PX * (n - 1)) / n
+    share = column_px(n, width)
     plot_w = share - label_px - COLORBAR_PX - 20
     w, _ = cell_px(rows, cols, plot_w)
     fits = plot_w / max(cols, 1) >= SIDE_MIN_CELL and min(w * cols, w * rows) >= MIN_PLOT

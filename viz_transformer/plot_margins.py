@@ -89,7 +89,7 @@ LEGEND_ROW_PX = 24    # one row of a horizontal legend
 LEGEND_ITEM_PX = 40   # a legend entry's symbol and gaps, besides its text
 
 
-def _legend_above(fig: go.Figure) -> float:
+def _legend_above(fig: go.Figure, width: float = WIDE_PLOT_PX) -> float:
     """Height of a horizontal legend drawn above the plot (y >= 1), which sits in the top margin under
     the title: its entries wrap into rows of WIDE_PLOT_PX."""
     legend = fig.layout.legend
@@ -98,11 +98,11 @@ def _legend_above(fig: go.Figure) -> float:
     names = [tr.name for tr in fig.data if tr.showlegend is not False and tr.name]
     if not names or (len(names) == 1 and fig.layout.showlegend is None):    # Plotly hides a one-trace legend
         return 0.0
-    width = sum(text_px(n) + LEGEND_ITEM_PX for n in dict.fromkeys(names))
-    return LEGEND_ROW_PX * math.ceil(width / WIDE_PLOT_PX)
+    entries = sum(text_px(n) + LEGEND_ITEM_PX for n in dict.fromkeys(names))
+    return LEGEND_ROW_PX * math.ceil(entries / max(width - 40, 100))
 
 
-def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10) -> go.Figure:
+def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10, width: float = WIDE_PLOT_PX) -> go.Figure:
     """Turn automargin off on every axis and set margins that hold its tick labels and title, and a
     horizontal legend above the plot under the figure's title."""
     side = {"l": 0.0, "r": 0.0, "b": 0.0, "t": 0.0}
@@ -120,5 +120,5 @@ def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10) -> go.Figure:
         side[where] = max(side[where], need)
         ax.automargin = False
     fig.update_layout(margin=dict(l=int(pad + side["l"]), r=int(pad + side["r"]), b=int(pad + side["b"]),
-                                  t=int(top + side["t"] + _legend_above(fig))))
+                                  t=int(top + side["t"] + _legend_above(fig, width))))
     return fig

@@ -72,7 +72,7 @@ def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Option
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
-    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1))
+    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
 
 
 def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
@@ -326,7 +326,7 @@ def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, 
 
 
 def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
-           log_x: bool = False, log_y: bool = False, height: int = 380) -> go.Figure:
+           log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
     """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
@@ -336,7 +336,7 @@ def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabe
     fig.update_xaxes(type="log" if log_x else "linear")
     fig.update_yaxes(type="log" if log_y else "linear")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return _layout(fig, title, xlabel, ylabel, height)
+    return _layout(fig, title, xlabel, ylabel, height, width=width)
 
 
 def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
@@ -350,7 +350,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
 
 
 def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
-                       colorbar: str = "value") -> go.Figure:
+                       colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
     """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
     a = _np(pe)
     lim = float(np.abs(a).max()) or 1.0
@@ -359,18 +359,18 @@ def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = 
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
                                              f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, xlabel, ylabel, height=460)
+    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
 
 
 def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = "position",
-                       colorbar: str = "dot product") -> go.Figure:
+                       colorbar: str = "dot product", width: int = rules.FIGURE_PX) -> go.Figure:
     """[L, L] position-by-position similarity (numeric axes)."""
     a = _np(sim)
     fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
                                              f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, xlabel, ylabel, height=460)
+    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
 
 
 # -- decoding -----------------------------------------------------------------------------------
