@@ -16,16 +16,19 @@ PAGES = ["views/overview.py", "views/attention.py", "views/step_by_step.py", "vi
          "views/positional.py", "views/decoding.py"]
 
 
-def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
+def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,
+             timeout: int = 60) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    if lang is not None:
+        at.query_params["lang"] = lang
     if ckpt is not None:
         at.session_state["ckpt"] = ckpt
     if text is not None:
         at.session_state["text"] = text
-    at.run(timeout=60)
+    at.run(timeout=timeout)
     if page != "views/overview.py":
         at.switch_page(page)
-        at.run(timeout=60)
+        at.run(timeout=timeout)
     assert not at.exception, [e.value for e in at.exception]
     return at
 

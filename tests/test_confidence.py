@@ -12,7 +12,7 @@ import sacrebleu
 import torch
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ZH, open_tab, texts
+from app_util import APP, ZH, open_app, open_tab, texts
 from viz_transformer import confidence as C
 from viz_transformer import data as D
 from viz_transformer import decode, load_checkpoint
@@ -155,15 +155,7 @@ def test_good_outputs_are_not_flagged(shipped, name, text, output):
 
 # -- the app --------------------------------------------------------------------------------------------
 def _open(page: str, ckpt: str, text: str, lang: str = "en") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["lang"] = lang
-    at.session_state["ckpt"], at.session_state["text"] = ckpt, text
-    at.run(timeout=120)
-    if page != "overview":
-        at.switch_page(f"views/{page}.py")
-        at.run(timeout=120)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(f"views/{page}.py", ckpt, text, lang=lang, timeout=120)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import string
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ZH as SENTENCE, by_key, figures
+from app_util import APP, ZH as SENTENCE, by_key, figures, open_app
 from views import strings
 from views.strings import EN
 from views.strings_zh import ZH
@@ -110,16 +110,7 @@ def env(ckpt_root, monkeypatch):
 
 
 def open_zh(page: str = "overview") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.query_params["lang"] = "zh"
-    at.session_state["ckpt"] = "tiny-zh-en"
-    at.session_state["text"] = SENTENCE
-    at.run(timeout=90)
-    if page != "overview":
-        at.switch_page(f"views/{page}.py")
-        at.run(timeout=90)
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app(f"views/{page}.py", "tiny-zh-en", SENTENCE, lang="zh", timeout=90)
 
 
 def test_every_page_in_chinese_has_no_english_interface_left(env):
