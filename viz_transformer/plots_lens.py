@@ -45,7 +45,10 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     if marked is not None and 0 <= marked < T:
         fig.add_shape(type="rect", x0=marked - 0.5, x1=marked + 0.5, y0=-0.5, y1=R - 0.5,
                       line=dict(color="black", width=3))
-    return _layout(fig, title, xlabel, ylabel, height=max(300, 140 + 48 * R))
+    _layout(fig, title, xlabel, ylabel)
+    m = fig.layout.margin                         # the plot keeps 48 px a row whatever the slanted labels take
+    fig.update_layout(height=int(m.t + m.b + max(48 * R, rules.MIN_PLOT)))
+    return fig
 
 
 def score_heatmap(grid, row_names: Sequence[str], col_names: Sequence[str], title: str, xlabel: str, ylabel: str,
