@@ -2,7 +2,7 @@
 the margins hold the labels, and long axes label every k-th token only while hover keeps every one."""
 import numpy as np
 
-from viz_transformer import plots
+from viz_transformer import plots, plots_decoding
 from viz_transformer.plot_margins import MIN_LABEL_GAP, every_kth, fit_margins, text_px
 
 
@@ -28,7 +28,7 @@ def test_every_kth_keeps_labels_apart():
 def test_every_figure_turns_automargin_off_and_its_margins_hold_the_longest_label():
     long = ["我是一名工程师我是一名工程师", "b", "c"]
     figs = [plots.attention_heatmap(np.full((3, 3), 1 / 3), long, long, "t"),
-            plots.probability_bars(long, [0.5, 0.3, 0.2], "p"),
+            plots_decoding.probability_bars(long, [0.5, 0.3, 0.2], "p"),
             plots.curves([1, 2, 3], {"a": [1, 2, 3]}, "c", "x", "y"),
             plots.line_view([np.full((3, 3), 1 / 3)], long, long, ["h0"], "lines")]
     for fig in figs:

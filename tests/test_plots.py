@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from viz_transformer import analysis, plots
+from viz_transformer import analysis, plots, plots_decoding
 from viz_transformer.decoding import Beam, Step, Trace
 
 PIECES = ["[begin]", "▁the", "▁cat", "▁the", "<script>alert(1)</script>", "a&b"]
@@ -153,7 +153,7 @@ def test_line_view_keeps_every_query_of_a_short_axis_beside_a_long_one():
 
 
 def test_probability_bars_outline_the_chosen_token():
-    fig = plots.probability_bars(["▁I", "▁You", "<x>"], [0.6, 0.3, 0.1], "candidates", chosen=1)
+    fig = plots_decoding.probability_bars(["▁I", "▁You", "<x>"], [0.6, 0.3, 0.1], "candidates", chosen=1)
     bar = fig.data[0]
     assert np.allclose(np.asarray(bar.x), [0.6, 0.3, 0.1])
     assert list(bar.marker.line.width) == [0, 3, 0]
@@ -192,10 +192,10 @@ def test_beam_tree_nodes_edges_and_states():
     steps = [[Beam([1], ["▁I"], -0.1, 0), Beam([2], ["▁He"], -0.5, 0)],
              [Beam([1, 3], ["▁I", "▁am"], -0.3, 0), Beam([1, 4], ["▁I", "[end]"], -0.9, 0, True)]]
     tr = Trace("beam", None, ["[begin]"], [Step(i, 0, "x", 1.0, [], {}, b) for i, b in enumerate(steps)])
-    fig = plots.beam_tree(analysis.beam_links(tr), "beams")
+    fig = plots_decoding.beam_tree(analysis.beam_links(tr), "beams")
     tr_best = Trace("beam", None, ["[begin]"], [Step(0, 1, "▁I", 1.0, [], {}, steps[0]),
                                                 Step(1, 3, "▁am", 1.0, [], {}, steps[1])])
-    best = plots.beam_tree(analysis.beam_links(tr_best), "beams").data[1]
+    best = plots_decoding.beam_tree(analysis.beam_links(tr_best), "beams").data[1]
     assert list(best.x) == [1, 2, None] and list(best.y) == [0, 0, None]
     plain, chosen, nodes = fig.data
     # the trace's output ([0] per Step) matches no beam, so no edge is on the chosen path

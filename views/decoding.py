@@ -5,7 +5,7 @@ import streamlit as st
 
 from views import cached, callbacks, confidence, context, lens_parts, stepper, widgets
 from views.strings import t
-from viz_transformer import analysis, plots
+from viz_transformer import analysis, plots, plots_decoding
 from viz_transformer.numbers import fmt_prob
 
 ctx = context.need_run()
@@ -66,7 +66,7 @@ else:
     keys = max(len(tr.src_pieces) if cfg.is_encoder_decoder else 0, len(analysis.step_keys(tr, i - 1)))
     (left, right), width = widgets.figure_columns(2, cfg.n_heads, keys)
     with left:
-        widgets.show(plots.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
+        widgets.show(plots_decoding.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
                                             t("dc.cands_title", i=i), chosen, t("axis.probability"),
                                             t("axis.candidate"), t("cb.prob"), width=width), key="dc_cands")
     with right:
@@ -81,7 +81,7 @@ else:
     lens_parts.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
     if strategy == "beam":
         st.subheader(t("dc.beams"))
-        widgets.show(plots.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
+        widgets.show(plots_decoding.beam_tree(analysis.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
                                      t("axis.beam"), t("cb.logp"), t("dc.extended"), t("dc.dropped"),
                                      t("dc.finished")), key="dc_beams")
 if i == n and n:
