@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ROOT, array, by_key, figure, open_app, open_tab, texts
+from views.strings import EN
 from viz_transformer import capture, lessons
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
@@ -228,9 +229,10 @@ def test_the_patching_table_names_a_stream_as_the_figure_does():
     rows, cols, z = list(fig["data"][0]["y"]), list(fig["data"][0]["x"]), array(fig["data"][0]["z"])
     assert rows[0] == "embeddings" and rows[-1] == f"after layer {len(rows) - 2}"
     table = at.dataframe[-1].value                                     # the components that restore most
+    layer, pos, score = EN["ko.col.layer"], EN["pt.col.pos"], EN["pt.col.score"]     # the table's own headers
     for _, r in table.iterrows():
-        assert r["layer"] in rows
-        assert z[rows.index(r["layer"]), int(r["pos"])] == pytest.approx(r["score"], abs=1e-4)
+        assert r[layer] in rows
+        assert z[rows.index(r[layer]), int(r[pos])] == pytest.approx(r[score], abs=1e-4)
 
 
 def test_the_entropy_reference_counts_the_row_s_allowed_keys():
