@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from viz_transformer import lab
+from viz_transformer import lab, load_checkpoint
 from viz_transformer.decoding import never_generated
 from viz_transformer.interventions import head_ablation_hooks, positions_off_hooks
 
@@ -121,3 +121,15 @@ def test_permutation_keeps_punctuation_and_a_lone_word_mark_in_place():
     ids = [10, 11, 12, 13, 14, 15, 3]
     assert lab.permutation(ids, {3}, "swap", keep=[0, 5]) == [0, 4, 2, 3, 1, 5, 6]
     assert lab.permutation(ids, {3}, "reverse", keep=[0, 5]) == [0, 4, 3, 2, 1, 5, 6]
+
+
+@pytest.mark.parametrize("folder", ["tiny-zh-en", "tiny-lm"])
+def test_the_order_test_s_own_output_is_the_run_s_so_the_app_reuses_it(ckpt_root, folder):
+    """The app hands order_test the cached run's output instead of decoding the same ids again: that is
+    only right if a run under the same hooks generates exactly what order_test's own greedy decode does."""
+    hm = load_checkpoint(ckpt_root / folder)
+    text = TEXT if hm.cfg.is_translator else "The cat sat on the mat."
+    for hooks in ((), positions_off_hooks(hm)):
+        assert lab.order_test(hm, text, "swap", hooks).output == hm.run(text, fwd_hooks=hooks).output
+        given = lab.order_test(hm, text, "swap", hooks, output="given")
+        assert given.output == "given" and given.permuted_output == lab.order_test(hm, text, "swap", hooks).permuted_output

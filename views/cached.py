@@ -131,7 +131,8 @@ def positions_off(path: str, stamp: float, text: str):
 @heavy
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
-    return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm))
+    own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
+    return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm), output=own)
 
 
 # -- models side by side, and attention over training ------------------------------------------------

@@ -8,6 +8,7 @@ teacher-forced logits of a run's own ids under hooks, and the order test (permut
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -111,10 +112,13 @@ def _last_layer(hm, ids: list[int], fwd_hooks) -> torch.Tensor:
     return cache[name][0]                                                         # (pos, d)
 
 
-def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens=None) -> OrderTest:
+def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
+               output: Optional[str] = None) -> OrderTest:
     """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
     pieces stay) through the model with fwd_hooks: the last layer's outputs over the input, how far
-    they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0)."""
+    they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0).
+    output: the greedy output of the text's own ids under the same hooks, when the caller already has it
+    (the app's cached run): it is not decoded again."""
     tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
@@ -123,7 +127,8 @@ def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens
     moved = [ids[i] for i in order]
     outs = [_last_layer(hm, x, fwd_hooks) for x in (ids, moved)]
     texts = [tok.decode(decode_ids(model, tok, Encoded(x, enc.n_cut, enc.cut_at), "greedy", max_new_tokens,
-                                   fwd_hooks=fwd_hooks).generated_ids) for x in (ids, moved)]
+                                   fwd_hooks=fwd_hooks).generated_ids) if x is moved or output is None else output
+             for x in (ids, moved)]
     return OrderTest("encoder" if cfg.is_encoder_decoder else "decoder", tok.pieces(ids), tok.pieces(moved), order,
                      outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])
 
