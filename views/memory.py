@@ -56,8 +56,9 @@ def _pending_collect() -> None:
 
 
 def collect() -> None:
-    """One full collection and the freed pages handed back (a no-op while another thread collects)."""
+    """One full collection and the freed pages handed back (while another thread collects: one more later)."""
     if not _lock.acquire(blocking=False):
+        _schedule(MIN_INTERVAL)             # the collection under way may have begun before this garbage was made
         return
     try:
         t0 = time.monotonic()
