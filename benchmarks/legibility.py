@@ -34,15 +34,19 @@ LANGS = ("en", "zh")
 SHORT = {"zh": "我是一名工程师。", "en": "The dog ran to the park."}
 TIMEOUT_MS = 300_000
 
-# A click on a tab, then wait until drawn. A lazy tab (views/widgets.lazy_tabs) reruns the script; a plain
-# st.tabs does not: it is drawn when no run has started after quietMs and its panel has content.
-_TAB = """async ([i, quietMs, timeoutMs]) => {
-  const root = () => document.querySelector('[data-test-script-state]');
+# Inside both actions below: the app root says the run ended, no skeleton or stale element is left, every
+# chart has drawn.
+_IDLE = """  const root = () => document.querySelector('[data-test-script-state]');
   const drawn = () => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
   const idle = () => root() && root().getAttribute('data-test-script-state') === 'notRunning'
                      && !document.querySelector('[data-testid="stSkeleton"]')
                      && !document.querySelector('[data-stale="true"]') && drawn();
-  const panel = () => [...document.querySelectorAll('[data-testid="stMain"] [role="tabpanel"]')]
+"""
+
+# A click on a tab, then wait until drawn. A lazy tab (views/widgets.lazy_tabs) reruns the script; a plain
+# st.tabs does not: it is drawn when no run has started after quietMs and its panel has content.
+_TAB = """async ([i, quietMs, timeoutMs]) => {
+""" + _IDLE + """  const panel = () => [...document.querySelectorAll('[data-testid="stMain"] [role="tabpanel"]')]
                         .find(p => !p.hidden && p.offsetParent && p.querySelector('[data-testid="stElementContainer"]'));
   let ran = false;
   const obs = new MutationObserver(() => { if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true; });
@@ -65,12 +69,7 @@ _TAB = """async ([i, quietMs, timeoutMs]) => {
 # One action in the main area (click a button, or type into a text input and press Enter), then wait until the
 # rerun it starts has drawn (as pixels.py's _MEASURE does for the sidebar).
 _ACT = """async ([sel, value, timeoutMs]) => {
-  const root = () => document.querySelector('[data-test-script-state]');
-  const drawn = () => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
-  const idle = () => root() && root().getAttribute('data-test-script-state') === 'notRunning'
-                     && !document.querySelector('[data-testid="stSkeleton"]')
-                     && !document.querySelector('[data-stale="true"]') && drawn();
-  const el = document.querySelector(sel);
+""" + _IDLE + """  const el = document.querySelector(sel);
   if (!el || el.disabled) return {ok: false, missing: true};
   let ran = false;
   const obs = new MutationObserver(() => { if (root() && root().getAttribute('data-test-script-state') === 'running') ran = true; });

@@ -233,8 +233,6 @@ EN = {
                 "divided by √d_k, plus the mask, softmax over each row, times V.",
     "st.divisor": "Divide the scores by (the model uses √d_k = {sqrt:.2f})",
     "st.divisor_help": "Smaller → softmax sharpens toward the arg-max; larger → it flattens toward uniform.",
-    "st.window": "Show positions from",
-    "st.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}. Softmax still runs over every key.",
     "st.Q": "Q: queries of head {head}",
     "st.K": "K: keys of head {head}",
     "st.V": "V: values of head {head}",

@@ -200,8 +200,6 @@ ZH = {
     "st.intro": "在你的文本上，用真实数值一步步算出一个头的缩放点积注意力：先算 QKᵀ，除以 √d_k，加上掩码，按行做 softmax，再乘以 V。",
     "st.divisor": "分数除以（模型用的是 √d_k = {sqrt:.2f}）",
     "st.divisor_help": "越小 → softmax 越尖锐，趋向只选最大值；越大 → 越平，趋向均匀分布。",
-    "st.window": "从这个位置开始显示",
-    "st.window_note": "显示查询行 {qa}–{qb} 和键列 {ka}–{kb}。softmax 仍然在所有键上计算。",
     "st.Q": "Q：头 {head} 的查询",
     "st.K": "K：头 {head} 的键",
     "st.V": "V：头 {head} 的值",

@@ -13,7 +13,6 @@ The browser test tests/test_browser_legibility.py measures the result in Chromiu
 """
 from __future__ import annotations
 
-import math
 import re
 
 from .plot_margins import TICK_PX, text_px
@@ -110,15 +109,4 @@ def title_lines(text: str) -> int:
     return text.count("<br>") + 1
 
 
-def x_label_angle(labels: list[str], step_px: float) -> int:
-    """0 while the labels fit flat side by side step_px apart, else -45 (they run down to the left)."""
-    widest = max((text_px(s) for s in labels), default=0.0)
-    return 0 if widest + 6 <= step_px else -45
-
-
-def slanted_gap(step_px: float, angle: float) -> float:
-    """Distance between neighbouring slanted labels across their slant: must exceed a text height."""
-    return step_px * abs(math.sin(math.radians(angle))) if angle else step_px
-
-
-MIN_SLANT_GAP = TICK_PX + 3
+MIN_SLANT_GAP = TICK_PX + 3  # px across the slant between neighbouring 45° labels

@@ -24,7 +24,6 @@ MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77
 MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
 BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
 PALETTE = ["#2171b5", "#fd8d3c", "#31a354", "#756bb1", "#e6550d", "#636363"]   # series colours in every figure
-CELL_VALUES_PX = 30           # a cell shows its number ("0.12" at 10 px) only when it is at least this wide
 
 
 def escape(s: str) -> str:
@@ -94,14 +93,14 @@ def _category_ticks(axis, cats: list[str], cell: float) -> None:
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
             show_values: Optional[bool] = None, hover: str = "weight", width: int = rules.FIGURE_PX,
-            value_format: str = ".2f", text=None, colorbar_ticks: Optional[Sequence[str]] = None,
+            colorbar_ticks: Optional[Sequence[str]] = None,
             colorbar_tickvals: Optional[Sequence[float]] = None) -> go.Figure:
     """A labelled matrix, rows top to bottom, columns left to right, laid out for a figure `width` px wide
     by the rules of figure_rules: square cells (a long thin matrix such as [tokens × d_head] fills the
     width instead) of MIN_CELL..MAX_CELL px, the height following from them; labels thinned or slanted so
-    they never collide; numbers in cells only when the widest fits (or `text`, one string a cell, when
-    given). A matrix larger than figure_rules.max_cells is the caller's to window. Labels must already be
-    escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    they never collide; numbers in cells only when the widest fits. A matrix with more rows or columns than
+    fit at MIN_CELL shows its first window (drag to pan); the app windows it before (widgets.window). Labels
+    must already be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
     z = _raw(z)
     if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
         z = z.astype(np.uint8)
@@ -130,14 +129,10 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     tr = go.Heatmap(z=z, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, xgap=0, ygap=0,
                     colorbar=bar, hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
                                                 f"{escape(hover)}: %{{z:.4f}}<extra></extra>")
-    if text is not None:
-        flat = [str(s) for row in text for s in row]
-        if show_values is not False and rules.values_fit(cw, ch, flat):
-            tr.update(text=text, texttemplate="%{text}", textfont=dict(size=rules.VALUE_PX))
-    elif show_values is not False and n_rows * n_cols <= 400 and z.dtype.kind == "f":
-        shown = [format(float(v), value_format) for v in z[np.isfinite(z)]]
+    if show_values is not False and n_rows * n_cols <= 400 and z.dtype.kind == "f":
+        shown = [f"{v:.2f}" for v in z[np.isfinite(z)]]
         if show_values or rules.values_fit(cw, ch, shown):
-            tr.update(texttemplate=f"%{{z:{value_format}}}", textfont=dict(size=rules.VALUE_PX))
+            tr.update(texttemplate="%{z:.2f}", textfont=dict(size=rules.VALUE_PX))
     fig = go.Figure(tr)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")

@@ -57,7 +57,6 @@ def score_heatmap(grid, row_names: Sequence[str], col_names: Sequence[str], titl
     column names are plain text (escaped here) and must be unique."""
     fig = values_heatmap(grid, [escape(r) for r in row_names], [escape(c) for c in col_names], title, xlabel,
                          ylabel, colorbar)
-    fig.update_traces(texttemplate="%{z:.2f}", textfont=dict(size=10))
     return fig
 
 
