@@ -13,9 +13,11 @@ import torch
 
 from .checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from .config import ModelConfig
-from .decoding import Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_ids, never_generated
-from .hooks import Cache, NamesFilter, hooks_active
-from .inputs import check_decoding, encode_input, encode_source, pad_rows
+from .batch import Batch, forward, make_batch, one_row
+from .decoding import (Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
+                       never_generated)
+from .hooks import Cache, NamesFilter
+from .inputs import ModelInput, check_decoding, encode_input
 from .model import Transformer
 from .positional import sinusoidal_table
 from .tokenizer import Tokenizer
@@ -42,6 +44,11 @@ class Run:
     trace: Optional[Trace] = None   # the greedy trace that produced the output (None for a given target)
     predicted: list[str] = field(default_factory=list)   # per decoder row, the piece it predicts: argmax of its
                                     # logits without the never-generated ids, as greedy picks (analysis.query_labels)
+    input: Optional[ModelInput] = None   # what the model read: the text encoded once
+
+    def batch(self) -> Batch:
+        """The run's exact ids as a batch of one (source, [begin] + output or prompt + output, prefix)."""
+        return one_row(self.src_ids, self.tgt_ids, self.prefix_len)
 
     def pieces(self, part: str) -> list[str]:
         """Token labels for the query/key axes of an attention block in `part`."""
@@ -82,29 +89,22 @@ class HookedModel:
         hooks = model.resolve_hooks(fwd_hooks)
         target_ids = None if target is None else tok.encode(target)      # "" = the prompt alone
         reserve = max_new_tokens if target_ids is None else len(target_ids)
-        enc = encode_input(tok, cfg, text, reserve=reserve)
+        inp = encode_input(tok, cfg, text, reserve=reserve)
         trace = None
         if target_ids is None:
-            trace = decode_ids(model, tok, enc, "greedy", max_new_tokens, fwd_hooks=hooks)
+            trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, fwd_hooks=hooks)
             out_ids = trace.generated_ids
         else:
             out_ids = target_ids
-        prompt = [cfg.bos_id] if cfg.is_encoder_decoder else list(enc.ids)
-        out_ids = out_ids[: max(0, cfg.max_len - len(prompt))]     # a given target is cut at its end
-        tgt_ids = prompt + out_ids
-        prefix_len = len(prompt) if cfg.architecture == "prefix_lm" else None
-        with hooks_active(hooks):
-            if cfg.is_encoder_decoder:
-                logits, cache = model.run_with_cache(torch.tensor([enc.ids]), torch.tensor([tgt_ids]),
-                                                     names_filter=names_filter)
-            else:
-                logits, cache = model.run_with_cache(torch.tensor([tgt_ids]), prefix_len=prefix_len,
-                                                     names_filter=names_filter)
-        src_ids = list(enc.ids) if cfg.is_encoder_decoder else None
+        out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
+        logits, cache = forward(model, make_batch(cfg, [inp], [out_ids]), hooks, capture=True,
+                                names_filter=names_filter)
+        tgt_ids = inp.decoder_ids(out_ids)
+        src_ids = list(inp.src) if inp.src is not None else None
         predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())
         return Run(text, src_ids, tok.pieces(src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
-                   tok.decode(out_ids), logits[0], cache, enc.n_cut, enc.cut_at, prefix_len, list(out_ids),
-                   len(prompt), trace, predicted)
+                   tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
+                   len(inp.prompt), trace, predicted, inp)
 
     def run_with_cache(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None):
         """(logits [tgt_pos, vocab], Cache) for a text: the two-line notebook entry point."""
@@ -137,28 +137,33 @@ def most_different(hm: HookedModel, text: str, candidates: list[str]) -> str:
 
 
 @torch.no_grad()
+def run_padded(hm: HookedModel, texts: list[str], max_new_tokens: Optional[int] = None,
+               names_filter: NamesFilter = None) -> tuple[Batch, Cache]:
+    """Texts run together as one right-padded batch: (the batch, its capture). A translator's decoder
+    input is [begin] + each text's own greedy output ids, as in `HookedModel.run`; a one-sequence model
+    reads each text's prompt alone. names_filter: the captures to keep (default all)."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    inputs = [encode_input(tok, cfg, t) for t in texts]
+    n_new = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+    check_decoding(cfg, cfg.vocab_size, n_new)
+    outputs = None                               # where the text is the encoder's, the decoder reads the output
+    if inputs[0].src is not None:
+        outputs = greedy_outputs(hm.model, inputs, n_new, never_generated(tok))
+    batch = make_batch(cfg, inputs, outputs)
+    _, cache = forward(hm.model, batch, capture=True, names_filter=names_filter)
+    return batch, cache
+
+
 def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optional[int] = None,
                  names_filter: NamesFilter = None) -> PaddedBatch:
-    """Run `text` and a second sentence as one right-padded batch so the padding mask shows; a
-    translator's decoder input is each text's own greedy output ids, as in `HookedModel.run`.
-    names_filter: the captures to keep (default all)."""
-    cfg, tok = hm.cfg, hm.tokenizer
-    texts = [text, other]
-    if cfg.is_encoder_decoder:
-        src_rows = [encode_source(tok, cfg, t).ids for t in texts]
-        tgt_rows = [[cfg.bos_id] + ids for ids in greedy_ids(hm.model, tok, texts, max_new_tokens)]
-        src, tgt = pad_rows(src_rows, cfg.pad_id), pad_rows(tgt_rows, cfg.pad_id)
-        _, cache = hm.model.run_with_cache(src, tgt, names_filter=names_filter)
-        lengths = [len(r) for r in src_rows]
-        src_pieces = [tok.pieces(r.tolist()) for r in src]
-    else:
-        rows = [encode_input(tok, cfg, t).ids for t in texts]
-        tgt = pad_rows(rows, cfg.pad_id)
-        prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
-        _, cache = hm.model.run_with_cache(tgt, prefix_len=prefix, names_filter=names_filter)
-        lengths, src_pieces = [len(r) for r in rows], None
+    """Run `text` and a second sentence as one right-padded batch so the padding mask shows (run_padded)."""
+    tok = hm.tokenizer
+    batch, cache = run_padded(hm, [text, other], max_new_tokens, names_filter)
+    rows = batch.src if batch.src is not None else batch.dec
+    lengths = (rows != hm.cfg.pad_id).sum(-1).tolist()
     short = int(lengths[1] < lengths[0]) if lengths[0] != lengths[1] else 1
-    return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in tgt], cache, short)
+    src_pieces = [tok.pieces(r.tolist()) for r in batch.src] if batch.src is not None else None
+    return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in batch.dec], cache, short)
 
 
 def positional_tables(hm: HookedModel, n: int) -> dict[str, Optional[torch.Tensor]]:

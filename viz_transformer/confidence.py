@@ -35,7 +35,8 @@ import torch
 
 from . import data as D
 from .decoding import default_new_tokens, greedy_ids
-from .inputs import encode_input, pad_rows
+from .batch import forward, make_batch
+from .inputs import encode_input
 
 RARE_BELOW = 5          # a piece seen fewer times than this in the training inputs is "rare"
 BAR_BLEU = 10.0         # corpus BLEU under which a set of outputs is "almost useless"
@@ -98,11 +99,7 @@ class Confidence:
 
 def input_ids(run, cfg) -> list[int]:
     """The text's own pieces of a run: the source (translator) or the prompt (LM), no specials."""
-    if cfg.is_encoder_decoder:
-        ids = run.src_ids
-    else:
-        ids = run.tgt_ids[:run.prompt_len]
-    return _strip(ids, cfg)
+    return _strip(run.input.ids, cfg)
 
 
 def _strip(ids, cfg) -> list[int]:
@@ -191,18 +188,12 @@ def batch_scores(hm, texts: list[str], outs: list[list[int]], max_new_tokens: Op
     token_lp: the first item is every token's log-prob [n] instead of their mean."""
     max_new_tokens = default_new_tokens(hm.cfg) if max_new_tokens is None else max_new_tokens
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
-    encs = [encode_input(tok, cfg, t, reserve=max_new_tokens).ids for t in texts]
+    inputs = [encode_input(tok, cfg, t, reserve=max_new_tokens) for t in texts]
     res = [None] * len(texts)
     for b in range(0, len(texts), batch_size):
         idx = list(range(b, min(b + batch_size, len(texts))))
-        prompts = [[cfg.bos_id] if cfg.is_encoder_decoder else encs[i] for i in idx]
-        rows = [p + outs[i] for p, i in zip(prompts, idx)]
-        tgt = pad_rows(rows, cfg.pad_id)
-        if cfg.is_encoder_decoder:
-            logits = model(pad_rows([encs[i] for i in idx], cfg.pad_id), tgt)
-        else:
-            prefix = torch.tensor([len(p) for p in prompts]) if cfg.architecture == "prefix_lm" else None
-            logits = model(tgt, prefix_len=prefix)
+        prompts = [list(inputs[i].prompt) for i in idx]
+        logits, _ = forward(model, make_batch(cfg, [inputs[i] for i in idx], [outs[i] for i in idx]))
         lp = torch.log_softmax(logits.float(), -1)                                     # (B, T, V)
         for r, i in enumerate(idx):
             P, out = len(prompts[r]), outs[i]
@@ -212,7 +203,7 @@ def batch_scores(hm, texts: list[str], outs: list[list[int]], max_new_tokens: Op
             ppl = None
             if not cfg.is_translator and P > 1:
                 ppl = math.exp(-lp[r, torch.arange(P - 1), torch.tensor(prompts[r][1:])].mean().item())
-            src = _strip(encs[i] if cfg.is_encoder_decoder else prompts[r], cfg)
+            src = _strip(inputs[i].ids, cfg)
             res[i] = (t if token_lp else t.mean().item() if len(t) else float("nan"), ppl, src)
     return res
 

@@ -7,12 +7,13 @@ Text becomes ids once (inputs.py), generation works on ids, strings are made onl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
+from .batch import Batch, make_batch, start_cache
 from .hooks import hooks_active
-from .inputs import Encoded, check_decoding, encode_input, pad_rows
+from .inputs import ModelInput, check_decoding, encode_input
 from .model import KVCache, Transformer
 from .names import decoder_blocks, hook_name
 from .tokenizer import Tokenizer
@@ -28,50 +29,69 @@ def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
     return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
 
 
+def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
+    return logits.argmax(-1)
+
+
+@torch.no_grad()
+def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list[int], pick=_pick_greedy,
+             on_step=None, watch: Sequence[str] = (), fwd_hooks=()) -> list[list[int]]:
+    """The one token-by-token loop with a KV cache, for every row of `batch` (whose prompts have one
+    length): each step feeds the new tokens and appends pick(logits [B, V]) -> ids [B] (default: the
+    argmax, greedy), with the never-generated ids at -inf. A row stops at [end]; the loop stops when every
+    row has, after max_new_tokens (never past max_len), or when on_step(t, logits, ids, rows) returns
+    True; rows = {name: [B, head, key]}, the last query's pattern of each hook in `watch`. Returns each
+    row's generated ids, without [end]. fwd_hooks: active for the whole loop."""
+    cfg = model.cfg
+    with hooks_active(model.resolve_hooks(fwd_hooks)):
+        cache, cur = start_cache(model, batch), batch.dec
+        out: list[list[int]] = [[] for _ in range(len(batch))]
+        done = torch.zeros(len(batch), dtype=torch.bool)
+        for t in range(max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))):
+            logits, rows = _step_logits(model, cur, cache, banned, watch)
+            nxt = pick(logits)
+            if on_step is not None and on_step(t, logits, nxt, rows):
+                break
+            for r, i in enumerate(nxt.tolist()):
+                if not done[r] and i != cfg.eos_id:
+                    out[r].append(i)
+            done |= nxt == cfg.eos_id
+            if bool(done.all()):
+                break
+            cur = nxt.unsqueeze(1)
+    return out
+
+
+def greedy_outputs(model: Transformer, inputs: Sequence[ModelInput], max_new_tokens: int,
+                   banned: list[int], batch_size: int = 64) -> list[list[int]]:
+    """Greedy output ids (without [end]) for encoded inputs, batched: rows whose prompts have one length
+    go together (every encoder-decoder prompt is [begin]), sorted by input length (little padding), so a
+    one-sequence row computes exactly what it computes alone (no padding at all)."""
+    model.eval()
+    results: list[list[int]] = [[] for _ in inputs]
+    order = sorted(range(len(inputs)), key=lambda i: (len(inputs[i].prompt), len(inputs[i].ids)))
+    groups: dict[int, list[int]] = {}
+    for i in order:
+        groups.setdefault(len(inputs[i].prompt), []).append(i)
+    for same in groups.values():
+        for b in range(0, len(same), batch_size):
+            idx = same[b:b + batch_size]
+            outs = generate(model, make_batch(model.cfg, [inputs[i] for i in idx]), max_new_tokens, banned)
+            for i, ids in zip(idx, outs):
+                results[i] = ids
+    return results
+
+
 @torch.no_grad()
 def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
                batch_size: int = 64) -> list[list[int]]:
-    """Greedy output ids (without [end]) for many texts, batched with a KV cache: an encoder-decoder
-    in length-sorted padded batches; a one-sequence translator in batches of prompts of equal length
-    (no padding, so every row computes exactly what it computes alone); a language model one prompt
-    at a time (the greedy trace). max_new_tokens defaults to default_new_tokens(cfg)."""
-    model.eval()
+    """Greedy output ids (without [end]) for many texts (greedy_outputs on their encoded inputs).
+    max_new_tokens defaults to default_new_tokens(cfg)."""
     cfg = model.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     check_decoding(cfg, cfg.vocab_size, max_new_tokens)
-    results: list[list[int]] = [[] for _ in texts]
-    if not cfg.is_translator:
-        for i, text in enumerate(texts):
-            enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-            results[i] = decode_ids(model, tok, enc, "greedy", max_new_tokens).generated_ids
-        return results
-    banned = never_generated(tok)
-    encoded = [encode_input(tok, cfg, t, reserve=max_new_tokens).ids for t in texts]
-    if cfg.is_encoder_decoder:
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
-        groups = [order[b:b + batch_size] for b in range(0, len(order), batch_size)]
-    else:
-        by_len: dict[int, list[int]] = {}
-        for i, ids in enumerate(encoded):
-            by_len.setdefault(len(ids), []).append(i)
-        groups = [g[b:b + batch_size] for g in by_len.values() for b in range(0, len(g), batch_size)]
-    for idx in groups:
-        rows = pad_rows([encoded[i] for i in idx], cfg.pad_id)
-        if cfg.is_encoder_decoder:
-            cache, cur = model.new_cache(rows), torch.full((len(idx), 1), cfg.bos_id, dtype=torch.long)
-        else:
-            cache, cur = model.new_cache(prefix_len=rows.shape[1] if cfg.architecture == "prefix_lm" else None), rows
-        done = torch.zeros(len(idx), dtype=torch.bool)
-        for _ in range(max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))):
-            nxt = allowed_logits(model.decode(cur, cache=cache)[:, -1], banned).argmax(-1)
-            for r in range(len(idx)):
-                if not done[r] and nxt[r].item() != cfg.eos_id:
-                    results[idx[r]].append(nxt[r].item())
-            done |= nxt == cfg.eos_id
-            if done.all():
-                break
-            cur = nxt.unsqueeze(1)
-    return results
+    inputs = [encode_input(tok, cfg, t, reserve=max_new_tokens) for t in texts]
+    return greedy_outputs(model, inputs, max_new_tokens, never_generated(tok), batch_size)
 
 
 def default_new_tokens(cfg) -> int:
@@ -124,7 +144,7 @@ class Trace:
     prompt_pieces: list[str]             # decoder input before the first step: [begin] (+ text for an LM)
     steps: list[Step] = field(default_factory=list)
     n_cut: int = 0                       # pieces of the text dropped to fit max_len ...
-    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), inputs.Encoded
+    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), inputs.ModelInput
     beam_history: Optional[list[list[Beam]]] = None   # beam search: the beams after every step,
                                                       # also the steps after the best one ended
     src_ids: Optional[list[int]] = None  # ids of src_pieces
@@ -178,17 +198,21 @@ def _candidates(tok: Tokenizer, probs: torch.Tensor, k: int) -> list[Candidate]:
     return [Candidate(int(a), tok.piece(int(a)), float(b)) for a, b in zip(i, p) if b > 0]
 
 
-def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int]):
-    """One decoder call capturing each attention block's last query row: (logits [B, V] with the
-    never-generated ids at -inf, rows {hook name: [B, head, key]})."""
+def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int], watch: Sequence[str] = ()):
+    """One decoder call: (logits [B, V] of the last position with the never-generated ids at -inf, rows
+    {hook name: [B, head, key]}: the last query's row of each hook_pattern in `watch`)."""
     rows: dict[str, torch.Tensor] = {}
-    names = [hook_name(b, i, "hook_pattern") for b in decoder_blocks(model.cfg) for i in range(model.cfg.n_decoder_layers)]
 
     def grab(x, hook):
         rows[hook.name] = x[:, :, -1, :].detach().cpu().clone()          # (B, nh, k)
-    with hooks_active([(n, grab) for n in names]):
+    with hooks_active([(n, grab) for n in watch]):
         logits = model.decode(ids, cache=cache)[:, -1]
     return allowed_logits(logits, banned), rows
+
+
+def _pattern_names(cfg) -> list[str]:
+    """Every decoder attention block's hook_pattern: what a trace records at each step."""
+    return [hook_name(b, i, "hook_pattern") for b in decoder_blocks(cfg) for i in range(cfg.n_decoder_layers)]
 
 
 @torch.no_grad()
@@ -214,7 +238,7 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, te
 
 
 @torch.no_grad()
-def decode_ids(model: Transformer, tok: Tokenizer, enc: Encoded, strategy: str = "greedy",
+def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
                max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
                fwd_hooks=()) -> Trace:
@@ -222,36 +246,29 @@ def decode_ids(model: Transformer, tok: Tokenizer, enc: Encoded, strategy: str =
     model.eval()
     cfg = model.cfg
     banned = never_generated(tok)
-    with hooks_active(model.resolve_hooks(fwd_hooks)):
-        if cfg.is_encoder_decoder:
-            cache = model.new_cache(torch.tensor([enc.ids]))
-            prompt = [cfg.bos_id]
-            trace = Trace(strategy, tok.pieces(enc.ids), tok.pieces(prompt), n_cut=enc.n_cut, cut_at=enc.cut_at,
-                          src_ids=list(enc.ids), prompt_ids=prompt, eos_id=cfg.eos_id)
-        else:
-            prompt = list(enc.ids)
-            cache = model.new_cache(prefix_len=len(prompt) if cfg.architecture == "prefix_lm" else None)
-            trace = Trace(strategy, None, tok.pieces(prompt), n_cut=enc.n_cut, cut_at=enc.cut_at,
-                          prompt_ids=prompt, eos_id=cfg.eos_id)
-        max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(prompt)))
-        if strategy == "beam":
-            return _beam(model, tok, cache, prompt, trace, max_new_tokens, beam_width, length_penalty,
-                         n_candidates, banned)
-        gen = torch.Generator().manual_seed(seed)
-        cur = torch.tensor([prompt])
-        for t in range(max_new_tokens):
-            logits, rows = _step_logits(model, cur, cache, banned)
-            if strategy == "greedy":
-                probs = torch.softmax(logits[0], -1)
-                nxt = int(probs.argmax())
-            else:
-                probs = _filter(logits[0], temperature, top_k, top_p)
-                nxt = int(torch.multinomial(probs, 1, generator=gen))
-            trace.steps.append(Step(t, nxt, tok.piece(nxt), float(probs[nxt]),
-                                    _candidates(tok, probs, n_candidates), {k: v[0] for k, v in rows.items()}))
-            if nxt == cfg.eos_id:
-                break
-            cur = torch.tensor([[nxt]])
+    src = list(inp.src) if inp.src is not None else None
+    trace = Trace(strategy, tok.pieces(src) if src else None, tok.pieces(list(inp.prompt)), n_cut=inp.n_cut,
+                  cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id)
+    batch = make_batch(cfg, [inp])
+    max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(inp.prompt)))
+    if strategy == "beam":
+        with hooks_active(model.resolve_hooks(fwd_hooks)):
+            return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens,
+                         beam_width, length_penalty, n_candidates, banned)
+    gen = torch.Generator().manual_seed(seed)
+    shown: list[torch.Tensor] = []
+
+    def pick(logits):
+        probs = torch.softmax(logits[0], -1) if strategy == "greedy" else _filter(logits[0], temperature, top_k, top_p)
+        shown.append(probs)
+        nxt = int(probs.argmax()) if strategy == "greedy" else int(torch.multinomial(probs, 1, generator=gen))
+        return torch.tensor([nxt])
+
+    def record(t, logits, nxt, rows):
+        i, probs = int(nxt[0]), shown[-1]
+        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, n_candidates),
+                                {k: v[0] for k, v in rows.items()}))
+    generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
     return trace
 
 
@@ -269,7 +286,7 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
         return h["score"] / (max(1, len(h["tokens"])) ** length_penalty)
 
     for t in range(max_new_tokens):
-        logits, rows = _step_logits(model, cur, cache, banned)
+        logits, rows = _step_logits(model, cur, cache, banned, _pattern_names(model.cfg))
         logp = torch.log_softmax(logits, -1)                                  # (nb, V)
         total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
         top = torch.topk(total.flatten(), min(2 * width, total.numel()))

@@ -7,7 +7,8 @@ Every limit lives here and raises ValueError naming the allowed range, before an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import torch
 
@@ -18,12 +19,31 @@ MAX_LENGTH_PENALTY = 5.0
 
 
 @dataclass(frozen=True)
-class Encoded:
-    """Model input for one text. Translator: source pieces + [end] (encoder-decoder) or [begin] +
-    source pieces + [sep] (one sequence); LM: [begin] + prompt pieces."""
-    ids: list[int]
-    n_cut: int = 0            # pieces dropped to fit max_len
-    cut_at: str = "end"       # "end": the end of the text was dropped (source); "start": its start (prompt)
+class ModelInput:
+    """What the model reads for one text, decided once. The source feeds the encoder (an encoder-decoder
+    only); the prompt is the decoder's input before any output: [begin] (encoder-decoder), [begin] +
+    source pieces + [sep] (one-sequence translator), [begin] + prompt pieces (language model)."""
+    src: Optional[tuple[int, ...]]   # encoder input: source pieces + [end]; None for one-sequence models
+    prompt: tuple[int, ...]          # decoder positions before the output
+    prefix_len: Optional[int]        # prefix LM: the positions every position may see (= len(prompt))
+    n_cut: int = 0                   # pieces dropped to fit max_len
+    cut_at: str = "end"              # "end": the end of the text was dropped (source); "start": its start (prompt)
+
+    @property
+    def ids(self) -> list[int]:
+        """The text's own ids: the encoder input, or the prompt of a one-sequence model."""
+        return list(self.src if self.src is not None else self.prompt)
+
+    def with_ids(self, ids) -> "ModelInput":
+        """The same input with the text's own ids replaced (e.g. its pieces permuted)."""
+        ids = tuple(ids)
+        if self.src is not None:
+            return replace(self, src=ids)
+        return replace(self, prompt=ids, prefix_len=len(ids) if self.prefix_len is not None else None)
+
+    def decoder_ids(self, output=()) -> list[int]:
+        """The decoder's input for an output: the prompt, then the output ids."""
+        return list(self.prompt) + list(output)
 
     def notice(self, max_len: int) -> str:
         """One line saying what was cut ("" when nothing was)."""
@@ -46,34 +66,36 @@ def require_text(text) -> str:
     return text
 
 
-def encode_source(tok, cfg, text: str) -> Encoded:
-    """Encoder input: the text's first max_len - 1 pieces, then [end] (as in training)."""
+def encode_source(tok, cfg, text: str) -> ModelInput:
+    """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training); prompt [begin]."""
     ids, room = tok.encode(require_text(text)), cfg.max_len - 1
-    return Encoded(ids[:room] + [cfg.eos_id], max(0, len(ids) - room), "end")
+    return ModelInput(tuple(ids[:room]) + (cfg.eos_id,), (cfg.bos_id,), None, max(0, len(ids) - room), "end")
 
 
-def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> Encoded:
-    """Decoder prompt: [begin] + the text's last pieces, leaving `reserve` positions free (for the
-    tokens to generate, or a target); at least one piece is always kept."""
-    ids, room = tok.encode(require_text(text)), max(1, cfg.max_len - 1 - reserve)
-    return Encoded([cfg.bos_id] + ids[-room:], max(0, len(ids) - room), "start")
-
-
-def encode_pair_prompt(tok, cfg, text: str, reserve: int = 0) -> Encoded:
-    """A decoder-only/prefix-LM translator's prompt: [begin] + the source's first pieces + [sep]
-    (the translator rule: the end of a too-long source is dropped), leaving `reserve` positions."""
-    ids, room = tok.encode(require_text(text)), max(1, cfg.max_len - 2 - reserve)
-    return Encoded([cfg.bos_id] + ids[:room] + [cfg.sep_id], max(0, len(ids) - room), "end")
-
-
-def encode_input(tok, cfg, text: str, reserve: int = 0) -> Encoded:
-    """The source (encoder-decoder), the source prompt (one-sequence translator) or the prompt
-    (language model) for a text."""
-    if cfg.is_encoder_decoder:
-        return encode_source(tok, cfg, text)
+def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
+    """One sequence, leaving `reserve` positions free (for the tokens to generate, or a target), at least
+    one piece kept. A translator ([sep] in its vocabulary): [begin] + the source's first pieces + [sep];
+    a language model: [begin] + the text's last pieces, which are what it continues."""
+    ids = tok.encode(require_text(text))
     if cfg.sep_id >= 0:
-        return encode_pair_prompt(tok, cfg, text, reserve)
-    return encode_prompt(tok, cfg, text, reserve)
+        room = max(1, cfg.max_len - 2 - reserve)
+        prompt, cut_at = (cfg.bos_id, *ids[:room], cfg.sep_id), "end"
+    else:
+        room = max(1, cfg.max_len - 1 - reserve)
+        prompt, cut_at = (cfg.bos_id, *ids[-room:]), "start"
+    prefix_len = len(prompt) if cfg.architecture == "prefix_lm" else None
+    return ModelInput(None, prompt, prefix_len, max(0, len(ids) - room), cut_at)
+
+
+def encode_input(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
+    """The model input for a text: the one truncation rule of each kind of model."""
+    return encode_source(tok, cfg, text) if cfg.is_encoder_decoder else encode_prompt(tok, cfg, text, reserve)
+
+
+def as_input(tok, cfg, text, reserve: int = 0) -> ModelInput:
+    """A text encoded (encode_input); a ModelInput, e.g. a run's `run.input`, is taken as it is, never
+    encoded again."""
+    return text if isinstance(text, ModelInput) else encode_input(tok, cfg, text, reserve)
 
 
 def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:

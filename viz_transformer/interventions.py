@@ -23,9 +23,9 @@ from typing import Callable, Optional
 import pandas as pd
 import torch
 
-from .decoding import allowed_logits, decode_ids, never_generated
-from .hooks import hooks_active
-from .inputs import check_decoding, encode_input
+from .batch import forward, make_batch
+from .decoding import allowed_logits, decode_ids, generate, never_generated
+from .inputs import as_input, check_decoding
 from .names import available_blocks, block_prefix, n_layers, parse_prefix
 
 MODES = ("zero", "uniform", "mean")
@@ -126,7 +126,11 @@ def head_means(hm, text: str, max_new_tokens: int = 64) -> Means:
     """Each attention block's hook_z averaged over its query positions in the unablated teacher-forced
     run of `text` (`hm.run`): {block prefix: [head, d_head]}, for mode "mean"."""
     run = hm.run(text, names_filter=lambda n: n.endswith(".hook_z"), max_new_tokens=max_new_tokens)
-    return {name[: -len(".hook_z")]: run.cache[name][0].mean(0) for name in run.cache}   # (q, nh, hs) -> (nh, hs)
+    return _means(run.cache)
+
+
+def _means(cache) -> Means:
+    return {name[: -len(".hook_z")]: cache[name][0].mean(0) for name in cache}   # (q, nh, hs) -> (nh, hs)
 
 
 def all_heads(cfg) -> list[Head]:
@@ -136,9 +140,10 @@ def all_heads(cfg) -> list[Head]:
 
 
 @torch.no_grad()
-def rank_heads(hm, text: str, mode: str = "zero", progress: Optional[Callable[[int, int], None]] = None,
+def rank_heads(hm, text, mode: str = "zero", progress: Optional[Callable[[int, int], None]] = None,
                means: Optional[Means] = None, max_new_tokens: int = 64) -> pd.DataFrame:
-    """What knocking out each head alone does to the unablated greedy output of `text`.
+    """What knocking out each head alone does to the unablated greedy output of `text` (a string, or the
+    ModelInput a run already made: `run.input`).
 
     One row per head of every attention block (all_heads order): block (prefix), layer, head,
     delta_logprob = log P(output | that head ablated) - log P(output | unablated), both teacher-forced,
@@ -153,28 +158,24 @@ def rank_heads(hm, text: str, mode: str = "zero", progress: Optional[Callable[[i
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
     check_decoding(cfg, cfg.vocab_size, max_new_tokens)
     heads = all_heads(cfg)
-    if mode == "mean" and means is None:
-        means = head_means(hm, text, max_new_tokens)
-    _check_mode(mode, means, {p for p, _ in heads})
+    _check_mode(mode, None, ())                    # the mode's name, before any model run
     model.eval()
     banned = never_generated(tok)
-    enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-    base = decode_ids(model, tok, enc, "greedy", max_new_tokens)
-    prompt = [cfg.bos_id] if cfg.is_encoder_decoder else list(enc.ids)
+    inp = as_input(tok, cfg, text, max_new_tokens)
+    base = decode_ids(model, tok, inp, "greedy", max_new_tokens)
+    if mode == "mean" and means is None:          # the unablated run's means, as head_means(hm, text)
+        means = _means(forward(model, make_batch(cfg, [inp], [base.generated_ids]), capture=True,
+                               names_filter=lambda n: n.endswith(".hook_z"))[1])
+    _check_mode(mode, means, {p for p, _ in heads})
     labels = torch.tensor(base.output_ids, dtype=torch.long)       # with a final [end], if it ended
-    prefix_len = len(prompt) if cfg.architecture == "prefix_lm" else None
     total = 1 + len(labels)
     report = progress or (lambda done, n: None)
 
     # one teacher-forced forward: row 0 unablated, row 1 + i ablates heads[i]
-    B = 1 + len(heads)
-    dec = torch.tensor([prompt + base.generated_ids]).expand(B, -1)               # (B, T)
-    hooks = _row_hooks(heads, 1, mode, means)
-    if cfg.is_encoder_decoder:
-        logits = model.run_with_hooks(torch.tensor([enc.ids]).expand(B, -1), dec, fwd_hooks=hooks)
-    else:
-        logits = model.run_with_hooks(dec, prefix_len=prefix_len, fwd_hooks=hooks)
-    start, n = len(prompt) - 1, len(labels)                                        # row start + t predicts labels[t]
+    logits, _ = forward(model, make_batch(cfg, [inp], [base.generated_ids]).expand(1 + len(heads)),
+                        _row_hooks(heads, 1, mode, means))
+    start, n = len(inp.prompt) - 1, len(labels)                                   # row start + t predicts labels[t]
+    B = logits.shape[0]
     logp = torch.log_softmax(allowed_logits(logits[:, start:start + n], banned), -1)   # (B, n, V)
     summed = logp.gather(-1, labels.expand(B, n).unsqueeze(-1)).squeeze(-1).sum(-1)    # (B,)
     delta = (summed[1:] - summed[0]).tolist()
@@ -183,20 +184,16 @@ def rank_heads(hm, text: str, mode: str = "zero", progress: Optional[Callable[[i
     # one greedy loop, a row per head: a row still on the original output has the original prefix,
     # so it changed iff some step's argmax differs from the original token there
     changed = torch.zeros(len(heads), dtype=torch.bool)
-    with hooks_active(model.resolve_hooks(_row_hooks(heads, 0, mode, means))):
-        if cfg.is_encoder_decoder:
-            cache = model.new_cache(torch.tensor([enc.ids]).expand(len(heads), -1))
-        else:
-            cache = model.new_cache(prefix_len=prefix_len)
-        cur = torch.tensor([prompt]).expand(len(heads), -1)
-        for t in range(n):
-            nxt = allowed_logits(model.decode(cur, cache=cache)[:, -1], banned).argmax(-1)   # (H,)
-            changed |= nxt != labels[t]
-            if bool(changed.all()):
-                break
-            if 2 + t < total:
-                report(2 + t, total)
-            cur = nxt.unsqueeze(1)
+
+    def watch(t, logits, nxt, rows):
+        changed.logical_or_(nxt != labels[t])
+        if bool(changed.all()):
+            return True
+        if 2 + t < total:
+            report(2 + t, total)
+        return False
+    generate(model, make_batch(cfg, [inp]).expand(len(heads)), n, banned, on_step=watch,
+             fwd_hooks=_row_hooks(heads, 0, mode, means))
     report(total, total)
     return pd.DataFrame({"block": [p for p, _ in heads], "layer": [parse_prefix(p)[1] for p, _ in heads],
                          "head": [h for _, h in heads], "delta_logprob": delta,

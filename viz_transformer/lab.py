@@ -12,9 +12,9 @@ from typing import Optional
 
 import torch
 
+from .batch import forward, make_batch
 from .decoding import allowed_logits, decode_ids, default_new_tokens
-from .hooks import hooks_active
-from .inputs import Encoded, encode_input
+from .inputs import ModelInput, as_input
 from .names import parse_prefix
 
 PERMUTATIONS = ("reverse", "swap")
@@ -38,17 +38,10 @@ def output_labels(run) -> tuple[list[int], int]:
     return list(ids), run.prompt_len - 1
 
 
-@torch.no_grad()
 def forced_logits(hm, run, fwd_hooks=()) -> torch.Tensor:
     """The logits [tgt_pos, vocab] of run's exact ids (source and decoder input) with fwd_hooks
     active: the same teacher forcing as run.logits, on an intervened model, never re-tokenized."""
-    model = hm.model
-    with hooks_active(model.resolve_hooks(fwd_hooks)):
-        if hm.cfg.is_encoder_decoder:
-            out = model(torch.tensor([run.src_ids]), torch.tensor([run.tgt_ids]))
-        else:
-            out = model(torch.tensor([run.tgt_ids]), prefix_len=run.prefix_len)
-    return out[0]
+    return forward(hm.model, run.batch(), fwd_hooks)[0][0]
 
 
 def permutation(ids, specials, how: str = "reverse", keep=()) -> list[int]:
@@ -97,39 +90,33 @@ class OrderTest:
     permuted_output: str
 
 
-@torch.no_grad()
-def _last_layer(hm, ids: list[int], fwd_hooks) -> torch.Tensor:
-    model, cfg = hm.model, hm.cfg
-    part = "encoder" if cfg.is_encoder_decoder else "decoder"
-    n = cfg.n_encoder_layers if cfg.is_encoder_decoder else cfg.n_decoder_layers
-    name = f"{part}.{n - 1}.hook_resid_post"
-    prefix_len = len(ids) if cfg.architecture == "prefix_lm" else None
-    with hooks_active(model.resolve_hooks(fwd_hooks)):
-        if cfg.is_encoder_decoder:
-            _, cache = model.run_with_cache(torch.tensor([ids]), torch.tensor([[cfg.bos_id]]), names_filter=[name])
-        else:
-            _, cache = model.run_with_cache(torch.tensor([ids]), prefix_len=prefix_len, names_filter=[name])
+def _last_layer(hm, inp: ModelInput, fwd_hooks) -> torch.Tensor:
+    """The last layer's hook_resid_post over the input: the encoder's (translator) or the decoder's."""
+    cfg = hm.cfg
+    part = "encoder" if inp.src is not None else "decoder"
+    name = f"{part}.{hm.model.n_layers[part] - 1}.hook_resid_post"
+    _, cache = forward(hm.model, make_batch(cfg, [inp]), fwd_hooks, capture=True, names_filter=[name])
     return cache[name][0]                                                         # (pos, d)
 
 
-def order_test(hm, text: str, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
+def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
                output: Optional[str] = None) -> OrderTest:
     """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
     pieces stay) through the model with fwd_hooks: the last layer's outputs over the input, how far
-    they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute with its input (gap ~0).
+    they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute
+    with its input (gap ~0). text: a string, or the ModelInput a run already made (`run.input`).
     output: the greedy output of the text's own ids under the same hooks, when the caller already has it
     (the app's cached run): it is not decoded again."""
     tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
-    enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-    order = permutation(enc.ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(tok.pieces(enc.ids)))
-    ids = list(enc.ids)
-    moved = [ids[i] for i in order]
-    outs = [_last_layer(hm, x, fwd_hooks) for x in (ids, moved)]
-    texts = [tok.decode(decode_ids(model, tok, Encoded(x, enc.n_cut, enc.cut_at), "greedy", max_new_tokens,
-                                   fwd_hooks=fwd_hooks).generated_ids) if x is moved or output is None else output
-             for x in (ids, moved)]
-    return OrderTest("encoder" if cfg.is_encoder_decoder else "decoder", tok.pieces(ids), tok.pieces(moved), order,
+    inp = as_input(tok, cfg, text, max_new_tokens)
+    ids = inp.ids
+    order = permutation(ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(tok.pieces(ids)))
+    moved = inp.with_ids([ids[i] for i in order])
+    outs = [_last_layer(hm, x, fwd_hooks) for x in (inp, moved)]
+    texts = [tok.decode(decode_ids(model, tok, x, "greedy", max_new_tokens, fwd_hooks=fwd_hooks).generated_ids)
+             if x is moved or output is None else output for x in (inp, moved)]
+    return OrderTest("encoder" if inp.src is not None else "decoder", tok.pieces(ids), tok.pieces(moved.ids), order,
                      outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])
 
 

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import torch
 
 from .decoding import allowed_logits, never_generated
-from .hooks import hooks_active
+from .batch import forward, one_row
 from .names import layer_name
 
 
@@ -39,16 +39,9 @@ def lens_from_ids(hm, dec_ids: Sequence[int], src_ids: Optional[Sequence[int]] =
                   prefix_len: Optional[int] = None, fwd_hooks=()) -> torch.Tensor:
     """The lens over a given decoder input (and source, for a translator), e.g. the sequence a
     sampled or beam-searched trace has produced so far: [n_decoder_layers + 1, len(dec_ids), vocab]."""
-    model, cfg = hm.model, hm.cfg
-    names = lens_names(cfg)
-    with hooks_active(model.resolve_hooks(fwd_hooks)):
-        if cfg.is_encoder_decoder:
-            if src_ids is None:
-                raise ValueError("a translator's lens needs the source ids as well as the decoder input")
-            _, cache = model.run_with_cache(torch.tensor([list(src_ids)]), torch.tensor([list(dec_ids)]),
-                                            names_filter=names)
-        else:
-            _, cache = model.run_with_cache(torch.tensor([list(dec_ids)]), prefix_len=prefix_len, names_filter=names)
+    names = lens_names(hm.cfg)
+    _, cache = forward(hm.model, one_row(src_ids, dec_ids, prefix_len), fwd_hooks, capture=True, names_filter=names)
+    model = hm.model
     return read_out(model, torch.stack([cache[n][0] for n in names]))                 # (L+1, T, V)
 
 

@@ -26,8 +26,9 @@ import pandas as pd
 import torch
 
 from .decoding import allowed_logits, decode_ids, default_new_tokens, never_generated
+from .batch import forward, make_batch, one_row
 from .hooks import Cache
-from .inputs import encode_input
+from .inputs import as_input
 from .interventions import all_heads
 from .names import available_blocks, block_prefix, layer_name, n_layers, parse_prefix
 
@@ -83,35 +84,26 @@ def resid_layer(stream: int) -> Optional[int]:
 
 
 @torch.no_grad()
-def prepare_pair(hm, text_a: str, text_b: str, max_new_tokens: Optional[int] = None) -> Pair:
-    """Tokenize both texts once, generate A's greedy output and capture A's run. ValueError when the
+def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pair:
+    """Tokenize both texts once (or take the ModelInputs runs already made: `run.input`), generate A's
+    greedy output and capture A's run. ValueError when the
     pieces do not line up one to one (different counts), naming both counts and pieces."""
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
-    enc_a = encode_input(tok, cfg, text_a, reserve=max_new_tokens)
-    enc_b = encode_input(tok, cfg, text_b, reserve=max_new_tokens)
-    if len(enc_a.ids) != len(enc_b.ids):
+    inp_a, inp_b = (as_input(tok, cfg, t, max_new_tokens) for t in (text_a, text_b))
+    if len(inp_a.ids) != len(inp_b.ids):
         raise ValueError(f"the two texts must have the same number of pieces to patch one into the other: "
-                         f"{len(enc_a.ids)} ({' '.join(tok.pieces(enc_a.ids))}) and {len(enc_b.ids)} "
-                         f"({' '.join(tok.pieces(enc_b.ids))})")
-    trace_a = decode_ids(model, tok, enc_a, "greedy", max_new_tokens)
-    trace_b = decode_ids(model, tok, enc_b, "greedy", max_new_tokens)
-    if cfg.is_encoder_decoder:
-        src_a, src_b = list(enc_a.ids), list(enc_b.ids)
-        dec_a = dec_b = [cfg.bos_id] + trace_a.generated_ids
-        prompt_len = 1
-    else:
-        src_a = src_b = None
-        dec_a, dec_b = list(enc_a.ids) + trace_a.generated_ids, list(enc_b.ids) + trace_a.generated_ids
-        prompt_len = len(enc_a.ids)
-    prefix_len = prompt_len if cfg.architecture == "prefix_lm" else None
-    if cfg.is_encoder_decoder:
-        logits, cache = model.run_with_cache(torch.tensor([src_a]), torch.tensor([dec_a]))
-    else:
-        logits, cache = model.run_with_cache(torch.tensor([dec_a]), prefix_len=prefix_len)
-    pieces = (src_a, src_b) if cfg.is_encoder_decoder else (dec_a, dec_b)
-    return Pair(src_a, src_b, dec_a, dec_b, prefix_len, list(trace_a.output_ids), prompt_len - 1,
-                tok.pieces(pieces[0]), tok.pieces(pieces[1]), tok.decode(trace_a.generated_ids),
+                         f"{len(inp_a.ids)} ({' '.join(tok.pieces(inp_a.ids))}) and {len(inp_b.ids)} "
+                         f"({' '.join(tok.pieces(inp_b.ids))})")
+    trace_a = decode_ids(model, tok, inp_a, "greedy", max_new_tokens)
+    trace_b = decode_ids(model, tok, inp_b, "greedy", max_new_tokens)
+    out = trace_a.generated_ids
+    logits, cache = forward(model, make_batch(cfg, [inp_a], [out]), capture=True)
+    dec_a, dec_b = inp_a.decoder_ids(out), inp_b.decoder_ids(out)
+    src_a, src_b = (list(x.src) if x.src is not None else None for x in (inp_a, inp_b))
+    pieces = (src_a, src_b) if src_a is not None else (dec_a, dec_b)
+    return Pair(src_a, src_b, dec_a, dec_b, inp_a.prefix_len, list(trace_a.output_ids), len(inp_a.prompt) - 1,
+                tok.pieces(pieces[0]), tok.pieces(pieces[1]), tok.decode(out),
                 tok.decode(trace_b.generated_ids), cache, logits[0])
 
 
@@ -157,23 +149,17 @@ def patched_logits(hm, pair: Pair, rows: Sequence[Sequence[Patch]], chunk: int =
                    progress: Optional[Callable[[int, int], None]] = None) -> torch.Tensor:
     """B's teacher-forced logits [len(rows), dec pos, vocab], row i with every Patch of rows[i] taken
     from A (an empty row is B itself). Batched `chunk` rows per forward."""
-    model, cfg = hm.model, hm.cfg
+    model = hm.model
     for patches in rows:
         for p in patches:
             check_patch(p, pair, model.hook_names)
+    b = one_row(pair.src_b, pair.dec_b, pair.prefix_len)
     out = []
     for s in range(0, len(rows), chunk):
         part = rows[s:s + chunk]
-        n = len(part)
-        dec = torch.tensor([pair.dec_b]).expand(n, -1)                               # (n, T)
-        hooks = _row_hooks(pair, part, 0)
-        if cfg.is_encoder_decoder:
-            logits = model.run_with_hooks(torch.tensor([pair.src_b]).expand(n, -1), dec, fwd_hooks=hooks)
-        else:
-            logits = model.run_with_hooks(dec, prefix_len=pair.prefix_len, fwd_hooks=hooks)
-        out.append(logits)
+        out.append(forward(model, b.expand(len(part)), _row_hooks(pair, part, 0))[0])
         if progress:
-            progress(s + n, len(rows))
+            progress(s + len(part), len(rows))
     return torch.cat(out) if out else torch.empty(0)
 
 

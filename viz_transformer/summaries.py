@@ -166,8 +166,7 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     mean over sentences), plus `n_sentences`. A translator's decoder reads its own greedy output (as in
     HookedModel.run); a decoder-only model reads the text alone. Sentences run right-padded in batches;
     padding rows are left out. progress(done, total) is called after every batch."""
-    from .decoding import greedy_ids
-    from .inputs import encode_input, pad_rows
+    from .capture import run_padded
     cfg, tok = hm.cfg, hm.tokenizer
     texts = [s for s in (str(x).strip() for x in texts) if s]
     if not texts:
@@ -176,24 +175,12 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     sums: dict[tuple, dict[str, float]] = {}
     for start in range(0, len(texts), batch_size):
         chunk = texts[start:start + batch_size]
-        if cfg.is_encoder_decoder:
-            src_rows = [encode_input(tok, cfg, s).ids for s in chunk]
-            tgt_rows = [[cfg.bos_id] + ids for ids in greedy_ids(hm.model, tok, chunk, max_new_tokens)]
-            tgt_rows = [r[: cfg.max_len] for r in tgt_rows]
-            src = pad_rows(src_rows, cfg.pad_id)
-            _, cache = hm.model.run_with_cache(src, pad_rows(tgt_rows, cfg.pad_id), names_filter=names)
-            seqs = {"encoder": src_rows, "decoder": tgt_rows}
-        else:
-            rows = [encode_input(tok, cfg, s).ids for s in chunk]                    # [begin] + the text
-            prefix = torch.tensor([len(r) for r in rows]) if cfg.architecture == "prefix_lm" else None
-            _, cache = hm.model.run_with_cache(pad_rows(rows, cfg.pad_id), prefix_len=prefix, names_filter=names)
-            seqs = {"decoder": rows}
+        batch, cache = run_padded(hm, chunk, max_new_tokens, names)
+        seqs = {"encoder": batch.src, "decoder": batch.dec} if batch.src is not None else {"decoder": batch.dec}
         q_valid, punct = {}, {}
-        for part, rws in seqs.items():
-            width = max(len(r) for r in rws)
-            q_valid[part] = torch.tensor([[i < len(r) for i in range(width)] for r in rws])
-            punct[part] = torch.tensor([[i < len(r) and is_punctuation(tok.piece(r[i])) for i in range(width)]
-                                        for r in rws])
+        for part, rows in seqs.items():
+            q_valid[part] = rows != cfg.pad_id
+            punct[part] = torch.tensor([[is_punctuation(tok.piece(i)) for i in r] for r in rows.tolist()]) & q_valid[part]
         for r in _batch_stats(cache, cfg, q_valid, punct):
             acc = sums.setdefault((r["block"], r["layer"], r["head"]), {k: 0.0 for k in STATS})
             for k in STATS:
