@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from viz_transformer import lab, load_checkpoint
+from viz_transformer.analysis import per_head
 from viz_transformer.decoding import never_generated
 from viz_transformer.interventions import head_ablation_hooks, positions_off_hooks
 
@@ -97,9 +98,9 @@ def test_order_test_on_a_causal_decoder_still_sees_order(tiny_lm):
 def test_ranking_grid():
     df = pd.DataFrame({"block": ["encoder.0.self_attn", "encoder.1.self_attn", "decoder.1.cross_attn"],
                        "layer": [0, 1, 1], "head": [1, 0, 2], "delta_logprob": [-1.5, 0.25, -3.0]})
-    g = lab.ranking_grid(df, "encoder.self_attn", 2, 3)
+    g = per_head(df, "encoder.self_attn", "delta_logprob", 2, 3)
     assert g[0, 1] == -1.5 and g[1, 0] == 0.25 and int(torch.isnan(g).sum()) == 4
-    assert lab.ranking_grid(df, "decoder.cross_attn", 2, 3)[1, 2] == -3.0
+    assert per_head(df, "decoder.cross_attn", "delta_logprob", 2, 3)[1, 2] == -3.0
 
 
 def test_probabilities_before_and_after_an_ablation(tiny_translator):

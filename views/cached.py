@@ -132,7 +132,8 @@ def positions_off(path: str, stamp: float, text: str):
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
-    return lab.order_test(hm, text, how, () if positions else interventions.positions_off_hooks(hm), output=own)
+    return lab.order_test(hm, run_text(path, stamp, text).input, how,
+                          () if positions else interventions.positions_off_hooks(hm), output=own)
 
 
 # -- models side by side, and attention over training ------------------------------------------------
@@ -218,7 +219,7 @@ def trace_lens(path: str, stamp: float, text: str, step: int, **params):
 
 @heavy
 def pair(path: str, stamp: float, text_a: str, text_b: str):
-    return patching.prepare_pair(load_model(path, stamp), text_a, text_b)
+    return patching.prepare_pair(load_model(path, stamp), run_text(path, stamp, text_a).input, text_b)
 
 
 @heavy

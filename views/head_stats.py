@@ -1,14 +1,13 @@
 """Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
 text or over a corpus, roles with their evidence, grids per block; a click opens the head on the attention page."""
 import hashlib
-import re
 
 import numpy as np
 import streamlit as st
 
 from views import cached, callbacks, context, widgets
 from views.strings import t
-from viz_transformer import corpora, export, summaries, summary_plots
+from viz_transformer import analysis, corpora, export, plots, summaries
 from viz_transformer.names import available_blocks, n_layers
 
 ctx = context.need_run()
@@ -54,23 +53,19 @@ else:
     df = store[key]
 st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 
-def _evidence(e: str) -> str:
-    """summaries.head_roles' evidence ("stat = v", "entropy = v of m possible", "none clear (largest: stat = v)")
-    in the session's language; anything else is shown as it is."""
-    if m := re.fullmatch(r"entropy = ([\d.]+) of ([\d.]+) possible", e):
-        return t("hs.ev.broad", v=m[1], max=m[2])
-    if m := re.fullmatch(r"none clear \(largest: (\w+) = ([\d.\-]+)\)", e):
-        return t("hs.ev.none", stat=t(f"hs.stat.{m[1]}"), v=m[2])
-    if m := re.fullmatch(r"(\w+) = ([\d.\-]+)", e):
-        return t("hs.ev.stat", stat=t(f"hs.stat.{m[1]}"), v=m[2])
-    return e
+def _evidence(kind: str, stat: str, value: float, most: float) -> str:
+    """summaries.head_roles' structured evidence in the session's language."""
+    if kind == "broad":
+        return t("hs.ev.broad", v=f"{value:.2f}", max=f"{most:.2f}")
+    return t(f"hs.ev.{kind}", stat=t(f"hs.stat.{stat}"), v=f"{value:.2f}")
 
 
 threshold = st.slider(t("hs.threshold"), 0.2, 0.9, summaries.ROLE_THRESHOLD, 0.05, key="hs_threshold",
                       help=t("hs.threshold_help"))
 table = summaries.head_roles(df, threshold)
 shown = table.assign(block=[widgets.block_label(b) for b in table["block"]], role=[t(f"hs.role.{r}") if r else "" for r in table["role"]],
-                     evidence=[_evidence(e) for e in table["evidence"]])
+                     evidence=[_evidence(*e) for e in zip(table["evidence_kind"], table["evidence_stat"],
+                                                          table["evidence_value"], table["evidence_max"])])
 config = {c: st.column_config.NumberColumn(t(f"hs.stat.{c}"), format="%.3f") for c in summaries.STATS}
 # which head and what it does first, pinned (px): at 1400 px they fit beside the sidebar; the statistics scroll
 WIDTHS = {"block": 230, "layer": 50, "head": 50, "role": 120, "evidence": 290}
@@ -90,13 +85,14 @@ values = table[stat].to_numpy(dtype=float)
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else (        # one scale for every block's grid
     float(np.nanmax(values)) if np.isfinite(values).any() else None)
 for block in available_blocks(cfg):
-    grid = summaries.stat_grid(table, block, stat, n_layers(cfg, block), cfg.n_heads)
+    grid = analysis.per_head(table, block, stat, n_layers(cfg, block), cfg.n_heads)
     if not grid.isfinite().any():          # e.g. previous token in cross-attention: a note, not a blank grid
         why = "hs.no_grid.cross" if block == "decoder.cross_attn" else "hs.no_grid"
         st.caption(t(why, stat=t(f"hs.stat.{stat}"), block=widgets.block_label(block)))
         continue
-    widgets.show(summary_plots.stat_grid(grid, t("hs.grid_title", block=widgets.block_label(block),
-                                         stat=t(f"hs.stat.{stat}")), t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), zmax=zmax, hover=t("hs.grid_hover")),
+    widgets.show(plots.head_grid(grid, t("hs.grid_title", block=widgets.block_label(block), stat=t(f"hs.stat.{stat}")),
+                                 t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), limit=zmax, hover=t("hs.grid_hover"),
+                                 signed=False),
                  key=f"hs_grid_{block}", on_select=callbacks.open_stat(block), selection_mode="points")
 
 opened = st.session_state.pop("hs_open", None)

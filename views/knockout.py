@@ -80,7 +80,7 @@ if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/le
     progress = lambda done, n: bar.progress(done / n, text=t("ko.rank_progress", done=done, total=n))  # noqa: E731
     means = cached.head_means(path, ctx.stamp, ctx.text) if mode == "mean" else None
     # kept in the session (not st.cache_*: the progress bar inside would be replayed on a cache hit)
-    st.session_state["ko_ranking"] = (rank_key, interventions.rank_heads(hm, ctx.text, mode, progress, means))
+    st.session_state["ko_ranking"] = (rank_key, interventions.rank_heads(hm, ctx.run.input, mode, progress, means))
     bar.empty()
 ranked = st.session_state.get("ko_ranking")
 if ranked is not None and ranked[0] == rank_key:
@@ -92,7 +92,7 @@ if ranked is not None and ranked[0] == rank_key:
     limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
 
     for block in blocks:
-        grid = lab.ranking_grid(df, block, analysis.n_layers(cfg, block), cfg.n_heads)
+        grid = analysis.per_head(df, block, "delta_logprob", analysis.n_layers(cfg, block), cfg.n_heads)
         off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
         widgets.show(plots.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
                                      t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,

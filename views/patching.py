@@ -3,7 +3,7 @@ import streamlit as st
 
 from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
-from viz_transformer import analysis, patching, plots_lens
+from viz_transformer import analysis, patching, plots, plots_lens
 from viz_transformer.names import parse_prefix
 
 # a second text for the examples (same number of pieces); otherwise the kind's default
@@ -63,8 +63,8 @@ if over == "heads":
     limit = float(df["score"].abs().max())                     # one colour scale for every block
     for block in analysis.available_blocks(cfg):
         grid = patching.score_grid(df, "heads", block)
-        widgets.show(plots_lens.score_head_grid(grid, limit, t("pt.heads_title", block=widgets.block_label(block)),
-                                                t("axis.layer"), t("axis.head"), t("pt.cb"), t("pt.hover")),
+        widgets.show(plots.head_grid(grid, t("pt.heads_title", block=widgets.block_label(block)), t("axis.layer"),
+                                     t("axis.head"), t("pt.cb"), hover=t("pt.hover"), limit=limit),
                      key=f"pt_grid_{block}")
 elif over == "blocks":
     kinds = list(dict.fromkeys(parse_prefix(p)[0] for p in df["block"]))

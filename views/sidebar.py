@@ -80,6 +80,4 @@ def sidebar() -> Context:
         except (CheckpointError, RuntimeError, ValueError, OSError) as e:   # e.g. files rewritten mid-load
             ctx.error, ctx.error_title = str(e), "msg.failed"
             return ctx
-        if ctx.run.n_cut:
-            sb.warning(t(f"sidebar.cut.{ctx.run.cut_at}", n=ctx.run.n_cut, max_len=cfg.max_len))
     return ctx

@@ -15,7 +15,6 @@ import torch
 from .batch import forward, make_batch
 from .decoding import allowed_logits, decode_ids, default_new_tokens
 from .inputs import ModelInput, as_input
-from .names import parse_prefix
 
 PERMUTATIONS = ("reverse", "swap")
 
@@ -118,14 +117,3 @@ def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None
              if x is moved or output is None else output for x in (inp, moved)]
     return OrderTest("encoder" if inp.src is not None else "decoder", tok.pieces(ids), tok.pieces(moved.ids), order,
                      outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])
-
-
-def ranking_grid(df, block: str, n_layers: int, n_heads: int) -> torch.Tensor:
-    """rank_heads' delta_logprob of one block kind ("decoder.cross_attn") as [layer, head]; NaN where
-    the table has no row."""
-    grid = torch.full((n_layers, n_heads), float("nan"))
-    for prefix, head, delta in zip(df["block"], df["head"], df["delta_logprob"]):
-        kind, layer = parse_prefix(prefix)
-        if kind == block:
-            grid[layer, int(head)] = float(delta)
-    return grid

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from .decoding import allowed_logits, decode_ids, default_new_tokens, never_generated
+from .analysis import per_head
 from .batch import forward, make_batch, one_row
 from .hooks import Cache
 from .inputs import as_input
@@ -222,10 +223,7 @@ def score_grid(df: pd.DataFrame, over: str, block: Optional[str] = None) -> torc
     [layer, block kind] (NaN where a kind has no such layer); resid -> [layer, pos]."""
     if over == "heads":
         sub = df[[parse_prefix(p)[0] == block for p in df["block"]]]
-        grid = torch.full((int(sub["layer"].max()) + 1, int(sub["head"].max()) + 1), float("nan"))
-        for layer, h, s in zip(sub["layer"], sub["head"], sub["score"]):
-            grid[int(layer), int(h)] = float(s)
-        return grid
+        return per_head(sub, block, "score", int(sub["layer"].max()) + 1, int(sub["head"].max()) + 1)
     if over == "blocks":
         kinds = list(dict.fromkeys(parse_prefix(p)[0] for p in df["block"]))
         grid = torch.full((int(df["layer"].max()) + 1, len(kinds)), float("nan"))

@@ -372,26 +372,34 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
 
 def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
               colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click",
-              limit: Optional[float] = None) -> go.Figure:
-    """[layer, head] signed values (diverging scale, centred on 0) with a clickable invisible marker on
-    every cell: customdata = [layer, head]. Cells in `marked` get a black frame. limit: the scale is
-    ±limit (give grids of the same quantity one limit); default the largest |value| of this grid."""
+              limit: Optional[float] = None, signed: bool = True, fmt: str = ".2f") -> go.Figure:
+    """The clickable layer × head grid: [layer, head] values with the number in each cell and an invisible
+    clickable marker on every cell (customdata = [layer, head, value]); cells in `marked` get a frame.
+    signed: a diverging scale centred on 0, ±limit (give grids of the same quantity one limit; default the
+    largest |value|); else a sequential scale from 0 to limit (default the largest value), NaN cells (a
+    statistic a block does not have) grey."""
     a = _np(values)
     L, H = a.shape
-    lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
-    lim = lim if limit is None or not np.isfinite(limit) else float(limit)
-    fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), colorscale=VALUE_SCALE, zmin=-(lim or 1.0),
-                               zmax=lim or 1.0, hoverinfo="skip", texttemplate="%{z:.2f}", textfont=dict(size=10),
+    finite = a[np.isfinite(a)]
+    top = float(np.abs(finite).max() if signed else finite.max()) if finite.size else 1.0
+    top = (top if limit is None or not np.isfinite(limit) else float(limit)) or 1.0
+    fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), hoverinfo="skip",
+                               colorscale=VALUE_SCALE if signed else ATTN_SCALE, zmin=-top if signed else 0, zmax=top,
+                               texttemplate=f"%{{z:{fmt}}}", textfont=dict(size=10),
                                colorbar=dict(title=dict(text=escape(colorbar)))))
-    fig.add_trace(go.Scatter(x=[h for l in range(L) for h in range(H)], y=[l for l in range(L) for h in range(H)],
-                             mode="markers", marker=dict(size=24, opacity=0, symbol="square"), showlegend=False,
-                             customdata=[[l, h, float(a[l, h])] for l in range(L) for h in range(H)],
+    cells = [(l, h) for l in range(L) for h in range(H)]
+    fig.add_trace(go.Scatter(x=[h for _, h in cells], y=[l for l, _ in cells], mode="markers", showlegend=False,
+                             marker=dict(size=24, opacity=0, symbol="square"),
+                             customdata=[[l, h, float(a[l, h]) if np.isfinite(a[l, h]) else None] for l, h in cells],
                              hovertemplate=f"{escape(layer_label)} %{{customdata[0]}}, {escape(head_label)} "
-                                           f"%{{customdata[1]}}: %{{customdata[2]:.3f}}<br>{escape(hover)}<extra></extra>",
+                                           f"%{{customdata[1]}}: %{{customdata[2]:{'.3f' if signed else fmt}}}<br>"
+                                           f"{escape(hover)}<extra></extra>",
                              selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
     for l, h in marked:
-        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5, line=dict(color="black", width=3))
+        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5,
+                      line=dict(color="black" if signed else "#d62728", width=3))
     fig.update_xaxes(tickvals=list(range(H)), showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
-    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False, plot_bgcolor="white")
+    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
+                      plot_bgcolor="white" if signed else "#d9d9d9")
     return _layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))

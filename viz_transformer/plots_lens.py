@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from . import figure_rules as rules
 from .numbers import fmt_probs
 from .plot_margins import text_px
-from .plots import ATTN_SCALE, _layout, _np, escape, head_grid, labels, values_heatmap
+from .plots import ATTN_SCALE, _layout, _np, escape, labels, values_heatmap
 
 
 def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequence[str], positions: Sequence[str],
@@ -60,11 +60,3 @@ def score_heatmap(grid, row_names: Sequence[str], col_names: Sequence[str], titl
     return fig
 
 
-def score_head_grid(grid, limit: float, title: str, layer_label: str, head_label: str, colorbar: str,
-                    hover: str) -> go.Figure:
-    """plots.head_grid for patching scores, on a colour scale of ±limit shared by every block's grid
-    (a block whose heads restore little stays pale instead of being stretched to full colour)."""
-    fig = head_grid(grid, title, layer_label, head_label, colorbar, hover=hover)
-    lim = float(limit) if limit > 0 else 1.0
-    fig.update_traces(zmin=-lim, zmax=lim, selector=dict(type="heatmap"))
-    return fig

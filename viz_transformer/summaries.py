@@ -195,11 +195,14 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
 
 
 def head_roles(df: pd.DataFrame, threshold: float = ROLE_THRESHOLD, broad: float = BROAD_FRACTION) -> pd.DataFrame:
-    """The table with `role` and `evidence` added: the role whose statistic is clearly dominant
+    """The table with `role` and its evidence added: the role whose statistic is clearly dominant
     (≥ threshold; the largest wins), "broad" when entropy ≥ broad·max_entropy, else "" (none clear).
-    Evidence always names the number behind the label. An end sink needs last_token to differ from
-    self (in causal attention the last allowed key is the query itself)."""
-    roles, evidence = [], []
+    Evidence always names the number behind the label, as data and as English text:
+    evidence_kind ("stat": a role's statistic; "broad": the entropy, of evidence_max possible; "none": the
+    largest statistic, no role clear), evidence_stat (the STATS key), evidence_value, evidence_max (NaN
+    unless broad), and `evidence`, the same in one line. An end sink needs last_token to differ from self
+    (in causal attention the last allowed key is the query itself)."""
+    roles, found_ev = [], []
     for r in df.itertuples(index=False):
         cands = {"previous-token": ("prev_token", r.prev_token), "first-token sink": ("first_token", r.first_token),
                  "self": ("self", r.self)}
@@ -209,20 +212,25 @@ def head_roles(df: pd.DataFrame, threshold: float = ROLE_THRESHOLD, broad: float
         if found:
             role, (stat, v) = max(found.items(), key=lambda kv: kv[1][1])
             roles.append(role)
-            evidence.append(f"{stat} = {v:.2f}")
+            found_ev.append(("stat", stat, v, float("nan")))
         elif r.max_entropy > 0 and r.entropy >= broad * r.max_entropy:
             roles.append("broad")
-            evidence.append(f"entropy = {r.entropy:.2f} of {r.max_entropy:.2f} possible")
+            found_ev.append(("broad", "entropy", r.entropy, r.max_entropy))
         else:
             stat, v = max(((s, v) for s, v in cands.values() if v == v), key=lambda sv: sv[1])
             roles.append("")
-            evidence.append(f"none clear (largest: {stat} = {v:.2f})")
-    return df.assign(role=roles, evidence=evidence)
+            found_ev.append(("none", stat, v, float("nan")))
+    kinds, stats, values, maxes = (list(c) for c in zip(*found_ev)) if found_ev else ([], [], [], [])
+    return df.assign(role=roles, evidence=[evidence_text(*e) for e in found_ev], evidence_kind=kinds,
+                     evidence_stat=stats, evidence_value=[float(v) for v in values],
+                     evidence_max=[float(m) for m in maxes])
 
 
-def stat_grid(df: pd.DataFrame, block: str, stat: str, layers: int, heads: int) -> torch.Tensor:
-    """One statistic of one block as a [layer, head] tensor (NaN where the table has no row)."""
-    out = torch.full((layers, heads), float("nan"))
-    for r in df[df["block"] == block].itertuples(index=False):
-        out[r.layer, r.head] = float(getattr(r, stat))
-    return out
+def evidence_text(kind: str, stat: str, value: float, most: float = float("nan")) -> str:
+    """A role's evidence in one English line: "prev_token = 0.93", "entropy = 2.10 of 2.30 possible",
+    "none clear (largest: self = 0.41)"."""
+    if kind == "broad":
+        return f"entropy = {value:.2f} of {most:.2f} possible"
+    if kind == "none":
+        return f"none clear (largest: {stat} = {value:.2f})"
+    return f"{stat} = {value:.2f}"
