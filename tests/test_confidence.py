@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ZH, open_app, open_tab, texts
 from viz_transformer import confidence as C
+from viz_transformer import calibration
 from viz_transformer import data as D
 from viz_transformer import decode, load_checkpoint
 from viz_transformer.decoding import greedy_ids
@@ -103,7 +104,7 @@ def test_tau_is_the_rule_in_the_docstring():
     outs = [hm.tokenizer.decode(o) for o in ids]
     scores = [s[0] for s in C.batch_scores(hm, texts_, ids)]
     refs = [t for _, t in val]
-    tau, n = C.choose_tau(scores, outs, refs)
+    tau, n = calibration.choose_tau(scores, outs, refs)
     order = sorted(range(len(val)), key=lambda i: scores[i])
     ok = [k for k in range(C.MIN_FLAGGED, len(val))
           if sacrebleu.corpus_bleu([outs[i] for i in order[:k]], [[refs[i] for i in order[:k]]]).score < C.BAR_BLEU]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from app_util import ROOT
-from viz_transformer import analysis, claims, lab, lessons, load_checkpoint
+from viz_transformer import analysis, claims, lessons, load_checkpoint, permute
 from viz_transformer.masks import causal_mask
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
@@ -111,7 +111,7 @@ def test_the_pair_is_a_real_reordering_of_pieces():
     a, b = (tok.pieces(tok.encode(x)) for x in ("医生帮助了病人。", "病人帮助了医生。"))
     assert len(a) == len(b) == 6 and sorted(a) == sorted(b)
     assert [i for i in range(len(a)) if a[i] != b[i]] == [1, 4] and a[1] == b[4] == "医生"
-    test = lab.order_test(model("zh-en"), "医生帮助了病人。", "swap", max_new_tokens=1)
+    test = permute.order_test(model("zh-en"), "医生帮助了病人。", "swap", max_new_tokens=1)
     assert test.permuted_pieces == tok.pieces(tok.encode("病人帮助了医生。")) + ["[end]"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_transformer import allocator, analysis, decode, interventions, lab, lenses, load_checkpoint, patching
+from viz_transformer import allocator, analysis, decode, forced, interventions, lenses, load_checkpoint, patching, permute
 from viz_transformer import capture as runs
 from viz_transformer.compact import compact_run
 from viz_transformer.memo import ByteLRU
@@ -119,7 +119,7 @@ def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
 def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     hm = load_model(path, stamp)
     hooks = ablation_hooks(path, stamp, text, heads, mode)
-    return compact_run(hm.run(text, fwd_hooks=hooks)), lab.forced_logits(hm, run_text(path, stamp, text), hooks)
+    return compact_run(hm.run(text, fwd_hooks=hooks)), forced.forced_logits(hm, run_text(path, stamp, text), hooks)
 
 
 @heavy
@@ -132,7 +132,7 @@ def positions_off(path: str, stamp: float, text: str):
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     hm = load_model(path, stamp)
     own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
-    return lab.order_test(hm, run_text(path, stamp, text).input, how,
+    return permute.order_test(hm, run_text(path, stamp, text).input, how,
                           () if positions else interventions.positions_off_hooks(hm), output=own)
 
 

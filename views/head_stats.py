@@ -7,8 +7,8 @@ import streamlit as st
 
 from views import cached, callbacks, context, widgets
 from views.strings import t
-from viz_transformer import analysis, corpora, export, plots, summaries
-from viz_transformer.names import available_blocks, n_layers
+from viz_transformer import corpora, export, plots, summaries
+from viz_transformer.names import available_blocks, n_layers, per_head
 
 ctx = context.need_run()
 hm, cfg, path = ctx.hm, ctx.hm.cfg, str(ctx.path)
@@ -85,7 +85,7 @@ values = table[stat].to_numpy(dtype=float)
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else (        # one scale for every block's grid
     float(np.nanmax(values)) if np.isfinite(values).any() else None)
 for block in available_blocks(cfg):
-    grid = analysis.per_head(table, block, stat, n_layers(cfg, block), cfg.n_heads)
+    grid = per_head(table, block, stat, n_layers(cfg, block), cfg.n_heads)
     if not grid.isfinite().any():          # e.g. previous token in cross-attention: a note, not a blank grid
         why = "hs.no_grid.cross" if block == "decoder.cross_attn" else "hs.no_grid"
         st.caption(t(why, stat=t(f"hs.stat.{stat}"), block=widgets.block_label(block)))

@@ -4,9 +4,9 @@ import streamlit as st
 
 from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
-from viz_transformer import analysis, interventions, lab, plots
+from viz_transformer import analysis, forced, interventions, plots
 from viz_transformer.decoding import never_generated
-from viz_transformer.names import block_prefix, parse_prefix
+from viz_transformer.names import block_prefix, parse_prefix, per_head
 
 ctx = context.need_run()
 hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
@@ -40,7 +40,7 @@ c[1].button(t("ko.clear"), key="ko_clear", on_click=callbacks.ko_clear, args=(bl
 
 key = tuple(sorted(heads))
 try:
-    after, forced = cached.ablated(path, ctx.stamp, ctx.text, key, mode)
+    after, after_logits = cached.ablated(path, ctx.stamp, ctx.text, key, mode)
 except ValueError as e:
     st.error(str(e))
     st.stop()
@@ -51,10 +51,10 @@ for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
     where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
     confidence.of_run(hm, r, where)
 
-ids, start = lab.output_labels(run)
+ids, start = forced.output_labels(run)
 banned = never_generated(hm.tokenizer)
-before_p = lab.token_probabilities(run.logits, ids, start, banned)
-after_p = lab.token_probabilities(forced, ids, start, banned)
+before_p = forced.token_probabilities(run.logits, ids, start, banned)
+after_p = forced.token_probabilities(after_logits, ids, start, banned)
 widgets.show(plots.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
                                      t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
                                      t("axis.probability")), key="ko_probs")
@@ -92,7 +92,7 @@ if ranked is not None and ranked[0] == rank_key:
     limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
 
     for block in blocks:
-        grid = analysis.per_head(df, block, "delta_logprob", analysis.n_layers(cfg, block), cfg.n_heads)
+        grid = per_head(df, block, "delta_logprob", analysis.n_layers(cfg, block), cfg.n_heads)
         off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
         widgets.show(plots.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
                                      t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,

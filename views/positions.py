@@ -4,7 +4,7 @@ import streamlit as st
 
 from views import cached, callbacks, confidence, context, widgets
 from views.strings import t
-from viz_transformer import analysis, lab, plots
+from viz_transformer import analysis, permute, plots
 
 ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
@@ -40,7 +40,7 @@ for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
 # -- the order test -------------------------------------------------------------------------------
 st.subheader(t("po.order"))
 st.caption(t("po.order_help"))
-how = st.segmented_control(t("po.how"), list(lab.PERMUTATIONS), default="reverse", required=True, key="po_how",
+how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="reverse", required=True, key="po_how",
                            format_func=callbacks.label("po.how."))
 try:
     tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}

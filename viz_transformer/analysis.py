@@ -12,7 +12,7 @@ import torch
 
 from .attention import AttentionSteps, attention
 from .masks import causal_mask, padding_mask, prefix_lm_mask
-from .names import BLOCKS, available_blocks, hook_name, n_layers, parse_prefix  # noqa: F401  (the pages' names)
+from .names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 from .tokenizer import EOS, group_words, word_labels
 
 
@@ -351,13 +351,3 @@ def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:
                 out[t - 1][b["parent"]]["survives"] = True
     return out
 
-
-def per_head(df, block: str, column: str, layers: int, heads: int) -> torch.Tensor:
-    """One column of a per-head table (head statistics, a head ranking, patching scores) as [layer, head]
-    for one block kind ("decoder.cross_attn"); NaN where the table has no row. The table's `block` is the
-    kind or a layer's prefix ("decoder.1.cross_attn"); its `layer` and `head` say where the row goes."""
-    grid = torch.full((layers, heads), float("nan"))
-    for b, layer, head, v in zip(df["block"], df["layer"], df["head"], df[column]):
-        if (b if b in BLOCKS else parse_prefix(b)[0]) == block:
-            grid[int(layer), int(head)] = float(v)
-    return grid

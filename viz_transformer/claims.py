@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import torch
 
-from . import analysis, lab, lenses, patching
+from . import analysis, lenses, patching, permute
 from .inputs import encode_input
 from .interventions import positions_off_hooks
 
@@ -210,11 +210,11 @@ def positional_near(hm, text: str, near: int = 1, far: int = 16) -> Fact:
 
 @kind
 def order_test(hm, text: str, how: str = "swap", other: Optional[str] = None, max_new_tokens: int = 24) -> Fact:
-    """lab.order_test with positions on and off. An encoder without positions gives the same set of
+    """permute.order_test with positions on and off. An encoder without positions gives the same set of
     vectors (gap < GAP_NONE), with them a large gap; a causal decoder keeps a large gap even without.
     `other`: the permuted pieces are exactly that text's pieces."""
-    on = lab.order_test(hm, text, how, max_new_tokens=max_new_tokens)
-    off = lab.order_test(hm, text, how, fwd_hooks=positions_off_hooks(hm), max_new_tokens=max_new_tokens)
+    on = permute.order_test(hm, text, how, max_new_tokens=max_new_tokens)
+    off = permute.order_test(hm, text, how, fwd_hooks=positions_off_hooks(hm), max_new_tokens=max_new_tokens)
     if on.part == "encoder":
         holds = off.gap < GAP_NONE and on.gap > GAP_LARGE
     else:

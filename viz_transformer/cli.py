@@ -232,7 +232,8 @@ def cmd_calibrate(args) -> int:
     them into the checkpoint's meta.json with how they were chosen, and print the test BLEU of the
     outputs they flag and of the rest."""
     from .checkpoint import META
-    from .confidence import KEY, calibrate
+    from .calibration import calibrate
+    from .confidence import KEY
     hm = _load(args.checkpoint)
     try:
         block = calibrate(hm, args.data, args.limit, log=lambda m: print(m, file=sys.stderr))

@@ -5,6 +5,8 @@ so the strings in code, docs, tests and UI labels cannot drift apart.
 """
 from __future__ import annotations
 
+import torch
+
 # An attention block kind -> (part, attention module); "{part}.{layer}.{attn}" is its capture prefix.
 BLOCKS = {"encoder.self_attn": ("encoder", "self_attn"),
           "decoder.self_attn": ("decoder", "self_attn"),
@@ -48,3 +50,14 @@ def parse_prefix(prefix: str) -> tuple[str, int]:
     if len(parts) == 3 and parts[1].isdigit() and f"{parts[0]}.{parts[2]}" in BLOCKS:
         return f"{parts[0]}.{parts[2]}", int(parts[1])
     raise ValueError(f"{prefix!r} is not an attention block prefix such as 'encoder.0.self_attn'")
+
+
+def per_head(df, block: str, column: str, layers: int, heads: int) -> torch.Tensor:
+    """One column of a per-head table (head statistics, a head ranking, patching scores) as [layer, head]
+    for one block kind ("decoder.cross_attn"); NaN where the table has no row. The table's `block` is the
+    kind or a layer's prefix ("decoder.1.cross_attn"); its `layer` and `head` say where the row goes."""
+    grid = torch.full((layers, heads), float("nan"))
+    for b, layer, head, v in zip(df["block"], df["layer"], df["head"], df[column]):
+        if (b if b in BLOCKS else parse_prefix(b)[0]) == block:
+            grid[int(layer), int(head)] = float(v)
+    return grid

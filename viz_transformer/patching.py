@@ -26,12 +26,11 @@ import pandas as pd
 import torch
 
 from .decoding import allowed_logits, decode_ids, default_new_tokens, never_generated
-from .analysis import per_head
 from .batch import forward, make_batch, one_row
 from .hooks import Cache
 from .inputs import as_input
 from .interventions import all_heads
-from .names import available_blocks, block_prefix, layer_name, n_layers, parse_prefix
+from .names import available_blocks, block_prefix, layer_name, n_layers, parse_prefix, per_head
 
 OVER = ("heads", "blocks", "resid")
 CHUNK = 96          # batch rows per forward: bounds memory at [CHUNK, T, vocab] logits

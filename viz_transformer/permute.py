@@ -1,8 +1,6 @@
-"""What the lab pages compute around an intervention: per-token probabilities of a fixed output, the
-teacher-forced logits of a run's own ids under hooks, and the order test (permute a text's pieces).
+"""The order test: a text's pieces permuted, through a (possibly intervened) model. Without positional
+encoding an encoder's outputs permute with its input: it reads a bag of pieces.
 
-    ids, start = output_labels(run)
-    token_probabilities(run.logits, ids, start, never_generated(hm.tokenizer))   # [n]
     order_test(hm, "我喜欢你。", "reverse", fwd_hooks=positions_off_hooks(hm)).gap   # ~0: a bag of pieces
 """
 from __future__ import annotations
@@ -13,34 +11,10 @@ from typing import Optional
 import torch
 
 from .batch import forward, make_batch
-from .decoding import allowed_logits, decode_ids, default_new_tokens
+from .decoding import decode_ids, default_new_tokens
 from .inputs import ModelInput, as_input
 
 PERMUTATIONS = ("reverse", "swap")
-
-
-def token_probabilities(logits: torch.Tensor, ids, start: int, banned) -> torch.Tensor:
-    """P(ids[t]) under row start + t of logits [T, vocab], with the never-generated ids at -inf
-    (as every decoding strategy sees them): [len(ids)]."""
-    ids = torch.as_tensor(list(ids), dtype=torch.long)
-    rows = logits[start:start + len(ids)]                                       # (n, V)
-    if rows.shape[0] != len(ids):
-        raise ValueError(f"{len(ids)} ids from row {start} need {start + len(ids)} logit rows, not {logits.shape[0]}")
-    probs = torch.softmax(allowed_logits(rows.float(), list(banned)), -1)
-    return probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-
-
-def output_labels(run) -> tuple[list[int], int]:
-    """(the ids the run's decoder predicted, its [end] included when the greedy output ended with
-    one; the logit row that predicts the first of them)."""
-    ids = run.trace.output_ids if run.trace is not None else run.output_ids
-    return list(ids), run.prompt_len - 1
-
-
-def forced_logits(hm, run, fwd_hooks=()) -> torch.Tensor:
-    """The logits [tgt_pos, vocab] of run's exact ids (source and decoder input) with fwd_hooks
-    active: the same teacher forcing as run.logits, on an intervened model, never re-tokenized."""
-    return forward(hm.model, run.batch(), fwd_hooks)[0][0]
 
 
 def permutation(ids, specials, how: str = "reverse", keep=()) -> list[int]:
