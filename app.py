@@ -1,9 +1,9 @@
 """viz_transformer's explorer: `streamlit run app.py`, then open the printed URL.
 
 This file owns what every page shares (the language, the sidebar: checkpoint, text, the cached run) and
-the navigation, grouped by what a student does; each page in views/ reads the shared Context with
-views.context.need_run(). Add ?lang=zh to the address for the Chinese interface.
-The folder is deliberately not called pages/: a pages/ folder beside the entrypoint switches
+the navigation, grouped by what a student does (the pages are listed in views/shell/registry.py); each page in
+views/pages/ reads the shared Context with views.shell.context.need_run(). Add ?lang=zh to the address for the
+Chinese interface. The pages live in views/pages/, not in a pages/ folder beside this file: that switches
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
@@ -11,52 +11,37 @@ from pathlib import Path
 
 import streamlit as st
 
-from views import language, warmup
-from views.strings import t
+from views.server import warmup
+from views.shell import language
+from views.shell.strings import t
 
 language.resolve()
 ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
 st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   # fetched from fonts.gstatic.com
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
 try:
-    from views import context, guard, lesson, memory, sidebar  # noqa: E402  (imports torch)
+    from views.server import memory  # noqa: E402  (these import torch)
+    from views.shell import context, lesson_mode, registry, session_guard, sidebar  # noqa: E402
 finally:
     warmup.imported(early)
 
 
-def page(path: str, key: str, icon: str, **kw) -> st.Page:
-    return st.Page(path, title=t(key), icon=f":material/{icon}:", **kw)
+def page(spec: registry.PageSpec) -> st.Page:
+    return st.Page(registry.page_path(spec), title=t(spec.title), icon=f":material/{spec.icon}:",
+                   url_path="" if spec.name == registry.DEFAULT else spec.name, default=spec.name == registry.DEFAULT)
 
 
-SECTIONS = {
-    t("nav.sec.look"): [page("views/overview.py", "nav.overview", "info", default=True),
-                        page("views/attention.py", "nav.attention", "grid_view"),
-                        page("views/masks.py", "nav.masks", "visibility_off"),
-                        page("views/positional.py", "nav.positional", "waves")],
-    t("nav.sec.step"): [page("views/step_by_step.py", "nav.steps", "calculate"),
-                        page("views/decoding.py", "nav.decoding", "skip_next"),
-                        page("views/lens.py", "nav.lens", "layers")],
-    t("nav.sec.experiment"): [page("views/knockout.py", "nav.knockout", "block"),
-                              page("views/positions.py", "nav.positions", "swap_horiz"),
-                              page("views/compare.py", "nav.compare", "compare"),
-                              page("views/patching.py", "nav.patching", "healing"),
-                              page("views/architectures.py", "nav.architectures", "account_tree"),
-                              page("views/rollout.py", "nav.rollout", "stacked_line_chart"),
-                              page("views/head_stats.py", "nav.stats", "analytics")],
-    t("nav.sec.train"): [page("views/training.py", "nav.training", "movie"),
-                         page("views/export.py", "nav.export", "download")],
-}
-PAGES = [p for group in SECTIONS.values() for p in group]
-LESSON_PAGES = {p.url_path or "overview": p for p in PAGES}     # a lesson step's page name (lessons.PAGES) -> page
+SECTIONS = {t(group): [page(spec) for spec in specs] for group, specs in registry.SECTIONS.items()}
+LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECTIONS.values() for p in g))}
 
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
-guard.clean_text()
-lesson.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+session_guard.clean_text()
+lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
 try:
-    with guard.healing(current.title):
+    with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()
-        lesson.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
+        lesson_mode.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
         current.run()
 finally:
     warmup.done(early)

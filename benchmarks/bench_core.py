@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from texts import text_of  # noqa: E402
 from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.inputs import encode_source  # noqa: E402
+from viz_transformer.core.encoding import encode_source  # noqa: E402
 
 GOAL_CAPTURE, GOAL_KV = 1.15, 3.0
 SOURCE_PIECES, TARGET_PIECES, NEW_TOKENS = (32, 128, 512), 64, 64

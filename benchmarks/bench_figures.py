@@ -18,7 +18,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from viz_transformer import analysis, load_checkpoint, plots  # noqa: E402
+from viz_transformer import load_checkpoint
+from viz_transformer.analysis import patterns
+from viz_transformer.plots import heatmaps  # noqa: E402
 
 
 def main() -> None:
@@ -40,11 +42,11 @@ def main() -> None:
 
     naive = len(json.dumps(pats.tolist()))
     t = time.perf_counter()
-    head_fig = plots.attention_heatmap(pats[0, 0], pieces, pieces, "head")
+    head_fig = heatmaps.attention_heatmap(pats[0, 0], pieces, pieces, "head")
     head_bytes = len(head_fig.to_json())
     head_s = time.perf_counter() - t
     t = time.perf_counter()
-    grid_fig = plots.model_view(analysis.model_view_tiles(pats), "model view")
+    grid_fig = heatmaps.model_view(patterns.model_view_tiles(pats), "model view")
     grid_bytes = len(grid_fig.to_json())
     grid_s = time.perf_counter() - t
     print(f"naive payload (all values as JSON): {naive / 1e6:8.2f} MB")

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import timeit  # noqa: E402  (one timing helper for every benchmark)
 from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.decoding import allowed_logits, decode_ids, never_generated  # noqa: E402
-from viz_transformer.inputs import encode_input  # noqa: E402
-from viz_transformer.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads  # noqa: E402
+from viz_transformer.run.decoding import allowed_logits, decode_ids, never_generated  # noqa: E402
+from viz_transformer.core.encoding import encode_input  # noqa: E402
+from viz_transformer.run.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads  # noqa: E402
 
 
 @torch.no_grad()

@@ -26,12 +26,12 @@ from texts import text_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)
-SETTLE_S = 3.0                           # idle seconds before the second sample: > views.memory.MIN_INTERVAL
+SETTLE_S = 3.0                           # idle seconds before the second sample: > views.server.memory.MIN_INTERVAL
 
 
 def page_titles() -> list[str]:
     """The English titles of every page app.py lists, in navigation order."""
-    from views.strings import EN
+    from views.shell.strings import EN
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
     keys = [n.args[1].value for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "page"
             and len(n.args) > 1 and isinstance(n.args[1], ast.Constant)]
@@ -39,7 +39,7 @@ def page_titles() -> list[str]:
 
 
 def _tokenizer(checkpoints: Path):
-    from viz_transformer.checkpoint import load_tokenizer, read_config
+    from viz_transformer.core.checkpoint import load_tokenizer, read_config
     return load_tokenizer(checkpoints / "zh-en", read_config(checkpoints / "zh-en"))
 
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import timeit  # noqa: E402  (one timing helper for every benchmark)
 from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.patching import OVER, components, output_logprob, patched_logits, patching_scores, prepare_pair  # noqa: E402
+from viz_transformer.run.patching import OVER, components, output_logprob, patched_logits, patching_scores, prepare_pair  # noqa: E402
 
 PAIRS = [("我爱你。", "你爱我。"),
          ("他是我的朋友，也是一名很好的工程师。", "她是我的朋友，也是一名很好的医生。")]   # 3 and 10 pieces

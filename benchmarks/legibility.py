@@ -101,7 +101,7 @@ _EXPAND = """() => { let n = 0;
 
 def texts(folder: Path, lang: str, lengths=LENGTHS) -> dict:
     """{nominal length: (text, its pieces by the checkpoint's tokenizer, specials not counted)}, and "tok"."""
-    from viz_transformer.checkpoint import load_tokenizer, read_config
+    from viz_transformer.core.checkpoint import load_tokenizer, read_config
     tok = load_tokenizer(folder, read_config(folder))
     out = {"tok": tok}
     for n in lengths:

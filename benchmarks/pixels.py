@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="with --before: rounds of each")
     a = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
-    from viz_transformer.checkpoint import load_tokenizer, read_config
+    from viz_transformer.core.checkpoint import load_tokenizer, read_config
     folder = Path(a.checkpoints) / a.checkpoint
     tok = load_tokenizer(folder, read_config(folder))
     tokens = [int(x) for x in a.tokens.split(",")]

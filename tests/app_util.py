@@ -12,11 +12,11 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 ZH = "我是一名工程师。"
-PAGES = ["views/overview.py", "views/attention.py", "views/step_by_step.py", "views/masks.py",
-         "views/positional.py", "views/decoding.py"]
+PAGES = ["views/pages/look/overview.py", "views/pages/look/attention.py", "views/pages/step/step_by_step.py", "views/pages/look/masks.py",
+         "views/pages/look/positional_encoding.py", "views/pages/step/decoding.py"]
 
 
-def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,
+def open_app(page: str = "views/pages/look/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,
              timeout: int = 60) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=timeout)
     if lang is not None:
@@ -26,7 +26,7 @@ def open_app(page: str = "views/overview.py", ckpt: str = "tiny-zh-en", text=ZH,
     if text is not None:
         at.session_state["text"] = text
     at.run(timeout=timeout)
-    if page != "views/overview.py":
+    if page != "views/pages/look/overview.py":
         at.switch_page(page)
         at.run(timeout=timeout)
     assert not at.exception, [e.value for e in at.exception]
@@ -63,8 +63,8 @@ def by_key(widgets, key):
 
 
 def open_tab(at, prefix: str, name: str) -> AppTest:
-    """Open a tab of a page with lazy tabs (views.widgets.lazy_tabs) and rerun."""
-    from views.widgets import tab_label
+    """Open a tab of a page with lazy tabs (views.shell.widgets.lazy_tabs) and rerun."""
+    from views.shell.widgets import tab_label
     at.session_state[f"{prefix}_tab"] = tab_label(prefix, name)
     at.run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]

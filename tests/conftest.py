@@ -11,10 +11,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from viz_transformer.checkpoint import save_checkpoint  # noqa: E402
-from viz_transformer.config import ModelConfig  # noqa: E402
-from viz_transformer.model import Transformer  # noqa: E402
-from viz_transformer.tokenizer import Tokenizer  # noqa: E402
+from viz_transformer.core.checkpoint import save_checkpoint  # noqa: E402
+from viz_transformer.core.config import ModelConfig  # noqa: E402
+from viz_transformer.core.model import Transformer  # noqa: E402
+from viz_transformer.core.tokenizer import Tokenizer  # noqa: E402
 
 ZH = ["我是一名工程师。", "我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。",
       "他是我的朋友。", "我们明天去北京。", "这是我的书。", "她在学校工作。"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from viz_transformer.config import ModelConfig
-from viz_transformer.model import Transformer
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
 
 ARCHS = ("encoder_decoder", "decoder_only", "prefix_lm")
 VOCAB = 50

@@ -9,16 +9,16 @@ import shutil
 import numpy as np
 import pytest
 
-import viz_transformer.train as T
+import viz_transformer.training.train as T
 from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
-from views import widgets
-from views.strings import EN
-from viz_transformer.snapshots import load_training_snapshots
+from views.shell import widgets
+from views.shell.strings import EN
+from viz_transformer.training.snapshots import load_training_snapshots
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
 
-NEW_PAGES = ["views/architectures.py", "views/training.py"]
+NEW_PAGES = ["views/pages/experiment/compare_architectures.py", "views/pages/train/attention_over_training.py"]
 
 
 @pytest.fixture
@@ -31,21 +31,21 @@ def env(ckpt_root, monkeypatch):
 def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
     hm = load_checkpoint(env / ckpt)
     run = hm.run(ZH)
-    lab = ["views/knockout.py", "views/positions.py", "views/compare.py", "views/rollout.py", "views/head_stats.py",
-           "views/export.py", "views/lens.py", "views/patching.py"]
+    lab = ["views/pages/experiment/knockout.py", "views/pages/experiment/positions_on_off.py", "views/pages/experiment/compare_inputs.py", "views/pages/experiment/rollout.py", "views/pages/experiment/head_stats.py",
+           "views/pages/train/export.py", "views/pages/step/logit_lens.py", "views/pages/experiment/patching.py"]
     for page in PAGES + lab + NEW_PAGES:
         at = open_app(page, ckpt)
         assert not at.exception, (page, [e.value for e in at.exception])
-        prefix = {"views/step_by_step.py": "st", "views/masks.py": "mk", "views/architectures.py": "ar"}.get(page)
+        prefix = {"views/pages/step/step_by_step.py": "st", "views/pages/look/masks.py": "mk", "views/pages/experiment/compare_architectures.py": "ar"}.get(page)
         for tab in widgets.TABS.get(prefix, ()):                # every tab of a tabbed page runs too
             open_tab(at, prefix, tab)
-        if page == "views/overview.py":
+        if page == "views/pages/look/overview.py":
             assert run.output in [c.value for c in at.code]                    # the translation, not a continuation
             assert "Translation" in texts(at) or any("Translation" in s.value for s in at.subheader)
 
 
 def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
-    at = open_app("views/attention.py", "tiny-zh-en-decoder")
+    at = open_app("views/pages/look/attention.py", "tiny-zh-en-decoder")
     run = load_checkpoint(env / "tiny-zh-en-decoder").run(ZH)
     fig = next(f for f in figures(at) if f["layout"].get("shapes"))
     lines = sorted(s["x0"] for s in fig["layout"]["shapes"] if s.get("x0") == s.get("x1"))
@@ -55,7 +55,7 @@ def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
 
 
 def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
-    at = open_app("views/masks.py", "tiny-zh-en-prefix")
+    at = open_app("views/pages/look/masks.py", "tiny-zh-en-prefix")
     open_tab(at, "mk", "causal")
     run = load_checkpoint(env / "tiny-zh-en-prefix").run(ZH)
     expect = run.cache["decoder.0.self_attn.hook_mask"][0, 0].numpy().astype(float)
@@ -66,7 +66,7 @@ def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
 
 
 def test_architecture_page_shows_each_models_translation_and_source_reading(env):
-    at = open_app("views/architectures.py", "tiny-zh-en")
+    at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
     outputs = [c.value for c in at.code]
     for name in ("tiny-zh-en", "tiny-zh-en-decoder", "tiny-zh-en-prefix"):
         run = load_checkpoint(env / name).run(ZH)
@@ -98,7 +98,7 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))
     snaps = load_training_snapshots(snap_root / "tiny-trained")
-    at = open_app("views/training.py", "tiny-trained")
+    at = open_app("views/pages/train/attention_over_training.py", "tiny-trained")
     name = "decoder.0.self_attn.hook_pattern"
     heat = figure(at, f"{name}, head 0, step 0")
     assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(0, 0, name)[0].numpy(), atol=1e-3)
@@ -109,5 +109,5 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(1, 0, name)[0].numpy(), atol=1e-3)
     curves = figure(at, "Loss and BLEU")
     assert any(s.get("x0") == step1 for s in curves["layout"]["shapes"])          # the current step is marked
-    at2 = open_app("views/training.py", "tiny-zh-en")
+    at2 = open_app("views/pages/train/attention_over_training.py", "tiny-zh-en")
     assert "has no recorded training snapshots" in texts(at2) and "tiny-trained" in texts(at2)

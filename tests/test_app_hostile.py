@@ -3,7 +3,6 @@ covered): every hostile text, absurd values pushed into every widget's session s
 query parameters. Each gives a message or a result, never an exception, and the text is never HTML."""
 from __future__ import annotations
 
-import ast
 import math
 import re
 
@@ -18,16 +17,15 @@ WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "n
 
 
 def app_pages() -> list[str]:
-    """The page scripts app.py lists in st.navigation, read from its source (importing it would run it)."""
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    pages = [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args   # st.Page(...) or page(...)
-             and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).endswith(".py")]
+    """The page scripts app.py lists in st.navigation: views/shell/registry.py's (no streamlit import)."""
+    from views.shell.registry import PAGES as SPECS, page_path
+    pages = [page_path(p) for p in SPECS]
     assert pages and all((ROOT / p).is_file() for p in pages), pages
     return pages
 
 
 PAGES = app_pages()
-REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # views/guard.py makes them U+FFFD
+REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # views/shell/session_guard.py makes them U+FFFD
 
 
 @pytest.fixture
@@ -64,7 +62,7 @@ def test_every_hostile_text_on_every_page(env, ckpt, names):
         at = open_app(ckpt=ckpt, text=HOSTILE[name])
         for page in visit_every_page(at, name):
             shown = texts(at)
-            if name in REFUSED_HERE and page != "views/positional.py":
+            if name in REFUSED_HERE and page != "views/pages/look/positional_encoding.py":
                 assert ("Type a sentence" in shown) if REFUSED[name] == "empty" else (REFUSED_HERE[name] in shown), \
                     (name, page, shown[:300])
                 assert figures(at) == [], (name, page)

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-import viz_transformer.train as T
-from viz_transformer import architectures as A
+import viz_transformer.training.train as T
+from viz_transformer.analysis import architectures as A
 from viz_transformer import load_checkpoint
-from viz_transformer.decoding import greedy_ids, never_generated
-from viz_transformer.inputs import encode_input
-from viz_transformer.model import Transformer
-from viz_transformer.snapshots import SNAPSHOT_PAIRS, load_training_snapshots, planned_steps
+from viz_transformer.run.decoding import greedy_ids, never_generated
+from viz_transformer.core.encoding import encode_input
+from viz_transformer.core.model import Transformer
+from viz_transformer.training.snapshots import SNAPSHOT_PAIRS, load_training_snapshots, planned_steps
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
 
@@ -163,7 +163,7 @@ def test_one_sequence_translator_trains_records_snapshots_and_they_replay(tmp_pa
     # step 0 is the random initialisation: the same seed, the same config, no update
     torch.manual_seed(meta["train_config"]["seed"])
     fresh = Transformer(hm.cfg).eval()
-    from viz_transformer.capture import HookedModel
+    from viz_transformer.run.capture import HookedModel
     run0 = HookedModel(fresh, hm.tokenizer).run(SNAPSHOT_PAIRS[0][0], target=SNAPSHOT_PAIRS[0][1])
     for name in snaps.names():
         assert torch.allclose(snaps.pattern(0, 0, name), run0.cache[name][0], atol=2e-3), name
@@ -172,9 +172,9 @@ def test_one_sequence_translator_trains_records_snapshots_and_they_replay(tmp_pa
 
 
 def test_evaluate_scores_several_translators_on_the_same_unseen_pairs(tmp_path, pairs_tsv, capsys):  # noqa: F811
-    from viz_transformer import data as D
+    from viz_transformer.training import data as D
     from viz_transformer.cli import main
-    from viz_transformer.evaluation import common_heldout
+    from viz_transformer.training.evaluation import common_heldout
     for arch, n_enc in (("encoder_decoder", "1"), ("decoder_only", "0")):
         assert T.main(["--task", "translation", "--data", str(pairs_tsv), "--out", str(tmp_path / arch), "--work",
                        str(tmp_path / f"w-{arch}"), "--architecture", arch, "--n-encoder-layers", n_enc,
@@ -199,8 +199,8 @@ SHIPPED = ["zh-en-encdec", "zh-en-decoder", "zh-en-prefix"]
 def test_shipped_snapshots_are_the_shipped_weights_and_the_seeded_initialisation(name):
     from pathlib import Path
 
-    from viz_transformer.capture import HookedModel
-    from viz_transformer.snapshots import INDEX, WEIGHTS
+    from viz_transformer.run.capture import HookedModel
+    from viz_transformer.training.snapshots import INDEX, WEIGHTS
     path = Path(__file__).resolve().parent.parent / "checkpoints" / name
     hm, snaps = load_checkpoint(path), load_training_snapshots(path)
     assert (path / WEIGHTS).stat().st_size + (path / INDEX).stat().st_size <= 3_000_000

@@ -6,7 +6,7 @@ import re
 
 from test_browser import ARTIFACTS, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
 from viz_transformer import load_checkpoint
-from viz_transformer.snapshots import load_training_snapshots
+from viz_transformer.training.snapshots import load_training_snapshots
 
 
 def _pick(pg, name: str) -> None:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM, _no_exception, _settle, page, server  # noqa: F401  (fixtures)
-from viz_transformer import lessons
+from views.shell import lesson_file
 
 ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
 pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
@@ -27,7 +27,7 @@ NEXT = {"en": "Next lesson step", "zh": "课程下一步"}
 
 def _shown(note: str) -> str:
     """The note's opening words as the page shows them: before its first number from the model, no markup."""
-    return re.sub(r"[*`]", "", lessons.PLACEHOLDER.split(note)[0])[:20]
+    return re.sub(r"[*`]", "", lesson_file.PLACEHOLDER.split(note)[0])[:20]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -37,7 +37,7 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
     if root.name != "checkpoints":
         pytest.skip("the lessons use the shipped checkpoints (zh-en, en-stories)")
     pg = page
-    lesson = lessons.load_lesson(name)
+    lesson = lesson_file.load_lesson(name)
     n = len(lesson.steps)
     pg.goto(f"{url}/?lesson={name}&lang={lang}")
     side = pg.locator('[data-testid="stSidebar"]')
@@ -53,7 +53,7 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
             assert side.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
         assert "does not hold" not in side.inner_text() and "不成立" not in side.inner_text()
         assert f"step={i}" in pg.url and f"lesson={name}" in pg.url
-        assert side.locator("textarea").first.input_value() == lessons.model_and_text(lesson, i - 1)[1]
+        assert side.locator("textarea").first.input_value() == lesson_file.model_and_text(lesson, i - 1)[1]
         pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{lang}-{i}-{step.page}.png"), full_page=False)
         if "checkpoint" in step.settings and lang == "en":   # the sidebar's model caption names the architecture
             assert ARCH[step.settings["checkpoint"]] in side.inner_text()

@@ -18,7 +18,7 @@ import torch
 
 from app_util import by_key, open_app, texts
 from viz_transformer import CheckpointError, list_checkpoints, load_checkpoint
-from viz_transformer.checkpoint import CHECKSUM, read_config
+from viz_transformer.core.checkpoint import CHECKSUM, read_config
 from viz_transformer.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,7 +248,7 @@ def test_the_app_lists_every_bad_checkpoint_and_keeps_serving_the_good_one(good,
 
 
 def test_listing_is_remembered_until_a_file_changes(good, monkeypatch):
-    import viz_transformer.checkpoint as C
+    import viz_transformer.core.checkpoint as C
     calls = []
     real = C.read_config
     monkeypatch.setattr(C, "read_config", lambda f: calls.append(f) or real(f))

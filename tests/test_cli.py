@@ -119,8 +119,8 @@ def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, args, needle):
 def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
     import sacrebleu
     from conftest import make_tiny_checkpoint
-    from viz_transformer import data as D
-    from viz_transformer.capture import load_checkpoint
+    from viz_transformer.training import data as D
+    from viz_transformer.run.capture import load_checkpoint
     zh = ["我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。", "他是我的朋友。", "这是我的书。", "她在学校工作。"]
     pairs = [(zh[i % len(zh)], f"reference {i}.") for i in range(40)]          # these sources 5 times each
     pairs += [(f"我有{n}本书。", f"I have {n} books.") for n in "一二三四五六七八九十"]   # and 10 once

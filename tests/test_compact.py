@@ -1,4 +1,4 @@
-"""Compacted runs (viz_transformer.compact): every capture reads back bit for bit equal to the full
+"""Compacted runs (viz_transformer.run.derived_cache): every capture reads back bit for bit equal to the full
 capture of HookedModel.run, for every architecture, with and without interventions; scores and
 patterns are not stored where they recompute exactly, and stay stored where an intervention changed them."""
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from viz_transformer.compact import DerivedCache, compact_run
-from viz_transformer.interventions import head_ablation_hooks, positions_off_hooks
-from viz_transformer.memo import nbytes
+from viz_transformer.run.derived_cache import DerivedCache, compact_run
+from viz_transformer.run.interventions import head_ablation_hooks, positions_off_hooks
+from views.server.byte_lru import nbytes
 
 TEXTS = {"tiny-zh-en": "我是一名工程师。", "tiny-lm": "Once upon a time there was a dog.",
          "tiny-prefix": "Once upon a time."}
@@ -74,7 +74,7 @@ def test_filtered_capture_is_left_as_it_is(models):
 
 @pytest.mark.parametrize("name", list(TEXTS))
 def test_one_head_of_a_compact_run_is_the_captured_head(models, name):
-    from viz_transformer.analysis import available_blocks, head_pattern, n_layers
+    from viz_transformer.analysis.patterns import available_blocks, head_pattern, n_layers
     hm = models[name]
     full = hm.run(TEXTS[name])
     small = compact_run(full)
@@ -87,7 +87,7 @@ def test_one_head_of_a_compact_run_is_the_captured_head(models, name):
 
 
 def test_one_head_of_an_intervened_pattern_is_the_stored_one(models):
-    from viz_transformer.analysis import head_pattern
+    from viz_transformer.analysis.patterns import head_pattern
     hm = models["tiny-zh-en"]
     uniform = head_ablation_hooks([("encoder.0.self_attn", 1)], "uniform", cfg=hm.cfg)
     full = hm.run(TEXTS["tiny-zh-en"], fwd_hooks=uniform)

@@ -1,4 +1,4 @@
-"""When to distrust an output (viz_transformer/confidence.py): the numbers against a full recompute with
+"""When to distrust an output (viz_transformer/analysis/confidence.py): the numbers against a full recompute with
 the model's own forward, the thresholds against an independent re-derivation with sacrebleu, the
 shipped checkpoints' verdicts on the outputs issue 21 called nonsense, and the line and the warning
 on the app's pages."""
@@ -13,12 +13,12 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ZH, open_app, open_tab, texts
-from viz_transformer import confidence as C
-from viz_transformer import calibration
-from viz_transformer import data as D
+from viz_transformer.analysis import confidence as C
+from viz_transformer.training import calibration
+from viz_transformer.training import data as D
 from viz_transformer import decode, load_checkpoint
-from viz_transformer.decoding import greedy_ids
-from viz_transformer.evaluation import translation_splits
+from viz_transformer.run.decoding import greedy_ids
+from viz_transformer.training.evaluation import translation_splits
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints"

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_transformer.attention import MultiHeadAttention, attention
-from viz_transformer.hooks import hooks_active, name_hook_points
+from viz_transformer.core.attention import MultiHeadAttention, attention
+from viz_transformer.core.hooks import hooks_active, name_hook_points
 
 
 def sdpa_weights(q, k, mask=None, scale=None):

@@ -13,9 +13,9 @@ from safetensors import safe_open
 
 from core_util import perturb
 from viz_transformer import CheckpointError, list_checkpoints, load_checkpoint, save_checkpoint
-from viz_transformer.config import ModelConfig
-from viz_transformer.model import Transformer
-from viz_transformer.tokenizer import Tokenizer
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.tokenizer import Tokenizer
 
 META = {"task": "test", "data": "tests", "metrics": {"bleu": 1.5}, "note": "中文"}
 
@@ -210,7 +210,7 @@ def test_loading_never_unpickles(monkeypatch, ckpt_root):
 @pytest.mark.parametrize("architecture,positional", [("encoder_decoder", "sinusoidal"), ("decoder_only", "learned"),
                                                      ("prefix_lm", "sinusoidal")])
 def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, positional):
-    from viz_transformer.checkpoint import _reference, model_bytes
+    from viz_transformer.core.checkpoint import _reference, model_bytes
     cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
                       n_decoder_layers=2, d_ff=32, max_len=32, architecture=architecture, positional=positional)
     real = Transformer(cfg)                                       # the reference: built on the CPU for real
@@ -222,7 +222,7 @@ def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, 
 
 
 def test_learned_positions_start_as_randn_times_0_02():
-    from viz_transformer.positional import PositionalEncoding
+    from viz_transformer.core.positional import PositionalEncoding
     torch.manual_seed(3)
     expected = torch.randn(32, 16) * 0.02                         # the formula, drawn from the same seed
     torch.manual_seed(3)

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from viz_transformer import load_checkpoint
-from viz_transformer.capture import HookedModel
-from viz_transformer.decoding import decode, greedy_batch
+from viz_transformer.run.capture import HookedModel
+from viz_transformer.run.decoding import decode, greedy_batch
 
 TEXT = "我是学生。"
 N = 8          # new tokens per trace: random weights rarely say [end]
@@ -256,8 +256,8 @@ class FourTokens:
 
 
 def tiny_model(architecture, seed):
-    from viz_transformer.config import ModelConfig
-    from viz_transformer.model import Transformer
+    from viz_transformer.core.config import ModelConfig
+    from viz_transformer.core.model import Transformer
     torch.manual_seed(seed)
     cfg = ModelConfig(vocab_size=7, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
                       n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=16, architecture=architecture,

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_transformer import load_checkpoint
-from viz_transformer.hooks import Cache, active_hook_names, hooks_active
+from viz_transformer.core.hooks import Cache, active_hook_names, hooks_active
 
 ATTN = ["hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_pattern", "hook_z", "hook_out"]
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from core_util import ARCHS, other_token, rand_ids, tiny_model
-from viz_transformer.masks import causal_mask, combine, padding_mask, prefix_lm_mask, self_attention_mask
+from viz_transformer.core.masks import causal_mask, combine, padding_mask, prefix_lm_mask, self_attention_mask
 
 PAD = 0
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from core_util import ARCHS, perturb, rand_ids, tiny_model
-from viz_transformer.config import ModelConfig
-from viz_transformer.model import DecoderBlock, EncoderBlock
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import DecoderBlock, EncoderBlock
 
 PAD = 0
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from core_util import rand_ids, tiny_model
-from viz_transformer.positional import PositionalEncoding, sinusoidal_table
+from viz_transformer.core.positional import PositionalEncoding, sinusoidal_table
 
 
 def formula(max_len: int, d: int) -> torch.Tensor:

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from viz_transformer.tokenizer import BOS, EOS, PAD, UNK, Tokenizer, group_words, word_labels
+from viz_transformer.core.tokenizer import BOS, EOS, PAD, UNK, Tokenizer, group_words, word_labels
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import viz_transformer.train as T
+import viz_transformer.training.train as T
 from viz_transformer import load_checkpoint
 
 SUBJ = [("我", "I", ""), ("你", "You", ""), ("他", "He", "s"), ("她", "She", "s"), ("我们", "We", "")]

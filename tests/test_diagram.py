@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from viz_transformer import decode, load_checkpoint
-from viz_transformer.config import ModelConfig
-from viz_transformer.diagram import architecture_diagram
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.plots.diagram import architecture_diagram
 
 TEXT = "我是一名工程师。"
 

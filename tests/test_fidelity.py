@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from conftest import ROOT
-from viz_transformer import capture, decode, load_checkpoint
-from viz_transformer import data as D
-from viz_transformer.capture import HookedModel
+from viz_transformer import decode, load_checkpoint
+from viz_transformer.run import capture
+from viz_transformer.training import data as D
+from viz_transformer.run.capture import HookedModel
 from viz_transformer.cli import main as cli_main
-from viz_transformer.decoding import greedy_ids
-from viz_transformer.inputs import MAX_CHARS, encode_prompt, encode_source
-from viz_transformer.names import decoder_blocks, hook_name
+from viz_transformer.run.decoding import greedy_ids
+from viz_transformer.core.encoding import MAX_CHARS, encode_prompt, encode_source
+from viz_transformer.core.hook_names import decoder_blocks, hook_name
 
 TATOEBA = ROOT.parent / "shared" / "data" / "zh-en" / "tatoeba-cmn-eng.tsv"
 STORIES = ROOT.parent / "shared" / "data" / "lm" / "tinystories-2MiB.txt"

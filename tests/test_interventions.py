@@ -8,8 +8,8 @@ import torch
 
 from conftest import ROOT
 from viz_transformer import decode, load_checkpoint
-from viz_transformer.hooks import hooks_active
-from viz_transformer.interventions import (all_heads, head_ablation_hooks, head_means, positions_off_hooks,
+from viz_transformer.core.hooks import hooks_active
+from viz_transformer.run.interventions import (all_heads, head_ablation_hooks, head_means, positions_off_hooks,
                                            rank_heads)
 
 TEXT = "我是一名工程师。"

@@ -8,10 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from viz_transformer import forced, load_checkpoint, permute
-from viz_transformer.names import per_head
-from viz_transformer.decoding import never_generated
-from viz_transformer.interventions import head_ablation_hooks, positions_off_hooks
+from viz_transformer import load_checkpoint
+from viz_transformer.run import forced
+from viz_transformer.run import permute
+from viz_transformer.core.hook_names import per_head
+from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.interventions import head_ablation_hooks, positions_off_hooks
 
 TEXT = "我是一名工程师。"
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from viz_transformer import load_checkpoint
-from viz_transformer.lenses import first_row_known, lens_from_ids, lens_names, lens_view, logit_lens
+from viz_transformer.run.lenses import first_row_known, lens_from_ids, lens_names, lens_view, logit_lens
 
 TEXTS = {"encoder_decoder": "我是一名工程师。", "decoder_only": "The cat sat on the mat.", "prefix_lm": "I love you."}
 
@@ -90,7 +90,7 @@ def test_view_names_the_generated_tokens(zh_en):
 
 def test_a_traces_step_lens_is_the_runs_column(models, zh_en):
     from viz_transformer import decode
-    from viz_transformer.lenses import trace_lens
+    from viz_transformer.run.lenses import trace_lens
     for hm in [zh_en, *models.values()]:
         run = _run(hm)
         lp = logit_lens(hm, run)

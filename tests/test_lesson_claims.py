@@ -12,11 +12,15 @@ import pytest
 import torch
 
 from app_util import ROOT
-from viz_transformer import analysis, claims, lessons, load_checkpoint, permute
-from viz_transformer.masks import causal_mask
+from viz_transformer import load_checkpoint
+from viz_transformer.analysis import patterns
+from viz_transformer.analysis import claims
+from views.shell import lesson_file
+from viz_transformer.run import permute
+from viz_transformer.core.masks import causal_mask
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
-STEPS = [(name, i) for name in SHIPPED for i in range(len(lessons.load_lesson(name).steps))]
+STEPS = [(name, i) for name in SHIPPED for i in range(len(lesson_file.load_lesson(name).steps))]
 
 
 @lru_cache(maxsize=None)
@@ -26,8 +30,8 @@ def model(ckpt: str):
 
 @lru_cache(maxsize=None)
 def facts(name: str, i: int) -> dict:
-    lesson = lessons.load_lesson(name)
-    ckpt, text = lessons.model_and_text(lesson, i)
+    lesson = lesson_file.load_lesson(name)
+    ckpt, text = lesson_file.model_and_text(lesson, i)
     spec = lesson.steps[i].facts
     return {k: claims.evaluate(v["kind"], model(ckpt), text, {a: b for a, b in v.items() if a != "kind"})
             for k, v in spec.items()}
@@ -38,12 +42,12 @@ def test_every_claim_of_every_step_holds_on_the_shipped_checkpoint(name, i):
     got = facts(name, i)
     for key, fact in got.items():
         assert fact.holds, f"{name} step {i + 1}, fact {key!r}: {fact.claim} is false: {fact.values}"
-    step = lessons.load_lesson(name).steps[i]
+    step = lesson_file.load_lesson(name).steps[i]
     values = {k: f.values for k, f in got.items()}
-    lessons.step_settings(step, values)                                  # every `use` names a real field
-    for lang in lessons.LANGS:
-        text = lessons.fill(step.note[lang], values)
-        assert not lessons.PLACEHOLDER.search(text) and "{" not in text, text
+    lesson_file.step_settings(step, values)                                  # every `use` names a real field
+    for lang in lesson_file.LANGS:
+        text = lesson_file.fill(step.note[lang], values)
+        assert not lesson_file.PLACEHOLDER.search(text) and "{" not in text, text
 
 
 def _emphasis_renders(text: str) -> bool:
@@ -73,11 +77,11 @@ def test_the_emphasis_check_knows_the_cjk_trap():
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_notes_render_their_emphasis_and_name_the_interface_s_own_buttons(name):
-    for step in lessons.load_lesson(name).steps:
+    for step in lesson_file.load_lesson(name).steps:
         for lang, text in step.note.items():
             assert _emphasis_renders(text), text
         assert not re.search(r"点 ?Next|Next\b", step.note["zh"])              # the Chinese note names 下一步
-    decoding = next(s for s in lessons.load_lesson("attention-step-by-step").steps if s.page == "decoding")
+    decoding = next(s for s in lesson_file.load_lesson("attention-step-by-step").steps if s.page == "decoding")
     assert "“下一步”" in decoding.note["zh"] and "“课程下一步”" in decoding.note["zh"]
     assert "“Next”" in decoding.note["en"] and "“Next lesson step”" in decoding.note["en"]
 
@@ -95,8 +99,8 @@ def test_the_cross_attention_head_is_the_one_whose_predicting_row_reads_the_sour
     assert weights[layer, head] == weights.max() >= 0.5
     assert run.cache[f"decoder.{layer}.cross_attn.hook_pattern"][0, head, j, col] < 0.5 * weights.max()
     assert fact.values["input"] == run.tgt_pieces[row] and fact.values["strong"] == int((weights >= 0.5).sum())
-    step = lessons.load_lesson("attention-step-by-step").steps[5]
-    settings = lessons.step_settings(step, {"al": fact.values})
+    step = lesson_file.load_lesson("attention-step-by-step").steps[5]
+    settings = lesson_file.step_settings(step, {"al": fact.values})
     assert (settings["layer"], settings["head"]) == (layer, head)
 
 
@@ -117,27 +121,27 @@ def test_the_pair_is_a_real_reordering_of_pieces():
 
 def test_uniform_entropy_counts_only_the_allowed_keys():
     row = causal_mask(7)[0, 0, 4]                                       # a causal row with 5 allowed keys
-    assert analysis.uniform_entropy(row) == pytest.approx(math.log(5))
+    assert patterns.uniform_entropy(row) == pytest.approx(math.log(5))
     w = torch.where(row, 1 / 5, 0.0)                                    # uniform over them: the same number
-    assert analysis.entropy(w) == pytest.approx(analysis.uniform_entropy(row))
+    assert patterns.entropy(w) == pytest.approx(patterns.uniform_entropy(row))
 
 
 def test_the_prefix_lm_layout_is_source_sep_target():
     run = model("zh-en").run("医生帮助了病人。")
-    seq, p = analysis.prefix_lm_layout(run)
+    seq, p = patterns.prefix_lm_layout(run)
     assert seq[:p] == ["[begin]", *run.src_pieces[:-1], "[sep]"] and seq[p:] == run.tgt_pieces[1:]
     prefix = model("zh-en-prefix").run("医生帮助了病人。")                 # the real prefix LM: the same shape
-    seq2, p2 = analysis.prefix_lm_layout(prefix)
+    seq2, p2 = patterns.prefix_lm_layout(prefix)
     assert seq2[p2 - 1] == "[sep]" and p2 == prefix.prefix_len
 
 
 def test_lessons_with_facts_round_trip_and_bad_facts_name_the_step():
-    lesson = lessons.load_lesson("attention-step-by-step")
-    assert lessons.parse_lesson(__import__("json").loads(lesson.dumps()), lesson.name) == lesson
+    lesson = lesson_file.load_lesson("attention-step-by-step")
+    assert lesson_file.parse_lesson(__import__("json").loads(lesson.dumps()), lesson.name) == lesson
     bad = {"title": "x", "steps": [{"page": "lens", "note": "{f.x}"}]}
     with pytest.raises(ValueError, match="step 1: the note names"):
-        lessons.parse_lesson(bad)
+        lesson_file.parse_lesson(bad)
     bad["steps"][0]["facts"] = {"f": {"kind": "nonsense"}}
     with pytest.raises(ValueError, match="step 1: fact 'f'"):
-        lessons.parse_lesson(bad)
-    assert lessons.fill("{f.x}", {"f": {"x": "*a*"}}) == r"\*a\*"        # model text never becomes markup
+        lesson_file.parse_lesson(bad)
+    assert lesson_file.fill("{f.x}", {"f": {"x": "*a*"}}) == r"\*a\*"        # model text never becomes markup

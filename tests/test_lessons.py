@@ -11,8 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ROOT, array, by_key, figure, open_app, open_tab, texts
-from views.strings import EN
-from viz_transformer import capture, lessons
+from views.shell.strings import EN
+from viz_transformer.run import capture
+from views.shell import lesson_file
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
 
@@ -34,12 +35,12 @@ def env(both_root, monkeypatch):
 
 
 def test_shipped_lessons_load_and_round_trip():
-    assert set(SHIPPED) <= set(lessons.list_lessons())
+    assert set(SHIPPED) <= set(lesson_file.list_lessons())
     for name in SHIPPED:
-        lesson = lessons.load_lesson(name)
+        lesson = lesson_file.load_lesson(name)
         assert len(lesson.steps) >= 5 and set(lesson.title) == {"en", "zh"}
-        assert all(set(s.note) == {"en", "zh"} and s.page in lessons.PAGES for s in lesson.steps)
-        again = lessons.parse_lesson(json.loads(lesson.dumps()), name)
+        assert all(set(s.note) == {"en", "zh"} and s.page in lesson_file.PAGES for s in lesson.steps)
+        again = lesson_file.parse_lesson(json.loads(lesson.dumps()), name)
         assert again == lesson
 
 
@@ -55,17 +56,17 @@ def test_shipped_lessons_load_and_round_trip():
 ])
 def test_bad_lessons_name_the_step_and_the_field(data, match):
     with pytest.raises(ValueError, match=match):
-        lessons.parse_lesson(data, "bad")
+        lesson_file.parse_lesson(data, "bad")
 
 
 def test_lesson_names_are_checked(tmp_path):
     with pytest.raises(ValueError, match="not a lesson name"):
-        lessons.load_lesson("../etc/passwd")
+        lesson_file.load_lesson("../etc/passwd")
     with pytest.raises(ValueError, match="no lesson 'missing'"):
-        lessons.load_lesson("missing", tmp_path)
+        lesson_file.load_lesson("missing", tmp_path)
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
     with pytest.raises(ValueError, match="not valid JSON"):
-        lessons.load_lesson("broken", tmp_path)
+        lesson_file.load_lesson("broken", tmp_path)
 
 
 # -- the app ------------------------------------------------------------------------------------------
@@ -118,16 +119,16 @@ def test_a_bad_lesson_link_says_why():
 
 
 def test_save_as_lesson_step_builds_a_lesson_file():
-    at = open_app("views/attention.py", ckpt="tiny-zh-en")
+    at = open_app("views/pages/look/attention.py", ckpt="tiny-zh-en")
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.selectbox, "at_layer").set_value(1).run(timeout=60)
     by_key(at.text_input, "ls_note_en").input("Cross-attention lines up the words.").run(timeout=60)
     by_key(at.button, "ls_save").click().run(timeout=60)
-    at.switch_page("views/knockout.py").run(timeout=60)
+    at.switch_page("views/pages/experiment/knockout.py").run(timeout=60)
     by_key(at.button, "ko_all_decoder.cross_attn_0").click().run(timeout=60)         # knock out layer 0's heads
     by_key(at.button, "ls_save").click().run(timeout=60)
     draft = at.session_state["lesson_draft"]
-    lesson = lessons.parse_lesson({"title": "t", "steps": draft})             # what the download holds
+    lesson = lesson_file.parse_lesson({"title": "t", "steps": draft})             # what the download holds
     first, second = lesson.steps
     assert first.page == "attention" and first.note == {"en": "Cross-attention lines up the words."}
     assert first.settings["block"] == "decoder.cross_attn" and first.settings["layer"] == 1
@@ -155,7 +156,7 @@ def test_every_student_on_a_step_costs_one_run(monkeypatch, tmp_path):
 def test_lens_and_patching_pages_for_each_architecture():
     for ckpt, text, other in [("tiny-zh-en", "我是学生。", None), ("tiny-lm", "The cat sat.", None),
                               ("tiny-prefix", "I love you.", None), ("zh-en", "我爱你。", "你爱我。")]:
-        at = open_app("views/lens.py", ckpt=ckpt, text=text)
+        at = open_app("views/pages/step/logit_lens.py", ckpt=ckpt, text=text)
         fig = figure(at, "Logit lens")
         n_rows = at.session_state["_viz_ctx"].hm.cfg.n_decoder_layers + 1
         assert len(fig["data"][0]["y"]) == n_rows
@@ -163,19 +164,19 @@ def test_lens_and_patching_pages_for_each_architecture():
         assert len(fig["data"][0]["x"]) == min(20, len(run.tgt_ids))     # a window of positions when long
         assert any("→" in x and str(run.prompt_len - 1) in x for x in fig["data"][0]["x"])   # step 1 is shown
         assert len(at.dataframe[0].value) == n_rows                    # the marked step, row by row
-        at.switch_page("views/patching.py").run(timeout=60)
+        at.switch_page("views/pages/experiment/patching.py").run(timeout=60)
         assert not at.exception, [e.value for e in at.exception]
         if other:
             figure(at, "score of patching each head")
             by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
             figure(at, "encoder residual stream")
-    at = open_app("views/patching.py", ckpt="zh-en", text="我喜欢你。")
+    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
     by_key(at.text_input, "pt_text_translator").input("你喜欢我。").run(timeout=60)
     assert "same number of pieces" in texts(at)
 
 
 def test_the_step_through_page_reads_each_step_with_the_lens():
-    at = open_app("views/decoding.py", ckpt="zh-en", text="我是一名工程师。")
+    at = open_app("views/pages/step/decoding.py", ckpt="zh-en", text="我是一名工程师。")
     by_key(at.button, "dc_next").click().run(timeout=60)
     by_key(at.button, "dc_next").click().run(timeout=60)
     fig = figure(at, "Step 2: what each layer predicts")
@@ -185,7 +186,8 @@ def test_the_step_through_page_reads_each_step_with_the_lens():
 
 # -- what the lessons' steps show, computed from the model ---------------------------------------------
 def test_a_step_s_head_and_numbers_come_from_the_model():
-    from viz_transformer import claims, load_checkpoint
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis import claims
     fact = claims.evaluate("cross_alignment", load_checkpoint(ROOT / "checkpoints" / "zh-en"), "我是一名工程师。",
                            {"predicts": "▁engineer", "source": "工程师"})
     at = open_lesson("attention-step-by-step", step=6)
@@ -209,7 +211,7 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
 
 
 def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
-    at = open_app("views/masks.py", ckpt="zh-en", text="医生帮助了病人。")
+    at = open_app("views/pages/look/masks.py", ckpt="zh-en", text="医生帮助了病人。")
     open_tab(at, "mk", "causal")
     run = at.session_state["_viz_ctx"].run
     p = len(run.src_pieces) - 1 + 2                                     # [begin] + source (no [end]) + [sep]
@@ -222,7 +224,7 @@ def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
 
 
 def test_the_patching_table_names_a_stream_as_the_figure_does():
-    at = open_app("views/patching.py", ckpt="zh-en", text="医生帮助了病人。")
+    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="医生帮助了病人。")
     assert at.session_state["pt_text_translator"] == "病人帮助了医生。"
     by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
     fig = figure(at, "residual stream")
@@ -237,7 +239,7 @@ def test_the_patching_table_names_a_stream_as_the_figure_does():
 
 def test_the_entropy_reference_counts_the_row_s_allowed_keys():
     import math
-    at = open_app("views/step_by_step.py", ckpt="zh-en", text="我是一名工程师。")
+    at = open_app("views/pages/step/step_by_step.py", ckpt="zh-en", text="我是一名工程师。")
     by_key(at.selectbox, "st_block").set_value("decoder.self_attn").run(timeout=60)
     at.session_state["st_row"] = 4
     open_tab(at, "st", "output")

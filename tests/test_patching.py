@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from viz_transformer.decoding import never_generated
-from viz_transformer.patching import (Patch, output_logprob, patched_logits, patching_scores, prepare_pair,
+from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.patching import (Patch, output_logprob, patched_logits, patching_scores, prepare_pair,
                                       resid_names, score_grid)
 
 CANDIDATES = {"encoder_decoder": ["我是学生。", "我爱你。", "这是我的书。", "他是我的朋友。", "我喜欢喝茶。",

@@ -2,8 +2,9 @@
 the margins hold the labels, and long axes label every k-th token only while hover keeps every one."""
 import numpy as np
 
-from viz_transformer import plots, plots_decoding
-from viz_transformer.plot_margins import MIN_LABEL_GAP, every_kth, fit_margins, text_px
+from viz_transformer.plots import heatmaps
+from viz_transformer.plots import decoding_figures
+from viz_transformer.plots.margins import MIN_LABEL_GAP, every_kth, fit_margins, text_px
 
 
 def _axes(fig):
@@ -27,21 +28,21 @@ def test_every_kth_keeps_labels_apart():
 
 def test_every_figure_turns_automargin_off_and_its_margins_hold_the_longest_label():
     long = ["我是一名工程师我是一名工程师", "b", "c"]
-    figs = [plots.attention_heatmap(np.full((3, 3), 1 / 3), long, long, "t"),
-            plots_decoding.probability_bars(long, [0.5, 0.3, 0.2], "p"),
-            plots.curves([1, 2, 3], {"a": [1, 2, 3]}, "c", "x", "y"),
-            plots.line_view([np.full((3, 3), 1 / 3)], long, long, ["h0"], "lines")]
+    figs = [heatmaps.attention_heatmap(np.full((3, 3), 1 / 3), long, long, "t"),
+            decoding_figures.probability_bars(long, [0.5, 0.3, 0.2], "p"),
+            heatmaps.curves([1, 2, 3], {"a": [1, 2, 3]}, "c", "x", "y"),
+            heatmaps.line_view([np.full((3, 3), 1 / 3)], long, long, ["h0"], "lines")]
     for fig in figs:
         assert all(ax.automargin is False for ax in _axes(fig)), fig.layout.title.text
     bars = figs[1]                                          # token labels on the left
-    assert bars.layout.margin.l >= text_px(plots.labels(long)[0])
+    assert bars.layout.margin.l >= text_px(heatmaps.labels(long)[0])
     heat = figs[0]                                          # turned by 45° at the bottom, straight on the left
-    widest = text_px(plots.labels(long)[0])
+    widest = text_px(heatmaps.labels(long)[0])
     assert heat.layout.margin.l >= widest and heat.layout.margin.b <= widest * 0.75 + 60
 
 
 def test_a_right_hand_axis_added_later_gets_its_margin():
-    fig = plots.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
+    fig = heatmaps.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
     fig.update_layout(yaxis2=dict(title=dict(text="BLEU"), overlaying="y", side="right"))
     before = fig.layout.margin.r
     fit_margins(fig)
@@ -49,9 +50,9 @@ def test_a_right_hand_axis_added_later_gets_its_margin():
 
 
 def test_a_long_heatmap_shows_a_window_of_readable_cells_and_hovers_all():
-    from viz_transformer import figure_rules
+    from viz_transformer.plots import figure_rules
     pieces = [f"p{i}" for i in range(512)]
-    fig = plots.attention_heatmap(np.full((512, 512), 1 / 512), pieces, pieces, "t")
+    fig = heatmaps.attention_heatmap(np.full((512, 512), 1 / 512), pieces, pieces, "t")
     m, n = fig.layout.margin, figure_rules.max_cells()
     assert list(fig.layout.yaxis.range) == [n - 0.5, -0.5] and list(fig.layout.xaxis.range) == [-0.5, n - 0.5]
     assert (fig.layout.height - m.t - m.b) / n >= figure_rules.MIN_CELL        # cells never below the minimum
@@ -59,14 +60,14 @@ def test_a_long_heatmap_shows_a_window_of_readable_cells_and_hovers_all():
     assert set(ticks) <= set(fig.data[0].y) and len(ticks) < 512               # every k-th labelled
     step = fig.data[0].y.index(ticks[1]) - fig.data[0].y.index(ticks[0])
     assert step * (fig.layout.height - m.t - m.b) / n >= 14                     # labels a text height apart
-    assert list(fig.data[0].x) == plots.labels(pieces)       # every cell still carries its token for hover
-    small = plots.attention_heatmap(np.full((8, 8), 1 / 8), pieces[:8], pieces[:8], "t")
+    assert list(fig.data[0].x) == heatmaps.labels(pieces)       # every cell still carries its token for hover
+    small = heatmaps.attention_heatmap(np.full((8, 8), 1 / 8), pieces[:8], pieces[:8], "t")
     assert small.layout.yaxis.tickvals is None               # few tokens: every one labelled
     assert small.layout.yaxis.range is None
 
 
 def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():
-    from viz_transformer.plot_margins import TICK_PX, WIDE_PLOT_PX, auto_angle
+    from viz_transformer.plots.margins import TICK_PX, WIDE_PLOT_PX, auto_angle
     short = ["a", "b", "c"]
     long4 = ["decoder-only · decoder self-attention (masked)"] * 4
     many = [f"{i}:piece" for i in range(100)]
@@ -74,7 +75,7 @@ def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():
     for labels in (long4, many):                 # the angle chosen keeps neighbours a text height apart
         angle = auto_angle(labels)
         assert WIDE_PLOT_PX / len(labels) * np.sin(np.radians(angle)) >= TICK_PX or angle == 90
-    fig = plots.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
+    fig = heatmaps.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
     fig.update_xaxes(tickvals=list(range(4)), ticktext=long4)
     fit_margins(fig)
     assert fig.layout.xaxis.tickangle == 30      # written into the axis: Plotly draws what was measured
@@ -85,21 +86,21 @@ def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():
 
 
 def test_a_legend_above_the_plot_gets_room_under_the_title():
-    from viz_transformer import plots_models
-    from viz_transformer.plot_margins import LEGEND_ROW_PX, WIDE_PLOT_PX
+    from viz_transformer.plots import model_figures
+    from viz_transformer.plots.margins import LEGEND_ROW_PX, WIDE_PLOT_PX
     names = ["enc-dec · encoder self-attention", "enc-dec · decoder self-attention (masked)",
              "decoder-only · decoder self-attention (masked)", "prefix LM · decoder self-attention (masked)"]
-    one = plots_models.spectra({names[0]: np.random.rand(2, 4) + 0.1}, "t")
-    four = plots_models.spectra({n: np.random.rand(2, 4) + 0.1 for n in names}, "t")
+    one = model_figures.spectra({names[0]: np.random.rand(2, 4) + 0.1}, "t")
+    four = model_figures.spectra({n: np.random.rand(2, 4) + 0.1 for n in names}, "t")
     rows = int(np.ceil(sum(text_px(n) for n in names) / WIDE_PLOT_PX))      # at least this many rows
     assert four.layout.margin.t - one.layout.margin.t >= LEGEND_ROW_PX * rows >= LEGEND_ROW_PX
 
 
 def test_the_rank_strip_keeps_a_plot_under_long_group_names():
-    from viz_transformer import plots_models
+    from viz_transformer.plots import model_figures
     names = ["enc-dec · encoder self-attention", "enc-dec · decoder self-attention (masked)",
              "decoder-only · decoder self-attention (masked)", "prefix LM · decoder self-attention (masked)"]
-    fig = plots_models.rank_strip({n: [1.0, 2.0] for n in names}, "t", "x", sizes={n: 4 for n in names})
+    fig = model_figures.rank_strip({n: [1.0, 2.0] for n in names}, "t", "x", sizes={n: 4 for n in names})
     m = fig.layout.margin
     assert fig.layout.height - m.t - m.b >= 0.4 * fig.layout.height
     assert len(fig.layout.shapes) == len(names)                              # a dashed size mark per group

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from viz_transformer import corpora, export, summaries
-from viz_transformer.hooks import Cache
+from viz_transformer import export
+from viz_transformer.training import corpora
+from viz_transformer.analysis import summaries
+from viz_transformer.core.hooks import Cache
 from viz_transformer.report import quantize, unquantize
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -180,7 +182,7 @@ def test_roles_name_the_dominant_statistic_with_its_number():
 
 
 def test_built_in_corpora_are_held_out_and_big_enough():
-    from viz_transformer import data as D
+    from viz_transformer.training import data as D
     zh, en = corpora.load("zh"), corpora.load("en")
     assert len(zh) >= 200 and len(en) >= 200 and len(set(zh)) == len(zh)
     tsv = ROOT.parent / "shared" / "data" / "zh-en" / "tatoeba-cmn-eng.tsv"
@@ -239,7 +241,7 @@ def test_cli_writes_a_report_and_stats(ckpt_root, tmp_path):
 
 
 def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator):
-    from viz_transformer import analysis
+    from viz_transformer.analysis import patterns
     from viz_transformer.report import report_data
     run = tiny_translator.run("我是学生。", max_new_tokens=6)
     heads = [("encoder.self_attn", 0, 0), ("decoder.cross_attn", 0, 1)]
@@ -250,4 +252,4 @@ def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator)
     cross = next(y for t, y in ys.items() if t.startswith("cross-attention (decoder → encoder), layer 0"))
     assert enc == [f"{i}:{p}" for i, p in enumerate(run.src_pieces)]
     assert cross == [f"{i}:{p} → {n}" for i, p, n in zip(range(99), run.tgt_pieces, run.predicted)]
-    assert cross == [f"{i}:{q}" for i, q in enumerate(analysis.query_labels(run, "decoder.cross_attn"))]
+    assert cross == [f"{i}:{q}" for i, q in enumerate(patterns.query_labels(run, "decoder.cross_attn"))]

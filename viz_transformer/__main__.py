@@ -1,6 +1,6 @@
 """`python -m viz_transformer ...`: see cli.py."""
 import sys
 
-from .cli import main
+from viz_transformer.cli import main
 
 sys.exit(main())

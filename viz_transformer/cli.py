@@ -15,8 +15,8 @@ class UserError(Exception):
 
 
 def _load(path):
-    from .capture import load_checkpoint
-    from .checkpoint import CheckpointError
+    from viz_transformer.run.capture import load_checkpoint
+    from viz_transformer.core.checkpoint import CheckpointError
     try:
         return load_checkpoint(path)
     except CheckpointError as e:
@@ -41,7 +41,7 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 def cmd_generate(args) -> int:
     """translate / generate: --text once, or one input per stdin line, one output per line.
     An LM's line is the prompt it kept and its continuation, decoded together from the ids."""
-    from .decoding import decode
+    from viz_transformer.run.decoding import decode
     hm = _load(args.checkpoint)
     tok = hm.tokenizer
     want = "translate" if hm.cfg.is_translator else "generate"
@@ -91,7 +91,7 @@ def _clean(text: str) -> str:
 def _stdin_lines():
     """stdin's lines as text, read as bytes with a cap: a line longer than the text limit is skipped
     (yielded as a ValueError) without holding it whole; invalid UTF-8 becomes U+FFFD, with a note."""
-    from .inputs import MAX_CHARS
+    from viz_transformer.core.encoding import MAX_CHARS
     cap = 4 * MAX_CHARS + 2                        # UTF-8 needs at most 4 bytes a character
     stream = sys.stdin.buffer
     n = 0
@@ -127,7 +127,7 @@ def _run(hm, args):
 
 def cmd_trace(args) -> int:
     """Dump every captured tensor of one run, keyed by its capture name (export.write_run)."""
-    from .export import FORMATS, write_run
+    from viz_transformer.export import FORMATS, write_run
     out = Path(args.out)
     if out.suffix not in FORMATS:
         raise UserError(f"--out must end in .npz or .json, not {out.suffix or '(nothing)'}")
@@ -140,7 +140,7 @@ def cmd_trace(args) -> int:
 
 def _head(spec: str) -> tuple[str, int, int]:
     """"decoder.2.cross_attn:3" -> ("decoder.cross_attn", 2, 3)."""
-    from .names import parse_prefix
+    from viz_transformer.core.hook_names import parse_prefix
     try:
         prefix, head = spec.rsplit(":", 1)
         return (*parse_prefix(prefix), int(head))
@@ -150,8 +150,8 @@ def _head(spec: str) -> tuple[str, int, int]:
 
 def cmd_report(args) -> int:
     """One self-contained HTML report of a run (report.build_report)."""
-    from .names import available_blocks, n_layers
-    from .report import build_report
+    from viz_transformer.core.hook_names import available_blocks, n_layers
+    from viz_transformer.report import build_report
     out = Path(args.out)
     if out.suffix not in (".html", ".htm"):
         raise UserError(f"--out must end in .html, not {out.suffix or '(nothing)'}")
@@ -169,9 +169,9 @@ def cmd_report(args) -> int:
 
 def cmd_stats(args) -> int:
     """Head statistics averaged over a corpus (one sentence a line), with roles, as CSV."""
-    from . import corpora
-    from .export import csv_bytes
-    from .summaries import corpus_head_stats, head_roles
+    from viz_transformer.training import corpora
+    from viz_transformer.export import csv_bytes
+    from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
     hm = _load(args.checkpoint)
     try:
         if args.corpus:
@@ -211,7 +211,7 @@ def cmd_evaluate(args) -> int:
     """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
     only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
     one's split minus every source any of them trained on), one JSON line each."""
-    from .evaluation import evaluate_lm, evaluate_translators
+    from viz_transformer.training.evaluation import evaluate_lm, evaluate_translators
     hms = [_load(c) for c in args.checkpoint]
     try:
         if all(hm.cfg.is_translator for hm in hms):
@@ -228,12 +228,12 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    """Choose the confidence thresholds on the validation split (viz_transformer/confidence.py), write
+    """Choose the confidence thresholds on the validation split (viz_transformer/analysis/confidence.py), write
     them into the checkpoint's meta.json with how they were chosen, and print the test BLEU of the
     outputs they flag and of the rest."""
-    from .checkpoint import META
-    from .calibration import calibrate
-    from .confidence import KEY
+    from viz_transformer.core.checkpoint import META
+    from viz_transformer.training.calibration import calibrate
+    from viz_transformer.analysis.confidence import KEY
     hm = _load(args.checkpoint)
     try:
         block = calibrate(hm, args.data, args.limit, log=lambda m: print(m, file=sys.stderr))
@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
-        from .train import main as train_main
+        from viz_transformer.training.train import main as train_main
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:

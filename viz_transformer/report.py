@@ -19,11 +19,12 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.utils import PlotlyJSONEncoder
 
-from . import analysis, summaries
-from .names import available_blocks, n_layers
-from .numbers import fmt_prob
-from .plots import attention_heatmap, model_view
-from .summary_plots import relevance_heatmap
+from viz_transformer.analysis import patterns
+from viz_transformer.analysis import summaries
+from viz_transformer.core.hook_names import available_blocks, n_layers
+from viz_transformer.plots.numbers import fmt_prob
+from viz_transformer.plots.heatmaps import attention_heatmap, model_view
+from viz_transformer.plots.summary_figures import relevance_heatmap
 
 TILE = 16          # model-view tiles are max-pooled to at most TILE × TILE cells in the report
 MAX_STEPS_SHOWN = 5
@@ -188,14 +189,14 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
     secs.append({"heading": TEXT["tokens"], "blocks": toks})
     figs = []
     for b in available_blocks(cfg):
-        pats = analysis.block_patterns(run.cache, b)
-        fig = model_view(analysis.model_view_tiles(pats, TILE), TEXT["model_view"].format(block=block_name(b)),
+        pats = patterns.block_patterns(run.cache, b)
+        fig = model_view(patterns.model_view_tiles(pats, TILE), TEXT["model_view"].format(block=block_name(b)),
                          TEXT["axis.layer"], TEXT["axis.head"], hover="")
         figs.append({"kind": "figure", "help": TEXT["model_view.help"].format(tile=TILE), "figure": _figure(fig)})
-    example = analysis.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    example = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
     for b, layer, h in heads:
-        q, k = analysis.query_labels(run, b), analysis.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
-        pat = analysis.block_patterns(run.cache, b)[layer, h]
+        q, k = patterns.query_labels(run, b), patterns.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
+        pat = patterns.block_patterns(run.cache, b)[layer, h]
         dec = b != "encoder.self_attn"
         fig = attention_heatmap(pat, q, k, TEXT["head"].format(block=block_name(b), layer=layer, head=h),
                                 TEXT["axis.key"], TEXT["axis.query_next" if dec else "axis.query"])
@@ -205,7 +206,7 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
         rel, k, title = summaries.source_attribution(run.cache), run.src_pieces, "rollout.attribution"
     else:
         rel, k, title = summaries.rollout(run.cache, "decoder"), run.tgt_pieces, "rollout.decoder"
-    q = analysis.query_labels(run, "decoder.self_attn")
+    q = patterns.query_labels(run, "decoder.self_attn")
     figs.append({"kind": "figure", "help": TEXT["rollout.help"],
                  "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query_next"]))})
     secs.append({"heading": TEXT["figures"], "blocks": figs})

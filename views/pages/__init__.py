@@ -1,0 +1,1 @@
+"""The page scripts, one folder per sidebar group: look, step, experiment, train."""

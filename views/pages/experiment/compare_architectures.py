@@ -1,0 +1,110 @@
+"""Three architectures, one sentence: the translation each produced, where its target reads the
+source, the mask it applied, and how the mask shapes the rank of its attention patterns."""
+import streamlit as st
+
+from views.server import cached
+from views.shell import callbacks
+from views.shell import confidence_note
+from views.shell import context
+from views.shell import sidebar
+from views.shell import widgets
+from views.shell.strings import t
+from viz_transformer.analysis import architectures as A
+from viz_transformer.plots import heatmaps
+from viz_transformer.plots import model_figures
+
+ctx = context.need_run()
+st.title(t("ar.title"))
+st.markdown(t("ar.intro"))
+models = cached.translators()
+if len(models) < 2:
+    st.info(t("ar.need", have=", ".join(p.name for p in models.values()) or "–"))
+    st.stop()
+text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else sidebar.EXAMPLES["translator"][0]
+if text != ctx.text:
+    st.caption(widgets.md_escape(t("ar.using", text=text)))
+
+runs, hms = {}, {}              # runs: cached.arch_view, the small part of each model's run this page shows
+with st.spinner(t("sidebar.running")):
+    for arch, path in models.items():
+        stamp = cached.folder_stamp(path)
+        hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.arch_view(str(path), stamp, text)
+row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
+st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
+depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
+                             format_func=callbacks.label("ar.depth."))
+mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
+               colorbar=t("cb.mask"))
+parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name
+cfgs = {arch: hms[arch].cfg for arch in runs}
+tabs = widgets.lazy_tabs("ar")        # only the open tab runs and is drawn
+with tabs["reads"]:
+    if tabs["reads"].open:
+        st.subheader(t("ar.row.output"))
+        for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
+            with where:
+                st.markdown(f"**{t('ov.arch.' + arch)}**")
+                n_params = sum(p.numel() for p in hms[arch].model.parameters())
+                st.caption(t("ar.checkpoint", name=models[arch].name, n=n_params))
+                st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
+                conf = confidence_note.show(hms[arch], run["confidence"], note=False)
+                if conf.flagged:
+                    st.warning(confidence_note.architecture_verdict(hms[arch], conf) + "\n\n"
+                               + confidence_note.warning_text(hms[arch], conf), icon=":material/report:")
+        st.subheader(t("ar.row.reads"))
+        st.caption(t("ar.row.reads_help"))
+        reads = {arch: run["reads"][0 if depth == "first" else cfgs[arch].n_decoder_layers - 1] for arch, run in runs.items()}
+        cols, width = widgets.figure_columns(len(runs), max(len(qp) for _, qp, _ in reads.values()),
+                                             max(len(kp) for _, _, kp in reads.values()))
+        for where, (arch, (w, qp, kp)) in zip(cols, reads.items()):
+            cfg = cfgs[arch]
+            with where:
+                title = t(f"ar.reads.{'cross' if cfg.is_encoder_decoder else 'self'}", arch=t("ar.short." + arch),
+                          layer=0 if depth == "first" else cfg.n_decoder_layers - 1)
+                widgets.show(heatmaps.attention_heatmap(w, qp, kp, title, t("axis.source"), t("ar.target_axis"),
+                                                     t("cb.weight"), width=width), key=f"ar_reads_{arch}")
+
+with tabs["masks"]:
+    if tabs["masks"].open:
+        st.subheader(t("ar.row.masks"))
+        n = max(len(q) for run in runs.values() for _, q in run["masks"].values())
+        cols, width = widgets.figure_columns(len(runs), n, n)
+        for where, (arch, run) in zip(cols, runs.items()):
+            with where:
+                for b, (mask, q) in run["masks"].items():
+                    name = A.hook_name(b, 0, "hook_mask")
+                    fig = heatmaps.mask_heatmap(mask, q, q, t("ar.mask", arch=t("ar.short." + arch), hook=name),
+                                             width=width, **mask_kw)
+                    seg = run["segments"]
+                    if seg is not None:
+                        model_figures.mark_segments(fig, [seg.source_start, seg.source_end], parts)
+                    widgets.show(fig, key=f"ar_mask_{arch}_{b}")
+        st.markdown(t("ar.differs"))
+
+with tabs["rank"]:
+    if tabs["rank"].open:
+        st.subheader(t("ar.rank"))
+        st.markdown(t("ar.rank_intro"))
+        table = cached.rank_tables(runs)
+        groups, sizes = {}, {}
+        for (arch, block), g in table.groupby(["model", "block"], sort=False):
+            label = f"{t('ar.short.' + arch)} · {t('block.' + block)}"
+            groups[label], sizes[label] = g["effective_rank"].tolist(), int(g["m"].iloc[0])
+        widgets.show(model_figures.rank_strip(groups, t("ar.rank_title", text=text), t("ar.rank_x"),
+                                             t("ar.rank_y"), sizes), key="ar_rank")
+        if (table["m"] < table["n"]).any():
+            st.caption(t("ar.rank_window", m=int(table["m"].max())))
+        spectra = {f"{t('ar.short.' + arch)} · {t('block.' + block)}": s for (arch, block), s in
+                   cached.spectra(runs, depth).items()}
+        widgets.show(model_figures.spectra(spectra, t("ar.spectra_title", depth=t(f"ar.depth.{depth}")),
+                                          t("ar.sv_x"), t("ar.sv_y")), key="ar_spectra")
+        summary = table.groupby(["model", "block"], sort=False).agg(
+            heads=("head", "size"), n=("n", "first"), m=("m", "first"), effective_rank=("effective_rank", "mean"),
+            smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
+        config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "m", "causal")}
+        config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
+                      smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
+        st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],
+                                    block=[t(f"block.{b}") for b in summary["block"]]),
+                     hide_index=True, column_config=config)
+        st.markdown(t("ar.rank_why"))

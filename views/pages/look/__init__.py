@@ -1,0 +1,1 @@
+"""Pages that show what the model computed: overview, attention, masks, positional encoding."""

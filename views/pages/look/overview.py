@@ -1,0 +1,85 @@
+"""Page: the checkpoint's architecture as a diagram with the text's shapes, how it was trained, the text
+as SentencePiece pieces, and the model's output."""
+import streamlit as st
+
+from views.server import cached
+from views.shell import confidence_note
+from views.shell import context
+from views.shell import widgets
+from views.shell.strings import has, t
+from viz_transformer.analysis import patterns
+from viz_transformer.plots import diagram
+from viz_transformer.plots import heatmaps
+
+ctx = context.need_run()
+hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
+
+st.title(t("ov.title"))
+widgets.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm)
+
+# -- the architecture, drawn from the config, with the shapes of this text -----------------------------
+st.subheader(t("ov.diagram"))
+st.caption(t("ov.diagram_help"))
+labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
+labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
+layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
+          else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
+title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+          d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
+src_len = len(run.src_ids) if run.src_ids is not None else None
+left, right = st.columns([5, 2])
+with left:
+    widgets.show(diagram.architecture_diagram(cfg, src_len, len(run.tgt_ids), labels, title), key="ov_diagram")
+with right:
+    st.markdown(f"**{t('ov.open')}**")
+    links = [("pos", "views/pages/look/positional_encoding.py", "nav.positional"), ("attn", "views/pages/look/attention.py", "nav.attention"),
+             ("qkv", "views/pages/step/step_by_step.py", "nav.steps"), ("mask", "views/pages/look/masks.py", "nav.masks")]
+    links += [("cross", "views/pages/look/attention.py", "nav.attention")] if cfg.is_encoder_decoder else []
+    links += [("softmax", "views/pages/step/decoding.py", "nav.decoding"), ("heads", "views/pages/experiment/knockout.py", "nav.knockout")]
+    for short, page, nav in links:
+        st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)), icon=":material/arrow_forward:")
+    st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
+    st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+    confidence_note.of_run(hm, run)
+    with st.expander(t("ov.settings")):
+        facts = hm.describe()
+        for k, name in (("architecture", "ov.arch."), ("norm", "ov.norm."), ("positional", "pe.kind.")):
+            facts[k] = t(name + str(facts[k]))
+        st.dataframe({t("ov.fact"): [t("ov.f." + k) for k in facts], t("ov.value"): [str(v) for v in facts.values()]},
+                     hide_index=True, height=38 + 35 * len(facts))
+
+# -- training: readable metrics and the loss curve when the checkpoint has one --------------------------
+st.subheader(t("ov.training"))
+meta = hm.meta or {}
+if meta.get("trained_at"):
+    st.caption(widgets.md_escape(t("ov.trained", when=meta["trained_at"], data=meta.get("data", "–"),
+                                   task=t("ov.task." + meta["task"]) if has("ov.task." + str(meta.get("task")))
+                                   else meta.get("task", "–"))))
+metrics = patterns.training_metrics(meta)
+fmt = {"params": lambda v: f"{v:,.0f}", "items": lambda v: f"{v:,.0f}", "epoch": lambda v: f"{v:.0f}",
+       "seconds": lambda v: t("ov.m.minutes", m=v / 60)}
+shown = list(metrics.items())
+for row in range(0, len(shown), 4):              # four to a row: long numbers stay whole
+    for where, (k, v) in zip(st.columns(4), shown[row:row + 4]):
+        where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
+snaps = cached.snapshots(str(ctx.path), ctx.stamp)
+if snaps is not None and snaps.loss_curve:
+    steps, losses = zip(*snaps.loss_curve)
+    widgets.show(heatmaps.curves(steps, {t("ov.loss_y"): losses}, t("ov.loss_title"), t("ov.loss_x"), t("ov.loss_y"),
+                              height=300), key="ov_loss")
+else:
+    st.caption(t("ov.no_curve"))
+
+# -- the text as pieces ---------------------------------------------------------------------------------
+st.subheader(t("ov.pieces"))
+st.caption(t("ov.pieces_help"))
+cols = {"pos": t("ov.col.pos"), "piece": t("ov.col.piece"), "id": t("ov.col.id"), "word": t("ov.col.word"),
+        "starts": t("ov.col.starts")}
+parts = [("encoder", run.src_ids, run.src_pieces), ("decoder", run.tgt_ids, run.tgt_pieces)]
+for (part, ids, pieces), where in zip(parts, st.columns(2)):
+    if ids is None:
+        continue
+    with where:
+        st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
+        rows = patterns.pieces_table(ids, pieces)
+        st.dataframe({cols[k]: [r[k] for r in rows] for k in cols}, hide_index=True, height=min(600, 38 + 35 * len(rows)))

@@ -1,0 +1,46 @@
+"""Page: the logit lens, every decoder layer read with the final norm and unembedding."""
+import streamlit as st
+
+from views.server import cached
+from views.shell import context
+from views.shell import lens_table
+from views.shell import widgets
+from views.shell.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.run import lenses
+from viz_transformer.plots import lens_figures
+
+WINDOW = 20        # positions shown around the marked step (each cell names a token)
+ctx = context.need_run()
+run = ctx.run
+st.title(t("ln.title"))
+st.caption(t("ln.intro"))
+st.info(t("ln.assumes"), icon=":material/info:")
+
+view = cached.lens(str(ctx.path), ctx.stamp, ctx.text)
+start, n_pos = view.output_start, len(view.positions)
+n_steps = n_pos - start
+step = None
+if n_steps > 0:
+    st.session_state["ln_step"] = min(max(1, st.session_state.get("ln_step", 1)), n_steps)
+    step = st.slider(t("ln.step"), 1, n_steps, key="ln_step", help=t("ln.step_help")) if n_steps > 1 else 1
+else:
+    st.info(t("ln.no_output"))
+pos = None if step is None else start + step - 1
+names = lens_table.row_labels(len(view.rows))
+a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - WINDOW // 2), WINDOW)
+if (a, b) != (0, n_pos):
+    st.caption(t("ln.window", a=a, b=b - 1, n=n_pos))
+widgets.show(lens_figures.lens_grid(view.final_prob, [[c[0] for c in r] for r in view.top_pieces], names,
+                                  view.positions, view.final_pieces, t("ln.grid_title"), t("ln.axis.pos"),
+                                  t("ln.axis.row"), t("ln.cb"), output_start=start, marked=pos,
+                                  hover_top=t("ln.hover_top"), window=(a, b)), key="ln_grid")
+if start > 0:
+    st.caption(t("ln.output_line", n=n_steps))
+
+if pos is not None:
+    final = view.final_pieces[pos]
+    st.subheader(t("ln.table_title", i=step, query=view.positions[pos], final=final))
+    known = lenses.first_row_known(view)[pos]
+    st.markdown(widgets.md_escape(t("ln.known", row=names[known]) if known is not None else t("ln.never")))
+    st.dataframe(lens_table.column_table(lenses.view_column(view, pos), final), hide_index=True, key="ln_table")

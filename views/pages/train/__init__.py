@@ -1,0 +1,1 @@
+"""Pages about training and files: attention over training, export."""

@@ -1,0 +1,236 @@
+"""The app's caches: one loaded model per checkpoint folder, and the runs and traces made with it.
+
+Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
+that grows with a text (runs, traces, batches, lens tables, patching scores, reports) lives in one memo
+shared by every session and bounded in bytes (VIZ_CACHE_MB, default DEFAULT_CACHE_MB), least recently
+used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from viz_transformer import decode, load_checkpoint
+from views.server import allocator
+from viz_transformer.analysis import patterns
+from viz_transformer.run import forced
+from viz_transformer.run import interventions
+from viz_transformer.run import lenses
+from viz_transformer.run import patching
+from viz_transformer.run import permute
+from viz_transformer.run import capture as runs
+from viz_transformer.run.derived_cache import compact_run
+from views.server.byte_lru import ByteLRU
+from viz_transformer.core.config import ARCHITECTURES
+from viz_transformer.training.snapshots import load_training_snapshots
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def checkpoints_root() -> Path:
+    return Path(os.environ.get("VIZ_CHECKPOINTS") or ROOT / "checkpoints")
+
+
+def folder_stamp(path) -> float:
+    """Newest mtime of a checkpoint folder's files: part of every cache key."""
+    if path is None:
+        return 0.0
+    return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
+
+
+DEFAULT_CACHE_MB = 64         # ~2 runs of 512 pieces, hundreds of sentences: the server stays under 600 MB
+
+
+def cache_budget() -> int:
+    """The memo's size in bytes: VIZ_CACHE_MB (MiB), else DEFAULT_CACHE_MB."""
+    raw = os.environ.get("VIZ_CACHE_MB", "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_CACHE_MB
+    except ValueError:
+        mb = DEFAULT_CACHE_MB
+    return int(max(mb, 0) * 2**20)
+
+
+@st.cache_resource(show_spinner=False)
+def memo() -> ByteLRU:
+    """The memo every session shares. Tensors of 1 MiB and more get their own mappings, so what the memo
+    drops goes back to the system; smaller freed pages are handed back after each eviction."""
+    allocator.fix_mmap_threshold()
+    return ByteLRU(cache_budget(), on_evict=allocator.release_free_memory)
+
+
+def heavy(fn):
+    """Memoize fn in the shared byte-bounded memo, keyed by its name and arguments."""
+    @functools.wraps(fn)
+    def cached(*args, **kw):
+        return memo().get((fn.__name__, args, tuple(sorted(kw.items()))), lambda: fn(*args, **kw))
+    return cached
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def load_model(path: str, stamp: float):
+    """Every shipped checkpoint stays loaded (~30 MB each): the architecture comparison alone needs four at
+    once, and with room for three it reloaded them on every visit (1.1 s of its server time)."""
+    return load_checkpoint(path)
+
+
+@heavy
+def run_text(path: str, stamp: float, text: str):
+    return compact_run(load_model(path, stamp).run(text))
+
+
+@heavy
+def trace(path: str, stamp: float, text: str, **params):
+    return decode(load_model(path, stamp), text, **params)
+
+
+def _is_mask(name: str) -> bool:
+    return name.endswith(".hook_mask")
+
+
+@heavy
+def padded(path: str, stamp: float, text: str, other: str):
+    """The two-text batch of the masks page, which reads only its masks."""
+    return runs.padded_batch(load_model(path, stamp), text, other, names_filter=_is_mask)
+
+
+@st.cache_data(show_spinner=False)
+def qk_variance() -> dict:
+    return patterns.qk_variance()
+
+
+# -- the lab: intervened runs, keyed by what was knocked out ------------------------------------------
+@heavy
+def head_means(path: str, stamp: float, text: str):
+    return interventions.head_means(load_model(path, stamp), text)
+
+
+def ablation_hooks(path: str, stamp: float, text: str, heads: tuple, mode: str) -> list:
+    means = head_means(path, stamp, text) if mode == "mean" and heads else None
+    return interventions.head_ablation_hooks(list(heads), mode, means, cfg=load_model(path, stamp).cfg)
+
+
+def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
+    """(the intervened run, the logits of the original run's exact ids under the same ablation).
+    With no head knocked out that is the original run and its own logits: no second model run."""
+    if not heads:
+        run = run_text(path, stamp, text)
+        return run, run.logits
+    return _ablated(path, stamp, text, heads, mode)
+
+
+@heavy
+def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
+    hm = load_model(path, stamp)
+    hooks = ablation_hooks(path, stamp, text, heads, mode)
+    return compact_run(hm.run(text, fwd_hooks=hooks)), forced.forced_logits(hm, run_text(path, stamp, text), hooks)
+
+
+@heavy
+def positions_off(path: str, stamp: float, text: str):
+    hm = load_model(path, stamp)
+    return compact_run(hm.run(text, fwd_hooks=interventions.positions_off_hooks(hm)))
+
+
+@heavy
+def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
+    hm = load_model(path, stamp)
+    own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
+    return permute.order_test(hm, run_text(path, stamp, text).input, how,
+                          () if positions else interventions.positions_off_hooks(hm), output=own)
+
+
+# -- models side by side, and attention over training ------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=4)
+def snapshots(path: str, stamp: float):
+    return load_training_snapshots(path)
+
+
+def translators() -> dict[str, Path]:
+    """One usable translator checkpoint per architecture: those trained on the shared source-disjoint
+    split first (the comparison's models share data, split and budget), then by name."""
+    from viz_transformer import list_checkpoints
+    found: dict[str, Path] = {}
+    infos = list_checkpoints(checkpoints_root())
+    for info in sorted(infos, key=lambda i: ((i.meta or {}).get("split") != "by_source", i.name)):
+        cfg = info.config
+        if info.error is None and cfg is not None and cfg.is_translator:
+            found.setdefault(cfg.architecture, info.path)
+    return {arch: found[arch] for arch in ARCHITECTURES if arch in found}     # always in reading order
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def arch_view(path: str, stamp: float, text: str) -> dict:
+    """What the architecture comparison shows of one model's run, small enough to keep: the output, where
+    the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
+    the segments, the singular values of every self-attention pattern (architectures.self_spectra). Three
+    models' full runs did not fit the memo together, and each visit re-ran them."""
+    from viz_transformer.analysis import architectures
+    from viz_transformer.analysis import confidence
+    cfg, run = load_model(path, stamp).cfg, run_text(path, stamp, text)
+    reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
+    blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
+    masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
+                 run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
+    return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
+            "confidence": confidence.assess(load_model(path, stamp), run),
+            "spectra": architectures.self_spectra(run, cfg),
+            "example": patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
+
+
+def rank_tables(views: dict):
+    """Effective rank of every self-attention head of each model (one DataFrame); views: {arch: arch_view}."""
+    import pandas as pd
+    from viz_transformer.analysis import architectures
+    return pd.concat([architectures.spectra_table(v["spectra"], arch) for arch, v in views.items()],
+                     ignore_index=True)
+
+
+def spectra(views: dict, depth: str) -> dict:
+    """{(architecture, block): singular values [head, m]} of the first or last layer of each self-attention block."""
+    out = {}
+    for arch, v in views.items():
+        for block in dict.fromkeys(b for b, _ in v["spectra"]):
+            layer = max(l for b, l in v["spectra"] if b == block) if depth == "last" else 0
+            out[(arch, block)] = v["spectra"][(block, layer)][0].numpy()
+    return out
+
+
+# -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
+@st.cache_resource(show_spinner=False)
+def corpus_results() -> dict:
+    """(path, stamp, corpus digest) -> head-statistics table, shared by every session; the page fills it
+    (an st.cache_* function around the pass would replay its progress bar on every hit)."""
+    return {}
+
+
+@heavy
+def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
+    from viz_transformer.report import build_report
+    return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
+# -- logit lens and activation patching ---------------------------------------------------------------
+@heavy
+def lens(path: str, stamp: float, text: str):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
+    hm, run = load_model(path, stamp), run_text(path, stamp, text)
+    return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+
+
+@heavy
+def trace_lens(path: str, stamp: float, text: str, step: int, **params):
+    """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
+    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
+
+
+@heavy
+def pair(path: str, stamp: float, text_a: str, text_b: str):
+    return patching.prepare_pair(load_model(path, stamp), run_text(path, stamp, text_a).input, text_b)
+
+
+@heavy
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
+    return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
+                                    pair=pair(path, stamp, text_a, text_b))

@@ -1,0 +1,259 @@
+"""Lesson mode: `?lesson=NAME` puts lessons/NAME.json beside the pages (note, Back/Next, "back to the
+lesson"), and a teacher's "save as lesson step" builds a lesson file to download.
+
+A step's settings (views.shell.lesson_file.SETTINGS) become session-state keys through KEYS, the one
+table of which widget key each page uses; the same table reads the current state back for saving.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from views.server import cached
+from views.shell import lesson_file, registry, widgets
+from views.shell.strings import current, t
+from viz_transformer.analysis import claims
+
+PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp", "positions": "po"}   # block/layer/head
+KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention": "at_words"},
+        "row": {"step_by_step": "st_row"}, "strategy": {"decoding": "dc_strategy"},
+        "max_new_tokens": {"decoding": "dc_max_new"}, "beam_width": {"decoding": "dc_width"},
+        "ablate_mode": {"knockout": "ko_mode"}, "permutation": {"positions": "po_how"},
+        "other_text": {"compare": "cp_text_{kind}", "patching": "pt_text_{kind}"},
+        "over": {"patching": "pt_over"}, "lens_step": {"lens": "ln_step"}, "prefix_len": {"masks": "mk_prefix"}}
+TABBED = {page: prefix for page, (prefix, _) in registry.TABBED.items()}   # page -> widgets.lazy_tabs prefix
+KINDS = ("translator", "lm")
+ABLATE_BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
+
+
+def folder() -> Path:
+    return Path(os.environ.get("VIZ_LESSONS") or lesson_file.LESSONS_DIR)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _load(name: str, stamp: float) -> lesson_file.Lesson:
+    return lesson_file.load_lesson(name, folder())
+
+
+def load(name: str) -> lesson_file.Lesson:
+    path = lesson_file.lesson_path(name, folder())
+    return _load(name, path.stat().st_mtime if path.is_file() else 0.0)
+
+
+class _Model:
+    """A loaded checkpoint whose run(text) is the app's cached run, so the facts share the pages' runs."""
+
+    def __init__(self, path: str, stamp: float):
+        self._hm, self._key = cached.load_model(path, stamp), (path, stamp)
+
+    def run(self, text: str):
+        return cached.run_text(*self._key, text)
+
+    def __getattr__(self, name):
+        return getattr(self._hm, name)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _facts(name: str, stamp: float, i: int, path: str, ckpt_stamp: float, text: str) -> tuple[dict, list[str]]:
+    """(fact name -> field -> value, the claims that do not hold) of step i, on the lesson's checkpoint
+    and text at that step: computed from the model once per lesson step and checkpoint."""
+    step = _load(name, stamp).steps[i]
+    hm, values, broken = _Model(path, ckpt_stamp), {}, []
+    for key, spec in step.facts.items():
+        fact = claims.evaluate(spec["kind"], hm, text, {k: v for k, v in spec.items() if k != "kind"})
+        values[key] = fact.values
+        if not fact.holds:
+            broken.append(fact.claim)
+    return values, broken
+
+
+def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, list[str]]:
+    """The evaluated facts of step i ({} when it has none). ValueError when they cannot be computed."""
+    if not lesson.steps[i].facts:
+        return {}, []
+    ckpt, text = lesson_file.model_and_text(lesson, i)
+    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
+    path = cached.checkpoints_root() / str(ckpt)
+    if not ckpt or not text or not path.is_dir():
+        raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+    stamp = lesson_file.lesson_path(name, folder()).stat().st_mtime
+    with st.spinner(t("ls.facts")):
+        return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
+
+
+def session_values(page: str, settings: dict) -> dict:
+    """The session-state keys and values that show `settings` on `page`."""
+    out = {}
+    for key, value in settings.items():
+        if key in ("block", "layer", "head") and page in PICKERS:
+            out[f"{PICKERS[page]}_{key}"] = value
+        elif key == "tab" and page in TABBED:
+            if value in widgets.TABS[TABBED[page]]:
+                out[f"{TABBED[page]}_tab"] = widgets.tab_label(TABBED[page], value)
+        elif key == "ablate" and page == "knockout":
+            for block in ABLATE_BLOCKS:
+                out[f"ko_pick_{block}"] = [t("ko.cell", layer=int(p.split(".")[1]), head=h) for p, h in value
+                                           if f"{p.split('.')[0]}.{p.split('.')[2]}" == block]
+        elif key in KEYS:
+            where = KEYS[key].get(page, KEYS[key].get("*"))
+            for kind in KINDS if where else ():
+                out[where.format(kind=kind)] = value
+    return out
+
+
+def current_settings(page: str, kind: str) -> dict:
+    """The settings of `page` as the session holds them now (what "save as lesson step" records)."""
+    state, out = st.session_state, {}
+    for key, where in KEYS.items():
+        name = where.get(page, where.get("*"))
+        if name and state.get(name.format(kind=kind)) is not None:
+            out[key] = state[name.format(kind=kind)]
+    if page in PICKERS:
+        for key in ("block", "layer", "head"):
+            value = state.get(f"{PICKERS[page]}_{key}")
+            if isinstance(value, (str, int)) and not (key == "head" and isinstance(value, str)):
+                out[key] = value
+    if page in TABBED:
+        prefix = TABBED[page]
+        names = {widgets.tab_label(prefix, n): n for n in widgets.TABS[prefix]}
+        if state.get(f"{prefix}_tab") in names:
+            out["tab"] = names[state[f"{prefix}_tab"]]
+    if page == "knockout":
+        cells = {t("ko.cell", layer=layer, head=h): (layer, h) for layer in range(64) for h in range(64)}
+        out["ablate"] = [[f"{b.split('.')[0]}.{cells[c][0]}.{b.split('.')[1]}", cells[c][1]]
+                         for b in ABLATE_BLOCKS for c in state.get(f"ko_pick_{b}") or [] if c in cells]
+    try:
+        return lesson_file.check_settings(out, "this page")
+    except ValueError:           # e.g. an empty text: keep what is valid
+        return {k: v for k, v in out.items() if _valid(k, v)}
+
+
+def _valid(key: str, value) -> bool:
+    try:
+        lesson_file.check_settings({key: value}, "")
+        return True
+    except ValueError:
+        return False
+
+
+def _go(i: int) -> None:
+    st.session_state["lesson"]["step"] = i
+    st.session_state["lesson_pending"] = True
+
+
+def _leave() -> None:
+    st.session_state.pop("lesson", None)
+    st.query_params.clear()
+
+
+def before_sidebar(page, pages: dict) -> None:
+    """Open ?lesson=NAME, apply a pending step (switching to its page), and show the lesson panel at
+    the top of the sidebar. pages: lesson page name -> st.Page."""
+    name = st.query_params.get("lesson")
+    state = st.session_state.get("lesson")
+    if name and (state is None or state["name"] != name):
+        try:
+            lesson = load(name)
+        except ValueError as e:
+            st.sidebar.error(t("ls.bad", error=str(e)))
+            return
+        step = st.query_params.get("step", "1")
+        step = int(step) - 1 if step.isdigit() and 1 <= int(step) <= len(lesson.steps) else 0
+        st.session_state["lesson"] = state = {"name": name, "step": step}
+        st.session_state["lesson_pending"] = True
+    if state is None:
+        return
+    try:
+        lesson = load(state["name"])
+    except ValueError as e:                                     # the file went away or broke meanwhile
+        st.session_state.pop("lesson", None)
+        st.sidebar.error(t("ls.bad", error=str(e)))
+        return
+    i = min(state["step"], len(lesson.steps) - 1)
+    step = lesson.steps[i]
+    try:
+        values, broken = step_facts(state["name"], lesson, i)
+        settings = lesson_file.step_settings(step, values)
+    except ValueError as e:                                     # e.g. a checkpoint whose output lacks the piece
+        values, broken, settings = None, [str(e)], step.settings
+    # every step re-applies the lesson's checkpoint and text in force: its notes are about them
+    ckpt, text = lesson_file.model_and_text(lesson, i)
+    settings = {**({"checkpoint": ckpt} if ckpt else {}), **({"text": text} if text else {}), **settings}
+    if st.session_state.pop("lesson_pending", False):
+        st.session_state.update(session_values(step.page, settings))
+        if page.title != pages[step.page].title:
+            st.session_state["lesson_pending"] = True          # applied again once the page is open
+            st.switch_page(pages[step.page])
+    st.query_params.update({"lesson": state["name"], "step": str(i + 1)})
+    panel(lesson, i, step, page.title == pages[step.page].title, values, broken)
+
+
+def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken) -> None:
+    """The lesson box: title, progress, the step's note (interface language first; markdown, never HTML;
+    the facts filled in from the model), the lesson's own buttons."""
+    sb = st.sidebar.container(border=True, key="lesson_panel")
+    sb.markdown(f"**{t('ls.lesson')}: {lesson_file.note(lesson.title)}**")
+    if "zh" in lesson.title:
+        sb.caption(lesson.title["zh"])
+    sb.progress((i + 1) / len(lesson.steps))
+    sb.caption(t("ls.step", i=i + 1, n=len(lesson.steps)))
+    langs = sorted(step.note, key=lambda lang: lang != current())
+    for lang in langs:
+        text = step.note[lang]
+        if values is not None:
+            text = lesson_file.fill(text, values)
+        elif lesson_file.PLACEHOLDER.search(text):
+            continue                                            # numbers that could not be computed: not shown
+        sb.markdown(text)
+    for claim in broken:
+        sb.warning(t("ls.broken", claim=claim))
+    # one above the other: the sidebar is too narrow for "Previous lesson step" beside "Next lesson step"
+    sb.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
+              type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
+    sb.button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
+              icon=":material/chevron_left:", width="stretch")
+    sb.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:",
+              width="stretch")
+    if not on_page:
+        sb.caption(t("ls.elsewhere"))
+    sb.button(t("ls.leave"), key="ls_leave", on_click=_leave, type="tertiary")
+
+
+def _text(key: str) -> str:
+    """A text box's value, "" for anything else a stale or scripted session may hold."""
+    v = st.session_state.get(key, "")
+    return v.strip() if isinstance(v, str) else ""
+
+
+def _save_step(page: str, kind: str) -> None:
+    note = {lang: _text(f"ls_note_{lang}") for lang in lesson_file.LANGS}
+    note = {k: v for k, v in note.items() if v} or {"en": ""}
+    st.session_state.setdefault("lesson_draft", []).append(
+        lesson_file.Step(page, current_settings(page, kind), note).to_dict())
+
+
+def writer(current: str, kind: str) -> None:
+    """The teacher's tools at the bottom of the sidebar: save the current page as a step, download."""
+    for key in ("ls_title_en", "ls_title_zh", "ls_note_en", "ls_note_zh"):
+        if key in st.session_state and not isinstance(st.session_state[key], str):
+            del st.session_state[key]                       # absurd state: the box starts empty again
+    if not isinstance(st.session_state.get("lesson_draft", []), list):
+        del st.session_state["lesson_draft"]
+    with st.sidebar.expander(t("ls.write"), icon=":material/school:"):
+        st.caption(t("ls.write_help"))
+        st.text_input(t("ls.title_en"), key="ls_title_en", value=t("ls.default_title"))
+        st.text_input(t("ls.title_zh"), key="ls_title_zh")
+        st.text_input(t("ls.note_en"), key="ls_note_en")          # one line: markdown allowed
+        st.text_input(t("ls.note_zh"), key="ls_note_zh")
+        st.button(t("ls.save"), key="ls_save", on_click=_save_step, args=(current, kind), icon=":material/add:")
+        draft = st.session_state.get("lesson_draft", [])
+        st.caption(t("ls.draft", n=len(draft)))
+        if draft:
+            title = {k: v for k in lesson_file.LANGS if (v := _text(f"ls_title_{k}"))}
+            data = lesson_file.Lesson("draft", title or {"en": t("ls.default_title")},
+                                  [lesson_file.Step(**s) for s in draft]).dumps()
+            st.download_button(t("ls.download"), data, file_name="my-lesson.json", mime="application/json",
+                               key="ls_download", icon=":material/download:")
+            st.button(t("ls.clear"), key="ls_clear", on_click=lambda: st.session_state.pop("lesson_draft", None))

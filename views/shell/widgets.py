@@ -1,0 +1,152 @@
+"""Small widgets every page uses: figures with one config, pickers that survive a checkpoint change,
+and markdown that shows user text literally."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from typing import Optional
+
+import streamlit as st
+
+from views.shell import registry
+from views.shell.strings import LATEX, has, t
+from viz_transformer import export
+from viz_transformer.analysis import patterns
+from viz_transformer.plots import figure_rules
+from viz_transformer.core.hook_names import parse_prefix
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+CALLBACKS = "_viz_callbacks"     # session_state: figure key -> its latest on_select callback
+
+
+def _on_select(key: str) -> None:
+    fn = st.session_state.get(CALLBACKS, {}).get(key)
+    if fn is not None:
+        fn()
+
+
+def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw):
+    """Every figure goes through here: Plotly's own colours (theme=None), its toolbar with PNG export, and
+    a button under it that downloads the figure as standalone HTML (made only when clicked).
+
+    A selectable chart's id includes its figure, so each new figure is a new widget, and Streamlit keeps
+    the callback of every widget a session ever had; a page's own function as callback would keep that
+    page run's variables (its tensors) alive for as long as the session lasts. So Streamlit gets a small
+    dispatcher bound to the key, and the session keeps only the latest callback for each key."""
+    if callable(on_select) and key:
+        st.session_state.setdefault(CALLBACKS, {})[key] = on_select
+        on_select = functools.partial(_on_select, key)
+    if on_select is not None:
+        kw["on_select"] = on_select
+    width = "content" if fig.layout.width else "stretch"      # a heatmap is as wide as its cells need
+    out = st.plotly_chart(fig, theme=None, width=width, config=PLOTLY_CONFIG, key=key, **kw)
+    if html:
+        title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
+        name = re.sub(r"[^\w]+", "-", title, flags=re.UNICODE).strip("-")[:60] or "figure"
+        bkey = f"{key}__html" if key else "html_" + hashlib.sha1(title.encode()).hexdigest()[:12]
+        st.download_button(t("fig.html"), data=lambda f=fig: export.figure_html(f), file_name=f"{name}.html",
+                           mime="text/html", key=bkey, on_click="ignore", type="tertiary",
+                           icon=":material/download:", help=t("fig.html_help"))
+    return out
+
+
+def intro(page: str, extra: Optional[str] = None, latex: Optional[str] = None) -> None:
+    """A page's opening: its two or three sentences ("{page}.intro"), then its formula when it has one."""
+    st.caption(t(f"{page}.intro"))
+    if extra:
+        st.caption(t(extra))
+    formula(latex or page)
+
+
+def formula(key: str) -> None:
+    """The formula of a page (strings.LATEX), when it has one."""
+    if key in LATEX:
+        st.latex(LATEX[key])
+
+
+def select(where, label: str, options: list, key: str, default=None, **kw):
+    """A selectbox whose remembered value is reset when the options change (e.g. another checkpoint)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return where.selectbox(label, options, key=key, **kw)
+
+
+def block_label(block: str) -> str:
+    return t(f"block.{block}")
+
+
+def prefix_label(prefix: str) -> str:
+    """A block prefix in a table ("decoder.1.cross_attn", with its own layer column) as its block's label."""
+    return block_label(parse_prefix(prefix)[0])
+
+
+def head_label(h) -> str:
+    return t(f"head.{h}") if isinstance(h, str) else t("at.head_n", h=h)
+
+
+def query_axis(block: str) -> str:
+    """The query axis title: a decoder row is named by its input and the token it predicts."""
+    return t("axis.query" if block == "encoder.self_attn" else "axis.query_next")
+
+
+def rows_note(run) -> None:
+    """A page intro's one sentence on decoder rows, with a row of this run as its example."""
+    row, piece = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    st.caption(t("rows.intro", row=md_escape(row), piece=md_escape(piece)))
+
+
+def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
+    """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
+    blocks = patterns.available_blocks(cfg)
+    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=block_label)
+    layer = select(where_cols[1], t("layer"), list(range(patterns.n_layers(cfg, block))), f"{prefix}_layer")
+    heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
+    head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)
+    return block, layer, head
+
+
+def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tuple[list, int]:
+    """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
+    cells stay readable (figure_rules.side_by_side), else one under another at the full width."""
+    width = figure_rules.side_by_side(n, rows, cols, label_px)
+    if n > 1 and width < figure_rules.FIGURE_PX:
+        return list(st.columns(n)), width
+    return [st.container() for _ in range(n)], width
+
+
+def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None):
+    """((qa, qb), (ka, kb)): all positions while a heatmap holds them at readable cells
+    (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown."""
+    size = figure_rules.max_cells(width)
+    n = max(n_query, n_key)
+    if n <= size:
+        return (0, n_query), (0, n_key)
+    start = (where or st).slider(t("fig.window", m=size), 0, n - size, 0, key=key)
+    (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, start, size)
+    st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+    return (qa, qb), (ka, kb)
+
+
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
+
+
+def md_escape(s: str) -> str:
+    """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
+
+
+# -- tabs whose content runs only when open ----------------------------------------------------------
+TABS = dict(registry.TABBED.values())              # tab key prefix -> tab names
+
+
+def tab_label(prefix: str, name: str) -> str:
+    return t(f"{prefix}.tab.{name}")
+
+
+def lazy_tabs(prefix: str) -> dict:
+    """The tabs of a page with many figures, {name: container}; only the open one's content runs (and
+    is drawn): each figure costs the browser ~0.1 s, and a page of 8–10 took 1.3–2 s to draw. Open tab
+    in session_state[f"{prefix}_tab"] (its label); lessons choose it by name (views/shell/lesson_mode.py)."""
+    names = TABS[prefix]
+    return dict(zip(names, st.tabs([tab_label(prefix, n) for n in names], key=f"{prefix}_tab", on_change="rerun")))

@@ -1,0 +1,1 @@
+"""Maths on captured runs (no figures): patterns and labels, summaries and head statistics, the architecture comparison, confidence, lesson claims. What needs more forwards (a corpus, a calibration, a claim) asks the run layer below for them."""

@@ -1,0 +1,113 @@
+"""Encoder-decoder, decoder-only and prefix-LM side by side: where the target reads the source, the
+segments of one sequence, and the rank of attention patterns. Pure tensor code on captured runs.
+
+A causal pattern is lower-triangular with a positive diagonal (softmax never gives exactly 0 to an
+allowed key, and a query may always attend to itself), so its determinant - the product of the
+diagonal - is positive: full rank. A bidirectional pattern has no such guarantee and can collapse
+toward low rank (every row alike). `spectrum` and `effective_rank` measure it on real patterns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pandas as pd
+import torch
+
+from viz_transformer.analysis.patterns import query_labels
+from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
+
+
+@dataclass
+class Segments:
+    """Where the parts of a decoder sequence lie: [0, source_start) = [begin]; the source pieces;
+    [target_start, end) = what the model generated (or was teacher-forced on)."""
+    source_start: int
+    source_end: int      # exclusive: [sep] (one sequence) sits here
+    target_start: int
+
+
+def segments(run, cfg) -> Optional[Segments]:
+    """Segments of a one-sequence translator's run ([begin] src [sep] tgt); None otherwise."""
+    if cfg.is_encoder_decoder or cfg.sep_id < 0:
+        return None
+    return Segments(1, run.prompt_len - 1, run.prompt_len)
+
+
+def source_attention(run, cfg, layer: int, head="mean"):
+    """How each target position reads the source: (weights [target, source], target row labels "▁an → ▁engineer"
+    (analysis.query_labels), source pieces). Encoder-decoder: the layer's cross-attention. One sequence: the layer's self-attention
+    rows of the target positions, columns of the source pieces (the rest of each row goes to
+    [begin], [sep] and the target itself, so rows sum to less than 1)."""
+    if cfg.is_encoder_decoder:
+        p = run.cache[hook_name("decoder.cross_attn", layer, "hook_pattern")][0]           # (H, T, S)
+        q_pieces, k_pieces = query_labels(run, "decoder.cross_attn"), run.src_pieces
+        rows, cols = slice(0, len(q_pieces)), slice(0, len(k_pieces))
+    else:
+        seg = segments(run, cfg)
+        if seg is None:
+            raise ValueError("a language model has no source: pick a translator")
+        p = run.cache[hook_name("decoder.self_attn", layer, "hook_pattern")][0]            # (H, T, T)
+        rows, cols = slice(seg.target_start - 1, len(run.tgt_pieces)), slice(seg.source_start, seg.source_end)
+        q_pieces, k_pieces = query_labels(run, "decoder.self_attn")[rows], run.tgt_pieces[cols]
+    p = p[:, rows, cols]
+    w = p.mean(0) if head == "mean" else p[head]
+    return w, list(q_pieces), list(k_pieces)
+
+
+def spectrum(pattern: torch.Tensor) -> torch.Tensor:
+    """Singular values of each head's [q, k] pattern, largest first: [head, min(q, k)]."""
+    return torch.linalg.svdvals(pattern.double()).float()
+
+
+def effective_rank(s: torch.Tensor) -> torch.Tensor:
+    """exp(entropy of the normalised singular values) (Roy & Vetterli 2007), over the last axis:
+    n for n equal singular values, 1 for a rank-one matrix."""
+    p = s / s.sum(-1, keepdim=True).clamp_min(1e-30)
+    return torch.exp(-(p * torch.log(p.clamp_min(1e-30))).sum(-1))
+
+
+RANK_MAX = 128      # an SVD costs n³: past this many pieces, evenly spaced queries and keys are analysed
+
+
+def rank_window(n: int, most: int = RANK_MAX) -> torch.Tensor:
+    """The positions whose rows and columns a self-attention pattern's rank is measured on: all n, or `most`
+    evenly spaced from the first to the last. The same positions for queries and keys, so a causal pattern
+    stays lower-triangular with its diagonal (still full rank) and a prefix keeps its block."""
+    return torch.arange(n) if n <= most else torch.linspace(0, n - 1, most).round().long()
+
+
+def self_spectra(run, cfg) -> dict:
+    """{(block, layer): (singular values [head, m], n, causal)} of every self-attention pattern, measured on
+    rank_window(n) of its n pieces; causal: its mask is lower-triangular. One SVD per head, for the rank
+    table and the spectra both."""
+    out = {}
+    for block in available_blocks(cfg):
+        if block == "decoder.cross_attn":
+            continue
+        for layer in range(n_layers(cfg, block)):
+            pat = run.cache[hook_name(block, layer, "hook_pattern")][0]                  # (H, n, n)
+            mask = run.cache[hook_name(block, layer, "hook_mask")][0, 0]
+            idx = rank_window(pat.shape[-1])
+            out[(block, layer)] = (spectrum(pat[:, idx][:, :, idx]), pat.shape[-1],
+                                   bool(torch.equal(mask, torch.tril(mask))))
+    return out
+
+
+def rank_table(run, cfg, model: str = "") -> pd.DataFrame:
+    """One row per head of every self-attention block of `run`: see spectra_table."""
+    return spectra_table(self_spectra(run, cfg), model)
+
+
+def spectra_table(spectra: dict, model: str = "") -> pd.DataFrame:
+    """One row per head of self_spectra's blocks: its effective rank, its size n (and m, the size measured:
+    rank_window), the smallest singular value relative to the largest, and whether its mask was causal
+    (lower-triangular)."""
+    rows = []
+    for (block, layer), (s, n, causal) in spectra.items():
+        er = effective_rank(s)
+        for h in range(s.shape[0]):
+            rows.append({"model": model, "block": block, "layer": layer, "head": h, "n": n, "m": s.shape[-1],
+                         "effective_rank": float(er[h]), "min_sv_ratio": float(s[h, -1] / s[h, 0]),
+                         "causal": causal})
+    return pd.DataFrame(rows)

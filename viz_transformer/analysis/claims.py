@@ -1,0 +1,281 @@
+"""What a lesson says about the model, computed from the model: each kind of fact returns the numbers a
+note fills in and whether the lesson's claim holds (a qualitative test with a stated threshold).
+
+    fact = evaluate("cross_alignment", hm, "我是一名工程师。", {"predicts": "▁engineer", "source": "工程师"})
+    fact.values["layer"], fact.values["head"], fact.holds     # the head that aligns them, found in this model
+
+Selectors ("the head whose row ... puts most weight on ...") live here too, so a lesson step opens the
+head this model really has; a retrained checkpoint that breaks a claim makes `holds` False (CI fails).
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from viz_transformer.analysis import patterns
+from viz_transformer.run import lenses
+from viz_transformer.run import patching
+from viz_transformer.run import permute
+from viz_transformer.core.encoding import encode_input
+from viz_transformer.run.interventions import positions_off_hooks
+
+STRONG = 0.5          # "puts most of its weight on": at least half of the row
+GAP_NONE = 1e-3       # order test: "the same set of vectors" (float32 noise is ~1e-6)
+GAP_LARGE = 0.1       # order test: "a large gap"
+PARTIAL = 0.9         # patching: "one position restores only part of it"
+
+
+@dataclass
+class Fact:
+    values: dict                  # field -> str | int | float: what a note may fill in as {fact.field}
+    holds: bool                   # the lesson's claim is true on this model
+    claim: str                    # the claim in words (what a failing test reports)
+
+
+KINDS: dict[str, Callable[..., Fact]] = {}
+
+
+def kind(fn):
+    KINDS[fn.__name__] = fn
+    return fn
+
+
+def evaluate(name: str, hm, text: str, args: Optional[dict] = None) -> Fact:
+    """The fact `name` (a kind in KINDS) for checkpoint hm on text. ValueError for an unknown kind or
+    arguments the kind does not take."""
+    if name not in KINDS:
+        raise ValueError(f"unknown fact kind {name!r}; known: {', '.join(KINDS)}")
+    try:
+        return KINDS[name](hm, text, **(args or {}))
+    except TypeError as e:
+        raise ValueError(f"fact {name!r}: {e}") from None
+
+
+_RUNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()      # hm -> {text: run}: one run per text
+
+
+def _run(hm, text: str):
+    """_run(hm, text), once per model and text across the facts of a lesson (a few texts per model)."""
+    runs = _RUNS.setdefault(hm, {})
+    if text not in runs:
+        if len(runs) >= 8:
+            runs.pop(next(iter(runs)))
+        runs[text] = hm.run(text)
+    return runs[text]
+
+
+def _strip(piece: str) -> str:
+    return piece.replace("\u2581", "")
+
+
+def _words(pieces: list[str]) -> list[str]:
+    return [p for p in pieces if p not in ("[begin]", "[end]", "[sep]", "[pad]")]
+
+
+def next_piece(run, row: int) -> str:
+    """What decoder row `row` predicts: the next decoder input, or for the last row the greedy trace's
+    final token ([end] when it ended)."""
+    if row + 1 < len(run.tgt_pieces):
+        return run.tgt_pieces[row + 1]
+    return run.trace.steps[-1].piece if run.trace is not None and run.trace.steps else ""
+
+
+def predicting_row(run, piece: str) -> int:
+    """The decoder row (query position) whose step predicts `piece`: the row before it. ValueError
+    when the output has no such piece."""
+    for r in range(run.prompt_len - 1, len(run.tgt_pieces)):
+        if next_piece(run, r) == piece:
+            return r
+    raise ValueError(f"the output {run.output!r} has no piece {piece!r}")
+
+
+# -- the pieces and the computation --------------------------------------------------------------------
+@kind
+def pieces(hm, text: str) -> Fact:
+    """The text's pieces and the output; the encoder input ends with [end], the decoder starts at [begin]."""
+    run = _run(hm, text)
+    src = run.src_pieces if run.src_pieces is not None else run.tgt_pieces[:run.prompt_len]
+    holds = run.tgt_pieces[0] == "[begin]" and (run.src_pieces is None or run.src_pieces[-1] == "[end]")
+    return Fact({"pieces": " ".join(_words(src)), "n": len(_words(src)), "output": run.output}, holds,
+                "the encoder reads the pieces + [end]; the decoder starts from [begin]")
+
+
+@kind
+def head_size(hm, text: str) -> Fact:
+    cfg = hm.cfg
+    return Fact({"d_model": cfg.d_model, "n_heads": cfg.n_heads, "d_head": cfg.d_head},
+                cfg.n_heads * cfg.d_head == cfg.d_model, "each head's Q, K, V is one d_model/n_heads slice")
+
+
+@kind
+def divisor_sharpens(hm, text: str, block: str, layer: int, head: int, row: int) -> Fact:
+    """A smaller divisor sharpens the row (lower entropy), a larger one flattens it."""
+    run = _run(hm, text)
+    q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
+    d = math.sqrt(hm.cfg.d_head)
+    h = [patterns.entropy(patterns.attention_steps(q, k, v, mask, x).weights[row]) for x in (d / 4, d, 4 * d)]
+    return Fact({"sqrt_dk": d, "low": d / 4, "high": 4 * d, "input": patterns.block_pieces(run, block)[0][row],
+                 "sharp": h[0], "model": h[1], "flat": h[2],
+                 "uniform": patterns.uniform_entropy(mask[row])}, h[0] < h[1] < h[2],
+                "dividing by less sharpens the row (entropy falls), by more flattens it (entropy rises)")
+
+
+@kind
+def decoder_row(hm, text: str, block: str, layer: int, head: int, row: int) -> Fact:
+    """Decoder row `row` reads one piece and predicts the next; it may use the keys up to itself only."""
+    run = _run(hm, text)
+    w = run.cache[patterns.hook_name(block, layer, "hook_pattern")][0, head, row]
+    mask = run.cache[patterns.hook_name(block, layer, "hook_mask")][0, 0, row]
+    allowed = int(mask.sum())
+    ahead = float(w[row + 1:].abs().max()) if row + 1 < len(w) else 0.0
+    holds = allowed == row + 1 and ahead == 0.0 and abs(float(w.sum()) - 1) < 1e-5
+    return Fact({"row": row, "input": run.tgt_pieces[row], "predicts": next_piece(run, row), "allowed": allowed,
+                 "masked": len(w) - allowed, "uniform": patterns.uniform_entropy(mask)}, holds,
+                "the row sees only the pieces up to itself (weight 0 after it) and its weights add up to 1")
+
+
+@kind
+def cross_alignment(hm, text: str, predicts: str, source: str) -> Fact:
+    """Selector: the cross-attention head whose row for the step predicting `predicts` puts the most
+    weight on the source piece `source`. Claim: that weight is at least STRONG, and the row whose input
+    is `predicts` (the step after) puts less than half as much there."""
+    run = _run(hm, text)
+    r = predicting_row(run, predicts)
+    c = next(i for i, p in enumerate(run.src_pieces) if _strip(p) == _strip(source))
+    grid = patterns.block_patterns(run.cache, "decoder.cross_attn")[:, :, r, c]        # (layer, head)
+    layer, head = divmod(int(grid.argmax()), grid.shape[1])
+    weight = float(grid[layer, head])
+    own = float(patterns.block_patterns(run.cache, "decoder.cross_attn")[layer, head, r + 1, c]) \
+        if r + 1 < len(run.tgt_pieces) else 0.0
+    return Fact({"layer": layer, "head": head, "input": run.tgt_pieces[r], "predicts": predicts, "row": r,
+                 "source": run.src_pieces[c], "weight": weight, "own": own,
+                 "own_predicts": next_piece(run, r + 1), "strong": int((grid >= STRONG).sum()),
+                 "heads": grid.numel()}, weight >= STRONG and own < weight / 2,
+                f"the row predicting {predicts} puts ≥ {STRONG} on {source}; the {predicts} row less than half that")
+
+
+@kind
+def greedy_steps(hm, text: str) -> Fact:
+    """Greedy decoding: every step takes the most likely candidate, and the output ends with [end]."""
+    tr = _run(hm, text).trace
+    best = all(s.candidates[0].id == s.token_id and all(s.prob >= c.prob - 1e-6 for c in s.candidates)
+               for s in tr.steps)
+    return Fact({"steps": len(tr.steps), "last": tr.steps[-1].piece}, best and tr.steps[-1].piece == "[end]",
+                "each step picks the most likely piece; the last step picks [end]")
+
+
+@kind
+def lens_first(hm, text: str, predicts: str) -> Fact:
+    """The logit lens at the step predicting `predicts`: the first layer after which it is the top token
+    (not the embeddings), and its probability there and after the last layer (≥ STRONG)."""
+    run = _run(hm, text)
+    r = predicting_row(run, predicts)
+    lp = lenses.logit_lens(hm, run)                                     # (rows, pos, vocab)
+    tid = run.tgt_ids[r + 1] if r + 1 < len(run.tgt_ids) else run.trace.steps[-1].token_id
+    top = [int(lp[i, r].argmax()) == tid for i in range(lp.shape[0])]
+    first = next((i for i in range(lp.shape[0]) if all(top[i:])), None)
+    p = lp[:, r, tid].exp()
+    return Fact({"step": r - run.prompt_len + 2, "input": run.tgt_pieces[r], "predicts": predicts,
+                 "layer": (first or 1) - 1,
+                 "p_first": float(p[first or 0]), "p_final": float(p[-1])},
+                first is not None and first >= 1 and float(p[-1]) >= STRONG,
+                f"{predicts} becomes the top token after some layer (not at the embeddings) and ends ≥ {STRONG}")
+
+
+# -- order: a pair of texts, positions, masks ---------------------------------------------------------
+@kind
+def reordered_pair(hm, text: str, other: str) -> Fact:
+    """Two texts cut into the same pieces in another order (two of them changed places), translated
+    differently."""
+    a, b = (_run(hm, x) for x in (text, other))
+    pa, pb = (_words(r.src_pieces if r.src_pieces is not None else r.tgt_pieces[:r.prompt_len]) for r in (a, b))
+    moved = [i for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
+    holds = sorted(pa) == sorted(pb) and len(moved) == 2 and a.output != b.output
+    return Fact({"pieces": " ".join(pa), "other_pieces": " ".join(pb), "n": len(pa),
+                 "moved": " / ".join(pa[i] for i in moved), "output": a.output, "other_output": b.output}, holds,
+                "the same pieces, two of them swapped, translated differently")
+
+
+@kind
+def positional_near(hm, text: str, near: int = 1, far: int = 16) -> Fact:
+    """The model's positional vectors: neighbours are more alike (cosine) than positions `far` apart."""
+    pos = hm.model.src_embed.pos if hm.cfg.is_encoder_decoder else hm.model.embed.pos
+    pe = pos.matrix().detach().float()[:64]
+    pe = pe / pe.norm(dim=-1, keepdim=True)
+    cos = [float((pe[:-k] * pe[k:]).sum(-1).mean()) for k in (near, far)]
+    return Fact({"near": cos[0], "far": cos[1]}, cos[0] > cos[1] + GAP_LARGE,
+                f"positions {near} apart are more alike than positions {far} apart")
+
+
+@kind
+def order_test(hm, text: str, how: str = "swap", other: Optional[str] = None, max_new_tokens: int = 24) -> Fact:
+    """permute.order_test with positions on and off. An encoder without positions gives the same set of
+    vectors (gap < GAP_NONE), with them a large gap; a causal decoder keeps a large gap even without.
+    `other`: the permuted pieces are exactly that text's pieces."""
+    on = permute.order_test(hm, text, how, max_new_tokens=max_new_tokens)
+    off = permute.order_test(hm, text, how, fwd_hooks=positions_off_hooks(hm), max_new_tokens=max_new_tokens)
+    if on.part == "encoder":
+        holds = off.gap < GAP_NONE and on.gap > GAP_LARGE
+    else:
+        holds = off.gap > GAP_LARGE
+    if other is not None:
+        enc = encode_input(hm.tokenizer, hm.cfg, other)
+        holds = holds and on.permuted_pieces == hm.tokenizer.pieces(enc.ids)
+    return Fact({"gap_on": on.gap, "gap_off": off.gap, "permuted": " ".join(_words(on.permuted_pieces)),
+                 "output": on.permuted_output, "output_off": off.permuted_output}, holds,
+                "encoder: gap ≈ 0 without positions and large with them; causal decoder: large even without")
+
+
+@kind
+def compare_cell(hm, text: str, other: str, block: str, layer: int, head: int) -> Fact:
+    """Where one head's patterns for two aligned texts differ most: a row or a column of a moved piece."""
+    a, b = (_run(hm, x) for x in (text, other))
+    pa, pb = patterns.block_pieces(a, block), patterns.block_pieces(b, block)
+    d = (patterns.block_patterns(a.cache, block)[layer, head] - patterns.block_patterns(b.cache, block)[layer, head]).abs()
+    q, k = divmod(int(d.argmax()), d.shape[1])
+    moved_q = {i for i, (x, y) in enumerate(zip(pa[0], pb[0])) if x != y}
+    moved_k = {i for i, (x, y) in enumerate(zip(pa[1], pb[1])) if x != y}
+    return Fact({"diff": float(d[q, k]), "row": f"{pa[0][q]} / {pb[0][q]}", "col": f"{pa[1][k]} / {pb[1][k]}"},
+                q in moved_q or k in moved_k, "the largest difference is in a row or a column of a moved piece")
+
+
+@kind
+def patching_resid(hm, text: str, other: str) -> Fact:
+    """Residual-stream patching from text into other: the two positions that restore most are the moved
+    pieces, and no single cell restores all of it (best < PARTIAL)."""
+    df = patching.patching_scores(hm, text, other, "resid")
+    best = df.loc[df["score"].idxmax()]
+    by_pos = df.groupby("pos")["score"].max().sort_values(ascending=False)
+    moved = {i for i, (x, y) in enumerate(zip(df.attrs["pieces_a"], df.attrs["pieces_b"])) if x != y}
+    layer = patching.resid_layer(int(best["layer"]))
+    return Fact({"score": float(best["score"]), "pos": int(best["pos"]), "piece": best["piece"],
+                 "moved": " / ".join(df.attrs["pieces_a"][i] for i in sorted(moved)),
+                 "layer": -1 if layer is None else layer, "output": df.attrs["output_a"]},
+                set(by_pos.index[:len(moved)]) == moved and layer is not None and float(best["score"]) < PARTIAL,
+                f"the moved positions restore most; the best single cell (after a layer) restores < {PARTIAL}")
+
+
+@kind
+def prefix_layout(hm, text: str) -> Fact:
+    """How a prefix LM lays the sentence out (patterns.prefix_lm_layout): [begin] + source + [sep] is
+    the prefix, the target follows."""
+    run = _run(hm, text)
+    seq, p = patterns.prefix_lm_layout(run)
+    src = _words(run.src_pieces) if run.src_pieces is not None else _words(run.tgt_pieces[:run.prompt_len])
+    holds = seq[0] == "[begin]" and seq[p - 1] == "[sep]" and seq[1:p - 1] == src
+    return Fact({"prefix": p, "n": len(seq), "target": len(seq) - p}, holds,
+                "the prefix is [begin] + the source pieces + [sep]")
+
+
+@kind
+def causal_everywhere(hm, text: str) -> Fact:
+    """Every decoder self-attention head of every layer puts weight 0 after the diagonal."""
+    run = _run(hm, text)
+    pats = patterns.block_patterns(run.cache, "decoder.self_attn")              # (layer, head, q, k)
+    above = float(torch.triu(pats, diagonal=1).abs().max())
+    return Fact({"heads": pats.shape[0] * pats.shape[1], "above": above}, above == 0.0,
+                "no decoder self-attention head puts any weight after the diagonal")

@@ -1,0 +1,236 @@
+"""Summaries of attention across heads, layers and sentences: rollout, source attribution, head statistics.
+
+Pure torch/pandas, no streamlit, no plotly. The definitions (also on the app's pages):
+
+    rollout        Â_l = ½·mean_heads(A_l) + ½·I, rows renormalised; R = Â_L ⋯ Â_1   (Abnar & Zuidema 2020)
+    attribution    mean_heads(last decoder layer's cross-attention) · R_encoder       [target, source]
+    head stats     per head, averaged over the query rows that are not padding (STATS below)
+"""
+from __future__ import annotations
+
+import unicodedata
+from typing import Callable, Optional, Sequence
+
+import pandas as pd
+import torch
+
+from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
+
+# column -> what it is, per query row q, then averaged over rows (the app shows these words)
+STATS = {"entropy": "−Σ_k p·ln p (nats): 0 = one key, ln n = spread evenly over n keys",
+         "mean_distance": "Σ_k p_qk·|q − k| (cross-attention: q = target position, k = source position)",
+         "self": "p_qq, the weight on the query's own position (self-attention only)",
+         "prev_token": "p_q,q−1, the weight on the previous position, over q ≥ 1 (self-attention only)",
+         "first_token": "p_q0, the weight on the first key",
+         "last_token": "the weight on the last key the row may attend to (the source's [end]; in causal "
+                       "attention that is the query itself, so it equals self)",
+         "punctuation": "the total weight on punctuation pieces",
+         "max_weight": "max_k p_qk, the heaviest key",
+         "max_entropy": "ln(allowed keys): the entropy a row spread evenly would have (reference for entropy)"}
+ROLE_THRESHOLD = 0.5     # a role's statistic must carry at least half of the weight on average
+BROAD_FRACTION = 0.8     # "broad": entropy at least this fraction of max_entropy
+
+
+# -- rollout and attribution ---------------------------------------------------------------------------
+def rollout_from(patterns: torch.Tensor, residual: float = 0.5) -> torch.Tensor:
+    """[layer, head, q, q] patterns (layer 0 first) -> [q, q] rollout Â_L ⋯ Â_1 with
+    Â_l = (1 − residual)·mean_heads(A_l) + residual·I, each row renormalised to sum 1."""
+    if patterns.dim() != 4 or patterns.shape[-1] != patterns.shape[-2]:
+        raise ValueError(f"rollout needs square [layer, head, q, q] patterns, got {tuple(patterns.shape)}")
+    n = patterns.shape[-1]
+    eye = torch.eye(n, dtype=torch.float64)
+    out = eye
+    for layer in patterns.double():
+        a = (1 - residual) * layer.mean(0) + residual * eye                       # (q, q)
+        a = a / a.sum(-1, keepdim=True)
+        out = a @ out                                                             # later layers on the left
+    return out.float()
+
+
+def rollout(cache, part: str = "encoder", batch: int = 0) -> torch.Tensor:
+    """Attention rollout of a part's self-attention ("encoder" or "decoder"), [query, key]."""
+    if part not in ("encoder", "decoder"):
+        raise ValueError(f"part must be 'encoder' or 'decoder', not {part!r}")
+    return rollout_from(cache.stack("self_attn.hook_pattern", part=part, batch=batch))
+
+
+def source_attribution(cache, batch: int = 0) -> torch.Tensor:
+    """A translator's target tokens over its source pieces: mean over heads of the last decoder
+    layer's cross-attention [target, source], times the encoder rollout [source, source]. Rows sum to 1."""
+    if not cache.n_layers.get("encoder"):
+        raise ValueError("source attribution needs an encoder-decoder model: this one keeps source and target "
+                         "in one sequence, so use rollout(cache, 'decoder') instead")
+    last = cache.n_layers["decoder"] - 1
+    cross = cache[hook_name("decoder.cross_attn", last, "hook_pattern")][batch].double().mean(0)   # (T, S)
+    return (cross @ rollout(cache, "encoder", batch).double()).float()
+
+
+# -- head statistics ----------------------------------------------------------------------------------
+def is_punctuation(piece: str) -> bool:
+    """A piece made only of punctuation (Unicode category P*), its word-start mark ▁ aside."""
+    s = piece.replace("\u2581", "")
+    return bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
+
+
+def pattern_stats(pattern: torch.Tensor, allowed: torch.Tensor, q_valid: torch.Tensor, key_punct: torch.Tensor,
+                  same_sequence: bool = True) -> dict[str, torch.Tensor]:
+    """Every statistic of STATS for a batch of one layer's patterns, per sentence and head.
+
+    pattern [B, H, Q, K]; allowed bool [B, 1 or H, Q, K] (the captured hook_mask); q_valid bool [B, Q]
+    (False for padding queries, whose rows are left out); key_punct bool [B, K]. same_sequence:
+    queries and keys are the same positions (self-attention), else self/prev_token are NaN.
+    Returns stat -> [B, H], each the mean over the valid query rows of that sentence."""
+    p = pattern.double()
+    B, H, Q, K = p.shape
+    allowed = allowed.expand(B, H, Q, K)
+    rows = q_valid.double()[:, None, :].expand(B, H, Q)                            # (B, H, Q)
+
+    def mean_rows(x: torch.Tensor, w: torch.Tensor = rows) -> torch.Tensor:
+        return (x * w).sum(-1) / w.sum(-1)
+
+    qpos = torch.arange(Q, dtype=torch.float64)[:, None]
+    kpos = torch.arange(K, dtype=torch.float64)[None, :]
+    plogp = torch.where(p > 0, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))
+    last_key = (allowed.long() * torch.arange(1, K + 1)).argmax(-1, keepdim=True)   # (B, H, Q, 1)
+    out = {"entropy": mean_rows(-plogp.sum(-1)),
+           "mean_distance": mean_rows((p * (qpos - kpos).abs()).sum(-1)),
+           "first_token": mean_rows(p[..., 0]),
+           "last_token": mean_rows(p.gather(-1, last_key).squeeze(-1)),
+           "punctuation": mean_rows((p * key_punct.double()[:, None, None, :]).sum(-1)),
+           "max_weight": mean_rows(p.max(-1).values),
+           "max_entropy": mean_rows(allowed.sum(-1).clamp_min(1).double().log())}
+    nan = torch.full((B, H), float("nan"), dtype=torch.float64)
+    if same_sequence and Q == K:
+        out["self"] = mean_rows(torch.diagonal(p, dim1=-2, dim2=-1))
+        out["prev_token"] = mean_rows(torch.diagonal(p, offset=-1, dim1=-2, dim2=-1), rows[..., 1:]) if Q > 1 else nan
+    else:
+        out["self"], out["prev_token"] = nan, nan.clone()
+    return {k: out[k] for k in STATS}
+
+
+def _batch_stats(cache, cfg, q_valid: dict[str, torch.Tensor], punct: dict[str, torch.Tensor]) -> list[dict]:
+    """Rows (block, layer, head, stat -> [B] tensor) for every head of a captured batch."""
+    rows = []
+    for block in available_blocks(cfg):
+        part, attn = BLOCKS[block]
+        qpart, kpart = part, ("encoder" if attn == "cross_attn" else part)
+        for layer in range(n_layers(cfg, block)):
+            s = pattern_stats(cache[hook_name(block, layer, "hook_pattern")], cache[hook_name(block, layer, "hook_mask")],
+                              q_valid[qpart], punct[kpart], same_sequence=attn == "self_attn")
+            for h in range(cfg.n_heads):
+                rows.append({"block": block, "layer": layer, "head": h, **{k: v[:, h] for k, v in s.items()}})
+    return rows
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["block", "layer", "head", *STATS])
+    return df.astype({k: "float64" for k in STATS})
+
+
+def head_stats(run) -> pd.DataFrame:
+    """One row per head of every attention block of a captured Run (batch 0): block, layer, head and STATS."""
+    cfg_like = _CacheCfg(run)
+    q_valid = {"decoder": torch.ones(1, len(run.tgt_pieces), dtype=torch.bool)}
+    punct = {"decoder": torch.tensor([[is_punctuation(p) for p in run.tgt_pieces]])}
+    if run.src_pieces is not None:
+        q_valid["encoder"] = torch.ones(1, len(run.src_pieces), dtype=torch.bool)
+        punct["encoder"] = torch.tensor([[is_punctuation(p) for p in run.src_pieces]])
+    rows = _batch_stats(_Row0(run.cache), cfg_like, q_valid, punct)
+    return _table([{k: (float(v[0]) if torch.is_tensor(v) else v) for k, v in r.items()} for r in rows])
+
+
+class _CacheCfg:
+    """What available_blocks/n_layers need, read from a run's cache (so a Run alone is enough)."""
+
+    def __init__(self, run):
+        n = run.cache.n_layers
+        self.is_encoder_decoder = bool(n.get("encoder"))
+        self.n_encoder_layers, self.n_decoder_layers = n.get("encoder", 0), n.get("decoder", 0)
+        self.n_heads = run.cache[hook_name("decoder.self_attn", 0, "hook_pattern")].shape[1]
+
+
+class _Row0:
+    """A cache view that keeps batch row 0 only (as a batch of one)."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def __getitem__(self, name):
+        return self.cache[name][:1]
+
+
+@torch.no_grad()
+def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int, int], None]] = None,
+                      batch_size: int = 16, max_new_tokens: Optional[int] = None) -> pd.DataFrame:
+    """head_stats averaged per head over sentences (each sentence's mean over its valid rows, then the
+    mean over sentences), plus `n_sentences`. A translator's decoder reads its own greedy output (as in
+    HookedModel.run); a decoder-only model reads the text alone. Sentences run right-padded in batches;
+    padding rows are left out. progress(done, total) is called after every batch."""
+    from viz_transformer.run.capture import run_padded
+    cfg, tok = hm.cfg, hm.tokenizer
+    texts = [s for s in (str(x).strip() for x in texts) if s]
+    if not texts:
+        raise ValueError("the corpus has no sentences: give at least one non-empty line")
+    names = lambda n: n.endswith(("hook_pattern", "hook_mask"))                       # noqa: E731
+    sums: dict[tuple, dict[str, float]] = {}
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start:start + batch_size]
+        batch, cache = run_padded(hm, chunk, max_new_tokens, names)
+        seqs = {"encoder": batch.src, "decoder": batch.dec} if batch.src is not None else {"decoder": batch.dec}
+        q_valid, punct = {}, {}
+        for part, rows in seqs.items():
+            q_valid[part] = rows != cfg.pad_id
+            punct[part] = torch.tensor([[is_punctuation(tok.piece(i)) for i in r] for r in rows.tolist()]) & q_valid[part]
+        for r in _batch_stats(cache, cfg, q_valid, punct):
+            acc = sums.setdefault((r["block"], r["layer"], r["head"]), {k: 0.0 for k in STATS})
+            for k in STATS:
+                acc[k] += float(r[k].sum())
+        if progress is not None:
+            progress(min(start + batch_size, len(texts)), len(texts))
+    n = len(texts)
+    df = _table([{"block": b, "layer": l, "head": h, **{k: v / n for k, v in acc.items()}}
+                 for (b, l, h), acc in sums.items()])
+    df["n_sentences"] = n
+    return df
+
+
+def head_roles(df: pd.DataFrame, threshold: float = ROLE_THRESHOLD, broad: float = BROAD_FRACTION) -> pd.DataFrame:
+    """The table with `role` and its evidence added: the role whose statistic is clearly dominant
+    (≥ threshold; the largest wins), "broad" when entropy ≥ broad·max_entropy, else "" (none clear).
+    Evidence always names the number behind the label, as data and as English text:
+    evidence_kind ("stat": a role's statistic; "broad": the entropy, of evidence_max possible; "none": the
+    largest statistic, no role clear), evidence_stat (the STATS key), evidence_value, evidence_max (NaN
+    unless broad), and `evidence`, the same in one line. An end sink needs last_token to differ from self
+    (in causal attention the last allowed key is the query itself)."""
+    roles, found_ev = [], []
+    for r in df.itertuples(index=False):
+        cands = {"previous-token": ("prev_token", r.prev_token), "first-token sink": ("first_token", r.first_token),
+                 "self": ("self", r.self)}
+        if not (r.self == r.self and abs(r.last_token - r.self) < 1e-9):     # NaN-safe: self is NaN in cross
+            cands["end-token sink"] = ("last_token", r.last_token)
+        found = {k: v for k, v in cands.items() if v[1] == v[1] and v[1] >= threshold}
+        if found:
+            role, (stat, v) = max(found.items(), key=lambda kv: kv[1][1])
+            roles.append(role)
+            found_ev.append(("stat", stat, v, float("nan")))
+        elif r.max_entropy > 0 and r.entropy >= broad * r.max_entropy:
+            roles.append("broad")
+            found_ev.append(("broad", "entropy", r.entropy, r.max_entropy))
+        else:
+            stat, v = max(((s, v) for s, v in cands.values() if v == v), key=lambda sv: sv[1])
+            roles.append("")
+            found_ev.append(("none", stat, v, float("nan")))
+    kinds, stats, values, maxes = (list(c) for c in zip(*found_ev)) if found_ev else ([], [], [], [])
+    return df.assign(role=roles, evidence=[evidence_text(*e) for e in found_ev], evidence_kind=kinds,
+                     evidence_stat=stats, evidence_value=[float(v) for v in values],
+                     evidence_max=[float(m) for m in maxes])
+
+
+def evidence_text(kind: str, stat: str, value: float, most: float = float("nan")) -> str:
+    """A role's evidence in one English line: "prev_token = 0.93", "entropy = 2.10 of 2.30 possible",
+    "none clear (largest: self = 0.41)"."""
+    if kind == "broad":
+        return f"entropy = {value:.2f} of {most:.2f} possible"
+    if kind == "none":
+        return f"none clear (largest: {stat} = {value:.2f})"
+    return f"{stat} = {value:.2f}"

@@ -1,0 +1,87 @@
+"""Model inputs as tensors, and the one way to run them: one forward, one KV-cache constructor.
+
+Every architecture is fed the same way: a `Batch` holds the encoder input (an encoder-decoder only), the
+decoder input and the prefix length (a prefix LM only), so no caller asks which architecture it has.
+
+    b = make_batch(hm.cfg, [encode_input(tok, cfg, text)], [output_ids])
+    logits, cache = forward(hm.model, b, capture=True)         # cache: every hook, as run_with_cache
+    kv = start_cache(hm.model, b)                               # incremental decoding from b's prompts
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence, Union
+
+import torch
+
+from viz_transformer.core.hooks import Cache, NamesFilter, hooks_active
+from viz_transformer.core.encoding import ModelInput, pad_rows
+
+PrefixLen = Union[None, int, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Right-padded model input: src [B, S] (None for a one-sequence model), dec [B, T], and prefix_len
+    (None; an int for every row; or [B], one per row)."""
+    src: Optional[torch.Tensor]
+    dec: torch.Tensor
+    prefix_len: PrefixLen = None
+
+    def __len__(self) -> int:
+        return self.dec.shape[0]
+
+    def expand(self, n: int) -> "Batch":
+        """A batch of one repeated as n rows (no copy)."""
+        if len(self) != 1:
+            raise ValueError(f"only a batch of one row can be expanded, not {len(self)} rows")
+        src = None if self.src is None else self.src.expand(n, -1)
+        prefix = self.prefix_len.expand(n) if isinstance(self.prefix_len, torch.Tensor) else self.prefix_len
+        return replace(self, src=src, dec=self.dec.expand(n, -1), prefix_len=prefix)
+
+
+def make_batch(cfg, inputs: Sequence[ModelInput], outputs: Optional[Sequence[Sequence[int]]] = None) -> Batch:
+    """The batch for inputs (and, per row, output ids teacher-forced after its prompt; cut at max_len)."""
+    if not inputs:
+        raise ValueError("a batch needs at least one input")
+    outputs = outputs if outputs is not None else [()] * len(inputs)
+    if len(outputs) != len(inputs):
+        raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    dec = [inp.decoder_ids(out)[: cfg.max_len] for inp, out in zip(inputs, outputs)]
+    src = None
+    if inputs[0].src is not None:
+        src = pad_rows([list(inp.src) for inp in inputs], cfg.pad_id)
+    prefix: PrefixLen = None
+    if inputs[0].prefix_len is not None:
+        lens = [inp.prefix_len for inp in inputs]
+        prefix = lens[0] if len(set(lens)) == 1 else torch.tensor(lens)
+    return Batch(src, pad_rows(dec, cfg.pad_id), prefix)
+
+
+def one_row(src_ids: Optional[Sequence[int]], dec_ids: Sequence[int], prefix_len: Optional[int] = None) -> Batch:
+    """A batch of one from ids already made (a Run's or a Trace's)."""
+    src = None if src_ids is None else torch.tensor([list(src_ids)], dtype=torch.long)
+    return Batch(src, torch.tensor([list(dec_ids)], dtype=torch.long), prefix_len)
+
+
+def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
+            names_filter: NamesFilter = None) -> tuple[torch.Tensor, Optional[Cache]]:
+    """(logits [B, T, vocab], Cache or None): the model on a batch, with fwd_hooks active for this call;
+    capture=True also keeps the hooks that names_filter selects (default every one), as run_with_cache."""
+    if model.cfg.is_encoder_decoder and batch.src is None:
+        raise ValueError("an encoder-decoder model needs the source ids as well as the decoder input")
+    with torch.no_grad(), hooks_active(model.resolve_hooks(fwd_hooks)):
+        args = (batch.src, batch.dec) if batch.src is not None else (batch.dec,)
+        if capture:
+            return model.run_with_cache(*args, prefix_len=batch.prefix_len, names_filter=names_filter)
+        return model(*args, prefix_len=batch.prefix_len), None
+
+
+def start_cache(model, batch: Batch):
+    """The KV cache for decoding on from the batch's prompts: the encoder run once on its source."""
+    prefix = batch.prefix_len
+    if isinstance(prefix, torch.Tensor):
+        if len(set(prefix.tolist())) != 1:
+            raise ValueError("incremental decoding needs one prefix length for every row")
+        prefix = int(prefix[0])
+    return model.new_cache(batch.src, prefix_len=prefix)

@@ -1,0 +1,328 @@
+"""Checkpoint folders: config.json + model.safetensors + tokenizer.model + meta.json.
+
+Loading never unpickles. Every failure names the file and says what is wrong.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+from safetensors import SafetensorError
+from torch.overrides import TorchFunctionMode
+from safetensors.torch import load as load_bytes, save_file
+
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.tokenizer import Tokenizer
+
+CONFIG, WEIGHTS, TOKENIZER, META = "config.json", "model.safetensors", "tokenizer.model", "meta.json"
+FILES = (CONFIG, WEIGHTS, TOKENIZER, META)
+DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
+MAX_JSON_BYTES = 1 << 20          # config.json and meta.json are a few hundred bytes
+MAX_TOKENIZER_BYTES = 64 << 20    # a 256k-piece SentencePiece model is about 5 MB
+MAX_HEADER_BYTES = 16 << 20       # the safetensors JSON header
+MAX_MODEL_BYTES = 2 << 30         # float32 weights and buffers a config may ask for (2 GiB)
+DTYPES = {"F16": 2, "BF16": 2, "F32": 4}
+CHECKSUM = "weights_sha256"       # meta.json key: sha256 of model.safetensors, written by save_checkpoint
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder or one of its files is missing, corrupt or inconsistent."""
+
+
+def _sniff(path: Path) -> str:
+    """' (it is a Python pickle ...)' when the file starts like one; loading never unpickles."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return ""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return " (it is a Python pickle: pickles can run code and are never loaded)"
+    if head.startswith(b"PK\x03\x04"):
+        return " (it is a zip archive, as torch.save writes, which holds a pickle: never loaded)"
+    return ""
+
+
+def _inside(path: Path, base: Path) -> bool:
+    return path.resolve() == base or base in path.resolve().parents
+
+
+def _read_json(folder: Path, name: str) -> dict:
+    path = folder / name
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path} is not valid JSON ({e}){_sniff(path)}") from None
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path} is not UTF-8 text{_sniff(path)}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object")
+    return data
+
+
+def check_folder(folder, root=None) -> Path:
+    """The folder exists, holds the four files as regular files, and neither it (under `root`) nor
+    any of its files is a link pointing outside it: a checkpoint can only be what is in its folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"checkpoint folder {folder} does not exist")
+    if root is not None and not _inside(folder, Path(root).resolve()):
+        raise CheckpointError(f"{folder} is a link to {folder.resolve()}, outside {root}: refused")
+    base = folder.resolve()
+    for f in FILES:
+        p = folder / f
+        if (p.is_symlink() or p.exists()) and not _inside(p, base):
+            raise CheckpointError(f"{p} is a link to {p.resolve()}, outside its checkpoint folder: refused")
+    missing = [f for f in FILES if not (folder / f).is_file()]
+    if missing:
+        raise CheckpointError(f"{folder} is missing {', '.join(missing)}")
+    return folder
+
+
+def read_config(folder) -> ModelConfig:
+    folder = check_folder(folder)
+    try:
+        cfg = ModelConfig.from_dict(_read_json(folder, CONFIG))
+    except (TypeError, ValueError) as e:
+        if isinstance(e, CheckpointError):
+            raise
+        raise CheckpointError(f"{folder / CONFIG}: {e}") from None
+    model_bytes(cfg, folder / CONFIG)
+    return cfg
+
+
+class _NoRandomInit(TorchFunctionMode):
+    """Skips random initialisation on the meta device, which holds no numbers anyway: there `normal_`
+    (like `arange` and `mul`: positional.py avoids them) runs a Python reference whose first call imports
+    torch._dynamo, 1-3 s of the app's cold start."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        t = args[0] if args else kwargs.get("tensor")        # torch.nn.init passes it by keyword
+        init = (func in (torch.Tensor.normal_, torch.Tensor.uniform_)
+                or getattr(func, "__module__", "") == "torch.nn.init")
+        if init and isinstance(t, torch.Tensor) and t.is_meta:
+            return t
+        return func(*args, **kwargs)
+
+
+def _reference(cfg: ModelConfig) -> Transformer:
+    """The model the config describes, on the meta device: its shapes, with no memory allocated."""
+    with torch.device("meta"), _NoRandomInit():
+        return Transformer(cfg)
+
+
+def model_bytes(cfg: ModelConfig, where="config") -> int:
+    """float32 bytes of the model's weights and buffers; CheckpointError above MAX_MODEL_BYTES."""
+    ref = _reference(cfg)
+    n = sum(t.numel() for t in ref.parameters()) + sum(t.numel() for t in ref.buffers())
+    if 4 * n > MAX_MODEL_BYTES:
+        raise CheckpointError(f"{where} asks for a model of {4 * n / 2**30:,.1f} GiB ({n:,} numbers); "
+                              f"the limit is {MAX_MODEL_BYTES / 2**30:.0f} GiB")
+    return 4 * n
+
+
+def unique_state_dict(model: torch.nn.Module) -> dict:
+    """state_dict with each tied tensor once (e.g. lm_head.weight is W_E.weight), on the CPU."""
+    seen, out = set(), {}
+    for name, t in model.state_dict().items():
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            out[name] = t.detach().cpu()
+    return out
+
+
+def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer, meta: dict, fp16: bool = True) -> Path:
+    """Write the four files. Tied weights are stored once; float16 halves the size; meta.json gets
+    the weights' sha256, so a bit flipped later is caught on load."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {name: (t.half() if fp16 and t.is_floating_point() else t).contiguous()
+               for name, t in unique_state_dict(model).items()}
+    tmp = folder / (WEIGHTS + ".tmp")
+    save_file(tensors, str(tmp), metadata={"format": "pt"})
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    tmp.replace(folder / WEIGHTS)
+    (folder / CONFIG).write_text(json.dumps(model.cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
+    tokenizer.save(folder / TOKENIZER)
+    meta = {**meta, CHECKSUM: digest}
+    (folder / META).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return folder
+
+
+def _header(path: Path, data: Optional[bytes] = None) -> tuple[int, dict]:
+    """(header length, header) of a safetensors file (read from `data` when given, so what is
+    checked is what gets loaded), checked for structure: every tensor has a known dtype, a shape and
+    offsets that tile the data section exactly (catches truncation)."""
+    size = len(data) if data is not None else path.stat().st_size
+    try:
+        if data is None:
+            with open(path, "rb") as f:
+                head = f.read(8)
+                n = int.from_bytes(head, "little")
+                raw = f.read(n) if 0 < n <= MAX_HEADER_BYTES else b""
+        else:
+            n = int.from_bytes(data[:8], "little")
+            raw = data[8: 8 + n] if 0 < n <= MAX_HEADER_BYTES else b""
+        if size < 8 or n <= 0 or 8 + n > size or n > MAX_HEADER_BYTES:
+            raise ValueError("header length out of range")
+        header = json.loads(raw)
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        header.pop("__metadata__", None)
+        spans = []
+        for name, v in header.items():
+            shape, (a, b) = [int(d) for d in v["shape"]], v["data_offsets"]
+            if v["dtype"] not in DTYPES:
+                raise ValueError(f"{name} has dtype {v['dtype']}; expected one of {', '.join(DTYPES)}")
+            if min(shape, default=1) < 0 or b - a != math.prod(shape) * DTYPES[v["dtype"]]:
+                raise ValueError(f"{name}: shape {shape} does not fit its {b - a} bytes")
+            spans.append((a, b))
+        spans.sort()
+        if any(x[1] != y[0] for x, y in zip(spans, spans[1:])) or (spans and spans[0][0] != 0):
+            raise ValueError("tensor byte ranges overlap or leave gaps")
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path} is truncated or corrupt ({e}){_sniff(path)}") from None
+    end = spans[-1][1] if spans else 0
+    if 8 + n + end != size:
+        raise CheckpointError(f"{path} is truncated or corrupt: header promises {8 + n + end} bytes, "
+                              f"the file has {size}")
+    return n, header
+
+
+def load_weights(folder, cfg: ModelConfig) -> Transformer:
+    """Weights from model.safetensors, checked before anything is allocated: the header's names and
+    shapes against the config's model (built on the meta device), the size against MAX_MODEL_BYTES;
+    then the bytes against meta.json's checksum (when recorded) and for NaN/inf."""
+    folder = check_folder(folder)
+    path = folder / WEIGHTS
+    need = model_bytes(cfg, folder / CONFIG)
+    named = _reference(cfg).state_dict(keep_vars=True)
+    first = {}                                   # tied tensors: every alias -> the first name
+    for name, t in named.items():
+        first.setdefault(id(t), name)
+    size, limit = path.stat().st_size, need + MAX_HEADER_BYTES + 8
+    if size > limit:
+        raise CheckpointError(f"{path} has {size:,} bytes, more than the model in {CONFIG} can hold ({limit:,})")
+    data = path.read_bytes()
+    _, header = _header(path, data)
+    unexpected = sorted(set(header) - set(named))
+    if unexpected:
+        raise CheckpointError(f"{path} does not match {CONFIG}: unexpected tensors {', '.join(unexpected[:5])}")
+    for name, v in header.items():
+        if tuple(v["shape"]) != tuple(named[name].shape):
+            raise CheckpointError(f"{path} does not match {CONFIG}: {name} has shape {tuple(v['shape'])}, "
+                                  f"the config needs {tuple(named[name].shape)}")
+    covered = {id(named[k]) for k in header}
+    missing = [k for k, t in named.items() if id(t) not in covered and k == first[id(t)]]
+    if missing:
+        raise CheckpointError(f"{path} does not match {CONFIG}: missing tensors {', '.join(missing[:5])}")
+    want = _read_json(folder, META).get(CHECKSUM) if (folder / META).is_file() else None
+    if want is not None and hashlib.sha256(data).hexdigest() != want:
+        raise CheckpointError(f"{path} does not match the sha256 recorded in {META}: the file changed "
+                              f"after it was saved (a flipped bit or a partial copy)")
+    try:
+        tensors = load_bytes(data)
+    except (SafetensorError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path} is truncated or corrupt ({e})") from None
+    bad = next((k for k, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
+    if bad:
+        raise CheckpointError(f"{path} is corrupt: {bad} holds NaN or infinite values")
+    model = Transformer(cfg)
+    model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
+    return model.eval()
+
+
+def check_tokenizer_file(folder) -> Path:
+    """Cheap checks of tokenizer.model before SentencePiece parses it: its size, and not a pickle."""
+    path = Path(folder) / TOKENIZER
+    if path.stat().st_size > MAX_TOKENIZER_BYTES:
+        raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_TOKENIZER_BYTES:,}")
+    if _sniff(path):
+        raise CheckpointError(f"{path} is not a SentencePiece model{_sniff(path)}")
+    return path
+
+
+def load_tokenizer(folder, cfg: Optional[ModelConfig] = None) -> Tokenizer:
+    path = check_tokenizer_file(check_folder(folder))
+    try:
+        tok = Tokenizer.load(path)
+    except (RuntimeError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path} is not a valid SentencePiece model ({e})") from None
+    if cfg is not None and tok.vocab_size != cfg.vocab_size:
+        raise CheckpointError(f"{path} has {tok.vocab_size} pieces but {CONFIG} says vocab_size {cfg.vocab_size}")
+    if cfg is not None and (tok.pad_id, tok.bos_id, tok.eos_id) != (cfg.pad_id, cfg.bos_id, cfg.eos_id):
+        raise CheckpointError(f"{path} special ids (pad, bos, eos) = {(tok.pad_id, tok.bos_id, tok.eos_id)} "
+                              f"differ from {CONFIG}")
+    return tok
+
+
+def check_weights_header(folder) -> None:
+    """Cheap integrity check of model.safetensors without reading the tensors (see _header)."""
+    _header(Path(folder) / WEIGHTS)
+
+
+def read_meta(folder) -> dict:
+    return _read_json(Path(folder), META)
+
+
+@dataclass
+class CheckpointInfo:
+    name: str
+    path: Path
+    error: Optional[str] = None      # None when the folder looks loadable
+    config: Optional[ModelConfig] = None
+    meta: Optional[dict] = None
+
+
+_LISTED: dict = {}        # root -> (what the folder looked like, the infos made from it)
+
+
+def _looks(root: Path) -> tuple:
+    """What list_checkpoints depends on, from stat calls only: names, link targets, file sizes and times."""
+    out = []
+    for p in sorted(root.iterdir()):
+        entry = [p.name, str(p.resolve()) if p.is_symlink() else ""]
+        for f in FILES if p.is_dir() else ():
+            try:
+                st = (p / f).stat()
+                entry.append((st.st_ino, st.st_size, st.st_mtime_ns, (p / f).is_symlink()))
+            except OSError:
+                entry.append(None)
+        out.append(tuple(entry))
+    return tuple(out)
+
+
+def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
+    """Every folder under `root`, sorted by name; broken ones carry their error message. Remembered
+    until a file in the folder changes (the app lists them on every rerun of every session)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    looks = _looks(root)
+    key = str(root.resolve())
+    hit = _LISTED.get(key)
+    if hit is not None and hit[0] == looks:
+        return list(hit[1])
+    out = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        info = CheckpointInfo(folder.name, folder)
+        try:
+            check_folder(folder, root)
+            info.config = read_config(folder)
+            info.meta = read_meta(folder)
+            check_weights_header(folder)
+            check_tokenizer_file(folder)
+        except CheckpointError as e:
+            info.error = str(e)
+        out.append(info)
+    _LISTED[key] = (looks, out)
+    return list(out)

@@ -1,0 +1,253 @@
+"""The instrumented Transformer: encoder-decoder, decoder-only or prefix-LM, built from scratch.
+
+Composition follows the Annotated Transformer (encode once, decode many times); every
+interesting tensor passes through a named HookPoint (TransformerLens naming).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from torch import nn
+
+from viz_transformer.core.attention import MultiHeadAttention
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.hooks import Cache, HookFn, HookPoint, NamesFilter, hooks_active, name_hook_points, resolve_names
+from viz_transformer.core.masks import padding_mask, self_attention_mask
+from viz_transformer.core.positional import PositionalEncoding
+
+
+class Embed(nn.Module):
+    """Token embedding × √d_model plus positional encoding, then dropout."""
+
+    def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None):
+        super().__init__()
+        self.W_E = W_E if W_E is not None else nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos = PositionalEncoding(cfg.positional, cfg.max_len, cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.hook_tok = HookPoint()   # [batch, pos, d_model]  token embeddings after scaling
+        self.hook_pos = HookPoint()   # [pos, d_model]  positional rows actually added
+
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        tok = self.hook_tok(self.W_E(ids) * self.scale)                      # (B, T, d)
+        pos = self.hook_pos(self.pos(ids.shape[1], offset))                  # (T, d)
+        return self.drop(tok + pos)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.W_in = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.act = nn.ReLU() if cfg.activation == "relu" else nn.GELU()
+        self.W_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.hook_post = HookPoint()  # [batch, pos, d_ff]  after the activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.W_out(self.drop(self.hook_post(self.act(self.W_in(x)))))
+
+
+class Block(nn.Module):
+    """Shared residual wiring. pre-norm: x + f(LN(x)); post-norm: LN(x + f(x))."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.pre = cfg.norm == "pre"
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def sublayer(self, x: torch.Tensor, ln: nn.LayerNorm, fn) -> torch.Tensor:
+        if self.pre:
+            return x + self.drop(fn(ln(x)))
+        return ln(x + self.drop(fn(x)))
+
+
+class EncoderBlock(Block):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.ff = FeedForward(cfg)
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
+        self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after self-attention
+        self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.hook_resid_pre(x)
+        x = self.hook_resid_mid(self.sublayer(x, self.ln1, lambda h: self.self_attn(h, h, mask)[0]))
+        return self.hook_resid_post(self.sublayer(x, self.ln2, self.ff))
+
+
+class DecoderBlock(Block):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.has_cross = cfg.is_encoder_decoder
+        if self.has_cross:
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+            self.ln_cross = nn.LayerNorm(cfg.d_model)
+            self.hook_resid_cross = HookPoint()  # [batch, pos, d_model]  after cross-attention
+        self.ff = FeedForward(cfg)
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
+        self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after masked self-attention
+        self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
+
+    def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None):
+        """layer_cache (incremental decoding): {"self": (K, V) of earlier positions, "cross": (K, V)}."""
+        x = self.hook_resid_pre(x)
+        past = layer_cache.get("self") if layer_cache is not None else None
+        new_kv = {}
+
+        def self_fn(h):
+            out, new_kv["self"] = self.self_attn(h, h, self_mask, past=past)
+            return out
+        x = self.hook_resid_mid(self.sublayer(x, self.ln1, self_fn))
+        if self.has_cross:
+            cross_kv = layer_cache.get("cross") if layer_cache is not None else None
+
+            def cross_fn(h):
+                out, new_kv["cross"] = self.cross_attn(h, memory, cross_mask, kv=cross_kv)
+                return out
+            x = self.hook_resid_cross(self.sublayer(x, self.ln_cross, cross_fn))
+        if layer_cache is not None:
+            layer_cache.update(new_kv)
+        return self.hook_resid_post(self.sublayer(x, self.ln2, self.ff))
+
+
+@dataclass
+class KVCache:
+    """State for incremental decoding: one dict of cached (K, V) per decoder layer."""
+    layers: list
+    ids: Optional[torch.Tensor] = None          # decoder ids fed so far [B, T]
+    memory: Optional[torch.Tensor] = None       # encoder output [B, S, d]
+    src_mask: Optional[torch.Tensor] = None     # [B, 1, 1, S]
+    prefix_len: Optional[int] = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return 0 if self.ids is None else self.ids.shape[1]
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep batch rows `index` (beam search: each surviving beam's parent)."""
+        for layer in self.layers:
+            for key, (k, v) in list(layer.items()):
+                layer[key] = (k.index_select(0, index), v.index_select(0, index))
+        for name in ("ids", "memory", "src_mask"):
+            t = getattr(self, name)
+            if t is not None:
+                setattr(self, name, t.index_select(0, index))
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        if cfg.is_encoder_decoder:
+            self.src_embed = Embed(cfg)
+            self.tgt_embed = Embed(cfg, self.src_embed.W_E if cfg.tie_embeddings else None)
+            self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
+            self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        else:
+            self.embed = Embed(cfg)
+        self.decoder = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.n_decoder_layers)])
+        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.dec_embed.W_E.weight
+        self.hook_names = name_hook_points(self)
+        self.n_layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
+
+    def _init(self, m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, std=self.cfg.d_model ** -0.5)   # ×√d in Embed gives unit variance
+
+    @property
+    def dec_embed(self) -> Embed:
+        return self.tgt_embed if self.cfg.is_encoder_decoder else self.embed
+
+    # -- the two halves ---------------------------------------------------------------------
+    def encode(self, src: torch.Tensor):
+        """src [B, S] -> (memory [B, S, d], src_mask [B, 1, 1, S])."""
+        src_mask = padding_mask(src, self.cfg.pad_id)
+        x = self.src_embed(src)
+        for block in self.encoder:
+            x = block(x, src_mask)
+        return self.encoder_norm(x), src_mask
+
+    def decode(self, ids: torch.Tensor, memory=None, src_mask=None, prefix_len=None,
+               cache: Optional[KVCache] = None) -> torch.Tensor:
+        """Decoder ids [B, T] -> logits [B, T, vocab]. With `cache`, ids are only the new positions.
+
+        The cache is updated only after the whole step has succeeded: a step that raises (e.g. past
+        max_len) leaves it exactly as it was, so decoding can go on or be retried."""
+        cfg = self.cfg
+        offset, layers = 0, None
+        all_ids = ids
+        if cache is not None:
+            offset = cache.length
+            if offset + ids.shape[1] > cfg.max_len:
+                raise ValueError(f"decoding past this model's {cfg.max_len} positions "
+                                 f"({offset} cached + {ids.shape[1]} new)")
+            all_ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
+            memory, src_mask, prefix_len = cache.memory, cache.src_mask, cache.prefix_len
+            layers = [dict(layer) for layer in cache.layers]      # written into, committed at the end
+        self_mask = self_attention_mask(all_ids, cfg.pad_id, cfg.architecture, causal=True,
+                                        prefix_len=prefix_len)[:, :, offset:, :]   # (B, 1, T, offset+T)
+        x = self.dec_embed(ids, offset)
+        for i, block in enumerate(self.decoder):
+            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None)
+        logits = self.lm_head(self.decoder_norm(x))
+        if cache is not None:
+            cache.ids, cache.layers = all_ids, layers
+        return logits
+
+    def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None) -> torch.Tensor:
+        """Encoder-decoder: ids = source [B, S], tgt = decoder input [B, T] (teacher forcing).
+        Decoder-only / prefix-LM: ids = the sequence [B, T]. Returns logits [B, T, vocab]."""
+        if self.cfg.is_encoder_decoder:
+            if tgt is None:
+                raise ValueError("an encoder-decoder model needs tgt (the decoder input) as well")
+            memory, src_mask = self.encode(ids)
+            return self.decode(tgt, memory, src_mask)
+        if tgt is not None:
+            raise ValueError(f"a {self.cfg.architecture} model takes a single sequence, not tgt")
+        return self.decode(ids, prefix_len=prefix_len)
+
+    # -- incremental decoding ---------------------------------------------------------------
+    def new_cache(self, src: Optional[torch.Tensor] = None, prefix_len: Optional[int] = None) -> KVCache:
+        cache = KVCache(layers=[{} for _ in self.decoder], prefix_len=prefix_len)
+        if self.cfg.is_encoder_decoder:
+            if src is None:
+                raise ValueError("an encoder-decoder model needs the source to start decoding")
+            cache.memory, cache.src_mask = self.encode(src)
+        return cache
+
+    # -- capture API ------------------------------------------------------------------------
+    def run_with_cache(self, *args, names_filter: NamesFilter = None, **kwargs):
+        """Run forward (no grad) and return (output, Cache of detached CPU tensors sharing no memory)."""
+        cache = Cache(n_layers=self.n_layers)
+        names = resolve_names(names_filter, self.hook_names)
+
+        def save(x, hook):
+            cache.store(hook.name, x, fresh=not hook.passes_on)
+        with torch.no_grad(), hooks_active([(n, save) for n in names]):
+            out = self(*args, **kwargs)
+        return out, cache
+
+    def resolve_hooks(self, fwd_hooks) -> list[tuple[str, HookFn]]:
+        """(names filter, fn) pairs -> (hook name, fn) pairs; an unknown name raises ValueError."""
+        return [(n, fn) for name, fn in (fwd_hooks or ()) for n in resolve_names(name, self.hook_names)]
+
+    def run_with_hooks(self, *args, fwd_hooks: list[tuple[str, HookFn]] = (), **kwargs):
+        """Run forward with fn(tensor, hook) -> tensor|None applied at the named points, once."""
+        with hooks_active(self.resolve_hooks(fwd_hooks)):
+            return self(*args, **kwargs)

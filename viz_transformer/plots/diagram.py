@@ -1,0 +1,171 @@
+"""The architecture diagram: the classic Transformer figure drawn from a ModelConfig, with the shape of
+the tensor on every arrow for one text. A pure Plotly figure (no streamlit), so a notebook can draw it:
+
+    fig = architecture_diagram(hm.cfg, src_len=len(run.src_ids), tgt_len=len(run.tgt_ids))
+
+Every block is a rectangle shape named "{column}:{kind}" (kinds in KINDS), listed bottom to top in
+`fig.layout.meta["blocks"]`; where a block is explained in the app is `PAGE_OF[kind]`. Labels come
+from the caller (translated); they are escaped here, and no user text is ever put in the figure.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import plotly.graph_objects as go
+
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.plots.margins import text_px
+from viz_transformer.plots.heatmaps import escape
+
+LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
+    "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
+    "tok_embed": "Token embedding × √d_model", "pos": "+ Positional encoding ({kind})",
+    "pos.sinusoidal": "sinusoidal", "pos.learned": "learned",
+    "norm": "LayerNorm", "add": "⊕ Add (residual)", "add_norm": "Add & LayerNorm",
+    "self_attn": "Multi-head self-attention · {h} heads",
+    "masked_attn": "Masked multi-head self-attention · {h} heads",
+    "prefix_attn": "Multi-head self-attention (prefix mask) · {h} heads",
+    "cross_attn": "Cross-attention (K, V from the encoder) · {h} heads",
+    "ffn": "Feed-forward ({act}) · d_ff {d_ff}",
+    "final_norm": "Final LayerNorm", "linear": "Linear → vocabulary ({v})", "softmax": "Softmax → next-token probabilities",
+    "encoder": "Encoder", "decoder": "Decoder", "decoder_only": "Decoder (one sequence)",
+    "layers": "{n}×", "heads_shape": "{h} × [{q} × {k}]",
+}
+KINDS = ("input", "tok_embed", "pos", "norm", "self_attn", "masked_attn", "prefix_attn", "cross_attn", "add",
+         "add_norm", "ffn", "final_norm", "linear", "softmax")
+PAGE_OF = {"tok_embed": "overview", "pos": "positional", "self_attn": "attention", "masked_attn": "masks",
+           "prefix_attn": "masks", "cross_attn": "attention", "norm": "steps", "ffn": "knockout",
+           "softmax": "decoding", "linear": "decoding"}
+COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm": "#fff5b1", "final_norm": "#fff5b1",
+           "add_norm": "#fff5b1", "add": "#ffffff", "self_attn": "#cfe2f3", "masked_attn": "#cfe2f3",
+           "prefix_attn": "#cfe2f3", "cross_attn": "#d9d2e9", "ffn": "#d9ead3", "linear": "#ead1dc",
+           "softmax": "#ead1dc"}
+W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
+BLOCK_PX = 200             # a block's width in px on the Overview (its diagram takes 5/7 of the page)
+
+
+def shape_text(*dims) -> str:
+    """[5 × 256]: the shape of one tensor, batch left out."""
+    return "[" + " × ".join(str(d) for d in dims) + "]"
+
+
+def column_kinds(cfg: ModelConfig, column: str) -> list[str]:
+    """The blocks of one column bottom to top: input, embeddings, one layer's sublayers (drawn once, N×),
+    the final norm (pre-norm only), and for the decoder the output head. Norms sit where model.py puts
+    them: pre-norm x + f(LN(x)), post-norm LN(x + f(x))."""
+    attn = ("self_attn" if column == "encoder" else
+            "prefix_attn" if cfg.architecture == "prefix_lm" else "masked_attn")
+    subs = [attn] + (["cross_attn"] if column == "decoder" and cfg.is_encoder_decoder else []) + ["ffn"]
+    layer = [k for s in subs for k in (["norm", s, "add"] if cfg.norm == "pre" else [s, "add_norm"])]
+    tail = (["final_norm"] if cfg.norm == "pre" else []) + (["linear", "softmax"] if column == "decoder" else [])
+    return ["input", "tok_embed", "pos"] + layer + tail
+
+
+def _label(labels: dict, kind: str, cfg: ModelConfig, column: str) -> str:
+    lab = labels.get(kind, LABELS.get(kind, kind))
+    if kind == "input":
+        lab = labels["input." + ("source" if column == "encoder" else "target" if cfg.is_encoder_decoder
+                                 else "sequence")]
+    return lab.format(h=cfg.n_heads, act=cfg.activation, d_ff=cfg.d_ff, v=cfg.vocab_size,
+                      kind=labels["pos." + cfg.positional])
+
+
+def _inner_shape(kind: str, cfg: ModelConfig, n: int, n_src: Optional[int], labels: dict) -> Optional[str]:
+    """What a block computes inside (beside it): attention patterns, the FFN's hidden layer."""
+    if kind in ("self_attn", "masked_attn", "prefix_attn"):
+        return labels["heads_shape"].format(h=cfg.n_heads, q=n, k=n)
+    if kind == "cross_attn":
+        return labels["heads_shape"].format(h=cfg.n_heads, q=n, k=n_src)
+    if kind == "ffn":
+        return shape_text(n, cfg.d_ff)
+    return None
+
+
+def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, labels: Optional[dict] = None,
+                         title: str = "") -> go.Figure:
+    """The model as a block diagram, data flowing upward. src_len: encoder input length (None without an
+    encoder); tgt_len: decoder input length (a one-sequence model: the whole sequence)."""
+    labels = {**LABELS, **(labels or {})}
+    if cfg.is_encoder_decoder and src_len is None:
+        raise ValueError("an encoder-decoder diagram needs src_len (the source's number of tokens)")
+    columns = [("encoder", 0.0, src_len), ("decoder", W + 3.6, tgt_len)] if cfg.is_encoder_decoder \
+        else [("decoder", 0.0, tgt_len)]
+    fig = go.Figure()
+    ann, shapes, blocks, tops = [], [], [], {}     # shapes set once: add_shape one by one re-validates them all
+    n_rows = max(len(column_kinds(cfg, c)) for c, _, _ in columns)
+    for column, x, n in columns:
+        kinds = column_kinds(cfg, column)
+        first_layer = 3
+        last_layer = len(kinds) - 1 - (1 if cfg.norm == "pre" else 0) - (2 if column == "decoder" else 0)
+        for row, kind in enumerate(kinds):
+            y = float(row)
+            name = f"{column}:{kind}"
+            blocks.append(name)
+            small = kind in ("add", "norm")
+            w = W * (0.55 if small else 1.0)
+            shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - H / 2, y1=y + H / 2, name=name,
+                               line=dict(color="#555", width=1), fillcolor=COLOURS[kind], layer="below"))
+            label = escape(_label(labels, kind, cfg, column))
+            if text_px(label, 10.5) > BLOCK_PX:     # wider than its block: the head count on a second line
+                label = label.replace(" · ", "<br>")
+            ann.append(dict(x=x, y=y, text=label, showarrow=False,
+                            font=dict(size=10.5, color="#222"), name=name))
+            inner = _inner_shape(kind, cfg, n, src_len, labels)
+            if inner:
+                ann.append(dict(x=x + W / 2 + 0.2, y=y, text=escape(inner), showarrow=False, xanchor="left",
+                                font=dict(size=10, color="#7f3b08"), name=f"inner:{name}"))
+            if row:            # the arrow from the block below, with the shape that flows along it
+                shape = shape_text(n) if row == 1 else shape_text(n, cfg.d_model)
+                ann.append(dict(x=x, y=y - H / 2, ax=x, ay=y - 1 + H / 2, xref="x", yref="y", axref="x", ayref="y",
+                                showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#444", text=""))
+                ann.append(dict(x=x + 0.06, y=y - 0.5, text=escape(shape), showarrow=False, xanchor="left",
+                                font=dict(size=9, color="#1f4e79"), name=f"shape:{name}"))
+        # the output's shape, above the top block
+        top = len(kinds) - 1
+        out = shape_text(n, cfg.vocab_size) if column == "decoder" else shape_text(n, cfg.d_model)
+        tops[column] = (x, top)
+        if column == "decoder":
+            ann.append(dict(x=x, y=top + 0.62, ax=x, ay=top + H / 2, xref="x", yref="y", axref="x", ayref="y",
+                            showarrow=True, arrowhead=2, arrowwidth=1.2, arrowcolor="#444", text=""))
+            ann.append(dict(x=x + 0.06, y=top + 0.7, text=escape(out), showarrow=False, xanchor="left",
+                            font=dict(size=9, color="#1f4e79"), name=f"shape:{column}:output"))
+        # one layer, drawn once, inside a dashed frame marked N×
+        n_layers = cfg.n_encoder_layers if column == "encoder" else cfg.n_decoder_layers
+        shapes.append(dict(type="rect", x0=x - W / 2 - 0.45, x1=x + W / 2 + 0.12, y0=first_layer - 0.42,
+                           y1=last_layer + 0.42, line=dict(color="#888", width=1.2, dash="dash"),
+                           name=f"{column}:layers"))
+        ann.append(dict(x=x + W / 2 + 0.12, y=last_layer + 0.42, text=escape(labels["layers"].format(n=n_layers)),
+            showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=15, color="#333"),
+            name=f"layers:{column}"))
+        head = labels["encoder" if column == "encoder" else "decoder" if cfg.is_encoder_decoder else "decoder_only"]
+        ann.append(dict(x=x, y=-0.85, text=f"<b>{escape(head)}</b>", showarrow=False, font=dict(size=13)))
+        # residual connections: from a sublayer's input, around it, into its add
+        rail = x - W / 2 - 0.25
+        for row, kind in enumerate(kinds):
+            if kind in ("add", "add_norm"):
+                start = row - (2 if kind == "add" else 1)           # the first block of this sublayer
+                y_in, y_add = start - 0.4, float(row)
+                shapes.append(dict(type="path", path=f"M {x},{y_in} L {rail},{y_in} L {rail},{y_add} L "
+                                   f"{x - W * (0.275 if kind == 'add' else 0.5)},{y_add}",
+                                   line=dict(color="#999", width=1), name=f"{column}:residual"))
+    if cfg.is_encoder_decoder:      # the encoder's output feeds every decoder layer's cross-attention (K, V)
+        (ex, etop), (dx, _) = tops["encoder"], tops["decoder"]
+        cross = column_kinds(cfg, "decoder").index("cross_attn")
+        mid = (ex + dx) / 2 + 0.3
+        y_out = etop + 0.55
+        shapes.append(dict(type="path", path=f"M {ex},{etop + H / 2} L {ex},{y_out} L {mid},{y_out} L {mid},{cross} "
+                           f"L {dx - W / 2 - 0.5},{cross}", line=dict(color="#674ea7", width=1.5), name="memory"))
+        ann.append(dict(x=dx - W / 2, y=cross, ax=dx - W / 2 - 0.5, ay=cross, xref="x", yref="y", axref="x",
+                        ayref="y", showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#674ea7", text=""))
+        ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
+                        showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
+                        name="shape:memory"))
+    xs = [x for _, x, _ in columns]
+    fig.update_layout(shapes=shapes)
+    fig.update_layout(annotations=ann, template="plotly_white", height=int(90 + 48 * (n_rows + 1.5)),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
+                      title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks},
+                      dragmode=False, hovermode=False)
+    fig.update_xaxes(visible=False, range=[min(xs) - W / 2 - 0.6, max(xs) + W / 2 + 1.7], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True)
+    return fig

@@ -1,0 +1,112 @@
+"""The legibility rules every figure follows, decided once: cell sizes, windows, side by side, titles.
+
+A figure is laid out on the server for the width it will get (`FIGURE_PX`, the page's main column, or a
+share of it when figures stand side by side), so the browser never squeezes it:
+- a heatmap cell is between MIN_CELL and MAX_CELL px; a matrix whose cells would be smaller shows a window
+  of at most `max_cells(width)` rows/columns (the page offers a slider: views.shell.widgets.window), never
+  smaller cells;
+- tick labels are thinned so neighbours stay apart (plot_margins.every_kth), cell numbers are printed only
+  when the widest one fits in a cell;
+- a colour bar is never longer than its plot; a title wraps instead of running off the figure;
+- figures go side by side only while each keeps readable cells (`side_by_side`), else they stack.
+The browser test tests/test_browser_legibility.py measures the result in Chromium.
+"""
+from __future__ import annotations
+
+import re
+
+from viz_transformer.plots.margins import TICK_PX, text_px
+
+FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
+COLUMN_GAP_PX = 16    # Streamlit's gap between columns
+COLORBAR_PX = 95      # a vertical colour bar, its ticks and its title, right of the plot
+MIN_CELL = 12         # px: the smallest heatmap cell (a hover target, labels every other one); below it, a window
+MAX_CELL = 40         # px: a 3 × 3 matrix does not fill the page
+MAX_PLOT_H = 720      # px: the tallest heatmap plot area (a teacher's projector shows ~ 700 px)
+MIN_PLOT = 140        # px: the narrowest plot side a figure is laid out with (the browser test allows 110)
+SIDE_MIN_CELL = 24    # px: side by side only while every cell stays at least this wide (slanted labels fit)
+TITLE_PX = 17         # Plotly's title font size
+VALUE_PX = 10         # font size of the numbers printed in cells
+TITLE_LINE_PX = 22    # one more title line needs this much more top margin
+
+
+def colorbar_px(title: str, tick_labels: list[str]) -> float:
+    """Width of a vertical colour bar: bar, padding, its tick labels, or its title above it if wider."""
+    ticks = max((text_px(s) for s in tick_labels), default=text_px("-0.5"))
+    return max(14 + 10 + 5 + ticks + 8, text_px(title)) + 12
+
+
+def max_cells(width: int = FIGURE_PX, label_px: float = 150.0) -> int:
+    """The most rows/columns a heatmap of this figure width shows at MIN_CELL (the rest goes in a window)."""
+    return max(1, int((width - label_px - COLORBAR_PX - 20) // MIN_CELL))
+
+
+def cell_px(rows: int, cols: int, plot_w: float, square: bool = True) -> tuple[float, float]:
+    """(cell width, cell height) in px for a rows × cols matrix on a plot plot_w px wide: square cells up to
+    MAX_CELL, no taller than MAX_PLOT_H allows; never below MIN_CELL (the caller windows larger matrices)."""
+    w = min(MAX_CELL, plot_w / max(cols, 1))
+    h = min(MAX_CELL, MAX_PLOT_H / max(rows, 1))
+    if square:
+        w = h = min(w, h)
+    return max(MIN_CELL, w), max(MIN_CELL, h)
+
+
+def column_px(n: int, width: int = FIGURE_PX) -> int:
+    """The width of each of n equal columns."""
+    return int((width - COLUMN_GAP_PX * (n - 1)) / n)
+
+
+def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: int = FIGURE_PX) -> int:
+    """The width each of n heatmaps of rows × cols gets: width / n when their cells stay SIDE_MIN_CELL px
+    wide and their plots MIN_PLOT px, else the full width (the page stacks them)."""
+    share = column_px(n, width)
+    plot_w = share - label_px - COLORBAR_PX - 20
+    w, _ = cell_px(rows, cols, plot_w)
+    fits = plot_w / max(cols, 1) >= SIDE_MIN_CELL and min(w * cols, w * rows) >= MIN_PLOT
+    return int(share) if n > 1 and fits else width
+
+
+def values_fit(cell_w: float, cell_h: float, texts: list[str]) -> bool:
+    """Whether numbers printed in the cells fit: the widest one inside a cell, one text line high."""
+    widest = max((text_px(s, VALUE_PX) for s in texts), default=0.0)
+    return cell_w >= widest + 4 and cell_h >= VALUE_PX + 4
+
+
+def fit_text(s: str, width_px: float, size: int = VALUE_PX) -> str:
+    """s cut (with "…") to fit width_px at this font size, or "" if not even one character and "…" fit."""
+    if text_px(s, size) <= width_px:
+        return s
+    for n in range(len(s) - 1, 0, -1):
+        if text_px(s[:n] + "…", size) <= width_px:
+            return s[:n] + "…"
+    return ""
+
+
+def wrap(text: str, width_px: float, size: int = TITLE_PX) -> str:
+    """Break a title into lines (<br>) at spaces so none is wider than width_px; a word longer than a line
+    (a capture name, CJK text) is cut between characters."""
+    if text_px(text, size) <= width_px:
+        return text
+    lines, line = [], ""
+    for word in re.split(r"(?<= )", text):
+        while text_px(line + word, size) > width_px:
+            if line:
+                lines.append(line.rstrip())
+                line = ""
+                continue
+            cut = 1                       # one word alone is too wide: cut it where it stops fitting
+            while cut < len(word) and text_px(word[:cut + 1], size) <= width_px:
+                cut += 1
+            lines.append(word[:cut])
+            word = word[cut:]
+        line += word
+    if line.strip():
+        lines.append(line.rstrip())
+    return "<br>".join(lines)
+
+
+def title_lines(text: str) -> int:
+    return text.count("<br>") + 1
+
+
+MIN_SLANT_GAP = TICK_PX + 3  # px across the slant between neighbouring 45° labels

@@ -1,0 +1,405 @@
+"""Plotly figures for attention, masks, positional encodings and decoding: pure functions.
+
+No streamlit import: every function returns a go.Figure, usable in a notebook (`fig.show()`).
+Token labels are escaped here (plotly renders some HTML tags inside text).
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from viz_transformer.plots import figure_rules as rules
+from viz_transformer.plots.numbers import fmt_probs
+from viz_transformer.plots.margins import every_kth, fit_margins, text_px
+
+ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
+VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
+MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
+MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
+BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
+PALETTE = ["#2171b5", "#fd8d3c", "#31a354", "#756bb1", "#e6550d", "#636363"]   # series colours in every figure
+
+
+def escape(s: str) -> str:
+    """Text safe for plotly labels/hover: <, > and & become entities (plotly shows them as text)."""
+    return html.escape(str(s), quote=False)
+
+
+def labels(pieces: Sequence[str], start: int = 0) -> list[str]:
+    """Escaped axis labels "i:piece" (i counts from `start`): repeated tokens stay distinct."""
+    return [escape(f"{i}:{p}") for i, p in enumerate(pieces, start=start)]
+
+
+def _raw(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _np(x) -> np.ndarray:
+    """Tensor/list -> float32 numpy (plotly ships numpy arrays compactly as typed arrays)."""
+    return np.asarray(_raw(x), dtype=np.float32)
+
+
+_WHITE = pio.templates["plotly_white"]
+
+
+def _white(fig: go.Figure) -> None:
+    """layout.template = plotly_white without validating the template again: validation of the named
+    template took ~110 ms a figure, most of a page's time under load. Plotly does the same for its
+    default template (BaseFigure._initialize_layout_template)."""
+    layout = fig.layout
+    layout._validate = False
+    try:
+        layout.template = _WHITE
+    finally:
+        layout._validate = fig._validate
+
+
+def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None,
+            width: int = rules.FIGURE_PX) -> go.Figure:
+    """Title (wrapped to the figure's width), axis titles, the white template and margins fitted to the
+    labels (no automargin redraws)."""
+    text = rules.wrap(escape(title), width - 20)
+    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                                 pad=dict(t=16)),        # at the top: a legend under it keeps its own rows
+                      height=height, colorway=PALETTE)
+    fig.update_xaxes(title_text=escape(xlabel))
+    fig.update_yaxes(title_text=escape(ylabel))
+    _white(fig)
+    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+
+
+def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
+    """Label every k-th category when cells are too small for all (hover still names every cell)."""
+    shown = every_kth(cats, cell, gap)
+    if shown is not None:
+        axis.update(tickmode="array", tickvals=shown)
+
+
+def _category_ticks(axis, cats: list[str], cell: float) -> None:
+    """Flat labels while they fit under their category, else slanted at 45° and every k-th one."""
+    if max(map(text_px, cats), default=0) + 6 <= cell:
+        axis.update(tickangle=0)
+    else:
+        axis.update(tickangle=-45)
+        _thin_axis(axis, cats, cell, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
+
+
+def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
+            colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
+            show_values: Optional[bool] = None, hover: str = "weight", width: int = rules.FIGURE_PX,
+            colorbar_ticks: Optional[Sequence[str]] = None,
+            colorbar_tickvals: Optional[Sequence[float]] = None) -> go.Figure:
+    """A labelled matrix, rows top to bottom, columns left to right, laid out for a figure `width` px wide
+    by the rules of figure_rules: square cells (a long thin matrix such as [tokens × d_head] fills the
+    width instead) of MIN_CELL..MAX_CELL px, the height following from them; labels thinned or slanted so
+    they never collide; numbers in cells only when the widest fits. A matrix with more rows or columns than
+    fit at MIN_CELL shows its first window (drag to pan); the app windows it before (widgets.window). Labels
+    must already be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    z = _raw(z)
+    if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
+        z = z.astype(np.uint8)
+    else:
+        z = z.astype(np.float32)
+        z = np.where(np.isfinite(z), z, np.nan)
+    rows, cols = list(row_labels), list(col_labels)
+    n_rows, n_cols = z.shape
+    ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
+    bar_w = rules.colorbar_px(colorbar, [str(s) for s in ticks])
+    label_w = max(map(text_px, rows), default=0) + 8 + 30 + 10     # y tick labels, the axis title, the padding
+    plot_w = width - label_w - bar_w - 30
+    fit = min(rules.max_cells(width), int(plot_w // rules.MIN_CELL))  # shown at once (a pan shows the rest)
+    R, C = min(n_rows, rules.max_cells(width), int(rules.MAX_PLOT_H // rules.MIN_CELL)), min(n_cols, max(fit, 1))
+    square = max(R, C) <= 3 * min(R, C)
+    cw, ch = rules.cell_px(R, C, plot_w, square)
+    if not square:                                                   # fill the width, rows as tall as allowed
+        cw = max(rules.MIN_CELL, min(plot_w / C, 4 * rules.MAX_CELL))
+    if square:                                                       # never a plot side under MIN_PLOT
+        cw = ch = max(cw, rules.MIN_PLOT / max(R, C))
+    else:
+        cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
+    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, 0.9 * ch * R - 20), thickness=14)
+    if colorbar_ticks is not None:
+        bar.update(tickvals=colorbar_tickvals, ticktext=[escape(s) for s in colorbar_ticks])
+    tr = go.Heatmap(z=z, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, xgap=0, ygap=0,
+                    colorbar=bar, hovertemplate=f"{escape(ylabel)}: %{{y}}<br>{escape(xlabel)}: %{{x}}<br>"
+                                                f"{escape(hover)}: %{{z:.4f}}<extra></extra>")
+    if show_values is not False and n_rows * n_cols <= 400 and z.dtype.kind == "f":
+        shown = [f"{v:.2f}" for v in z[np.isfinite(z)]]
+        if show_values or rules.values_fit(cw, ch, shown):
+            tr.update(texttemplate="%{z:.2f}", textfont=dict(size=rules.VALUE_PX))
+    fig = go.Figure(tr)
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category")
+    if square:
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
+        fig.update_xaxes(constrain="domain", constraintoward="left")
+    fig.update_layout(plot_bgcolor=MASKED_BG)
+    if (R, C) != (n_rows, n_cols):        # too large for readable cells: the first window, dragged to move it
+        fig.update_yaxes(range=[R - 0.5, -0.5], autorange=False)
+        fig.update_xaxes(range=[-0.5, C - 0.5])
+        fig.update_layout(dragmode="pan")
+    _thin_axis(fig.layout.yaxis, rows, ch, 14)
+    _category_ticks(fig.layout.xaxis, cols, cw)
+    need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
+    fig_w = width if not square else min(width, int(need))
+    _layout(fig, title, xlabel, ylabel, width=fig_w)
+    m = fig.layout.margin
+    fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
+    return fig
+
+
+def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
+                      xlabel: str = "key (attended to)", ylabel: str = "query (attending)",
+                      colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0,
+                      zmax: Optional[float] = None, width: int = rules.FIGURE_PX) -> go.Figure:
+    """One [q, k] attention pattern with token labels on both axes. The scale is 0..1 (comparable
+    across heads) unless there are more than BIG_KEYS keys: then weights are ~1/k and the scale
+    stops at the largest weight, or nothing would be visible."""
+    a = _np(pattern)
+    if zmax is None:
+        zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
+    return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
+                   colorbar=colorbar, zmin=0.0, zmax=zmax, hover=colorbar, width=width)
+
+
+def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
+                   ylabel: str, colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
+    """Signed values on a diverging scale centred on 0 (q, k, v, scores). -inf shows as grey."""
+    a = _np(m)
+    finite = a[np.isfinite(a)]
+    lim = float(np.abs(finite).max()) if finite.size else 1.0
+    return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
+                   zmin=-lim, zmax=lim, zmid=None, hover=colorbar, width=width)
+
+
+def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
+                 xlabel: str = "key", ylabel: str = "query", allowed: str = "may attend",
+                 blocked: str = "masked (−∞)", colorbar: str = "mask", width: int = rules.FIGURE_PX,
+                 q_start: int = 0, k_start: int = 0) -> go.Figure:
+    """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
+    fig = heatmap(_raw(mask) != 0, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel, colorbar=colorbar,
+                  colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
+                  hover=f"{allowed} (1) / {blocked} (0)", width=width, colorbar_ticks=[blocked, allowed],
+                  colorbar_tickvals=[0.25, 0.75])
+    return fig
+
+
+def dims(n: int) -> list[str]:
+    return [str(i) for i in range(n)]
+
+
+# -- many heads at once --------------------------------------------------------------------------
+def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = "head",
+               selected: Optional[tuple[int, int]] = None, colorbar: str = "max weight in block",
+               hover: str = "click to open", width: int = rules.FIGURE_PX) -> go.Figure:
+    """All layers × heads as one tiled heatmap, each tile 36..90 px. tiles: [layer][head] -> 2-D array (already
+    downsampled to a common size). One invisible marker sits on every tile centre so that a click
+    selects (layer, head): customdata = [layer, head]."""
+    L, H = len(tiles), len(tiles[0])
+    th, tw = max(t.shape[0] for row in tiles for t in row), max(t.shape[1] for row in tiles for t in row)
+    gap = max(1, th // 8)
+    canvas = np.full((L * (th + gap) - gap, H * (tw + gap) - gap), np.nan, dtype=np.float32)
+    for l in range(L):
+        for h in range(H):
+            t = _np(tiles[l][h])
+            r0, c0 = l * (th + gap), h * (tw + gap)
+            canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
+    zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
+    bar_w = rules.colorbar_px(colorbar, ["0.8"])
+    tile_px = min(90.0, max(36.0, (width - 60 - bar_w) / H))          # a head's tile, gaps included
+    plot_h = tile_px * L * (th + gap) / (tw + gap)
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
+                               colorbar=dict(title=dict(text=escape(colorbar)), lenmode="pixels",
+                                             len=max(60, plot_h - 24), thickness=14)))
+    cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
+    cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
+    fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
+                             customdata=[[l, h] for l in range(L) for h in range(H)], showlegend=False,
+                             hovertemplate=f"{escape(layer_label)} %{{customdata[0]}}, {escape(head_label)} "
+                                           f"%{{customdata[1]}}<br>{escape(hover)}<extra></extra>",
+                             selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
+    if selected is not None:
+        l, h = selected
+        fig.add_shape(type="rect", x0=h * (tw + gap) - 0.5, x1=h * (tw + gap) + tw - 0.5,
+                      y0=l * (th + gap) - 0.5, y1=l * (th + gap) + th - 0.5, line=dict(color="#d62728", width=3))
+    fig.update_xaxes(tickvals=[h * (tw + gap) + (tw - 1) / 2 for h in range(H)], ticktext=[str(h) for h in range(H)],
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=[l * (th + gap) + (th - 1) / 2 for l in range(L)], ticktext=[str(l) for l in range(L)],
+                     autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
+    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
+                      plot_bgcolor="white")
+    _layout(fig, title, head_label, layer_label, width=width)
+    m = fig.layout.margin
+    fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
+    fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
+    return fig
+
+
+def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_names: Sequence[str],
+              title: str, max_lines: int = 300, min_weight: float = 0.02, query_label: str = "query",
+              key_label: str = "key", colorbar: str = "attention weight", q_start: int = 0,
+              k_start: int = 0) -> go.Figure:
+    """BertViz-style lines: per head, queries on the left, keys on the right, one line per link,
+    coloured and thickened by weight. Lines are binned into a few traces (not one trace per line),
+    and at most max_lines per head are drawn. Each axis may show a window of the sequence: its
+    labels are numbered from q_start / k_start (analysis.axis_windows)."""
+    from viz_transformer.analysis.patterns import line_edges  # local import keeps plots importable without torch at module level
+    pats = [_np(p) for p in patterns]
+    n = len(pats)
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[escape(h) for h in head_names], horizontal_spacing=0.04)
+    edges_bins = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0001])
+    colors = _sample_scale(ATTN_SCALE, (edges_bins[:-1] + edges_bins[1:]) / 2 * 0.8 + 0.2)
+    Tq, Tk = len(q_pieces), len(k_pieces)
+    qy, ky = _column_y(Tq), _column_y(Tk)
+    for c, pat in enumerate(pats, start=1):
+        edges = line_edges(pat, min_weight, max_lines)
+        for b in range(len(edges_bins) - 1):
+            xs, ys = [], []
+            for i, j, w in edges:
+                if edges_bins[b] <= w < edges_bins[b + 1]:
+                    xs += [0, 1, None]
+                    ys += [qy[i], ky[j], None]
+            if xs:
+                fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                         line=dict(color=colors[b], width=0.8 + 5 * edges_bins[b + 1])),
+                              row=1, col=c)
+        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=labels(q_pieces, q_start),
+                                 textposition="middle left", hoverinfo="skip", showlegend=False), row=1, col=c)
+        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, k_start),
+                                 textposition="middle right", hoverinfo="skip", showlegend=False), row=1, col=c)
+        fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=[escape(query_label), escape(key_label)],
+                         showgrid=False, zeroline=False, row=1, col=c)
+        fig.update_yaxes(range=[-0.03, 1.03], showticklabels=False, showgrid=False, zeroline=False, row=1, col=c)
+    # an invisible marker carries the colour bar that explains line colour
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                             marker=dict(colorscale=ATTN_SCALE, cmin=0, cmax=1, color=[0], showscale=True,
+                                         colorbar=dict(title=dict(text=escape(colorbar))))))
+    height = int(min(1600, max(380, 60 + 20 * max(Tq, Tk))))
+    return _layout(fig, title, "", "", height)
+
+
+def _column_y(n: int) -> list[float]:
+    """Token rows from top (1) to bottom (0)."""
+    return [1.0] if n == 1 else [1 - i / (n - 1) for i in range(n)]
+
+
+def _sample_scale(name: str, points) -> list[str]:
+    import plotly.colors as pc
+    return pc.sample_colorscale(name, [float(p) for p in points])
+
+
+def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", ylabel: str = "head",
+              colorbar: str = "attention weight", width: int = rules.FIGURE_PX) -> go.Figure:
+    """[head, key] rows of one query (decoding): one row per head."""
+    a = _np(rows)
+    return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
+                   colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, width=width)
+
+
+# -- bars and curves ----------------------------------------------------------------------------
+def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
+           log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
+    """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
+    for n, (name, ys) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=_np(ys), mode="lines+markers" if len(x) <= 30 else "lines",
+                                 name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
+    fig.update_xaxes(type="log" if log_x else "linear")
+    fig.update_yaxes(type="log" if log_y else "linear")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height, width=width)
+
+
+def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
+                 ylabel: str, height: int = 360) -> go.Figure:
+    """Bars side by side per category (a legend names the series). Categories must be escaped."""
+    fig = go.Figure([go.Bar(x=list(categories), y=_np(v), name=escape(k)) for k, v in series.items()])
+    fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
+                       colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
+    """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
+    a = _np(pe)
+    lim = float(np.abs(a).max()) or 1.0
+    fig = go.Figure(go.Heatmap(z=a, colorscale=VALUE_SCALE, zmin=-lim, zmax=lim,
+                               colorbar=dict(title=dict(text=escape(colorbar))),
+                               hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
+                                             f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
+
+
+def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = "position",
+                       colorbar: str = "dot product", width: int = rules.FIGURE_PX) -> go.Figure:
+    """[L, L] position-by-position similarity (numeric axes)."""
+    a = _np(sim)
+    fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
+                               hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
+                                             f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
+
+
+# -- the lab ------------------------------------------------------------------------------------
+def before_after_bars(pieces: Sequence[str], before, after, title: str, before_label: str = "before",
+                      after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
+                      height: int = 380) -> go.Figure:
+    """Each output token's probability under two models (bars side by side; 0..1)."""
+    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
+    numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
+    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), customdata=fmt_probs(_np(v)),
+                            text=fmt_probs(_np(v)) if numbers else None, textposition="outside",
+                            textfont=dict(size=rules.VALUE_PX),
+                            hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
+                     for n, v in ((before_label, before), (after_label, after))])
+    fig.update_xaxes(type="category")
+    _category_ticks(fig.layout.xaxis, labels(pieces), cell)
+    fig.update_yaxes(range=[0, 1.1])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return _layout(fig, title, xlabel, ylabel, height)
+
+
+def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
+              colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click",
+              limit: Optional[float] = None, signed: bool = True, fmt: str = ".2f") -> go.Figure:
+    """The clickable layer × head grid: [layer, head] values with the number in each cell and an invisible
+    clickable marker on every cell (customdata = [layer, head, value]); cells in `marked` get a frame.
+    signed: a diverging scale centred on 0, ±limit (give grids of the same quantity one limit; default the
+    largest |value|); else a sequential scale from 0 to limit (default the largest value), NaN cells (a
+    statistic a block does not have) grey."""
+    a = _np(values)
+    L, H = a.shape
+    finite = a[np.isfinite(a)]
+    top = float(np.abs(finite).max() if signed else finite.max()) if finite.size else 1.0
+    top = (top if limit is None or not np.isfinite(limit) else float(limit)) or 1.0
+    fig = go.Figure(go.Heatmap(z=a, x=list(range(H)), y=list(range(L)), hoverinfo="skip",
+                               colorscale=VALUE_SCALE if signed else ATTN_SCALE, zmin=-top if signed else 0, zmax=top,
+                               texttemplate=f"%{{z:{fmt}}}", textfont=dict(size=10),
+                               colorbar=dict(title=dict(text=escape(colorbar)))))
+    cells = [(l, h) for l in range(L) for h in range(H)]
+    fig.add_trace(go.Scatter(x=[h for _, h in cells], y=[l for l, _ in cells], mode="markers", showlegend=False,
+                             marker=dict(size=24, opacity=0, symbol="square"),
+                             customdata=[[l, h, float(a[l, h]) if np.isfinite(a[l, h]) else None] for l, h in cells],
+                             hovertemplate=f"{escape(layer_label)} %{{customdata[0]}}, {escape(head_label)} "
+                                           f"%{{customdata[1]}}: %{{customdata[2]:{'.3f' if signed else fmt}}}<br>"
+                                           f"{escape(hover)}<extra></extra>",
+                             selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
+    for l, h in marked:
+        fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5,
+                      line=dict(color="black" if signed else "#d62728", width=3))
+    fig.update_xaxes(tickvals=list(range(H)), showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
+                      plot_bgcolor="white" if signed else "#d9d9d9")
+    return _layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))

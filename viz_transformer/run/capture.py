@@ -1,0 +1,185 @@
+"""A checkpoint's model and tokenizer together: run text, get every captured tensor back.
+
+    hm = load_checkpoint("checkpoints/zh-en")
+    run = hm.run("我是一名工程师。")          # run.cache["decoder.0.cross_attn.hook_pattern"]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.batch import Batch, forward, make_batch, one_row
+from viz_transformer.run.decoding import (Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
+                       never_generated)
+from viz_transformer.core.hooks import Cache, NamesFilter
+from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.positional import sinusoidal_table
+from viz_transformer.core.tokenizer import Tokenizer
+
+
+@dataclass
+class Run:
+    """One captured forward pass over a text and the output the model produced for it (or a given
+    target), teacher-forced on exactly the ids that were generated: what the pages show is what
+    the model computed."""
+    text: str
+    src_ids: Optional[list[int]]    # encoder input (text pieces + [end]); None for decoder-only
+    src_pieces: Optional[list[str]]
+    tgt_ids: list[int]              # decoder input: [begin] + output (translator), [begin] + prompt + output (LM)
+    tgt_pieces: list[str]
+    output: str                     # the output as text (display only)
+    logits: torch.Tensor            # [tgt_pos, vocab]
+    cache: Cache
+    n_cut: int = 0                  # pieces of the text dropped to fit max_len ...
+    cut_at: str = "end"             # ... at its "end" (translator) or its "start" (LM)
+    prefix_len: Optional[int] = None
+    output_ids: list[int] = field(default_factory=list)   # = tgt_ids[prompt_len:], never a final [end]
+    prompt_len: int = 1             # decoder positions before the output: [begin] (+ the prompt for an LM)
+    trace: Optional[Trace] = None   # the greedy trace that produced the output (None for a given target)
+    predicted: list[str] = field(default_factory=list)   # per decoder row, the piece it predicts: argmax of its
+                                    # logits without the never-generated ids, as greedy picks (analysis.query_labels)
+    input: Optional[ModelInput] = None   # what the model read: the text encoded once
+
+    def batch(self) -> Batch:
+        """The run's exact ids as a batch of one (source, [begin] + output or prompt + output, prefix)."""
+        return one_row(self.src_ids, self.tgt_ids, self.prefix_len)
+
+    def pieces(self, part: str) -> list[str]:
+        """Token labels for the query/key axes of an attention block in `part`."""
+        return self.src_pieces if part == "encoder" else self.tgt_pieces
+
+
+class HookedModel:
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, path=None, meta: Optional[dict] = None):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.path = Path(path) if path is not None else None
+        self.meta = meta or {}
+
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.model.cfg
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else "model"
+
+    @property
+    def hook_names(self) -> list[str]:
+        return list(self.model.hook_names)
+
+    def translate(self, texts: list[str], max_new_tokens: Optional[int] = None) -> list[str]:
+        return greedy_batch(self.model, self.tokenizer, texts, max_new_tokens=max_new_tokens)
+
+    @torch.no_grad()
+    def run(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None,
+            max_new_tokens: Optional[int] = None, fwd_hooks=()) -> Run:
+        """Capture one forward pass. The text becomes ids once; the model's greedy output is
+        generated on those ids (or `target` is used), and the decoder is teacher-forced on
+        [begin] + those very ids (+ the prompt before them, for an LM). fwd_hooks: (name, fn)
+        pairs active for the generation and the capture of this call only."""
+        tok, cfg, model = self.tokenizer, self.cfg, self.model
+        max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+        check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+        hooks = model.resolve_hooks(fwd_hooks)
+        target_ids = None if target is None else tok.encode(target)      # "" = the prompt alone
+        reserve = max_new_tokens if target_ids is None else len(target_ids)
+        inp = encode_input(tok, cfg, text, reserve=reserve)
+        trace = None
+        if target_ids is None:
+            trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, fwd_hooks=hooks)
+            out_ids = trace.generated_ids
+        else:
+            out_ids = target_ids
+        out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
+        logits, cache = forward(model, make_batch(cfg, [inp], [out_ids]), hooks, capture=True,
+                                names_filter=names_filter)
+        tgt_ids = inp.decoder_ids(out_ids)
+        src_ids = list(inp.src) if inp.src is not None else None
+        predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())
+        return Run(text, src_ids, tok.pieces(src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
+                   tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
+                   len(inp.prompt), trace, predicted, inp)
+
+    def run_with_cache(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None):
+        """(logits [tgt_pos, vocab], Cache) for a text: the two-line notebook entry point."""
+        r = self.run(text, target, names_filter)
+        return r.logits, r.cache
+
+    def describe(self) -> dict:
+        cfg = self.cfg
+        return {"architecture": cfg.architecture, "encoder layers": cfg.n_encoder_layers,
+                "decoder layers": cfg.n_decoder_layers, "heads": cfg.n_heads, "d_model": cfg.d_model,
+                "d_head": cfg.d_head, "d_ff": cfg.d_ff, "activation": cfg.activation, "norm": cfg.norm,
+                "positional": cfg.positional, "max_len": cfg.max_len, "vocab": cfg.vocab_size,
+                "parameters": sum(p.numel() for p in self.model.parameters())}
+
+
+# -- runs the pages need besides the main one --------------------------------------------------------
+@dataclass
+class PaddedBatch:
+    """Two texts run together, right-padded: pieces per row and the captured masks."""
+    src_pieces: Optional[list[list[str]]]   # per row, encoder input incl. [pad] (None for an LM)
+    tgt_pieces: list[list[str]]              # per row, decoder input incl. [pad]
+    cache: Cache                             # batch = 2
+    padded_row: int                          # the row that got padding (the shorter text)
+
+
+def most_different(hm: HookedModel, text: str, candidates: list[str]) -> str:
+    """The candidate whose piece count differs most from the text's (so the batch gets padding)."""
+    n = len(hm.tokenizer.encode(text))
+    return max(candidates, key=lambda c: abs(len(hm.tokenizer.encode(c)) - n))
+
+
+@torch.no_grad()
+def run_padded(hm: HookedModel, texts: list[str], max_new_tokens: Optional[int] = None,
+               names_filter: NamesFilter = None) -> tuple[Batch, Cache]:
+    """Texts run together as one right-padded batch: (the batch, its capture). A translator's decoder
+    input is [begin] + each text's own greedy output ids, as in `HookedModel.run`; a one-sequence model
+    reads each text's prompt alone. names_filter: the captures to keep (default all)."""
+    cfg, tok = hm.cfg, hm.tokenizer
+    inputs = [encode_input(tok, cfg, t) for t in texts]
+    n_new = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+    check_decoding(cfg, cfg.vocab_size, n_new)
+    outputs = None                               # where the text is the encoder's, the decoder reads the output
+    if inputs[0].src is not None:
+        outputs = greedy_outputs(hm.model, inputs, n_new, never_generated(tok))
+    batch = make_batch(cfg, inputs, outputs)
+    _, cache = forward(hm.model, batch, capture=True, names_filter=names_filter)
+    return batch, cache
+
+
+def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optional[int] = None,
+                 names_filter: NamesFilter = None) -> PaddedBatch:
+    """Run `text` and a second sentence as one right-padded batch so the padding mask shows (run_padded)."""
+    tok = hm.tokenizer
+    batch, cache = run_padded(hm, [text, other], max_new_tokens, names_filter)
+    rows = batch.src if batch.src is not None else batch.dec
+    lengths = (rows != hm.cfg.pad_id).sum(-1).tolist()
+    short = int(lengths[1] < lengths[0]) if lengths[0] != lengths[1] else 1
+    src_pieces = [tok.pieces(r.tolist()) for r in batch.src] if batch.src is not None else None
+    return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in batch.dec], cache, short)
+
+
+def positional_tables(hm: HookedModel, n: int) -> dict[str, Optional[torch.Tensor]]:
+    """The first n rows of the sinusoidal table at this model's d_model, and of the model's own
+    learned table when it has one: {"sinusoidal": [n, d], "learned": [n, d] or None}."""
+    cfg = hm.cfg
+    n = min(n, cfg.max_len)
+    learned = None
+    if cfg.positional == "learned":
+        learned = hm.model.dec_embed.pos.matrix()[:n].detach().float().clone()
+    return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
+
+
+def load_checkpoint(path) -> HookedModel:
+    """Load a checkpoint folder (no unpickling). Raises CheckpointError naming the bad file."""
+    cfg = read_config(path)
+    tok = load_tokenizer(path, cfg)
+    model = load_weights(path, cfg)
+    return HookedModel(model, tok, path, read_meta(path))

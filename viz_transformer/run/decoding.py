@@ -1,0 +1,327 @@
+"""Decoding on ids: fast batched greedy translation (training, evaluation) and step-by-step traces.
+
+Text becomes ids once (inputs.py), generation works on ids, strings are made only for display.
+[pad], [unk] and [begin] are never generated: every strategy masks them out of the distribution
+(a generated [pad] would silently become a masked key).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from viz_transformer.core.batch import Batch, make_batch, start_cache
+from viz_transformer.core.hooks import hooks_active
+from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
+from viz_transformer.core.model import KVCache, Transformer
+from viz_transformer.core.hook_names import decoder_blocks, hook_name
+from viz_transformer.core.tokenizer import Tokenizer
+
+
+def never_generated(tok: Tokenizer) -> list[int]:
+    """Ids no strategy may choose: [pad], [unk], [begin]."""
+    return sorted(i for i in {tok.pad_id, tok.unk_id, tok.bos_id} if i >= 0)
+
+
+def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
+    """Logits [..., V] with the never-generated ids at -inf (so softmax gives them 0)."""
+    return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
+
+
+def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
+    return logits.argmax(-1)
+
+
+@torch.no_grad()
+def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list[int], pick=_pick_greedy,
+             on_step=None, watch: Sequence[str] = (), fwd_hooks=()) -> list[list[int]]:
+    """The one token-by-token loop with a KV cache, for every row of `batch` (whose prompts have one
+    length): each step feeds the new tokens and appends pick(logits [B, V]) -> ids [B] (default: the
+    argmax, greedy), with the never-generated ids at -inf. A row stops at [end]; the loop stops when every
+    row has, after max_new_tokens (never past max_len), or when on_step(t, logits, ids, rows) returns
+    True; rows = {name: [B, head, key]}, the last query's pattern of each hook in `watch`. Returns each
+    row's generated ids, without [end]. fwd_hooks: active for the whole loop."""
+    cfg = model.cfg
+    with hooks_active(model.resolve_hooks(fwd_hooks)):
+        cache, cur = start_cache(model, batch), batch.dec
+        out: list[list[int]] = [[] for _ in range(len(batch))]
+        done = torch.zeros(len(batch), dtype=torch.bool)
+        for t in range(max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))):
+            logits, rows = _step_logits(model, cur, cache, banned, watch)
+            nxt = pick(logits)
+            if on_step is not None and on_step(t, logits, nxt, rows):
+                break
+            for r, i in enumerate(nxt.tolist()):
+                if not done[r] and i != cfg.eos_id:
+                    out[r].append(i)
+            done |= nxt == cfg.eos_id
+            if bool(done.all()):
+                break
+            cur = nxt.unsqueeze(1)
+    return out
+
+
+def greedy_outputs(model: Transformer, inputs: Sequence[ModelInput], max_new_tokens: int,
+                   banned: list[int], batch_size: int = 64) -> list[list[int]]:
+    """Greedy output ids (without [end]) for encoded inputs, batched: rows whose prompts have one length
+    go together (every encoder-decoder prompt is [begin]), sorted by input length (little padding), so a
+    one-sequence row computes exactly what it computes alone (no padding at all)."""
+    model.eval()
+    results: list[list[int]] = [[] for _ in inputs]
+    order = sorted(range(len(inputs)), key=lambda i: (len(inputs[i].prompt), len(inputs[i].ids)))
+    groups: dict[int, list[int]] = {}
+    for i in order:
+        groups.setdefault(len(inputs[i].prompt), []).append(i)
+    for same in groups.values():
+        for b in range(0, len(same), batch_size):
+            idx = same[b:b + batch_size]
+            outs = generate(model, make_batch(model.cfg, [inputs[i] for i in idx]), max_new_tokens, banned)
+            for i, ids in zip(idx, outs):
+                results[i] = ids
+    return results
+
+
+@torch.no_grad()
+def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
+               batch_size: int = 64) -> list[list[int]]:
+    """Greedy output ids (without [end]) for many texts (greedy_outputs on their encoded inputs).
+    max_new_tokens defaults to default_new_tokens(cfg)."""
+    cfg = model.cfg
+    max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+    check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+    inputs = [encode_input(tok, cfg, t, reserve=max_new_tokens) for t in texts]
+    return greedy_outputs(model, inputs, max_new_tokens, never_generated(tok), batch_size)
+
+
+def default_new_tokens(cfg) -> int:
+    """How many tokens a run generates unless told: 64, or a quarter of max_len if that is less
+    (so an LM's default continuation never crowds out its prompt)."""
+    return max(1, min(64, cfg.max_len // 4))
+
+
+def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tokens: Optional[int] = None,
+                 batch_size: int = 64) -> list[str]:
+    """Greedy translations (or continuations) of many texts, as strings."""
+    return [tok.decode(ids) for ids in greedy_ids(model, tok, texts, max_new_tokens, batch_size)]
+
+
+# -- step-by-step traces ------------------------------------------------------------------------
+STRATEGIES = ("greedy", "sample", "beam")
+
+
+@dataclass
+class Candidate:
+    id: int
+    piece: str
+    prob: float
+
+
+@dataclass
+class Beam:
+    tokens: list[int]        # generated ids so far (without [begin])
+    pieces: list[str]
+    score: float             # sum of log-probabilities
+    parent: int              # index of the beam it extends in the previous step's list (-1 at start)
+    finished: bool = False   # ended with [end] at this step
+
+
+@dataclass
+class Step:
+    index: int
+    token_id: int
+    piece: str
+    prob: float                          # probability of the chosen token under the shown distribution
+    candidates: list[Candidate]          # top-k of that distribution, most likely first
+    attention: dict[str, torch.Tensor]   # hook name -> [head, key_pos]: the new query's row
+    beams: Optional[list[Beam]] = None   # beam search: every beam after this step
+
+
+@dataclass
+class Trace:
+    strategy: str
+    src_pieces: Optional[list[str]]      # encoder input (translator) or None
+    prompt_pieces: list[str]             # decoder input before the first step: [begin] (+ text for an LM)
+    steps: list[Step] = field(default_factory=list)
+    n_cut: int = 0                       # pieces of the text dropped to fit max_len ...
+    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), inputs.ModelInput
+    beam_history: Optional[list[list[Beam]]] = None   # beam search: the beams after every step,
+                                                      # also the steps after the best one ended
+    src_ids: Optional[list[int]] = None  # ids of src_pieces
+    prompt_ids: list[int] = field(default_factory=list)   # ids of prompt_pieces
+    eos_id: Optional[int] = None
+
+    @property
+    def output_ids(self) -> list[int]:
+        """Every chosen id, including a final [end]."""
+        return [s.token_id for s in self.steps]
+
+    @property
+    def generated_ids(self) -> list[int]:
+        """The output without a final [end]: what a captured run teacher-forces."""
+        ids = self.output_ids
+        return ids[:-1] if ids and ids[-1] == self.eos_id else ids
+
+    @property
+    def pieces(self) -> list[str]:
+        """Decoder tokens: the prompt then every chosen piece (including a final [end])."""
+        return self.prompt_pieces + [s.piece for s in self.steps]
+
+    def pattern(self, name: str) -> torch.Tensor:
+        """Stack the per-step rows of `name` into [head, step, key], zero-padded on the right."""
+        rows = [s.attention[name] for s in self.steps]
+        K = max(r.shape[-1] for r in rows)
+        out = torch.zeros(rows[0].shape[0], len(rows), K)
+        for i, r in enumerate(rows):
+            out[:, i, : r.shape[-1]] = r
+        return out
+
+
+def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+    """Sampling distribution over the vocabulary after temperature, top-k and nucleus filtering."""
+    logits = logits / temperature
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k).values[..., -1, None]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, -1)
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < top_p          # always keeps the most likely token
+        mask = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, keep)
+        probs = probs * mask
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+def _candidates(tok: Tokenizer, probs: torch.Tensor, k: int) -> list[Candidate]:
+    p, i = torch.topk(probs, min(k, probs.shape[-1]))
+    return [Candidate(int(a), tok.piece(int(a)), float(b)) for a, b in zip(i, p) if b > 0]
+
+
+def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int], watch: Sequence[str] = ()):
+    """One decoder call: (logits [B, V] of the last position with the never-generated ids at -inf, rows
+    {hook name: [B, head, key]}: the last query's row of each hook_pattern in `watch`)."""
+    rows: dict[str, torch.Tensor] = {}
+
+    def grab(x, hook):
+        rows[hook.name] = x[:, :, -1, :].detach().cpu().clone()          # (B, nh, k)
+    with hooks_active([(n, grab) for n in watch]):
+        logits = model.decode(ids, cache=cache)[:, -1]
+    return allowed_logits(logits, banned), rows
+
+
+def _pattern_names(cfg) -> list[str]:
+    """Every decoder attention block's hook_pattern: what a trace records at each step."""
+    return [hook_name(b, i, "hook_pattern") for b in decoder_blocks(cfg) for i in range(cfg.n_decoder_layers)]
+
+
+@torch.no_grad()
+def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, temperature: float = 1.0,
+           top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: int = 4,
+           length_penalty: float = 1.0, n_candidates: int = 5, fwd_hooks=()) -> Trace:
+    """Generate from `text` one token at a time and record every step.
+
+    hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
+    A translator starts from [begin] after encoding the text; an LM continues [begin] + text (its
+    last pieces, when the text and max_new_tokens do not both fit). Out-of-range parameters raise
+    ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
+    (an intervened model), as in Transformer.run_with_hooks.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    model, tok = hm.model, hm.tokenizer
+    check_decoding(model.cfg, model.cfg.vocab_size, max_new_tokens, temperature, top_k, top_p, beam_width,
+                   length_penalty, n_candidates, seed)
+    enc = encode_input(tok, model.cfg, text, reserve=max_new_tokens)
+    return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
+                      length_penalty, n_candidates, fwd_hooks)
+
+
+@torch.no_grad()
+def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
+               max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
+               seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
+               fwd_hooks=()) -> Trace:
+    """`decode` on an already encoded input (inputs.encode_input); parameters already checked."""
+    model.eval()
+    cfg = model.cfg
+    banned = never_generated(tok)
+    src = list(inp.src) if inp.src is not None else None
+    trace = Trace(strategy, tok.pieces(src) if src else None, tok.pieces(list(inp.prompt)), n_cut=inp.n_cut,
+                  cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id)
+    batch = make_batch(cfg, [inp])
+    max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(inp.prompt)))
+    if strategy == "beam":
+        with hooks_active(model.resolve_hooks(fwd_hooks)):
+            return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens,
+                         beam_width, length_penalty, n_candidates, banned)
+    gen = torch.Generator().manual_seed(seed)
+    shown: list[torch.Tensor] = []
+
+    def pick(logits):
+        probs = torch.softmax(logits[0], -1) if strategy == "greedy" else _filter(logits[0], temperature, top_k, top_p)
+        shown.append(probs)
+        nxt = int(probs.argmax()) if strategy == "greedy" else int(torch.multinomial(probs, 1, generator=gen))
+        return torch.tensor([nxt])
+
+    def record(t, logits, nxt, rows):
+        i, probs = int(nxt[0]), shown[-1]
+        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, n_candidates),
+                                {k: v[0] for k, v in rows.items()}))
+    generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
+    return trace
+
+
+def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned) -> Trace:
+    """Beam search. Each hypothesis carries its own history of rows and candidates, so the
+    final trace's steps follow the best hypothesis while `beams` shows every beam per step."""
+    eos = model.cfg.eos_id
+    alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
+    alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
+    finished = []
+    beams_per_step: list[list[Beam]] = []
+    cur = torch.tensor([prompt])
+
+    def norm(h):
+        return h["score"] / (max(1, len(h["tokens"])) ** length_penalty)
+
+    for t in range(max_new_tokens):
+        logits, rows = _step_logits(model, cur, cache, banned, _pattern_names(model.cfg))
+        logp = torch.log_softmax(logits, -1)                                  # (nb, V)
+        total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
+        top = torch.topk(total.flatten(), min(2 * width, total.numel()))
+        V = logp.shape[-1]
+        nxt_alive, parents, nxt_pos, step_beams = [], [], [], []
+        for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+            if score == float("-inf"):                   # a never-generated id: nothing further is possible
+                break
+            b, token = divmod(flat, V)
+            h = alive[b]
+            new = {"tokens": h["tokens"] + [token], "score": score,
+                   "rows": h["rows"] + [{k: v[b] for k, v in rows.items()}],
+                   "cands": h["cands"] + [_candidates(tok, logp[b].exp(), n_candidates)],
+                   "probs": h["probs"] + [float(logp[b, token].exp())]}
+            if token == eos:
+                if rank < width:                         # [end] counts only among the top `width`
+                    finished.append(new)
+                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], True))
+            elif len(nxt_alive) < width:
+                nxt_alive.append(new)
+                parents.append(b)
+                nxt_pos.append(len(step_beams))
+                step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], False))
+            if len(nxt_alive) >= width and rank >= width - 1:
+                break
+        beams_per_step.append(step_beams)
+        if len(finished) >= width or not nxt_alive:
+            break
+        alive, alive_pos = nxt_alive, nxt_pos
+        cache.reorder(torch.tensor(parents))
+        cur = torch.tensor([[h["tokens"][-1]] for h in alive])
+    trace.beam_history = beams_per_step
+    # stopped by the length limit before `width` beams finished: unfinished beams compete too
+    best = max(finished if len(finished) >= width else finished + alive, key=norm)
+    for i, token in enumerate(best["tokens"]):
+        trace.steps.append(Step(i, token, tok.piece(token), best["probs"][i], best["cands"][i],
+                                best["rows"][i], beams_per_step[i] if i < len(beams_per_step) else []))
+    return trace

@@ -1,0 +1,85 @@
+"""Runs kept small for a long-lived cache (the app's): the attention scores and patterns, the largest
+captures ([batch, head, q, k] each), are not stored but recomputed when read, from the captured q, k, v
+and mask with the model's own attention function, and only where that gives back exactly the captured
+tensor (checked bit for bit when the run is compacted; a capture an intervention changed stays stored).
+
+    small = compact_run(hm.run(text))        # small.cache[name] == run.cache[name] for every name
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Optional
+
+import torch
+
+from viz_transformer.core.attention import attention
+from viz_transformer.core.hooks import Cache
+
+DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
+INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
+
+
+def recompute(tensors: dict[str, torch.Tensor], prefix: str):
+    """The AttentionSteps of the attention block `prefix` (e.g. "encoder.0.self_attn") from its captured
+    q, k, v [batch, pos, head, d_head] and mask [batch, 1, q, k], as the model computed them."""
+    q, k, v = (tensors[f"{prefix}.{h}"].transpose(1, 2) for h in INPUTS[:3])     # (B, nh, T, hs)
+    return attention(q, k, v, tensors[f"{prefix}.hook_mask"])
+
+
+class DerivedCache(Cache):
+    """A Cache whose `derived` names (name -> block prefix) are recomputed on every read; the rest are stored."""
+
+    def __init__(self, stored: dict[str, torch.Tensor], derived: dict[str, str], order: list[str],
+                 n_layers: Optional[dict[str, int]] = None):
+        super().__init__(stored, n_layers)
+        self.derived, self.order = dict(derived), list(order)
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        prefix = self.derived.get(name)
+        if prefix is None:
+            return super().__getitem__(name)
+        return getattr(recompute(self._t, prefix), DERIVED[name.rsplit(".", 1)[1]])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._t or name in self.derived
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def keys(self):
+        return list(self.order)
+
+    def items(self):
+        return [(n, self[n]) for n in self.order]
+
+    def __repr__(self) -> str:
+        return f"DerivedCache({len(self._t)} stored, {len(self.derived)} recomputed on read)"
+
+
+def compact_cache(cache: Cache) -> Cache:
+    """The same captures with every score and pattern that recomputes exactly left out of storage."""
+    if isinstance(cache, DerivedCache):
+        return cache
+    stored = dict(cache.items())
+    derived: dict[str, str] = {}
+    prefixes = {n.rsplit(".", 1)[0] for n in stored if n.endswith(".hook_pattern") or n.endswith(".hook_scores")}
+    for prefix in sorted(prefixes):
+        if not all(f"{prefix}.{h}" in stored for h in INPUTS):
+            continue
+        steps = recompute(stored, prefix)
+        for hook, field in DERIVED.items():
+            name = f"{prefix}.{hook}"
+            if name in stored and torch.equal(getattr(steps, field), stored[name]):
+                derived[name] = prefix
+    if not derived:
+        return cache
+    kept = {n: t for n, t in stored.items() if n not in derived}
+    return DerivedCache(kept, derived, list(stored), cache.n_layers)
+
+
+def compact_run(run):
+    """A Run (or any dataclass with a `cache`) whose cache is compacted; everything else shared."""
+    return dataclasses.replace(run, cache=compact_cache(run.cache))

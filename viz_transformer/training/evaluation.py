@@ -1,0 +1,89 @@
+"""Held-out scores: BLEU/chrF for translators, perplexity for language models.
+
+Splits are rebuilt from each checkpoint's meta.json (data, seed, sizes). Several translators are
+scored on exactly the same pairs: the first one's split minus every pair whose source any of
+them trained on, so no model is rewarded for remembering a training sentence.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from viz_transformer.training import data as D
+from viz_transformer.run.decoding import greedy_batch
+
+
+def score_translation(model, tok, pairs, limit=None, max_new_tokens=None) -> dict:
+    import sacrebleu
+    pairs = pairs[:limit] if limit else pairs
+    hyps = greedy_batch(model, tok, [s for s, _ in pairs], max_new_tokens=max_new_tokens)
+    refs = [t for _, t in pairs]
+    return {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
+
+
+@torch.no_grad()
+def lm_perplexity(model, blocks: torch.Tensor, batch_size: int = 16) -> float:
+    model.eval()
+    nll, n = 0.0, 0
+    for b in range(0, len(blocks), batch_size):
+        x = blocks[b:b + batch_size]
+        logits = model(x[:, :-1])
+        y = x[:, 1:]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                               ignore_index=model.cfg.pad_id, reduction="sum")
+        nll += loss.item()
+        n += (y != model.cfg.pad_id).sum().item()
+    return math.exp(nll / max(n, 1))
+
+
+def translation_splits(meta: dict, data: Optional[str] = None):
+    """(train, val, test) pairs of a translator, as its training run cut them."""
+    data = data or meta.get("data")
+    if not data or not Path(data).exists():
+        raise ValueError(f"training data {data!r} not found: pass --data")
+    seed, n_test, n_val = meta.get("split_seed", 1234), meta.get("n_test", 1500), meta.get("n_val", 1000)
+    by_source = meta.get("split") == "by_source"
+    train, val, test = (D.split_by_source if by_source else D.split)(D.read_pairs(data), seed, n_test, n_val)
+    if meta.get("extra_train"):
+        train = train + D.read_pairs(*meta["extra_train"].split(","), detok=True)
+    return train, val, test
+
+
+def common_heldout(hms: list, split: str = "test", data: Optional[str] = None):
+    """(pairs, n dropped): `split` of the first model, without the sources any model trained on."""
+    _, val, test = translation_splits(hms[0].meta, data)
+    items, dropped = test if split == "test" else val, 0
+    for hm in hms:
+        items, n = D.unseen_sources(items, translation_splits(hm.meta, data)[0])
+        dropped += n
+    return items, dropped
+
+
+def evaluate_translators(hms: list, split: str = "test", data: Optional[str] = None,
+                         limit: Optional[int] = None) -> list[dict]:
+    """One result per model, all on the same held-out pairs (greedy decoding)."""
+    items, dropped = common_heldout(hms, split, data)
+    out = []
+    for hm in hms:
+        res = score_translation(hm.model, hm.tokenizer, items, limit) if items else {"bleu": None, "chrf": None, "n": 0}
+        by = [("source" if h.meta.get("split") == "by_source" else "pair") for h in hms]
+        res.update(split=split, unseen_sources_only=True, split_by=by[0], n_dropped_seen=dropped)
+        if len(hms) > 1:
+            res = {"checkpoint": hm.name, "architecture": hm.cfg.architecture, **res}
+        out.append(res)
+    return out
+
+
+def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> dict:
+    m = hm.meta
+    data = data or m.get("data")
+    if not data or not Path(data).exists():
+        raise ValueError(f"training data {data!r} not found: pass --data")
+    _, val, _ = D.split(D.read_stories(data), m.get("split_seed", 1234), 0, m.get("n_val", 100))
+    blocks = D.blocks(D.token_stream(val, hm.tokenizer), m.get("train_config", {}).get("block_size", 256))
+    return {"perplexity": round(lm_perplexity(hm.model, blocks[:limit]), 3), "split": "val"}
