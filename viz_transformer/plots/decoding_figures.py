@@ -8,14 +8,14 @@ import plotly.graph_objects as go
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.numbers import fmt_probs
-from viz_transformer.plots.heatmaps import ATTN_SCALE, _layout, _np, escape, labels
+from viz_transformer.plots.style import ATTN_SCALE, escape, labels, layout, to_numpy
 
 
 def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, chosen: Optional[int] = None,
                      xlabel: str = "probability", ylabel: str = "candidate token",
                      colorbar: str = "probability", width: int = rules.FIGURE_PX) -> go.Figure:
     """Horizontal bars, most likely on top; bar colour = probability; the chosen one is outlined."""
-    p = _np(probs)
+    p = to_numpy(probs)
     names = labels(pieces)
     outline = [3 if i == chosen else 0 for i in range(len(p))]
     fig = go.Figure(go.Bar(x=p, y=names, orientation="h", text=fmt_probs(p), textposition="auto",
@@ -25,7 +25,7 @@ def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, 
                            hovertemplate="%{y}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(range=[0, 1])
-    return _layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)), width=width)
+    return layout(fig, title, xlabel, ylabel, height=max(260, 100 + 28 * len(p)), width=width)
 
 
 def beam_tree(links: list[list[dict]], title: str, xlabel: str = "step", ylabel: str = "beam (rank)",
@@ -64,4 +64,4 @@ def beam_tree(links: list[list[dict]], title: str, xlabel: str = "step", ylabel:
     fig.update_yaxes(autorange="reversed", dtick=1)
     fig.update_xaxes(dtick=1)
     width = max((len(r) for r in links), default=1)
-    return _layout(fig, title, xlabel, ylabel, height=max(260, 120 + 60 * width))
+    return layout(fig, title, xlabel, ylabel, height=max(260, 120 + 60 * width))

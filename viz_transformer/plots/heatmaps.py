@@ -5,74 +5,18 @@ Token labels are escaped here (plotly renders some HTML tags inside text).
 """
 from __future__ import annotations
 
-import html
 import math
 from typing import Optional, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.numbers import fmt_probs
 from viz_transformer.plots.margins import every_kth, fit_margins, text_px
-
-ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
-VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
-MASK_SCALE = [[0.0, "#d9d9d9"], [0.5, "#d9d9d9"], [0.5, "#1f77b4"], [1.0, "#1f77b4"]]
-MASKED_BG = "#bdbdbd"         # cells that are -inf (NaN in the figure) show the plot background
-BIG_KEYS = 64                 # above this many keys attention is spread thin: scale to the max
-PALETTE = ["#2171b5", "#fd8d3c", "#31a354", "#756bb1", "#e6550d", "#636363"]   # series colours in every figure
-
-
-def escape(s: str) -> str:
-    """Text safe for plotly labels/hover: <, > and & become entities (plotly shows them as text)."""
-    return html.escape(str(s), quote=False)
-
-
-def labels(pieces: Sequence[str], start: int = 0) -> list[str]:
-    """Escaped axis labels "i:piece" (i counts from `start`): repeated tokens stay distinct."""
-    return [escape(f"{i}:{p}") for i, p in enumerate(pieces, start=start)]
-
-
-def _raw(x) -> np.ndarray:
-    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
-
-
-def _np(x) -> np.ndarray:
-    """Tensor/list -> float32 numpy (plotly ships numpy arrays compactly as typed arrays)."""
-    return np.asarray(_raw(x), dtype=np.float32)
-
-
-_WHITE = pio.templates["plotly_white"]
-
-
-def _white(fig: go.Figure) -> None:
-    """layout.template = plotly_white without validating the template again: validation of the named
-    template took ~110 ms a figure, most of a page's time under load. Plotly does the same for its
-    default template (BaseFigure._initialize_layout_template)."""
-    layout = fig.layout
-    layout._validate = False
-    try:
-        layout.template = _WHITE
-    finally:
-        layout._validate = fig._validate
-
-
-def _layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None,
-            width: int = rules.FIGURE_PX) -> go.Figure:
-    """Title (wrapped to the figure's width), axis titles, the white template and margins fitted to the
-    labels (no automargin redraws)."""
-    text = rules.wrap(escape(title), width - 20)
-    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
-                                 pad=dict(t=16)),        # at the top: a legend under it keeps its own rows
-                      height=height, colorway=PALETTE)
-    fig.update_xaxes(title_text=escape(xlabel))
-    fig.update_yaxes(title_text=escape(ylabel))
-    _white(fig)
-    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
-
+from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, PALETTE, VALUE_SCALE, _raw, escape,  # noqa: F401
+                                         labels, layout, to_numpy)
 
 def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
     """Label every k-th category when cells are too small for all (hover still names every cell)."""
@@ -148,7 +92,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     _category_ticks(fig.layout.xaxis, cols, cw)
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
     fig_w = width if not square else min(width, int(need))
-    _layout(fig, title, xlabel, ylabel, width=fig_w)
+    layout(fig, title, xlabel, ylabel, width=fig_w)
     m = fig.layout.margin
     fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
     return fig
@@ -161,7 +105,7 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
     """One [q, k] attention pattern with token labels on both axes. The scale is 0..1 (comparable
     across heads) unless there are more than BIG_KEYS keys: then weights are ~1/k and the scale
     stops at the largest weight, or nothing would be visible."""
-    a = _np(pattern)
+    a = to_numpy(pattern)
     if zmax is None:
         zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
     return heatmap(a, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel,
@@ -171,7 +115,7 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
                    ylabel: str, colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
     """Signed values on a diverging scale centred on 0 (q, k, v, scores). -inf shows as grey."""
-    a = _np(m)
+    a = to_numpy(m)
     finite = a[np.isfinite(a)]
     lim = float(np.abs(finite).max()) if finite.size else 1.0
     return heatmap(a, row_labels, col_labels, title, xlabel, ylabel, colorbar=colorbar, colorscale=VALUE_SCALE,
@@ -207,7 +151,7 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
     canvas = np.full((L * (th + gap) - gap, H * (tw + gap) - gap), np.nan, dtype=np.float32)
     for l in range(L):
         for h in range(H):
-            t = _np(tiles[l][h])
+            t = to_numpy(tiles[l][h])
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
@@ -234,7 +178,7 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
                      autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white")
-    _layout(fig, title, head_label, layer_label, width=width)
+    layout(fig, title, head_label, layer_label, width=width)
     m = fig.layout.margin
     fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
     fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
@@ -250,7 +194,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
     and at most max_lines per head are drawn. Each axis may show a window of the sequence: its
     labels are numbered from q_start / k_start (analysis.axis_windows)."""
     from viz_transformer.analysis.patterns import line_edges  # local import keeps plots importable without torch at module level
-    pats = [_np(p) for p in patterns]
+    pats = [to_numpy(p) for p in patterns]
     n = len(pats)
     fig = make_subplots(rows=1, cols=n, subplot_titles=[escape(h) for h in head_names], horizontal_spacing=0.04)
     edges_bins = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0001])
@@ -281,7 +225,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
                              marker=dict(colorscale=ATTN_SCALE, cmin=0, cmax=1, color=[0], showscale=True,
                                          colorbar=dict(title=dict(text=escape(colorbar))))))
     height = int(min(1600, max(380, 60 + 20 * max(Tq, Tk))))
-    return _layout(fig, title, "", "", height)
+    return layout(fig, title, "", "", height)
 
 
 def _column_y(n: int) -> list[float]:
@@ -297,7 +241,7 @@ def _sample_scale(name: str, points) -> list[str]:
 def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", ylabel: str = "head",
               colorbar: str = "attention weight", width: int = rules.FIGURE_PX) -> go.Figure:
     """[head, key] rows of one query (decoding): one row per head."""
-    a = _np(rows)
+    a = to_numpy(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
                    colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, width=width)
 
@@ -309,46 +253,46 @@ def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabe
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
     for n, (name, ys) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=list(x), y=_np(ys), mode="lines+markers" if len(x) <= 30 else "lines",
+        fig.add_trace(go.Scatter(x=list(x), y=to_numpy(ys), mode="lines+markers" if len(x) <= 30 else "lines",
                                  name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
     fig.update_xaxes(type="log" if log_x else "linear")
     fig.update_yaxes(type="log" if log_y else "linear")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return _layout(fig, title, xlabel, ylabel, height, width=width)
+    return layout(fig, title, xlabel, ylabel, height, width=width)
 
 
 def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
                  ylabel: str, height: int = 360) -> go.Figure:
     """Bars side by side per category (a legend names the series). Categories must be escaped."""
-    fig = go.Figure([go.Bar(x=list(categories), y=_np(v), name=escape(k)) for k, v in series.items()])
+    fig = go.Figure([go.Bar(x=list(categories), y=to_numpy(v), name=escape(k)) for k, v in series.items()])
     fig.update_xaxes(type="category")
     _category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return _layout(fig, title, xlabel, ylabel, height)
+    return layout(fig, title, xlabel, ylabel, height)
 
 
 def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
                        colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
     """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
-    a = _np(pe)
+    a = to_numpy(pe)
     lim = float(np.abs(a).max()) or 1.0
     fig = go.Figure(go.Heatmap(z=a, colorscale=VALUE_SCALE, zmin=-lim, zmax=lim,
                                colorbar=dict(title=dict(text=escape(colorbar))),
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
                                              f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
+    return layout(fig, title, xlabel, ylabel, height=460, width=width)
 
 
 def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = "position",
                        colorbar: str = "dot product", width: int = rules.FIGURE_PX) -> go.Figure:
     """[L, L] position-by-position similarity (numeric axes)."""
-    a = _np(sim)
+    a = to_numpy(sim)
     fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"
                                              f"{escape(colorbar)} %{{z:.3f}}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, xlabel, ylabel, height=460, width=width)
+    return layout(fig, title, xlabel, ylabel, height=460, width=width)
 
 
 # -- the lab ------------------------------------------------------------------------------------
@@ -358,8 +302,8 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
     """Each output token's probability under two models (bars side by side; 0..1)."""
     cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
     numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
-    fig = go.Figure([go.Bar(x=labels(pieces), y=_np(v), name=escape(n), customdata=fmt_probs(_np(v)),
-                            text=fmt_probs(_np(v)) if numbers else None, textposition="outside",
+    fig = go.Figure([go.Bar(x=labels(pieces), y=to_numpy(v), name=escape(n), customdata=fmt_probs(to_numpy(v)),
+                            text=fmt_probs(to_numpy(v)) if numbers else None, textposition="outside",
                             textfont=dict(size=rules.VALUE_PX),
                             hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
@@ -367,7 +311,7 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
     _category_ticks(fig.layout.xaxis, labels(pieces), cell)
     fig.update_yaxes(range=[0, 1.1])
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return _layout(fig, title, xlabel, ylabel, height)
+    return layout(fig, title, xlabel, ylabel, height)
 
 
 def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
@@ -378,7 +322,7 @@ def head_grid(values, title: str, layer_label: str = "layer", head_label: str = 
     signed: a diverging scale centred on 0, ±limit (give grids of the same quantity one limit; default the
     largest |value|); else a sequential scale from 0 to limit (default the largest value), NaN cells (a
     statistic a block does not have) grey."""
-    a = _np(values)
+    a = to_numpy(values)
     L, H = a.shape
     finite = a[np.isfinite(a)]
     top = float(np.abs(finite).max() if signed else finite.max()) if finite.size else 1.0
@@ -402,4 +346,4 @@ def head_grid(values, title: str, layer_label: str = "layer", head_label: str = 
     fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white" if signed else "#d9d9d9")
-    return _layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
+    return layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))

@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.numbers import fmt_probs
 from viz_transformer.plots.margins import text_px
-from viz_transformer.plots.heatmaps import ATTN_SCALE, _layout, _np, escape, labels, values_heatmap
+from viz_transformer.plots.heatmaps import values_heatmap
+from viz_transformer.plots.style import ATTN_SCALE, escape, labels, layout, to_numpy
 
 
 def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequence[str], positions: Sequence[str],
@@ -23,7 +24,7 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     `output_start` on predict the output; `marked` (a position) gets a frame. window: (a, b) shows
     positions a … b-1 only (labels keep their real positions)."""
     a, b = window or (0, len(positions))
-    p = _np(final_prob)[:, a:b]
+    p = to_numpy(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
     cell = (rules.FIGURE_PX - max(map(text_px, row_names), default=0) - 70 - rules.COLORBAR_PX) / max(T, 1)
@@ -45,7 +46,7 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     if marked is not None and 0 <= marked < T:
         fig.add_shape(type="rect", x0=marked - 0.5, x1=marked + 0.5, y0=-0.5, y1=R - 0.5,
                       line=dict(color="black", width=3))
-    _layout(fig, title, xlabel, ylabel)
+    layout(fig, title, xlabel, ylabel)
     m = fig.layout.margin                         # the plot keeps 48 px a row whatever the slanted labels take
     fig.update_layout(height=int(m.t + m.b + max(48 * R, rules.MIN_PLOT)))
     return fig

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_transformer.plots.margins import fit_margins
-from viz_transformer.plots.heatmaps import _layout, _np, escape
+from viz_transformer.plots.style import escape, layout, to_numpy
 
 SERIES_COLOURS = {"encoder_decoder": "#1f77b4", "decoder_only": "#d62728", "prefix_lm": "#2ca02c"}
 
@@ -40,7 +40,7 @@ def spectra(series: dict[str, np.ndarray], title: str, xlabel: str = "rank (larg
     """Normalised singular values, one line per head, grouped by series (a legend entry each)."""
     fig = go.Figure()
     for name, s in series.items():
-        s = _np(s)
+        s = to_numpy(s)
         s = s / np.maximum(s[:, :1], 1e-30)
         colour = (colours or {}).get(name)
         for h, row in enumerate(s):
@@ -50,7 +50,7 @@ def spectra(series: dict[str, np.ndarray], title: str, xlabel: str = "rank (larg
                                      hovertemplate=f"{escape(name)}, head {h}<br>%{{x}}: %{{y:.3g}}<extra></extra>"))
     fig.update_yaxes(type="log")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"))
-    return _layout(fig, title, xlabel, ylabel, 380)
+    return layout(fig, title, xlabel, ylabel, 380)
 
 
 def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str = "effective rank",
@@ -59,7 +59,7 @@ def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylab
     size (the largest rank possible)."""
     fig = go.Figure()
     for i, (name, vals) in enumerate(groups.items()):
-        v = _np(vals)
+        v = to_numpy(vals)
         jitter = (np.arange(len(v)) % 8 - 3.5) * 0.04
         fig.add_trace(go.Scatter(x=i + jitter, y=v, mode="markers", name=escape(name), showlegend=False,
                                  marker=dict(size=8, opacity=0.8),
@@ -69,7 +69,7 @@ def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylab
                           line=dict(color="#7f7f7f", dash="dash"))
     fig.update_xaxes(tickvals=list(range(len(groups))), ticktext=[escape(g) for g in groups])
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, xlabel, ylabel, 520)     # tall: the group names slant below the plot
+    return layout(fig, title, xlabel, ylabel, 520)     # tall: the group names slant below the plot
 
 
 def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu: Sequence[Optional[float]],
@@ -95,7 +95,7 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
         fig.add_vline(x=x0(shipped), line=dict(color="#2ca02c", width=1.5, dash="dash"),
                       annotation_text=escape(shipped_label), annotation_position="top left")
     fig.update_xaxes(type="log")
-    fig = _layout(fig, title, step_label, loss_label, 360)       # titles every y axis: the BLEU axis after it
+    fig = layout(fig, title, step_label, loss_label, 360)       # titles every y axis: the BLEU axis after it
     fig.update_layout(yaxis2=dict(title=dict(text=escape(bleu_label)), overlaying="y", side="right", rangemode="tozero",
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
