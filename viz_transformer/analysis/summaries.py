@@ -1,6 +1,8 @@
 """Summaries of attention across heads, layers and sentences: rollout, source attribution, head statistics.
 
-Pure torch/pandas, no streamlit, no plotly. The definitions (also on the app's pages):
+Torch/pandas maths on captures, no streamlit, no plotly. One function runs the model: corpus_head_stats, which
+runs a corpus through run.capture.run_padded (batched) and then applies the same maths. The definitions (also on
+the app's pages):
 
     rollout        Â_l = ½·mean_heads(A_l) + ½·I, rows renormalised; R = Â_L ⋯ Â_1   (Abnar & Zuidema 2020)
     attribution    mean_heads(last decoder layer's cross-attention) · R_encoder       [target, source]
@@ -13,6 +15,8 @@ from typing import Callable, Optional, Sequence
 
 import pandas as pd
 import torch
+
+from viz_transformer.run.capture import run_padded
 
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
 
@@ -166,7 +170,6 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     mean over sentences), plus `n_sentences`. A translator's decoder reads its own greedy output (as in
     HookedModel.run); a decoder-only model reads the text alone. Sentences run right-padded in batches;
     padding rows are left out. progress(done, total) is called after every batch."""
-    from viz_transformer.run.capture import run_padded
     cfg, tok = hm.cfg, hm.tokenizer
     texts = [s for s in (str(x).strip() for x in texts) if s]
     if not texts:
