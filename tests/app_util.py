@@ -12,8 +12,14 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 ZH = "我是一名工程师。"
-PAGES = ["views/pages/look/overview.py", "views/pages/look/attention.py", "views/pages/step/step_by_step.py", "views/pages/look/masks.py",
-         "views/pages/look/positional_encoding.py", "views/pages/step/decoding.py"]
+PAGES = ["views/pages/look/overview.py", "views/pages/look/attention.py", "views/pages/step/step_by_step.py",
+         "views/pages/look/masks.py", "views/pages/look/positional_encoding.py", "views/pages/step/decoding.py"]
+
+
+def page_file(name: str) -> str:
+    """A page's script from its name in the navigation (views/shell/registry.py): "masks" -> views/pages/look/masks.py."""
+    from views.shell.registry import PAGES as SPECS, page_path
+    return next(page_path(p) for p in SPECS if p.name == name)
 
 
 def open_app(page: str = "views/pages/look/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,

@@ -12,7 +12,7 @@ import sacrebleu
 import torch
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ZH, open_app, open_tab, texts
+from app_util import APP, ZH, open_app, open_tab, texts, page_file
 from viz_transformer.analysis import confidence as C
 from viz_transformer.training import calibration
 from viz_transformer.training import data as D
@@ -156,7 +156,7 @@ def test_good_outputs_are_not_flagged(shipped, name, text, output):
 
 # -- the app --------------------------------------------------------------------------------------------
 def _open(page: str, ckpt: str, text: str, lang: str = "en") -> AppTest:
-    return open_app(f"views/{page}.py", ckpt, text, lang=lang, timeout=120)
+    return open_app(page_file(page), ckpt, text, lang=lang, timeout=120)
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
     at = _open("overview", "zh-en-decoder", ZH)
     want = {"decoding": 1, "knockout": 2, "positions": 2, "compare": 2, "patching": 2}   # outputs on the page
     for page, n in want.items():
-        at.switch_page(f"views/{page}.py")
+        at.switch_page(page_file(page))
         at.run(timeout=120)
         assert not at.exception, (page, [e.value for e in at.exception])
         if page == "decoding":                 # the line comes with the last step

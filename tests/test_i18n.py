@@ -10,7 +10,7 @@ import string
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ZH as SENTENCE, by_key, figures, open_app
+from app_util import APP, ZH as SENTENCE, by_key, figures, open_app, page_file
 from views.shell import strings
 from views.shell.strings import EN
 from views.shell.strings_zh import ZH
@@ -110,7 +110,7 @@ def env(ckpt_root, monkeypatch):
 
 
 def open_zh(page: str = "overview") -> AppTest:
-    return open_app(f"views/{page}.py", "tiny-zh-en", SENTENCE, lang="zh", timeout=90)
+    return open_app(page_file(page), "tiny-zh-en", SENTENCE, lang="zh", timeout=90)
 
 
 def test_every_page_in_chinese_has_no_english_interface_left(env):
@@ -124,7 +124,7 @@ def test_every_page_in_chinese_has_no_english_interface_left(env):
     at = open_zh()
     for page in PAGES:
         if page != "overview":
-            at.switch_page(f"views/{page}.py")
+            at.switch_page(page_file(page))
             at.run(timeout=90)
         assert not at.exception, (page, [e.value for e in at.exception])
         key = TITLE_KEY[page]
