@@ -201,7 +201,7 @@ def test_config_round_trip_and_checks():
     cfg = ModelConfig(vocab_size=100, d_model=32, n_heads=4, architecture="prefix_lm", n_encoder_layers=0)
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     assert cfg.d_head == 8
-    bad = [dict(d_model=30, n_heads=4), dict(architecture="rnn"), dict(norm="middle"), dict(positional="rope"),
+    bad = [dict(d_model=30, n_heads=4), dict(architecture="rnn"), dict(norm="middle"), dict(positional="alibi"), dict(norm_type="batch"), dict(n_kv_heads=3),
            dict(activation="tanh"), dict(architecture="decoder_only", n_encoder_layers=2),
            dict(n_encoder_layers=0), dict(n_decoder_layers=0), dict(dropout=1.0), dict(vocab_size=3),
            dict(d_model=256.0), dict(max_len=64.5), dict(n_heads="8"), dict(dropout="0.1"), dict(vocab_size=None)]

@@ -214,8 +214,14 @@ HeadSteps = AttentionSteps      # one head's stages, from attention.attention
 
 
 def head_qkv(cache, block: str, layer: int, head: int, batch: int = 0):
-    """Captured (q [T, d], k [S, d], v [S, d], mask [T, S]) of one head."""
-    q, k, v = (cache[hook_name(block, layer, h)][batch, :, head, :] for h in ("hook_q", "hook_k", "hook_v"))
+    """Captured (q [T, d], k [S, d], v [S, d], mask [T, S]) of one head, as its scores use them: q and k after
+    the rotation (RoPE), k and v of the key/value head this query head reads (grouped-query attention)."""
+    rot = hook_name(block, layer, "hook_rot_q") in cache
+    q_all = cache[hook_name(block, layer, "hook_rot_q" if rot else "hook_q")]
+    k_all = cache[hook_name(block, layer, "hook_rot_k" if rot else "hook_k")]
+    kv_head = head // (q_all.shape[2] // k_all.shape[2])
+    q, k = q_all[batch, :, head, :], k_all[batch, :, kv_head, :]
+    v = cache[hook_name(block, layer, "hook_v")][batch, :, kv_head, :]
     mask = cache[hook_name(block, layer, "hook_mask")][batch, 0]
     return q, k, v, mask
 

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from viz_transformer.core.hooks import HookPoint
+from viz_transformer.core.rope import cos_sin, rotate
 
 
 @dataclass
@@ -50,48 +51,87 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     return AttentionSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, z)
 
 
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """Grouped-query attention: [batch, kv_head, pos, d] -> [batch, kv_head · n_rep, pos, d], each key/value
+    head shared by n_rep consecutive query heads (query head h reads key/value head h // n_rep)."""
+    if n_rep == 1:
+        return x
+    B, H, T, D = x.shape
+    return x[:, :, None].expand(B, H, n_rep, T, D).reshape(B, H * n_rep, T, D)
+
+
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float):
+    """Q, K, V projections, optional RoPE, scaled dot-product attention (`attention`), output projection.
+
+    n_kv_heads < n_heads: grouped-query attention (K and V have n_kv_heads heads, each read by
+    n_heads / n_kv_heads query heads). d_head defaults to d_model / n_heads. qk_norm: a norm module
+    factory applied to each head's q and k (before the rotation). rope: a ModelConfig whose RoPE rotates
+    q and k by position (hook_q / hook_k before, hook_rot_q / hook_rot_k after)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, n_kv_heads: int = 0, d_head: int = 0,
+                 qkv_bias: bool = True, out_bias: bool = True, qk_norm: Optional[Callable] = None, rope=None):
         super().__init__()
-        self.n_heads, self.d_head = n_heads, d_model // n_heads
-        self.W_Q = nn.Linear(d_model, d_model)
-        self.W_K = nn.Linear(d_model, d_model)
-        self.W_V = nn.Linear(d_model, d_model)
-        self.W_O = nn.Linear(d_model, d_model)
+        self.n_heads, self.d_head = n_heads, d_head or d_model // n_heads
+        self.n_kv_heads = n_kv_heads or n_heads
+        inner, kv_inner = self.n_heads * self.d_head, self.n_kv_heads * self.d_head
+        self.W_Q = nn.Linear(d_model, inner, bias=qkv_bias)
+        self.W_K = nn.Linear(d_model, kv_inner, bias=qkv_bias)
+        self.W_V = nn.Linear(d_model, kv_inner, bias=qkv_bias)
+        self.W_O = nn.Linear(inner, d_model, bias=out_bias)
         self.drop = nn.Dropout(dropout)
+        if qk_norm is not None:
+            self.q_norm, self.k_norm = qk_norm(self.d_head), qk_norm(self.d_head)
+        self.rope = rope
         self.hook_q = HookPoint()        # [batch, pos, head, d_head]
-        self.hook_k = HookPoint()        # [batch, pos, head, d_head]
-        self.hook_v = HookPoint()        # [batch, pos, head, d_head]
+        self.hook_k = HookPoint()        # [batch, pos, kv_head, d_head]  (kv_head = head unless grouped-query)
+        self.hook_v = HookPoint()        # [batch, pos, kv_head, d_head]
+        if rope is not None:
+            self.hook_rot_q = HookPoint()    # [batch, pos, head, d_head]  q after the rotation
+            self.hook_rot_k = HookPoint()    # [batch, pos, kv_head, d_head]  k after the rotation
         self.hook_scores = HookPoint()   # [batch, head, query_pos, key_pos]  scaled, before the mask
         self.hook_mask = HookPoint()     # [batch, 1, query_pos, key_pos]  bool, True = may attend
         self.hook_pattern = HookPoint()  # [batch, head, query_pos, key_pos]  after softmax
         self.hook_z = HookPoint()        # [batch, query_pos, head, d_head]
         self.hook_out = HookPoint()      # [batch, query_pos, d_model]
 
-    def split(self, x: torch.Tensor) -> torch.Tensor:
+    def split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_head)                      # (B, T, nh, hs)
+        return x.view(B, T, heads, self.d_head)                             # (B, T, nh, hs)
 
-    def project_kv(self, x_kv: torch.Tensor):
-        """K and V for the key/value input, hooked, as [batch, pos, head, d_head]."""
-        return self.hook_k(self.split(self.W_K(x_kv))), self.hook_v(self.split(self.W_V(x_kv)))
+    def project_kv(self, x_kv: torch.Tensor, offset: int = 0):
+        """K and V for the key/value input, hooked, as [batch, pos, kv_head, d_head] (K rotated, with RoPE)."""
+        k = self.split(self.W_K(x_kv), self.n_kv_heads)
+        if hasattr(self, "k_norm"):
+            k = self.k_norm(k)
+        k = self.hook_k(k)
+        if self.rope is not None:
+            k = self.hook_rot_k(rotate(k, *cos_sin(self.rope, offset, k.shape[1])))
+        return k, self.hook_v(self.split(self.W_V(x_kv), self.n_kv_heads))
 
     def forward(self, x_q: torch.Tensor, x_kv: Optional[torch.Tensor], mask: torch.Tensor,
-                kv: Optional[tuple] = None, past: Optional[tuple] = None):
+                kv: Optional[tuple] = None, past: Optional[tuple] = None, offset: int = 0):
         """x_q: [B, q, d]; x_kv: [B, k, d] (None when `kv` is given, for cached cross-attention).
 
-        kv: precomputed (K, V) [B, k, nh, hs] used instead of projecting x_kv.
+        kv: precomputed (K, V) [B, k, nkv, hs] used instead of projecting x_kv.
         past: (K, V) of earlier positions, concatenated in front of the new ones (KV cache).
-        Returns (output [B, q, d], (K, V) [B, k_total, nh, hs]) so callers can cache them.
+        offset: the position of the first query (RoPE; incremental decoding).
+        Returns (output [B, q, d], (K, V) [B, k_total, nkv, hs]) so callers can cache them.
         """
-        q = self.hook_q(self.split(self.W_Q(x_q)))                          # (B, q, nh, hs)
+        q = self.split(self.W_Q(x_q), self.n_heads)                         # (B, q, nh, hs)
+        if hasattr(self, "q_norm"):
+            q = self.q_norm(q)
+        q = self.hook_q(q)
+        if self.rope is not None:
+            q = self.hook_rot_q(rotate(q, *cos_sin(self.rope, offset, q.shape[1])))
         if kv is None:
-            k, v = self.project_kv(x_kv)                                     # (B, k, nh, hs)
+            k, v = self.project_kv(x_kv, offset)                             # (B, k, nkv, hs)
         else:
             k, v = kv
         if past is not None:
             k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
-        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))                 # (B, nh, T, hs)
+        n_rep = self.n_heads // self.n_kv_heads
+        qh = q.transpose(1, 2)                                               # (B, nh, T, hs)
+        kh, vh = (repeat_kv(t.transpose(1, 2), n_rep) for t in (k, v))
         B, Tq, Tk = qh.shape[0], qh.shape[2], kh.shape[2]
         points = {"scores": self.hook_scores,      # (B, nh, q, k)
                   "mask": self.hook_mask,          # (B, 1, q, k)

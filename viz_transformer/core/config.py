@@ -8,11 +8,14 @@ import dataclasses
 from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm")
-POSITIONALS = ("sinusoidal", "learned")
+POSITIONALS = ("sinusoidal", "learned", "rope")
 NORMS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu")
+NORM_TYPES = ("layer", "rms")
+ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
+FFNS = ("mlp", "gated")
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 LIMITS = {"vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
-          "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16}                   # model this app can show
+          "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16, "head_dim": 1024}  # model this app can show
 
 
 @dataclass
@@ -34,13 +37,41 @@ class ModelConfig:
     bos_id: int = 2
     eos_id: int = 3
     sep_id: int = -1                  # [sep] of a decoder-only/prefix-LM translator: [begin] src [sep] tgt [end]; -1: an LM
+    # -- components of other families (imported models); the defaults are this project's own Transformer --
+    norm_type: str = "layer"          # layer (LayerNorm) | rms (RMSNorm: no mean, no bias)
+    norm_eps: float = 1e-5
+    ffn: str = "mlp"                  # mlp: W_out(act(W_in x)); gated: W_out(act(W_gate x) * W_in x) (SwiGLU with silu)
+    n_kv_heads: int = 0               # key/value heads (grouped-query attention); 0: as many as n_heads
+    head_dim: int = 0                 # per-head width; 0: d_model // n_heads
+    qkv_bias: bool = True             # biases on the Q, K, V projections
+    out_bias: bool = True             # bias on the attention output projection
+    ffn_bias: bool = True             # biases in the feed-forward layers
+    qk_norm: bool = False             # RMS/LayerNorm over each head's q and k before the rotation (Qwen3)
+    sliding_window: int = 0           # a query sees at most this many keys back, itself included; 0: no limit
+    scale_embeddings: bool = True     # token embedding × √d_model (this project, Marian); GPT-2, Llama: no
+    logits_bias: bool = False         # a fixed bias added to the logits (Marian's final_logits_bias)
+    rope_theta: float = 10000.0       # RoPE base wavelength
+    rope_type: str = "default"        # default | linear | dynamic | yarn | llama3 (how the frequencies are scaled)
+    rope_factor: float = 1.0
+    rope_original_max: int = 0        # yarn, llama3, dynamic: the context length the model was trained on
+    rope_low_freq_factor: float = 1.0     # llama3
+    rope_high_freq_factor: float = 4.0    # llama3
+    rope_beta_fast: float = 32.0          # yarn
+    rope_beta_slow: float = 1.0           # yarn
+    rope_attention_factor: float = 0.0    # yarn: cos and sin are multiplied by it; 0: 0.1·ln(factor) + 1
+    prepend_bos: bool = True          # encoding puts [begin] before a prompt; False: the tokenizer adds what it adds
+    ban_specials: bool = True         # [pad], [unk] and [begin] are never generated (this project's models)
 
     def __post_init__(self) -> None:
         self.validate()
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -65,9 +96,19 @@ class ModelConfig:
         check(self.positional in POSITIONALS, f"positional {self.positional!r} not in {POSITIONALS}")
         check(self.norm in NORMS, f"norm {self.norm!r} not in {NORMS}")
         check(self.activation in ACTIVATIONS, f"activation {self.activation!r} not in {ACTIVATIONS}")
+        check(self.norm_type in NORM_TYPES, f"norm_type {self.norm_type!r} not in {NORM_TYPES}")
+        check(self.ffn in FFNS, f"ffn {self.ffn!r} not in {FFNS}")
+        check(self.rope_type in ROPE_TYPES, f"rope_type {self.rope_type!r} not in {ROPE_TYPES}")
         check(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
-        check(self.d_model % self.n_heads == 0,
-              f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        check(self.head_dim > 0 or self.d_model % self.n_heads == 0,
+              f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}), or head_dim set")
+        check(self.head_dim >= 0 and self.n_kv_heads >= 0 and self.sliding_window >= 0,
+              "head_dim, n_kv_heads and sliding_window must be ≥ 0")
+        check(self.n_heads % self.kv_heads == 0, f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
+                                                 f"({self.kv_heads})")
+        check(self.positional != "rope" or self.d_head % 2 == 0, "RoPE needs an even head_dim")
+        check(self.norm_eps > 0 and self.rope_theta > 0 and self.rope_factor > 0, "norm_eps, rope_theta and "
+                                                                                  "rope_factor must be positive")
         check(self.vocab_size > max(self.pad_id, self.bos_id, self.eos_id), "vocab_size too small for special ids")
         check(self.n_decoder_layers >= 1, "need at least one decoder layer")
         if self.is_encoder_decoder:

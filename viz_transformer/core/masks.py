@@ -38,9 +38,16 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def sliding_window_mask(T: int, window: int, device=None) -> torch.Tensor:
+    """[1, 1, T, T]: query i sees keys i - window + 1 .. i and later ones (combine with causal)."""
+    i = torch.arange(T, device=device)
+    return (i[:, None] - i[None, :] < window).view(1, 1, T, T)
+
+
 def self_attention_mask(ids: torch.Tensor, pad_id: int, architecture: str, *, causal: bool,
-                        prefix_len=None) -> torch.Tensor:
-    """[B, 1, T, T] mask for self-attention over `ids` (padding combined with causal/prefix)."""
+                        prefix_len=None, window: int = 0) -> torch.Tensor:
+    """[B, 1, T, T] mask for self-attention over `ids` (padding combined with causal/prefix, and with a
+    sliding window of `window` keys when it is > 0)."""
     B, T = ids.shape
     pad = padding_mask(ids, pad_id)
     if not causal:
@@ -49,4 +56,6 @@ def self_attention_mask(ids: torch.Tensor, pad_id: int, architecture: str, *, ca
         m = combine(pad, prefix_lm_mask(T, prefix_len, ids.device))
     else:
         m = combine(pad, causal_mask(T, ids.device))
+    if window > 0:
+        m = combine(m, sliding_window_mask(T, window, ids.device))
     return m.expand(B, 1, T, T)

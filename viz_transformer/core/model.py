@@ -19,35 +19,63 @@ from viz_transformer.core.masks import padding_mask, self_attention_mask
 from viz_transformer.core.positional import PositionalEncoding
 
 
+def make_norm(cfg: ModelConfig, dim: Optional[int] = None) -> nn.Module:
+    """LayerNorm, or RMSNorm (no centring, no bias: x / rms(x) · w) for cfg.norm_type == "rms"."""
+    dim = dim or cfg.d_model
+    return nn.RMSNorm(dim, eps=cfg.norm_eps) if cfg.norm_type == "rms" else nn.LayerNorm(dim, eps=cfg.norm_eps)
+
+
+ACTIVATION = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
+
+
 class Embed(nn.Module):
-    """Token embedding × √d_model plus positional encoding, then dropout."""
+    """Token embedding (× √d_model unless cfg.scale_embeddings is off) plus an additive positional encoding
+    (sinusoidal or learned; none for RoPE, which rotates q and k instead), then dropout."""
 
     def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None):
         super().__init__()
         self.W_E = W_E if W_E is not None else nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos = PositionalEncoding(cfg.positional, cfg.max_len, cfg.d_model)
-        self.scale = math.sqrt(cfg.d_model)
+        self.additive = cfg.positional != "rope"
+        if self.additive:
+            self.pos = PositionalEncoding(cfg.positional, cfg.max_len, cfg.d_model)
+            self.hook_pos = HookPoint()   # [pos, d_model]  positional rows actually added
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
         self.drop = nn.Dropout(cfg.dropout)
-        self.hook_tok = HookPoint()   # [batch, pos, d_model]  token embeddings after scaling
-        self.hook_pos = HookPoint()   # [pos, d_model]  positional rows actually added
+        self.hook_tok = HookPoint()   # [batch, pos, d_model]  token embeddings (after scaling)
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        tok = self.hook_tok(self.W_E(ids) * self.scale)                      # (B, T, d)
+        tok = self.W_E(ids)
+        tok = self.hook_tok(tok * self.scale if self.scale != 1.0 else tok)     # (B, T, d)
+        if not self.additive:
+            return self.drop(tok)
         pos = self.hook_pos(self.pos(ids.shape[1], offset))                  # (T, d)
         return self.drop(tok + pos)
 
 
 class FeedForward(nn.Module):
+    """mlp: W_out(act(W_in x)); gated (SwiGLU with silu): W_out(act(W_gate x) · W_in x)."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.W_in = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.act = nn.ReLU() if cfg.activation == "relu" else nn.GELU()
-        self.W_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.gated = cfg.ffn == "gated"
+        if self.gated:
+            self.W_gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias)
+        self.W_in = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias)
+        self.act = ACTIVATION[cfg.activation]()
+        self.W_out = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ffn_bias)
         self.drop = nn.Dropout(cfg.dropout)
-        self.hook_post = HookPoint()  # [batch, pos, d_ff]  after the activation
+        self.hook_post = HookPoint()  # [batch, pos, d_ff]  after the activation (times the gate's other half)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.W_out(self.drop(self.hook_post(self.act(self.W_in(x)))))
+        h = self.act(self.W_gate(x)) * self.W_in(x) if self.gated else self.act(self.W_in(x))
+        return self.W_out(self.drop(self.hook_post(h)))
+
+
+def attention_module(cfg: ModelConfig, cross: bool = False) -> MultiHeadAttention:
+    """One attention block of this config: grouped-query heads, biases, q/k norm, RoPE on self-attention."""
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.n_kv_heads, cfg.head_dim, cfg.qkv_bias,
+                              cfg.out_bias, (lambda d: make_norm(cfg, d)) if cfg.qk_norm else None,
+                              cfg if cfg.positional == "rope" and not cross else None)
 
 
 class Block(nn.Module):
@@ -67,9 +95,9 @@ class Block(nn.Module):
 class EncoderBlock(Block):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = attention_module(cfg)
         self.ff = FeedForward(cfg)
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
         self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after self-attention
         self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
@@ -83,26 +111,27 @@ class EncoderBlock(Block):
 class DecoderBlock(Block):
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.self_attn = attention_module(cfg)
         self.has_cross = cfg.is_encoder_decoder
         if self.has_cross:
-            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-            self.ln_cross = nn.LayerNorm(cfg.d_model)
+            self.cross_attn = attention_module(cfg, cross=True)
+            self.ln_cross = make_norm(cfg)
             self.hook_resid_cross = HookPoint()  # [batch, pos, d_model]  after cross-attention
         self.ff = FeedForward(cfg)
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
         self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after masked self-attention
         self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
 
-    def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None):
-        """layer_cache (incremental decoding): {"self": (K, V) of earlier positions, "cross": (K, V)}."""
+    def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None, offset: int = 0):
+        """layer_cache (incremental decoding): {"self": (K, V) of earlier positions, "cross": (K, V)};
+        offset: the position of x's first row (RoPE)."""
         x = self.hook_resid_pre(x)
         past = layer_cache.get("self") if layer_cache is not None else None
         new_kv = {}
 
         def self_fn(h):
-            out, new_kv["self"] = self.self_attn(h, h, self_mask, past=past)
+            out, new_kv["self"] = self.self_attn(h, h, self_mask, past=past, offset=offset)
             return out
         x = self.hook_resid_mid(self.sublayer(x, self.ln1, self_fn))
         if self.has_cross:
@@ -150,12 +179,14 @@ class Transformer(nn.Module):
             self.src_embed = Embed(cfg)
             self.tgt_embed = Embed(cfg, self.src_embed.W_E if cfg.tie_embeddings else None)
             self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
-            self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+            self.encoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
         else:
             self.embed = Embed(cfg)
         self.decoder = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.n_decoder_layers)])
-        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        self.decoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.logits_bias:
+            self.register_buffer("logits_bias", torch.zeros(cfg.vocab_size))    # Marian's final_logits_bias
         self.apply(self._init)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.dec_embed.W_E.weight
@@ -200,15 +231,20 @@ class Transformer(nn.Module):
             all_ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
             memory, src_mask, prefix_len = cache.memory, cache.src_mask, cache.prefix_len
             layers = [dict(layer) for layer in cache.layers]      # written into, committed at the end
-        self_mask = self_attention_mask(all_ids, cfg.pad_id, cfg.architecture, causal=True,
-                                        prefix_len=prefix_len)[:, :, offset:, :]   # (B, 1, T, offset+T)
+        self_mask = self_attention_mask(all_ids, cfg.pad_id, cfg.architecture, causal=True, prefix_len=prefix_len,
+                                        window=cfg.sliding_window)[:, :, offset:, :]   # (B, 1, T, offset+T)
         x = self.dec_embed(ids, offset)
         for i, block in enumerate(self.decoder):
-            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None)
-        logits = self.lm_head(self.decoder_norm(x))
+            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None, offset)
+        logits = self.unembed(x)
         if cache is not None:
             cache.ids, cache.layers = all_ids, layers
         return logits
+
+    def unembed(self, resid: torch.Tensor) -> torch.Tensor:
+        """The last residual stream [..., d_model] -> logits [..., vocab]: final norm, unembedding, logits bias."""
+        logits = self.lm_head(self.decoder_norm(resid))
+        return logits + self.logits_bias if self.cfg.logits_bias else logits
 
     def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None) -> torch.Tensor:
         """Encoder-decoder: ids = source [B, S], tgt = decoder input [B, T] (teacher forcing).

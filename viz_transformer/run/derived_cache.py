@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 import torch
 
-from viz_transformer.core.attention import attention
+from viz_transformer.core.attention import attention, repeat_kv
 from viz_transformer.core.hooks import Cache
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
@@ -21,9 +21,14 @@ INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
 
 def recompute(tensors: dict[str, torch.Tensor], prefix: str):
     """The AttentionSteps of the attention block `prefix` (e.g. "encoder.0.self_attn") from its captured
-    q, k, v [batch, pos, head, d_head] and mask [batch, 1, q, k], as the model computed them."""
-    q, k, v = (tensors[f"{prefix}.{h}"].transpose(1, 2) for h in INPUTS[:3])     # (B, nh, T, hs)
-    return attention(q, k, v, tensors[f"{prefix}.hook_mask"])
+    q, k, v [batch, pos, head, d_head] (q and k after the rotation, with RoPE; key/value heads shared by
+    groups of query heads, with grouped-query attention) and mask [batch, 1, q, k], as the model computed them."""
+    rotated = f"{prefix}.hook_rot_q" in tensors
+    q = tensors[f"{prefix}.hook_rot_q" if rotated else f"{prefix}.hook_q"].transpose(1, 2)      # (B, nh, T, hs)
+    k = tensors[f"{prefix}.hook_rot_k" if rotated else f"{prefix}.hook_k"].transpose(1, 2)      # (B, nkv, T, hs)
+    v = tensors[f"{prefix}.hook_v"].transpose(1, 2)
+    n_rep = q.shape[1] // k.shape[1]
+    return attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), tensors[f"{prefix}.hook_mask"])
 
 
 class DerivedCache(Cache):

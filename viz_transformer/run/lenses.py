@@ -31,7 +31,7 @@ def lens_names(cfg) -> list[str]:
 def read_out(model, resid: torch.Tensor) -> torch.Tensor:
     """Residual stream [..., d_model] -> log-probabilities [..., vocab] through the final norm and
     unembedding (the model's own decoder_norm and lm_head, as its forward applies them)."""
-    return torch.log_softmax(model.lm_head(model.decoder_norm(resid.float())), -1)
+    return torch.log_softmax(model.unembed(resid.float()), -1)
 
 
 @torch.no_grad()
