@@ -81,8 +81,9 @@ def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
         room = max(1, cfg.max_len - 2 - reserve)
         prompt, cut_at = (cfg.bos_id, *ids[:room], cfg.sep_id), "end"
     else:
-        room = max(1, cfg.max_len - 1 - reserve)
-        prompt, cut_at = (cfg.bos_id, *ids[-room:]), "start"
+        begin = (cfg.bos_id,) if cfg.prepend_bos else ()        # an imported tokenizer adds its own specials
+        room = max(1, cfg.max_len - len(begin) - reserve)
+        prompt, cut_at = (*begin, *ids[-room:]), "start"
     prefix_len = len(prompt) if cfg.architecture == "prefix_lm" else None
     return ModelInput(None, prompt, prefix_len, max(0, len(ids) - room), cut_at)
 

@@ -20,12 +20,17 @@ from viz_transformer.core.tokenizer import Tokenizer
 
 
 def never_generated(tok: Tokenizer) -> list[int]:
-    """Ids no strategy may choose: [pad], [unk], [begin]."""
+    """Ids no strategy may choose: [pad], [unk], [begin] (none for an imported model, whose tokenizer says
+    bans_specials = False: it decodes as Hugging Face's generate does)."""
+    if not getattr(tok, "bans_specials", True):
+        return []
     return sorted(i for i in {tok.pad_id, tok.unk_id, tok.bos_id} if i >= 0)
 
 
 def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
     """Logits [..., V] with the never-generated ids at -inf (so softmax gives them 0)."""
+    if not banned:
+        return logits
     return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
 
 

@@ -1,0 +1,284 @@
+"""A local Hugging Face model folder opened as our own Transformer, with no conversion step.
+
+    hm = load_checkpoint("models/Qwen2.5-0.5B")      # config.json + *.safetensors + tokenizer.json
+
+Families: gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
+Llama family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms, an explicit head_dim), mistral (a sliding
+window) with RMSNorm, the gated FFN (SwiGLU), grouped-query attention and RoPE (rope_parameters, or the
+older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3).
+
+Safe by construction, as our own checkpoints: weights only from safetensors (a pickle such as
+pytorch_model.bin is refused, never unpickled); a config that needs remote code is refused; every file,
+links included (a Hugging Face cache's snapshot links into blobs/), must resolve inside the model's
+folder (or, for a cache snapshot, its models--… folder); names, dtypes and shapes of every tensor are
+compared with the model the config describes (built on the meta device) and the size is capped before
+any tensor is read.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+from safetensors import safe_open
+
+from viz_transformer.core import checkpoint as ck
+from viz_transformer.core.config import LIMITS, ModelConfig
+from viz_transformer.core.model import Transformer
+
+FAMILIES = ("gpt2", "llama", "qwen2", "qwen3", "mistral")
+ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
+INDEX = "model.safetensors.index.json"
+PICKLES = ("pytorch_model.bin", "model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth")
+
+
+def is_hf_folder(folder) -> bool:
+    """A folder with a config.json that names a model_type (ours names an architecture instead)."""
+    path = Path(folder) / "config.json"
+    try:
+        return path.is_file() and "model_type" in json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+def _base(folder: Path) -> Path:
+    """Where the folder's files may point: the folder, or a cache snapshot's models--… folder (blobs/)."""
+    folder = folder.resolve() if not folder.is_symlink() else folder.absolute()
+    return folder.parent.parent.resolve() if folder.parent.name == "snapshots" else folder.resolve()
+
+
+def _file(folder: Path, name: str) -> Path:
+    """folder/name, refused when it is a link resolving outside the folder's base."""
+    p = folder / name
+    if not ck._inside(p, _base(folder)):
+        raise ck.CheckpointError(f"{p} is a link to {p.resolve()}, outside {_base(folder)}: refused")
+    return p
+
+
+def _get(raw: dict, *names, default=None):
+    for n in names:
+        if raw.get(n) is not None:
+            return raw[n]
+    return default
+
+
+def _rope(raw: dict, family: str) -> dict:
+    """Our rope_* fields from rope_parameters, or the older rope_theta + rope_scaling."""
+    params = dict(raw.get("rope_parameters") or {})
+    scaling = dict(raw.get("rope_scaling") or {})
+    merged = {**scaling, **params}
+    kind = merged.get("rope_type", merged.get("type", "default")) or "default"
+    if kind not in ROPE_TYPES:
+        raise ck.CheckpointError(f"RoPE type {kind!r} is not supported; supported: {', '.join(sorted(ROPE_TYPES))}")
+    theta = _get(merged, "rope_theta", default=_get(raw, "rope_theta", default=10000.0))
+    trained = _get(merged, "original_max_position_embeddings", default=0)
+    if kind == "dynamic":
+        trained = raw.get("max_position_embeddings", trained)
+    return dict(rope_theta=float(theta), rope_type=kind, rope_factor=float(_get(merged, "factor", default=1.0)),
+                rope_original_max=int(trained or 0),
+                rope_low_freq_factor=float(_get(merged, "low_freq_factor", default=1.0)),
+                rope_high_freq_factor=float(_get(merged, "high_freq_factor", default=4.0)),
+                rope_beta_fast=float(_get(merged, "beta_fast", default=32.0)),
+                rope_beta_slow=float(_get(merged, "beta_slow", default=1.0)),
+                rope_attention_factor=float(_get(merged, "attention_factor", default=0.0)))
+
+
+def _eos(raw: dict, gen: dict) -> int:
+    eos = _get(gen, "eos_token_id", default=_get(raw, "eos_token_id", default=-1))
+    return int(eos[0] if isinstance(eos, list) else eos)
+
+
+def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
+    """Our ModelConfig for a Hugging Face config.json (and generation_config.json): CheckpointError, in one
+    line, for what is not supported."""
+    gen = gen or {}
+    family = raw.get("model_type")
+    if raw.get("auto_map") or raw.get("trust_remote_code"):
+        raise ck.CheckpointError("this config needs remote code (auto_map): refused, nothing from it is run")
+    if family not in FAMILIES:
+        raise ck.CheckpointError(f"model_type {family!r} is not supported; supported: {', '.join(FAMILIES)}")
+    pad = _get(gen, "pad_token_id", default=_get(raw, "pad_token_id", default=-1))
+    common = dict(architecture="decoder_only", n_encoder_layers=0, dropout=0.0, norm="pre", prepend_bos=False,
+                  ban_specials=False, sep_id=-1, pad_id=int(pad if not isinstance(pad, list) else pad[0]),
+                  bos_id=int(_get(raw, "bos_token_id", default=-1)), eos_id=_eos(raw, gen),
+                  vocab_size=int(raw["vocab_size"]))
+    if family == "gpt2":
+        for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
+                         ("scale_attn_weights", True), ("add_cross_attention", False)):
+            if raw.get(flag, ok) != ok:
+                raise ck.CheckpointError(f"GPT-2 with {flag}={raw[flag]!r} is not supported")
+        act = raw.get("activation_function", "gelu_new")
+        acts = {"gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new", "gelu": "gelu", "relu": "relu"}
+        if act not in acts:
+            raise ck.CheckpointError(f"GPT-2 activation {act!r} is not supported")
+        d = int(raw.get("n_embd", 768))
+        return ModelConfig(**common, d_model=d, n_heads=int(raw.get("n_head", 12)),
+                           n_decoder_layers=int(raw.get("n_layer", 12)), d_ff=int(raw.get("n_inner") or 4 * d),
+                           activation=acts[act], max_len=int(raw.get("n_positions", 1024)), positional="learned",
+                           norm_eps=float(raw.get("layer_norm_epsilon", 1e-5)), scale_embeddings=False,
+                           tie_embeddings=bool(raw.get("tie_word_embeddings", True)))
+    act = raw.get("hidden_act", "silu")
+    if act != "silu":
+        raise ck.CheckpointError(f"{family} with hidden_act {act!r} is not supported (silu only)")
+    d, heads = int(raw["hidden_size"]), int(raw["num_attention_heads"])
+    window = 0
+    if family == "mistral":
+        window = int(raw.get("sliding_window") or 0)
+    elif family in ("qwen2", "qwen3") and raw.get("use_sliding_window"):
+        kinds = set(raw.get("layer_types") or [])
+        if kinds != {"sliding_attention"}:
+            raise ck.CheckpointError(f"{family} with sliding windows on some layers only is not supported")
+        window = int(raw.get("sliding_window") or 0)
+    bias = bool(raw.get("attention_bias", False))
+    return ModelConfig(**common, d_model=d, n_heads=heads, n_kv_heads=int(raw.get("num_key_value_heads") or heads),
+                       head_dim=int(raw.get("head_dim") or d // heads),
+                       n_decoder_layers=int(raw["num_hidden_layers"]), d_ff=int(raw["intermediate_size"]),
+                       activation="silu", ffn="gated", norm_type="rms", norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
+                       positional="rope", max_len=min(int(raw.get("max_position_embeddings", 4096)), LIMITS["max_len"]),
+                       scale_embeddings=False, tie_embeddings=bool(raw.get("tie_word_embeddings", False)),
+                       qkv_bias=True if family == "qwen2" else bias, out_bias=False if family == "qwen2" else bias,
+                       ffn_bias=bool(raw.get("mlp_bias", False)), qk_norm=family == "qwen3", sliding_window=window,
+                       **_rope(raw, family))
+
+
+# -- weights: Hugging Face names -> ours --------------------------------------------------------------
+Rule = tuple[str, Callable[[torch.Tensor], torch.Tensor]]
+
+
+def _same(t):
+    return t
+
+
+def _t(t):
+    return t.t()
+
+
+def _gpt2_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
+    """HF name -> [(our name, transform)]: Conv1D weights are [in, out] (transposed); c_attn holds q, k, v."""
+    pre = "transformer." if any(n.startswith("transformer.") for n in names) else ""
+    d = cfg.d_model
+    rules: dict[str, list[Rule]] = {f"{pre}wte.weight": [("embed.W_E.weight", _same)],
+                                    f"{pre}wpe.weight": [("embed.pos.weight", _same)],
+                                    f"{pre}ln_f.weight": [("decoder_norm.weight", _same)],
+                                    f"{pre}ln_f.bias": [("decoder_norm.bias", _same)]}
+    if not cfg.tie_embeddings:
+        rules["lm_head.weight"] = [("lm_head.weight", _same)]
+    for i in range(cfg.n_decoder_layers):
+        h, o = f"{pre}h.{i}.", f"decoder.{i}."
+        rules[h + "attn.c_attn.weight"] = [(o + f"self_attn.W_{x}.weight", lambda t, j=j: t[:, j * d:(j + 1) * d].t())
+                                          for j, x in enumerate("QKV")]
+        rules[h + "attn.c_attn.bias"] = [(o + f"self_attn.W_{x}.bias", lambda t, j=j: t[j * d:(j + 1) * d])
+                                        for j, x in enumerate("QKV")]
+        rules[h + "attn.c_proj.weight"] = [(o + "self_attn.W_O.weight", _t)]
+        rules[h + "attn.c_proj.bias"] = [(o + "self_attn.W_O.bias", _same)]
+        rules[h + "mlp.c_fc.weight"] = [(o + "ff.W_in.weight", _t)]
+        rules[h + "mlp.c_fc.bias"] = [(o + "ff.W_in.bias", _same)]
+        rules[h + "mlp.c_proj.weight"] = [(o + "ff.W_out.weight", _t)]
+        rules[h + "mlp.c_proj.bias"] = [(o + "ff.W_out.bias", _same)]
+        for a, b in (("ln_1", "ln1"), ("ln_2", "ln2")):
+            for p in ("weight", "bias"):
+                rules[f"{h}{a}.{p}"] = [(f"{o}{b}.{p}", _same)]
+    return rules
+
+
+def _gpt2_ignored(name: str) -> bool:
+    """Buffers older GPT-2 files carry (the causal mask), which our masks make instead."""
+    return name.endswith((".attn.bias", ".attn.masked_bias")) and "c_attn" not in name
+
+
+def _llama_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
+    rules: dict[str, list[Rule]] = {"model.embed_tokens.weight": [("embed.W_E.weight", _same)],
+                                    "model.norm.weight": [("decoder_norm.weight", _same)]}
+    if not cfg.tie_embeddings:
+        rules["lm_head.weight"] = [("lm_head.weight", _same)]
+    parts = {"self_attn.q_proj": "self_attn.W_Q", "self_attn.k_proj": "self_attn.W_K", "self_attn.v_proj": "self_attn.W_V",
+             "self_attn.o_proj": "self_attn.W_O", "self_attn.q_norm": "self_attn.q_norm",
+             "self_attn.k_norm": "self_attn.k_norm", "mlp.gate_proj": "ff.W_gate", "mlp.up_proj": "ff.W_in",
+             "mlp.down_proj": "ff.W_out", "input_layernorm": "ln1", "post_attention_layernorm": "ln2"}
+    for i in range(cfg.n_decoder_layers):
+        for theirs, ours in parts.items():
+            for p in ("weight", "bias"):
+                rules[f"model.layers.{i}.{theirs}.{p}"] = [(f"decoder.{i}.{ours}.{p}", _same)]
+    return rules
+
+
+def _shards(folder: Path) -> list[Path]:
+    if (folder / INDEX).is_file():
+        index = ck._read_json(folder, INDEX)
+        files = sorted(set((index.get("weight_map") or {}).values()))
+        if not files or not all(isinstance(f, str) and "/" not in f and "\\" not in f for f in files):
+            raise ck.CheckpointError(f"{folder / INDEX} has no usable weight_map")
+        return [_file(folder, f) for f in files]
+    if (folder / "model.safetensors").is_file():
+        return [_file(folder, "model.safetensors")]
+    pickled = [p for p in PICKLES if (folder / p).exists()] + sorted(p.name for p in folder.glob("*.bin"))
+    if pickled:
+        raise ck.CheckpointError(f"{folder / pickled[0]} is a pickle (PyTorch's .bin format), which can run code "
+                                 "and is never unpickled here: save the model with safetensors "
+                                 "(save_pretrained(..., safe_serialization=True))")
+    raise ck.CheckpointError(f"{folder} has no model.safetensors (or {INDEX})")
+
+
+def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
+    """The weights, checked before anything is allocated (names, dtypes, shapes against the meta-device model
+    the config describes; the size against the cap), then read shard by shard, mapped and NaN-checked."""
+    family = json.loads(_file(folder, "config.json").read_text(encoding="utf-8"))["model_type"]
+    ck.model_bytes(cfg, folder / "config.json")
+    shards = _shards(folder)
+    headers = {}
+    for path in shards:
+        _, header = ck._header(path)
+        for name in header:
+            headers[name] = (path, tuple(header[name]["shape"]))
+    names = set(headers)
+    rules = _gpt2_rules(cfg, names) if family == "gpt2" else _llama_rules(cfg, names)
+    ignored = _gpt2_ignored if family == "gpt2" else (lambda n: n.endswith("rotary_emb.inv_freq"))
+    if cfg.tie_embeddings:
+        ignored_tied = {"lm_head.weight"}
+    else:
+        ignored_tied = set()
+    unexpected = sorted(n for n in names if n not in rules and not ignored(n) and n not in ignored_tied)
+    if unexpected:
+        raise ck.CheckpointError(f"{folder}: tensors this {family} config does not describe: {', '.join(unexpected[:5])}")
+    ref = ck._reference(cfg).state_dict()
+    want = {ours for name in names if name in rules for ours, _ in rules[name]}
+    needed = {k for k in ref if not (cfg.tie_embeddings and k == "lm_head.weight")}
+    missing = sorted(needed - want)
+    if missing:
+        raise ck.CheckpointError(f"{folder}: missing tensors for {', '.join(missing[:5])}")
+    state = {}
+    for path in shards:
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                if name not in rules:
+                    continue
+                t = f.get_tensor(name).float()
+                if not torch.isfinite(t).all():
+                    raise ck.CheckpointError(f"{path} is corrupt: {name} holds NaN or infinite values")
+                for ours, fn in rules[name]:
+                    v = fn(t).contiguous()
+                    if tuple(v.shape) != tuple(ref[ours].shape):
+                        raise ck.CheckpointError(f"{path}: {name} gives {ours} the shape {tuple(v.shape)}, the config "
+                                                 f"needs {tuple(ref[ours].shape)}")
+                    state[ours] = v
+    model = Transformer(cfg)
+    model.load_state_dict(state, strict=False)
+    return model.eval()
+
+
+def read_hf(folder) -> tuple[ModelConfig, dict]:
+    """(our config, meta) of a Hugging Face folder: meta names the family and the files."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ck.CheckpointError(f"checkpoint folder {folder} does not exist")
+    raw = ck._read_json(folder, _file(folder, "config.json").name)
+    gen = ck._read_json(folder, "generation_config.json") if _file(folder, "generation_config.json").is_file() else {}
+    try:
+        cfg = hf_config(raw, gen)
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, ck.CheckpointError):
+            raise
+        raise ck.CheckpointError(f"{folder / 'config.json'}: {e}") from None
+    return cfg, {"task": "lm", "source": "Hugging Face", "model_type": raw.get("model_type"),
+                 "data": "unknown (an imported model)", "generation_config": gen}
