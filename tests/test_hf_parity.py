@@ -128,7 +128,7 @@ def test_greedy_generation_matches(built, shape_id):
     hm = load_checkpoint(b.folder)
     assert hm.cfg.ban_specials is False, "an imported model may generate any token"
     prompt = b.tok(H.PROMPT).input_ids
-    expected = H.hf_greedy(b.hf, prompt, H.NEW_TOKENS)
+    expected = H.hf_greedy(H.load_hf(b.folder), prompt, H.NEW_TOKENS)   # fresh: dynamic RoPE keeps state
     trace = decode(hm, H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS)
     assert trace.prompt_ids == prompt
     assert trace.output_ids == expected
@@ -136,17 +136,19 @@ def test_greedy_generation_matches(built, shape_id):
         assert trace.output_ids[-1] == hm.cfg.eos_id == b.hf.generation_config.eos_token_id
 
 
-def test_greedy_generation_past_the_trained_length(built):
+@pytest.mark.parametrize("text", ["Hello", "I am a student. I love you."], ids=["crosses", "beyond"])
+def test_greedy_generation_past_the_trained_length(built, text):
     """Dynamic NTK RoPE changes its frequencies once the sequence outgrows max_position_embeddings: a prompt
     that crosses it while generating rotates the new keys (and only those) with the new base, as transformers
-    does."""
+    does; a prompt already past it starts with the larger base. (transformers' dynamic RoPE keeps state
+    between calls: a freshly loaded model is the reference.)"""
     b = built("llama-gqa1-dynamic")
-    hm = load_checkpoint(b.folder)
-    text = "I am a student. I love you."
+    hm, hf = load_checkpoint(b.folder), H.load_hf(b.folder)
     prompt = b.tok(text).input_ids
-    assert len(prompt) < b.hf.config.max_position_embeddings < len(prompt) + H.NEW_TOKENS
+    assert len(prompt) + H.NEW_TOKENS > hf.config.max_position_embeddings
     trace = decode(hm, text, "greedy", max_new_tokens=H.NEW_TOKENS)
-    assert trace.output_ids == H.hf_greedy(b.hf, prompt, H.NEW_TOKENS)
+    assert trace.prompt_ids == prompt
+    assert trace.output_ids == H.hf_greedy(hf, prompt, H.NEW_TOKENS)
 
 
 # -- 3. the tokenizer ---------------------------------------------------------------------------------------------

@@ -84,6 +84,16 @@ def _rope(raw: dict, family: str) -> dict:
                 rope_attention_factor=float(_get(merged, "attention_factor", default=0.0)))
 
 
+def _max_len(raw: dict) -> int:
+    """The longest sequence we run: max_position_embeddings, or for dynamic NTK RoPE (made to run past the
+    trained length; its base grows with the sequence) max_position_embeddings × factor."""
+    n = int(raw.get("max_position_embeddings", 4096))
+    rope = {**(raw.get("rope_scaling") or {}), **(raw.get("rope_parameters") or {})}
+    if (rope.get("rope_type") or rope.get("type")) == "dynamic":
+        n = int(n * max(1.0, float(rope.get("factor") or 1.0)))
+    return min(n, LIMITS["max_len"])
+
+
 def _eos(raw: dict, gen: dict) -> int:
     eos = _get(gen, "eos_token_id", default=_get(raw, "eos_token_id", default=-1))
     return int(eos[0] if isinstance(eos, list) else eos)
@@ -135,7 +145,7 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
                        head_dim=int(raw.get("head_dim") or d // heads),
                        n_decoder_layers=int(raw["num_hidden_layers"]), d_ff=int(raw["intermediate_size"]),
                        activation="silu", ffn="gated", norm_type="rms", norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
-                       positional="rope", max_len=min(int(raw.get("max_position_embeddings", 4096)), LIMITS["max_len"]),
+                       positional="rope", max_len=_max_len(raw),
                        scale_embeddings=False, tie_embeddings=bool(raw.get("tie_word_embeddings", False)),
                        qkv_bias=True if family == "qwen2" else bias, out_bias=False if family == "qwen2" else bias,
                        ffn_bias=bool(raw.get("mlp_bias", False)), qk_norm=family == "qwen3", sliding_window=window,
@@ -209,7 +219,11 @@ def _shards(folder: Path) -> list[Path]:
         files = sorted(set((index.get("weight_map") or {}).values()))
         if not files or not all(isinstance(f, str) and "/" not in f and "\\" not in f for f in files):
             raise ck.CheckpointError(f"{folder / INDEX} has no usable weight_map")
-        return [_file(folder, f) for f in files]
+        paths = [_file(folder, f) for f in files]
+        gone = [p.name for p in paths if not p.is_file()]
+        if gone:
+            raise ck.CheckpointError(f"{folder}: {', '.join(gone)}, listed in {INDEX}, is missing")
+        return paths
     if (folder / "model.safetensors").is_file():
         return [_file(folder, "model.safetensors")]
     pickled = [p for p in PICKLES if (folder / p).exists()] + sorted(p.name for p in folder.glob("*.bin"))
