@@ -398,3 +398,93 @@ def test_unusual_config_is_exact_or_refused(built, tmp_path, case):
     assert max_diff(our_logits(hm, ids), logits) < LOGITS_TOL, f"{case}: loaded, but computes something else"
     for mine, theirs in zip(ours(hm, ids)[1], patterns):
         assert max_diff(mine, theirs) < PATTERN_TOL
+
+
+# -- 6. files as they come from the Hub -------------------------------------------------------------------------
+def _tokenizer_files(src: Path, dest: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copy(src / name, dest / name)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_half_precision_weights(built, tmp_path, dtype):
+    """Most published models are stored in bfloat16: read and computed in float32, as transformers does when
+    asked for float32."""
+    b = built("qwen3-headdim24-gqa2-tied")
+    folder = tmp_path / "m"
+    H.load_hf(b.folder).to(dtype).save_pretrained(folder)
+    _tokenizer_files(b.folder, folder)
+    hf = H.load_hf(folder)
+    assert next(hf.parameters()).dtype == torch.float32
+    logits, patterns = H.hf_forward(hf, b.ids)
+    hm = load_checkpoint(folder)
+    mine, my_patterns = ours(hm, b.ids)
+    assert max_diff(mine, logits) < LOGITS_TOL
+    assert all(max_diff(m, t) < PATTERN_TOL for m, t in zip(my_patterns, patterns))
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.float32, torch.uint8, torch.bool], ids=["f32", "u8", "bool"])
+def test_gpt2_original_layout(built, tmp_path, mask_dtype):
+    """The original gpt2 files: no "transformer." prefix, and each layer's causal-mask buffer (attn.bias,
+    attn.masked_bias) stored with the weights (as float, or as the uint8 / bool older transformers saved)."""
+    from safetensors.torch import load_file, save_file
+    b = built("gpt2-3heads-tied")
+    folder = _copy(built, "gpt2-3heads-tied", tmp_path / "m")
+    state = load_file(folder / "model.safetensors")
+    n = b.hf.config.n_positions
+    state = {k.removeprefix("transformer."): v for k, v in state.items() if k != "lm_head.weight"}
+    for i in range(b.hf.config.n_layer):
+        state[f"h.{i}.attn.bias"] = torch.tril(torch.ones(n, n)).to(mask_dtype).view(1, 1, n, n)
+        state[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    hf = H.load_hf(folder)
+    logits, _ = H.hf_forward(hf, b.ids)
+    assert max_diff(logits, b.logits) < LOGITS_TOL, "transformers reads the layout differently"
+    assert max_diff(our_logits(load_checkpoint(folder), b.ids), b.logits) < LOGITS_TOL
+
+
+def _hub_cache(src: Path, root: Path) -> Path:
+    """src laid out as a Hugging Face cache entry: models--org--name/snapshots/<rev>/<file> are relative links
+    into models--org--name/blobs/."""
+    entry = root / "models--org--tiny"
+    snap = entry / "snapshots" / ("0" * 40)
+    (entry / "blobs").mkdir(parents=True)
+    snap.mkdir(parents=True)
+    for i, f in enumerate(sorted(src.iterdir())):
+        blob = entry / "blobs" / f"{i:064x}"
+        shutil.copy(f, blob)
+        (snap / f.name).symlink_to(Path("../..") / "blobs" / blob.name)
+    return snap
+
+
+def test_hub_cache_snapshot_loads(built, tmp_path):
+    b = built("qwen2-gqa2-tied-sharded")
+    snap = _hub_cache(b.folder, tmp_path)
+    assert (snap / "model.safetensors.index.json").is_symlink()
+    assert max_diff(our_logits(load_checkpoint(snap), b.ids), b.logits) < LOGITS_TOL
+
+
+def test_a_link_out_of_the_folder_is_refused(built, tmp_path):
+    folder = _copy(built, "llama-3heads-tied", tmp_path / "m")
+    outside = tmp_path / "elsewhere.safetensors"
+    (folder / "model.safetensors").rename(outside)
+    (folder / "model.safetensors").symlink_to(outside)
+    assert "model.safetensors" in _refusal(folder)
+
+
+# -- 7. generation settings ---------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="ModelConfig has one eos_id: the loader keeps the first of the list, "
+                   "so decoding runs past the others (Llama 3 / Qwen2.5 chat models)")
+def test_every_eos_of_the_generation_config_stops(built, tmp_path):
+    """Chat models list several end tokens (Llama 3: <|end_of_text|>, <|eot_id|>; Qwen2.5: <|im_end|>,
+    <|endoftext|>): transformers stops at any of them, so must we."""
+    b = built("llama-3heads-tied")
+    folder = _copy(built, "llama-3heads-tied", tmp_path / "m")
+    eot = b.tok.convert_tokens_to_ids("<|eot_id|>")
+    gen = json.loads((folder / "generation_config.json").read_text())
+    gen["eos_token_id"] = [eot, gen["eos_token_id"]]          # the token the model emits is the second
+    (folder / "generation_config.json").write_text(json.dumps(gen))
+    prompt = b.tok(H.PROMPT).input_ids
+    expected = H.hf_greedy(H.load_hf(folder), prompt, H.NEW_TOKENS)
+    assert expected[-1] == gen["eos_token_id"][1] and len(expected) < H.NEW_TOKENS
+    assert decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids == expected

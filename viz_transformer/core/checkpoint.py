@@ -158,10 +158,12 @@ def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer, meta: dict
     return folder
 
 
-def _header(path: Path, data: Optional[bytes] = None) -> tuple[int, dict]:
+def _header(path: Path, data: Optional[bytes] = None, dtypes: Optional[dict] = None) -> tuple[int, dict]:
     """(header length, header) of a safetensors file (read from `data` when given, so what is
-    checked is what gets loaded), checked for structure: every tensor has a known dtype, a shape and
-    offsets that tile the data section exactly (catches truncation)."""
+    checked is what gets loaded), checked for structure: every tensor has a known dtype (one of `dtypes`,
+    default DTYPES: name -> bytes per element), a shape and offsets that tile the data section exactly
+    (catches truncation)."""
+    dtypes = dtypes or DTYPES
     size = len(data) if data is not None else path.stat().st_size
     try:
         if data is None:
@@ -181,9 +183,9 @@ def _header(path: Path, data: Optional[bytes] = None) -> tuple[int, dict]:
         spans = []
         for name, v in header.items():
             shape, (a, b) = [int(d) for d in v["shape"]], v["data_offsets"]
-            if v["dtype"] not in DTYPES:
-                raise ValueError(f"{name} has dtype {v['dtype']}; expected one of {', '.join(DTYPES)}")
-            if min(shape, default=1) < 0 or b - a != math.prod(shape) * DTYPES[v["dtype"]]:
+            if v["dtype"] not in dtypes:
+                raise ValueError(f"{name} has dtype {v['dtype']}; expected one of {', '.join(dtypes)}")
+            if min(shape, default=1) < 0 or b - a != math.prod(shape) * dtypes[v["dtype"]]:
                 raise ValueError(f"{name}: shape {shape} does not fit its {b - a} bytes")
             spans.append((a, b))
         spans.sort()

@@ -30,6 +30,7 @@ from viz_transformer.core.model import Transformer
 FAMILIES = ("gpt2", "llama", "qwen2", "qwen3", "mistral")
 ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
 INDEX = "model.safetensors.index.json"
+HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1}    # integer/bool tensors: only buffers we skip (GPT-2's mask)
 PICKLES = ("pytorch_model.bin", "model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth")
 
 
@@ -242,9 +243,9 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
     shards = _shards(folder)
     headers = {}
     for path in shards:
-        _, header = ck._header(path)
+        _, header = ck._header(path, dtypes=HEADER_DTYPES)
         for name in header:
-            headers[name] = (path, tuple(header[name]["shape"]))
+            headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
     rules = _gpt2_rules(cfg, names) if family == "gpt2" else _llama_rules(cfg, names)
     ignored = _gpt2_ignored if family == "gpt2" else (lambda n: n.endswith("rotary_emb.inv_freq"))
@@ -255,6 +256,10 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
     unexpected = sorted(n for n in names if n not in rules and not ignored(n) and n not in ignored_tied)
     if unexpected:
         raise ck.CheckpointError(f"{folder}: tensors this {family} config does not describe: {', '.join(unexpected[:5])}")
+    not_float = sorted(n for n in names if n in rules and headers[n][2] not in ck.DTYPES)
+    if not_float:
+        n = not_float[0]
+        raise ck.CheckpointError(f"{headers[n][0]}: {n} is stored as {headers[n][2]}, not as a float")
     ref = ck._reference(cfg).state_dict()
     want = {ours for name in names if name in rules for ours, _ in rules[name]}
     needed = {k for k in ref if not (cfg.tie_embeddings and k == "lm_head.weight")}
