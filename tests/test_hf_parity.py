@@ -473,18 +473,38 @@ def test_a_link_out_of_the_folder_is_refused(built, tmp_path):
 
 
 # -- 7. generation settings ---------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="ModelConfig has one eos_id: the loader keeps the first of the list, "
-                   "so decoding runs past the others (Llama 3 / Qwen2.5 chat models)")
+def _with_generation_config(built, shape_id, tmp_path, **changes) -> Path:
+    folder = _copy(built, shape_id, tmp_path / "m")
+    gen = json.loads((folder / "generation_config.json").read_text())
+    gen.update(changes)
+    (folder / "generation_config.json").write_text(json.dumps(gen))
+    return folder
+
+
 def test_every_eos_of_the_generation_config_stops(built, tmp_path):
     """Chat models list several end tokens (Llama 3: <|end_of_text|>, <|eot_id|>; Qwen2.5: <|im_end|>,
     <|endoftext|>): transformers stops at any of them, so must we."""
     b = built("llama-3heads-tied")
-    folder = _copy(built, "llama-3heads-tied", tmp_path / "m")
-    eot = b.tok.convert_tokens_to_ids("<|eot_id|>")
-    gen = json.loads((folder / "generation_config.json").read_text())
-    gen["eos_token_id"] = [eot, gen["eos_token_id"]]          # the token the model emits is the second
-    (folder / "generation_config.json").write_text(json.dumps(gen))
+    eot, eos = b.tok.convert_tokens_to_ids("<|eot_id|>"), b.hf.generation_config.eos_token_id
+    folder = _with_generation_config(built, "llama-3heads-tied", tmp_path, eos_token_id=[eot, eos])  # emits the 2nd
     prompt = b.tok(H.PROMPT).input_ids
     expected = H.hf_greedy(H.load_hf(folder), prompt, H.NEW_TOKENS)
-    assert expected[-1] == gen["eos_token_id"][1] and len(expected) < H.NEW_TOKENS
-    assert decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids == expected
+    assert expected[-1] == eos and len(expected) < H.NEW_TOKENS
+    got = decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids
+    if got != expected:
+        pytest.xfail(f"known gap: ModelConfig has one eos_id, the loader keeps the first of the list, so decoding "
+                     f"runs past the others: {got} vs transformers' {expected}")
+
+
+def test_repetition_penalty_of_the_generation_config(built, tmp_path):
+    """Qwen2.5's instruct models ship repetition_penalty 1.05 in generation_config.json, which transformers
+    applies to greedy decoding too."""
+    b = built("qwen2-gqa2-tied-sharded")
+    folder = _with_generation_config(built, "qwen2-gqa2-tied-sharded", tmp_path, repetition_penalty=1.3)
+    prompt = b.tok(H.PROMPT).input_ids
+    expected = H.hf_greedy(H.load_hf(folder), prompt, H.NEW_TOKENS)
+    assert expected != H.hf_greedy(b.hf, prompt, H.NEW_TOKENS), "the penalty changes nothing here"
+    got = decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids
+    if got != expected:
+        pytest.xfail(f"known gap: generation_config's repetition_penalty is not applied: {got} vs transformers' "
+                     f"{expected}")
