@@ -9,7 +9,8 @@ training, export, report < cli. The names the README documents are importable fr
 """
 from importlib import import_module
 
-from viz_transformer.core.checkpoint import CheckpointError, list_checkpoints, save_checkpoint
+from viz_transformer.core.catalog import list_checkpoints
+from viz_transformer.core.checkpoint import CheckpointError, save_checkpoint
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.hooks import Cache
 from viz_transformer.core.model import Transformer

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -274,57 +273,3 @@ def check_weights_header(folder) -> None:
 
 def read_meta(folder) -> dict:
     return _read_json(Path(folder), META)
-
-
-@dataclass
-class CheckpointInfo:
-    name: str
-    path: Path
-    error: Optional[str] = None      # None when the folder looks loadable
-    config: Optional[ModelConfig] = None
-    meta: Optional[dict] = None
-
-
-_LISTED: dict = {}        # root -> (what the folder looked like, the infos made from it)
-
-
-def _looks(root: Path) -> tuple:
-    """What list_checkpoints depends on, from stat calls only: names, link targets, file sizes and times."""
-    out = []
-    for p in sorted(root.iterdir()):
-        entry = [p.name, str(p.resolve()) if p.is_symlink() else ""]
-        for f in FILES if p.is_dir() else ():
-            try:
-                st = (p / f).stat()
-                entry.append((st.st_ino, st.st_size, st.st_mtime_ns, (p / f).is_symlink()))
-            except OSError:
-                entry.append(None)
-        out.append(tuple(entry))
-    return tuple(out)
-
-
-def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
-    """Every folder under `root`, sorted by name; broken ones carry their error message. Remembered
-    until a file in the folder changes (the app lists them on every rerun of every session)."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    looks = _looks(root)
-    key = str(root.resolve())
-    hit = _LISTED.get(key)
-    if hit is not None and hit[0] == looks:
-        return list(hit[1])
-    out = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
-        info = CheckpointInfo(folder.name, folder)
-        try:
-            check_folder(folder, root)
-            info.config = read_config(folder)
-            info.meta = read_meta(folder)
-            check_weights_header(folder)
-            check_tokenizer_file(folder)
-        except CheckpointError as e:
-            info.error = str(e)
-        out.append(info)
-    _LISTED[key] = (looks, out)
-    return list(out)

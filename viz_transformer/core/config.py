@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm")
-POSITIONALS = ("sinusoidal", "learned", "rope")
+POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves")
 NORMS = ("pre", "post")
 NORM_TYPES = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
@@ -29,7 +29,7 @@ class ModelConfig:
     activation: str = "relu"          # relu | gelu
     dropout: float = 0.1
     max_len: int = 512                # longest sequence the positional encoding covers
-    positional: str = "sinusoidal"    # sinusoidal | learned
+    positional: str = "sinusoidal"    # sinusoidal | learned | rope | sinusoidal_halves (Marian's layout)
     norm: str = "pre"                 # pre: x + f(LN(x)); post: LN(x + f(x))
     tie_embeddings: bool = True       # source, target and output share one matrix
     architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm
@@ -61,6 +61,7 @@ class ModelConfig:
     rope_attention_factor: float = 0.0    # yarn: cos and sin are multiplied by it; 0: 0.1·ln(factor) + 1
     prepend_bos: bool = True          # encoding puts [begin] before a prompt; False: the tokenizer adds what it adds
     ban_specials: bool = True         # [pad], [unk] and [begin] are never generated (this project's models)
+    forced_eos: bool = False          # the last token a generation may add is [end] (Marian's forced_eos_token_id)
 
     def __post_init__(self) -> None:
         self.validate()

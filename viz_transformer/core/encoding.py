@@ -67,8 +67,12 @@ def require_text(text) -> str:
 
 
 def encode_source(tok, cfg, text: str) -> ModelInput:
-    """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training); prompt [begin]."""
-    ids, room = tok.encode(require_text(text)), cfg.max_len - 1
+    """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training); prompt [begin] (an
+    imported model's decoder start token)."""
+    ids = tok.encode(require_text(text))
+    if not cfg.prepend_bos and ids and ids[-1] == cfg.eos_id:   # an imported tokenizer put [end] on: kept last
+        ids = ids[:-1]
+    room = cfg.max_len - 1
     return ModelInput(tuple(ids[:room]) + (cfg.eos_id,), (cfg.bos_id,), None, max(0, len(ids) - room), "end")
 
 

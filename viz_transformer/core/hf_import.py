@@ -2,7 +2,8 @@
 
     hm = load_checkpoint("models/Qwen2.5-0.5B")      # config.json + *.safetensors + tokenizer.json
 
-Families: gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
+Families: marian (the opus-mt translators: encoder-decoder, post-norm, sinusoidal positions with the sines
+first, a logits bias; SentencePiece source.spm + vocab.json), gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
 Llama family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms, an explicit head_dim), mistral (a sliding
 window) with RMSNorm, the gated FFN (SwiGLU), grouped-query attention and RoPE (rope_parameters, or the
 older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3).
@@ -27,7 +28,7 @@ from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.config import LIMITS, ModelConfig
 from viz_transformer.core.model import Transformer
 
-FAMILIES = ("gpt2", "llama", "qwen2", "qwen3", "mistral")
+FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral")
 ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
 INDEX = "model.safetensors.index.json"
 HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1}    # integer/bool tensors: only buffers we skip (GPT-2's mask)
@@ -110,10 +111,14 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
     if family not in FAMILIES:
         raise ck.CheckpointError(f"model_type {family!r} is not supported; supported: {', '.join(FAMILIES)}")
     pad = _get(gen, "pad_token_id", default=_get(raw, "pad_token_id", default=-1))
+    forced = _get(gen, "forced_eos_token_id", default=_get(raw, "forced_eos_token_id", default=None))
     common = dict(architecture="decoder_only", n_encoder_layers=0, dropout=0.0, norm="pre", prepend_bos=False,
+                  forced_eos=forced is not None and int(forced if not isinstance(forced, list) else forced[0]) == _eos(raw, gen),
                   ban_specials=False, sep_id=-1, pad_id=int(pad if not isinstance(pad, list) else pad[0]),
                   bos_id=int(_get(raw, "bos_token_id", default=-1)), eos_id=_eos(raw, gen),
                   vocab_size=int(raw["vocab_size"]))
+    if family == "marian":
+        return _marian_config(raw, gen, common)
     if family == "gpt2":
         for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
                          ("scale_attn_weights", True), ("add_cross_attention", False)):
@@ -151,6 +156,32 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
                        qkv_bias=True if family == "qwen2" else bias, out_bias=False if family == "qwen2" else bias,
                        ffn_bias=bool(raw.get("mlp_bias", False)), qk_norm=family == "qwen3", sliding_window=window,
                        **_rope(raw, family))
+
+
+ACTS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "gelu_new": "gelu_new", "relu": "relu"}
+
+
+def _marian_config(raw: dict, gen: dict, common: dict) -> ModelConfig:
+    """Marian (the opus-mt translators): encoder-decoder, post-norm, embeddings × √d, sinusoidal positions
+    with the sines first, a fixed logits bias, decoding started from decoder_start_token_id (the pad id)."""
+    enc, dec = (int(raw.get(k, 16)) for k in ("encoder_attention_heads", "decoder_attention_heads"))
+    ffn = {int(raw.get(k, 4096)) for k in ("encoder_ffn_dim", "decoder_ffn_dim")}
+    if enc != dec or len(ffn) != 1:
+        raise ck.CheckpointError("Marian with different encoder and decoder head counts or FFN widths is not supported")
+    if raw.get("decoder_vocab_size") not in (None, raw["vocab_size"]) or not raw.get("share_encoder_decoder_embeddings", True):
+        raise ck.CheckpointError("Marian with separate source and target vocabularies is not supported yet")
+    if not raw.get("tie_word_embeddings", True):
+        raise ck.CheckpointError("Marian with an output matrix apart from the embeddings is not supported")
+    act = raw.get("activation_function", "gelu")
+    if act not in ACTS:
+        raise ck.CheckpointError(f"Marian activation {act!r} is not supported")
+    start = int(_get(gen, "decoder_start_token_id", default=_get(raw, "decoder_start_token_id", default=common["pad_id"])))
+    return ModelConfig(**{**common, **dict(
+        architecture="encoder_decoder", bos_id=start, n_encoder_layers=int(raw["encoder_layers"]),
+        d_model=int(raw["d_model"]), n_heads=enc, n_decoder_layers=int(raw["decoder_layers"]), d_ff=ffn.pop(),
+        activation=ACTS[act], norm="post", positional="sinusoidal_halves", logits_bias=True, tie_embeddings=True,
+        max_len=min(int(raw.get("max_position_embeddings", 512)), LIMITS["max_len"]),
+        scale_embeddings=bool(raw.get("scale_embedding", False)))})
 
 
 # -- weights: Hugging Face names -> ours --------------------------------------------------------------
@@ -214,6 +245,34 @@ def _llama_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
     return rules
 
 
+def _marian_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
+    embed = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                              "model.decoder.embed_tokens.weight", "lm_head.weight") if n in names), "model.shared.weight")
+    rules: dict[str, list[Rule]] = {embed: [("src_embed.W_E.weight", _same)],
+                                    "final_logits_bias": [("logits_bias", lambda t: t.reshape(-1))]}
+    attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "out_proj": "W_O"}
+    for part, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
+        for i in range(n):
+            h, o = f"model.{part}.layers.{i}.", f"{part}.{i}."
+            blocks = {"self_attn": "self_attn"} | ({"encoder_attn": "cross_attn"} if part == "decoder" else {})
+            for theirs, ours in blocks.items():
+                for a, b in attn.items():
+                    for p in ("weight", "bias"):
+                        rules[f"{h}{theirs}.{a}.{p}"] = [(f"{o}{ours}.{b}.{p}", _same)]
+            norms = {"self_attn_layer_norm": "ln1", "encoder_attn_layer_norm": "ln_cross", "final_layer_norm": "ln2",
+                     "fc1": "ff.W_in", "fc2": "ff.W_out"}
+            for theirs, ours in norms.items():
+                for p in ("weight", "bias"):
+                    rules[f"{h}{theirs}.{p}"] = [(f"{o}{ours}.{p}", _same)]
+    return rules
+
+
+def _marian_ignored(name: str) -> bool:
+    """The tied copies of the embedding, and the fixed position tables (ours are computed, same numbers)."""
+    return name.endswith("embed_positions.weight") or name in (
+        "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight")
+
+
 def _shards(folder: Path) -> list[Path]:
     if (folder / INDEX).is_file():
         index = ck._read_json(folder, INDEX)
@@ -247,12 +306,10 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
         for name in header:
             headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
-    rules = _gpt2_rules(cfg, names) if family == "gpt2" else _llama_rules(cfg, names)
-    ignored = _gpt2_ignored if family == "gpt2" else (lambda n: n.endswith("rotary_emb.inv_freq"))
-    if cfg.tie_embeddings:
-        ignored_tied = {"lm_head.weight"}
-    else:
-        ignored_tied = set()
+    make, ignored = {"gpt2": (_gpt2_rules, _gpt2_ignored), "marian": (_marian_rules, _marian_ignored)}.get(
+        family, (_llama_rules, lambda n: n.endswith("rotary_emb.inv_freq")))
+    rules = make(cfg, names)
+    ignored_tied = {"lm_head.weight"} if cfg.tie_embeddings else set()
     unexpected = sorted(n for n in names if n not in rules and not ignored(n) and n not in ignored_tied)
     if unexpected:
         raise ck.CheckpointError(f"{folder}: tensors this {family} config does not describe: {', '.join(unexpected[:5])}")
@@ -260,9 +317,12 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
     if not_float:
         n = not_float[0]
         raise ck.CheckpointError(f"{headers[n][0]}: {n} is stored as {headers[n][2]}, not as a float")
-    ref = ck._reference(cfg).state_dict()
+    ref = ck._reference(cfg).state_dict(keep_vars=True)
+    first: dict = {}                                   # tied tensors: every alias -> the first name
+    for k, t in ref.items():
+        first.setdefault(id(t), k)
     want = {ours for name in names if name in rules for ours, _ in rules[name]}
-    needed = {k for k in ref if not (cfg.tie_embeddings and k == "lm_head.weight")}
+    needed = {k for k, t in ref.items() if first[id(t)] == k}
     missing = sorted(needed - want)
     if missing:
         raise ck.CheckpointError(f"{folder}: missing tensors for {', '.join(missing[:5])}")

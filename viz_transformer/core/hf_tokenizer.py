@@ -19,9 +19,10 @@ MAX_BYTES = 64 << 20
 
 
 class HFTokenizer:
-    bans_specials = False            # decoding may generate any id, as Hugging Face's generate does
+    bans_specials = False            # decoding may generate any id, as Hugging Face's generate does, except the
+                                     # single-token bad_words_ids of generation_config.json (banned)
 
-    def __init__(self, path: Path, cfg=None):
+    def __init__(self, path: Path, cfg=None, banned=()):
         path = Path(path)
         if path.stat().st_size > MAX_BYTES:
             raise ck.CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
@@ -38,6 +39,7 @@ class HFTokenizer:
         self.bos_id = cfg.bos_id if cfg is not None else -1
         self.eos_id = cfg.eos_id if cfg is not None else -1
         self.unk_id, self.sep_id = -1, -1
+        self.banned = sorted(set(banned))
 
     @property
     def vocab_size(self) -> int:
@@ -65,3 +67,69 @@ class HFTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.backend.decode([int(i) for i in ids], skip_special_tokens=True)
+
+
+class MarianTokenizer:
+    """Marian's tokenizer (opus-mt): SentencePiece source.spm cuts the text into pieces, vocab.json maps each
+    piece to its id (not SentencePiece's own ids; an unknown piece is <unk>), and </s> ends the source, as
+    Hugging Face's MarianTokenizer does without sacremoses (no punctuation normalisation). A leading
+    language code such as >>fr<< is kept whole. One shared vocabulary; ids decode through the same model."""
+    bans_specials = False
+
+    def __init__(self, folder: Path, cfg=None, banned=()):
+        import sentencepiece as spm
+        folder = Path(folder)
+        for name in ("source.spm", "vocab.json"):
+            p = folder / name
+            if not p.is_file():
+                raise ck.CheckpointError(f"{folder} is missing {name} (Marian's tokenizer)")
+            if p.stat().st_size > MAX_BYTES:
+                raise ck.CheckpointError(f"{p} has {p.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
+        try:
+            self.vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+            self.sp = spm.SentencePieceProcessor(model_file=str(folder / "source.spm"))
+        except (ValueError, UnicodeDecodeError, RuntimeError, OSError) as e:
+            raise ck.CheckpointError(f"{folder}: Marian's tokenizer files are not valid ({str(e)[:200]})") from None
+        if not isinstance(self.vocab, dict) or "<unk>" not in self.vocab:
+            raise ck.CheckpointError(f"{folder / 'vocab.json'} must map pieces to ids and hold <unk>")
+        self.inverse = {int(v): k for k, v in self.vocab.items()}
+        self.unk_id = int(self.vocab["<unk>"])
+        self.pad_id = cfg.pad_id if cfg is not None else int(self.vocab.get("<pad>", -1))
+        self.eos_id = cfg.eos_id if cfg is not None else int(self.vocab.get("</s>", 0))
+        self.bos_id, self.sep_id = (cfg.bos_id if cfg is not None else self.pad_id), -1
+        self.specials = {i for i in (self.pad_id, self.eos_id, self.unk_id) if i >= 0}
+        self.banned = sorted(set(banned))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, text: str) -> list[int]:
+        code = []
+        if text.startswith(">>") and (end := text.find("<<")) != -1:
+            code, text = [text[: end + 2]], text[end + 2:]
+        pieces = code + self.sp.encode(text, out_type=str)
+        return [int(self.vocab.get(p, self.unk_id)) for p in pieces] + [self.eos_id]
+
+    def piece(self, i: int) -> str:
+        return self.inverse.get(int(i), "<unk>")
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.piece(i) for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        pieces = [self.piece(i) for i in ids if int(i) not in self.specials]
+        return self.sp.decode_pieces(pieces).replace("\u2581", " ").strip()
+
+
+def hf_tokenizer(folder: Path, cfg, meta: dict):
+    """The tokenizer of an imported model: Marian's files, else tokenizer.json; the generation config's
+    single-token bad_words_ids are never generated."""
+    bad = (meta.get("generation_config") or {}).get("bad_words_ids") or []
+    banned = [int(w[0]) for w in bad if isinstance(w, list) and len(w) == 1]
+    if meta.get("model_type") == "marian":
+        return MarianTokenizer(folder, cfg, banned)
+    path = Path(folder) / "tokenizer.json"
+    if not path.is_file():
+        raise ck.CheckpointError(f"{folder} has no tokenizer.json")
+    return HFTokenizer(path, cfg, banned)

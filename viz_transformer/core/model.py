@@ -231,7 +231,8 @@ class Transformer(nn.Module):
             all_ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
             memory, src_mask, prefix_len = cache.memory, cache.src_mask, cache.prefix_len
             layers = [dict(layer) for layer in cache.layers]      # written into, committed at the end
-        self_mask = self_attention_mask(all_ids, cfg.pad_id, cfg.architecture, causal=True, prefix_len=prefix_len,
+        pad = cfg.pad_id if cfg.bos_id != cfg.pad_id else -1    # Marian starts decoding from the pad id: a real key
+        self_mask = self_attention_mask(all_ids, pad, cfg.architecture, causal=True, prefix_len=prefix_len,
                                         window=cfg.sliding_window)[:, :, offset:, :]   # (B, 1, T, offset+T)
         x = self.dec_embed(ids, offset)
         for i, block in enumerate(self.decoder):

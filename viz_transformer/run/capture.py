@@ -14,7 +14,7 @@ import torch
 from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.hf_import import is_hf_folder, load_hf_weights, read_hf
-from viz_transformer.core.hf_tokenizer import HFTokenizer
+from viz_transformer.core.hf_tokenizer import hf_tokenizer
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
 from viz_transformer.run.decoding import (Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
                        never_generated)
@@ -184,8 +184,7 @@ def load_checkpoint(path) -> HookedModel:
     meta.json) or a Hugging Face model folder (core.hf_import). Raises CheckpointError naming the bad file."""
     if is_hf_folder(path):
         cfg, meta = read_hf(path)
-        tok = HFTokenizer(Path(path) / "tokenizer.json", cfg)
-        return HookedModel(load_hf_weights(Path(path), cfg), tok, path, meta)
+        return HookedModel(load_hf_weights(Path(path), cfg), hf_tokenizer(Path(path), cfg, meta), path, meta)
     cfg = read_config(path)
     tok = load_tokenizer(path, cfg)
     model = load_weights(path, cfg)

@@ -20,10 +20,11 @@ from viz_transformer.core.tokenizer import Tokenizer
 
 
 def never_generated(tok: Tokenizer) -> list[int]:
-    """Ids no strategy may choose: [pad], [unk], [begin] (none for an imported model, whose tokenizer says
-    bans_specials = False: it decodes as Hugging Face's generate does)."""
+    """Ids no strategy may choose: [pad], [unk], [begin]; for an imported model (its tokenizer says
+    bans_specials = False) only its generation_config's single-token bad_words_ids, as Hugging Face's
+    generate does."""
     if not getattr(tok, "bans_specials", True):
-        return []
+        return list(getattr(tok, "banned", []))
     return sorted(i for i in {tok.pad_id, tok.unk_id, tok.bos_id} if i >= 0)
 
 
@@ -52,8 +53,11 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
         cache, cur = start_cache(model, batch), batch.dec
         out: list[list[int]] = [[] for _ in range(len(batch))]
         done = torch.zeros(len(batch), dtype=torch.bool)
-        for t in range(max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))):
+        steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
+        for t in range(steps):
             logits, rows = _step_logits(model, cur, cache, banned, watch)
+            if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end]
+                logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([cfg.eos_id]), 0.0)
             nxt = pick(logits)
             if on_step is not None and on_step(t, logits, nxt, rows):
                 break
