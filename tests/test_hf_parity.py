@@ -151,6 +151,23 @@ def test_greedy_generation_past_the_trained_length(built, text):
     assert trace.output_ids == H.hf_greedy(hf, prompt, H.NEW_TOKENS)
 
 
+@pytest.mark.parametrize("shape_id", SHAPE_IDS)
+def test_capture_api_matches(built, shape_id):
+    """What the app runs: HookedModel.run on text generates greedily, then teacher-forces prompt + output; its
+    logits and patterns are transformers' on those ids."""
+    b = built(shape_id)
+    hm = load_checkpoint(b.folder)
+    r = hm.run(H.PROMPT, max_new_tokens=6)
+    prompt = b.tok(H.PROMPT).input_ids
+    assert r.tgt_ids[:len(prompt)] == prompt
+    hf = H.load_hf(b.folder)
+    assert r.output_ids == [i for i in H.hf_greedy(hf, prompt, 6) if i != hf.generation_config.eos_token_id]
+    logits, patterns = H.hf_forward(H.load_hf(b.folder), r.tgt_ids)     # fresh: dynamic RoPE keeps state
+    assert max_diff(r.logits, logits) < LOGITS_TOL
+    for i, theirs in enumerate(patterns):
+        assert max_diff(r.cache[f"decoder.{i}.self_attn.hook_pattern"][0], theirs) < PATTERN_TOL
+
+
 # -- 3. the tokenizer ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape_id", ONE_PER_TOKENIZER)
 def test_tokenizer_matches(built, shape_id):
@@ -167,6 +184,17 @@ def test_tokenizer_decodes_as_hf(built, shape_id):
     for text in H.TOKENIZER_TEXTS:
         ids = b.tok(text).input_ids
         assert hm.tokenizer.decode(ids) == b.tok.decode(ids, skip_special_tokens=True), repr(text)
+
+
+def test_ids_past_the_tokenizer(built):
+    """Qwen's embedding matrix has more rows than its tokenizer has tokens: such an id shows and decodes
+    without an error (decoding drops it, as transformers' tokenizer does)."""
+    b = built("qwen2-3heads-gqa1-bias")
+    hm = load_checkpoint(b.folder)
+    assert hm.cfg.vocab_size > len(b.tok)
+    ids = b.tok("I love you.").input_ids + [hm.cfg.vocab_size - 1]
+    assert hm.tokenizer.decode(ids) == b.tok.decode(ids, skip_special_tokens=True)
+    assert all(isinstance(p, str) and p for p in hm.tokenizer.pieces(ids))
 
 
 # -- 4. every family feature is needed: removing it breaks parity --------------------------------------------
@@ -371,6 +399,9 @@ def test_a_missing_shard_is_named(built, tmp_path):
 
 
 UNUSUAL = {   # configs transformers runs that the loader must either reproduce exactly or refuse
+    "qwen2-window-on-all-layers": ("qwen2-gqa2-tied-sharded", dict(use_sliding_window=True, sliding_window=4,
+                                                                   max_window_layers=0,
+                                                                   layer_types=["sliding_attention"] * 2)),
     "qwen2-window-on-upper-layers": ("qwen2-gqa2-tied-sharded", dict(use_sliding_window=True, sliding_window=4,
                                                                      max_window_layers=1)),
     "gpt2-scale-by-layer": ("gpt2-3heads-tied", dict(scale_attn_by_inverse_layer_idx=True)),
@@ -383,7 +414,7 @@ UNUSUAL = {   # configs transformers runs that the loader must either reproduce 
 def test_unusual_config_is_exact_or_refused(built, tmp_path, case):
     shape_id, changes = UNUSUAL[case]
     folder = _copy(built, shape_id, tmp_path / "m")
-    if "max_window_layers" in changes:
+    if changes.get("max_window_layers") == 1:
         changes = dict(changes, layer_types=["full_attention", "sliding_attention"])
     _edit_config(folder, **changes)
     hf = H.load_hf(folder)
