@@ -181,6 +181,12 @@ EN = {
     "dg.input.sequence": "one sequence (token ids)",
     "dg.tok_embed": "Token embedding × √d_model",
     "dg.pos": "+ Positional encoding ({kind})",
+    "dg.norm.rms": "RMSNorm",
+    "dg.add_norm.rms": "Add & RMSNorm",
+    "dg.final_norm.rms": "Final RMSNorm",
+    "dg.ffn.gated": "Gated feed-forward ({act}(gate) × up) · d_ff {d_ff}",
+    "dg.pos.rope": "none added: RoPE rotates q and k in every self-attention",
+    "dg.pos.sinusoidal_halves": "sinusoidal, sines first",
     "dg.norm": "LayerNorm",
     "dg.add": "⊕ Add (residual)",
     "dg.add_norm": "Add & LayerNorm",
@@ -270,6 +276,7 @@ EN = {
     "mk.padding": "Padding mask",
     "mk.padding_help": "Your text is batched with a second sentence; the shorter one is filled with [pad], "
                        "and no query may attend to a [pad] key. The figure shows the padded row.",
+    "mk.no_pad": "This model has no padding token: its texts are never padded, so there is no padding mask to show.",
     "mk.other": "Second sentence for the batch",
     "mk.same_length": "Both sentences have the same number of pieces, so there is no padding: "
                       "change the second sentence.",
