@@ -217,6 +217,16 @@ EN = {
                 "This is scaled dot-product attention after its softmax:",
     "at.words": "Word level",
     "at.words_help": "Sum the attention a word's pieces receive; average the rows of a word's pieces.",
+    "at.no_sink": "Hide the attention sink",
+    "at.no_sink_help": "Set every row's weight on position 0 to 0 and divide the rest by what is left (1 − that weight), "
+                       "so the weights the sink drowns out show on the 0–1 scale. The model itself did give position 0 "
+                       "that weight.",
+    "at.no_sink_title": "{title}: renormalised without position 0 — not the model's own weights",
+    "at.no_sink_note": "Position 0 ({piece}) holds {share} of this head's attention (mean over the query rows that may "
+                       "also look elsewhere); below, each row is divided by the rest, so the other weights show.",
+    "at.no_sink_note_heads": "Position 0 ({piece}) holds {share} of the attention of this layer's heads on average (over "
+                             "the query rows that may also look elsewhere); below, each head's rows are divided by the "
+                             "rest before the heads are combined.",
     "at.heatmap_title": "{block}, layer {layer}, {head}",
     "at.head_n": "head {h}",
     "at.model_view": "Model view: every layer and head",
@@ -621,6 +631,13 @@ EN = {
     "hs.no_grid.cross": "No {stat} grid for the {block}: its queries are target positions and its keys source "
                         "positions, two different sequences, so a query has no own or previous position among its keys.",
     "hs.no_grid": "No {stat} grid for the {block}: no head has a value for it on this text (too few positions).",
+    "hs.sink": "Attention sinks: the first position",
+    "hs.sink_caption": "Each head's share of attention on position 0, on this text, over the query rows that could look "
+                       "elsewhere too: many heads park their attention there when nothing else is relevant.",
+    "hs.sink_title": "{block}: share of attention on position 0 ({piece})",
+    "hs.sink_cb": "share on position 0",
+    "hs.sink_strongest": "Strongest: layer {layer}, head {head} puts {share} of its attention on position 0 ({piece}); "
+                         "its next most attended position is {k} ({other}), {other_share}.",
     "hs.csv": "Download the table as CSV",
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",
