@@ -14,6 +14,7 @@ from typing import Iterable
 from tokenizers import Tokenizer as Backend
 
 from viz_transformer.core import checkpoint as ck
+from viz_transformer.core.byte_pieces import readable_pieces
 
 MAX_BYTES = 64 << 20
 
@@ -58,10 +59,6 @@ class HFTokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         raw = [self.raw_token(i) for i in ids]
         if not self.byte_level:
-            return raw
-        try:
-            from viz_transformer.core.byte_pieces import readable_pieces
-        except ImportError:                      # TODO(merge): byte_pieces lands with the sinks branch
             return raw
         return readable_pieces(raw)
 
