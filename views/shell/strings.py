@@ -338,6 +338,16 @@ EN = {
     "pe.offset": "distance δ",
     "pe.kind.sinusoidal": "sinusoidal",
     "pe.kind.learned": "learned",
+    "pe.kind.rope": "rotary (RoPE)",
+    "pe.kind.sinusoidal_halves": "sinusoidal (sines first)",
+    "pe.rope.intro": "Nothing is added to the embeddings. In every self-attention, RoPE rotates each head's q and k: the pair of dimensions (i, i + d/2) turns by the angle pos · θᵢ, θᵢ = {theta}^(−2i/{d}) (scaling: {kind}). The dot product of a rotated q and k then depends on their positions only through the offset i − j.",
+    "pe.rope.angles_title": "cos(pos · θᵢ) for {n} positions × {h} dimension pairs",
+    "pe.rope.pair": "dimension pair i",
+    "pe.rope.kept": "q and k both moved by s (offset {d} kept)",
+    "pe.rope.moved": "only q moved by s",
+    "pe.rope.scores_title": "Layer {layer}, head {head}: this model's own q and k, scored at shifted positions",
+    "pe.rope.shift": "shift s (positions)",
+    "pe.rope.note": "The flat line is the score this head computed (hook_scores) for the chosen query and key: moving both by the same number of positions leaves it unchanged, moving only the query changes it.",
     "cb.dot": "dot product",
 
     # decoding
