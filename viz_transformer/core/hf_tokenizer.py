@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from tokenizers import Tokenizer as Backend
-
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.byte_pieces import readable_pieces
 
@@ -27,6 +25,7 @@ class HFTokenizer:
         path = Path(path)
         if path.stat().st_size > MAX_BYTES:
             raise ck.CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
+        from tokenizers import Tokenizer as Backend       # only when an imported model is opened
         try:
             text = path.read_text(encoding="utf-8")
             self.backend = Backend.from_str(text)
