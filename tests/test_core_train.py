@@ -191,3 +191,93 @@ def test_resume_with_another_architecture_or_vocabulary_refuses(tmp_path, pairs_
     assert field["--d-model"] in capsys.readouterr().err
     after = weights(root)
     assert after.keys() == weights_before.keys() and all(torch.equal(after[k], weights_before[k]) for k in after)
+
+
+# -- the cheaper step (issue 23): the same loss, fewer padded positions ------------------------------
+def synthetic_items(n: int, one_sequence: bool, seed: int = 0) -> list[tuple]:
+    """n training items with random lengths, shaped as train() encodes them."""
+    g = torch.Generator().manual_seed(seed)
+    items = []
+    for _ in range(n):
+        s, t = (int(v) for v in torch.randint(2, 30, (2,), generator=g))
+        items.append(([5] * (s + t), s + 1) if one_sequence else ([5] * s, [2] + [6] * t))
+    return items
+
+
+@pytest.mark.parametrize("one_sequence", [False, True])
+@pytest.mark.parametrize("fast", [True, False])
+def test_batches_cover_every_item_once_and_depend_only_on_the_seed(one_sequence, fast):
+    items = synthetic_items(1000, one_sequence)
+    batches = T.translation_batches(items, 16, seed=7, fast=fast)
+    assert sorted(i for b in batches for i in b) == list(range(len(items)))       # each item once an epoch
+    assert [len(b) for b in batches].count(16) == len(batches) - 1                 # one partial batch
+    assert T.translation_batches(items, 16, seed=7, fast=fast) == batches          # a resumed epoch: the same
+    assert T.translation_batches(items, 16, seed=8, fast=fast) != batches          # next epoch: another order
+
+
+def test_fast_batches_group_close_lengths():
+    for one_sequence in (False, True):           # sequence length, or target length first
+        items = synthetic_items(1000, one_sequence)
+        length = [len(it[0] if one_sequence else it[1]) for it in items]
+        batches = T.translation_batches(items, 16, seed=3, fast=True)
+        for b in batches:                          # sorted over the whole epoch: no item outside a batch
+            lo, hi = min(length[i] for i in b), max(length[i] for i in b)     # lies strictly between its
+            assert not any(lo < length[i] < hi for i in set(range(len(items))) - set(b))   # shortest and longest
+        assert sum(max(length[i] for i in b) - min(length[i] for i in b) for b in batches) < len(batches)
+    # the whole epoch is one pool: fewer padded positions than the old pools of 50 batches
+    items = synthetic_items(4000, False)
+    padded = {fast: sum(len(b) * (max(len(items[i][0]) for i in b) + max(len(items[i][1]) for i in b))
+                        for b in T.translation_batches(items, 16, seed=3, fast=fast)) for fast in (False, True)}
+    assert padded[True] < 0.9 * padded[False], padded
+
+
+@pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_fast_loss_and_gradients_equal_the_reference(arch):
+    from core_util import tiny_model
+    model = tiny_model(arch, dropout=0.1).train()
+    items = [([7] * s, [2] + [8 + s] * t + [3]) for s, t in ((3, 5), (6, 2), (2, 9), (5, 5))]
+    if arch != "encoder_decoder":
+        items = [([2] + s + [4] + t[1:], len(s) + 1) for s, t in items]
+    x, tgt, pl, y = T.translation_inputs(items, [0, 1, 2, 3], arch, pad_id=0)
+    assert (y == 0).any() and (y != 0).any()                     # padding (and prompts) to skip
+    grads, losses = {}, {}
+    for fast in (False, True):
+        model.zero_grad()
+        torch.manual_seed(11)                                    # the same dropout masks on both paths
+        losses[fast] = T.batch_loss(model, x, y, 0, 0.1, tgt, pl, fast=fast)
+        losses[fast].backward()
+        grads[fast] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    torch.testing.assert_close(losses[True], losses[False], atol=1e-5, rtol=1e-5)
+    for n in grads[False]:
+        torch.testing.assert_close(grads[True][n], grads[False][n], atol=1e-5, rtol=1e-5, msg=n)
+    model.eval()
+    with torch.no_grad():
+        scored = y != 0
+        torch.testing.assert_close(model(x, tgt, prefix_len=pl, logits_at=scored), model(x, tgt, prefix_len=pl)[scored])
+
+
+def test_fused_adamw_steps_like_the_reference():
+    from core_util import tiny_model
+    models = {fast: tiny_model("encoder_decoder", seed=2).train() for fast in (False, True)}
+    opts = {fast: T.make_optimizer(m, T.TrainConfig(fast=fast)) for fast, m in models.items()}
+    assert opts[True].defaults["fused"] and not opts[False].defaults["fused"]
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        noise = [torch.randn(p.shape, generator=g) for p in models[False].parameters()]
+        for fast, m in models.items():
+            for p, n in zip(m.parameters(), noise):
+                p.grad = n.clone()
+            opts[fast].step()
+    for (name, a), b in zip(models[False].named_parameters(), models[True].parameters()):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_no_fast_trains_as_before_and_a_run_can_switch(tmp_path, pairs_tsv, capsys):
+    """--no-fast keeps the old step; a state saved by one kind of step resumes under the other."""
+    assert T.main(translation_args(pairs_tsv, tmp_path, epochs=1)) == 0
+    assert all(g["fused"] for g in state(tmp_path)["param_groups"])
+    assert T.main(translation_args(pairs_tsv, tmp_path, epochs=2) + ["--no-fast"]) == 0
+    assert "after epoch 1" in capsys.readouterr().err
+    info = state(tmp_path)
+    assert [h["epoch"] for h in info["history"]] == [1, 2] and info["step"] == 2 * 7
+    assert not any(g["fused"] for g in info["param_groups"])     # the kernel is the running step's, not the saved one

@@ -227,6 +227,17 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_export_hf(args) -> int:
+    from viz_transformer.export_hf import write_llama_folder
+    hm = _load(args.checkpoint)
+    try:
+        out = write_llama_folder(hm, args.out)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    print(f"wrote {out} (model_type llama): transformers' AutoModelForCausalLM and load_checkpoint open it")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     """Choose the confidence thresholds on the validation split (viz_transformer/analysis/confidence.py), write
     them into the checkpoint's meta.json with how they were chosen, and print the test BLEU of the
@@ -297,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, help="only the first N pairs of each split (a quick check)")
     s.add_argument("--dry-run", action="store_true", help="print, do not write meta.json")
     s.set_defaults(fn=cmd_calibrate)
+    s = sub.add_parser("export-hf", help="write a Llama-style checkpoint of ours as a Hugging Face llama folder")
+    s.add_argument("checkpoint")
+    s.add_argument("out", help="the folder to write (config.json, model.safetensors, tokenizer.json)")
+    s.set_defaults(fn=cmd_export_hf)
     return p
 
 

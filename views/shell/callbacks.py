@@ -41,15 +41,16 @@ def open_head(n_heads: int):
 
 
 # -- head statistics: a click on a grid cell opens that head on the attention page ----------------------
-def _open_stat(block: str) -> None:
-    points = st.session_state[f"hs_grid_{block}"].selection.points
+def _open_stat(block: str, key: str) -> None:
+    points = st.session_state[key].selection.points
     cells = [p["customdata"] for p in points if p.get("customdata")]
     if cells:
         st.session_state["hs_open"] = (block, int(cells[0][0]), int(cells[0][1]))
 
 
-def open_stat(block: str):
-    return partial(_open_stat, block)
+def open_stat(block: str, key: str = ""):
+    """The click on a head grid of block kind `block` (the figure's key, default f"hs_grid_{block}")."""
+    return partial(_open_stat, block, key or f"hs_grid_{block}")
 
 
 # -- knock out heads -------------------------------------------------------------------------------------

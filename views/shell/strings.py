@@ -181,6 +181,12 @@ EN = {
     "dg.input.sequence": "one sequence (token ids)",
     "dg.tok_embed": "Token embedding × √d_model",
     "dg.pos": "+ Positional encoding ({kind})",
+    "dg.norm.rms": "RMSNorm",
+    "dg.add_norm.rms": "Add & RMSNorm",
+    "dg.final_norm.rms": "Final RMSNorm",
+    "dg.ffn.gated": "Gated feed-forward ({act}(gate) × up) · d_ff {d_ff}",
+    "dg.pos.rope": "none added: RoPE rotates q and k in every self-attention",
+    "dg.pos.sinusoidal_halves": "sinusoidal, sines first",
     "dg.norm": "LayerNorm",
     "dg.add": "⊕ Add (residual)",
     "dg.add_norm": "Add & LayerNorm",
@@ -211,6 +217,16 @@ EN = {
                 "This is scaled dot-product attention after its softmax:",
     "at.words": "Word level",
     "at.words_help": "Sum the attention a word's pieces receive; average the rows of a word's pieces.",
+    "at.no_sink": "Hide the attention sink",
+    "at.no_sink_help": "Set every row's weight on position 0 to 0 and divide the rest by what is left (1 − that weight), "
+                       "so the weights the sink drowns out show on the 0–1 scale. The model itself did give position 0 "
+                       "that weight.",
+    "at.no_sink_title": "{title}: renormalised without position 0 — not the model's own weights",
+    "at.no_sink_note": "Position 0 ({piece}) holds {share} of this head's attention (mean over the query rows that may "
+                       "also look elsewhere); below, each row is divided by the rest, so the other weights show.",
+    "at.no_sink_note_heads": "Position 0 ({piece}) holds {share} of the attention of this layer's heads on average (over "
+                             "the query rows that may also look elsewhere); below, each head's rows are divided by the "
+                             "rest before the heads are combined.",
     "at.heatmap_title": "{block}, layer {layer}, {head}",
     "at.head_n": "head {h}",
     "at.model_view": "Model view: every layer and head",
@@ -270,6 +286,7 @@ EN = {
     "mk.padding": "Padding mask",
     "mk.padding_help": "Your text is batched with a second sentence; the shorter one is filled with [pad], "
                        "and no query may attend to a [pad] key. The figure shows the padded row.",
+    "mk.no_pad": "This model has no padding token: its texts are never padded, so there is no padding mask to show.",
     "mk.other": "Second sentence for the batch",
     "mk.same_length": "Both sentences have the same number of pieces, so there is no padding: "
                       "change the second sentence.",
@@ -321,6 +338,16 @@ EN = {
     "pe.offset": "distance δ",
     "pe.kind.sinusoidal": "sinusoidal",
     "pe.kind.learned": "learned",
+    "pe.kind.rope": "rotary (RoPE)",
+    "pe.kind.sinusoidal_halves": "sinusoidal (sines first)",
+    "pe.rope.intro": "Nothing is added to the embeddings. In every self-attention, RoPE rotates each head's q and k: the pair of dimensions (i, i + d/2) turns by the angle pos · θᵢ, θᵢ = {theta}^(−2i/{d}) (scaling: {kind}). The dot product of a rotated q and k then depends on their positions only through the offset i − j.",
+    "pe.rope.angles_title": "cos(pos · θᵢ) for {n} positions × {h} dimension pairs",
+    "pe.rope.pair": "dimension pair i",
+    "pe.rope.kept": "q and k both moved by s (offset {d} kept)",
+    "pe.rope.moved": "only q moved by s",
+    "pe.rope.scores_title": "Layer {layer}, head {head}: this model's own q and k, scored at shifted positions",
+    "pe.rope.shift": "shift s (positions)",
+    "pe.rope.note": "The flat line is the score this head computed (hook_scores) for the chosen query and key: moving both by the same number of positions leaves it unchanged, moving only the query changes it.",
     "cb.dot": "dot product",
 
     # decoding
@@ -614,6 +641,13 @@ EN = {
     "hs.no_grid.cross": "No {stat} grid for the {block}: its queries are target positions and its keys source "
                         "positions, two different sequences, so a query has no own or previous position among its keys.",
     "hs.no_grid": "No {stat} grid for the {block}: no head has a value for it on this text (too few positions).",
+    "hs.sink": "Attention sinks: the first position",
+    "hs.sink_caption": "Each head's share of attention on position 0, on this text, over the query rows that could look "
+                       "elsewhere too: many heads park their attention there when nothing else is relevant.",
+    "hs.sink_title": "{block}: share of attention on position 0 ({piece})",
+    "hs.sink_cb": "share on position 0",
+    "hs.sink_strongest": "Strongest: layer {layer}, head {head} puts {share} of its attention on position 0 ({piece}); "
+                         "its next most attended position is {k} ({other}), {other_share}.",
     "hs.csv": "Download the table as CSV",
     "hs.n": "Measured over {n} sentence(s).",
     "hs.col.role": "role",

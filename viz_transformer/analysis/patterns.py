@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from viz_transformer.core.attention import AttentionSteps, attention
+from viz_transformer.core.rope import cos_sin, rotate
 from viz_transformer.core.masks import causal_mask, padding_mask, prefix_lm_mask
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 from viz_transformer.core.tokenizer import EOS, group_words, word_labels
@@ -357,3 +358,23 @@ def beam_links(trace, upto: Optional[int] = None) -> list[list[dict]]:
                 out[t - 1][b["parent"]]["survives"] = True
     return out
 
+
+
+# -- RoPE: the rotation, and why only the offset matters ---------------------------------------------------
+def rope_angles(cfg, n: int) -> torch.Tensor:
+    """cos(pos · θ_i) [n, d_head / 2]: how far RoPE turns each pair of dimensions (i, i + d/2) at each position."""
+    cos, _ = cos_sin(cfg, 0, n)
+    return cos[:, : cfg.d_head // 2]
+
+
+def rope_offset_scores(cfg, q: torch.Tensor, k: torch.Tensor, i: int, j: int, shifts: int) -> dict[str, torch.Tensor]:
+    """One head's own q (a query row) and k (a key row), both before the rotation [d_head], rotated as if they sat at
+    positions (i + s, j + s) and at (i + s, j) for s = 0 .. shifts: the scaled scores [shifts + 1] of each.
+    "kept" is flat (the score depends only on the offset i − j); "moved" changes with the offset."""
+    n = max(i, j) + shifts + 1
+    cos, sin = cos_sin(cfg, 0, n)
+    qs = rotate(q.float().expand(1, n, 1, -1), cos, sin)[0, :, 0]          # q placed at every position: [n, d]
+    ks = rotate(k.float().expand(1, n, 1, -1), cos, sin)[0, :, 0]
+    scale = math.sqrt(cfg.d_head)
+    s = torch.arange(shifts + 1)
+    return {"kept": (qs[i + s] * ks[j + s]).sum(-1) / scale, "moved": (qs[i + s] * ks[j]).sum(-1) / scale}

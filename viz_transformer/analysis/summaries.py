@@ -179,10 +179,12 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     for start in range(0, len(texts), batch_size):
         chunk = texts[start:start + batch_size]
         batch, cache = run_padded(hm, chunk, max_new_tokens, names)
-        seqs = {"encoder": batch.src, "decoder": batch.dec} if batch.src is not None else {"decoder": batch.dec}
+        seqs = {"decoder": (batch.dec, batch.dec_len)}
+        if batch.src is not None:
+            seqs["encoder"] = (batch.src, batch.src_len)
         q_valid, punct = {}, {}
-        for part, rows in seqs.items():
-            q_valid[part] = rows != cfg.pad_id
+        for part, (rows, lens) in seqs.items():
+            q_valid[part] = torch.arange(rows.shape[1])[None, :] < torch.tensor(lens)[:, None]
             punct[part] = torch.tensor([[is_punctuation(tok.piece(i)) for i in r] for r in rows.tolist()]) & q_valid[part]
         for r in _batch_stats(cache, cfg, q_valid, punct):
             acc = sums.setdefault((r["block"], r["layer"], r["head"]), {k: 0.0 for k in STATS})

@@ -27,6 +27,8 @@ class Batch:
     src: Optional[torch.Tensor]
     dec: torch.Tensor
     prefix_len: PrefixLen = None
+    src_len: Optional[tuple[int, ...]] = None     # each row's length before padding (None: no padding)
+    dec_len: Optional[tuple[int, ...]] = None
 
     def __len__(self) -> int:
         return self.dec.shape[0]
@@ -37,7 +39,9 @@ class Batch:
             raise ValueError(f"only a batch of one row can be expanded, not {len(self)} rows")
         src = None if self.src is None else self.src.expand(n, -1)
         prefix = self.prefix_len.expand(n) if isinstance(self.prefix_len, torch.Tensor) else self.prefix_len
-        return replace(self, src=src, dec=self.dec.expand(n, -1), prefix_len=prefix)
+        return replace(self, src=src, dec=self.dec.expand(n, -1), prefix_len=prefix,
+                       src_len=None if self.src_len is None else self.src_len * n,
+                       dec_len=None if self.dec_len is None else self.dec_len * n)
 
 
 def make_batch(cfg, inputs: Sequence[ModelInput], outputs: Optional[Sequence[Sequence[int]]] = None) -> Batch:
@@ -48,14 +52,15 @@ def make_batch(cfg, inputs: Sequence[ModelInput], outputs: Optional[Sequence[Seq
     if len(outputs) != len(inputs):
         raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
     dec = [inp.decoder_ids(out)[: cfg.max_len] for inp, out in zip(inputs, outputs)]
-    src = None
+    pad = cfg.pad_id if cfg.pad_id >= 0 else 0     # a model with no [pad] (GPT-2, Llama): rows padded on the right
+    src = src_len = None                           # with any id, which causal attention never lets a real row see
     if inputs[0].src is not None:
-        src = pad_rows([list(inp.src) for inp in inputs], cfg.pad_id)
+        src, src_len = pad_rows([list(inp.src) for inp in inputs], pad), tuple(len(inp.src) for inp in inputs)
     prefix: PrefixLen = None
     if inputs[0].prefix_len is not None:
         lens = [inp.prefix_len for inp in inputs]
         prefix = lens[0] if len(set(lens)) == 1 else torch.tensor(lens)
-    return Batch(src, pad_rows(dec, cfg.pad_id), prefix)
+    return Batch(src, pad_rows(dec, pad), prefix, src_len, tuple(len(r) for r in dec))
 
 
 def one_row(src_ids: Optional[Sequence[int]], dec_ids: Sequence[int], prefix_len: Optional[int] = None) -> Batch:

@@ -341,8 +341,14 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
                         raise ck.CheckpointError(f"{path}: {name} gives {ours} the shape {tuple(v.shape)}, the config "
                                                  f"needs {tuple(ref[ours].shape)}")
                     state[ours] = v
-    model = Transformer(cfg)
-    model.load_state_dict(state, strict=False)
+    with torch.device("meta"), ck._NoRandomInit():          # no random init of weights about to be replaced
+        model = Transformer(cfg)
+    model.load_state_dict(state, strict=False, assign=True)
+    if cfg.tie_embeddings:                                    # assign replaced the shared tensor: tie it again
+        model.lm_head.weight = model.dec_embed.W_E.weight
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise ck.CheckpointError(f"{folder}: no weights for {', '.join(left[:5])}")
     return model.eval()
 
 

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from tokenizers import Tokenizer as Backend
-
 from viz_transformer.core import checkpoint as ck
+from viz_transformer.core.byte_pieces import readable_pieces
 
 MAX_BYTES = 64 << 20
 
@@ -26,6 +25,7 @@ class HFTokenizer:
         path = Path(path)
         if path.stat().st_size > MAX_BYTES:
             raise ck.CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
+        from tokenizers import Tokenizer as Backend       # only when an imported model is opened
         try:
             text = path.read_text(encoding="utf-8")
             self.backend = Backend.from_str(text)
@@ -58,10 +58,6 @@ class HFTokenizer:
     def pieces(self, ids: Iterable[int]) -> list[str]:
         raw = [self.raw_token(i) for i in ids]
         if not self.byte_level:
-            return raw
-        try:
-            from viz_transformer.core.byte_pieces import readable_pieces
-        except ImportError:                      # TODO(merge): byte_pieces lands with the sinks branch
             return raw
         return readable_pieces(raw)
 

@@ -215,8 +215,9 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), src_mask
 
     def decode(self, ids: torch.Tensor, memory=None, src_mask=None, prefix_len=None,
-               cache: Optional[KVCache] = None) -> torch.Tensor:
+               cache: Optional[KVCache] = None, logits_at: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Decoder ids [B, T] -> logits [B, T, vocab]. With `cache`, ids are only the new positions.
+        logits_at: bool [B, T]; logits only at those positions, as [N, vocab] (training: not at padding).
 
         The cache is updated only after the whole step has succeeded: a step that raises (e.g. past
         max_len) leaves it exactly as it was, so decoding can go on or be retried."""
@@ -237,6 +238,8 @@ class Transformer(nn.Module):
         x = self.dec_embed(ids, offset)
         for i, block in enumerate(self.decoder):
             x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None, offset)
+        if logits_at is not None:
+            x = x[logits_at]                                                  # (N, d)
         logits = self.unembed(x)
         if cache is not None:
             cache.ids, cache.layers = all_ids, layers
@@ -247,17 +250,19 @@ class Transformer(nn.Module):
         logits = self.lm_head(self.decoder_norm(resid))
         return logits + self.logits_bias if self.cfg.logits_bias else logits
 
-    def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None,
+                logits_at: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Encoder-decoder: ids = source [B, S], tgt = decoder input [B, T] (teacher forcing).
-        Decoder-only / prefix-LM: ids = the sequence [B, T]. Returns logits [B, T, vocab]."""
+        Decoder-only / prefix-LM: ids = the sequence [B, T]. Returns logits [B, T, vocab], or [N, vocab]
+        at the N True positions of logits_at [B, T] (training skips the vocabulary projection elsewhere)."""
         if self.cfg.is_encoder_decoder:
             if tgt is None:
                 raise ValueError("an encoder-decoder model needs tgt (the decoder input) as well")
             memory, src_mask = self.encode(ids)
-            return self.decode(tgt, memory, src_mask)
+            return self.decode(tgt, memory, src_mask, logits_at=logits_at)
         if tgt is not None:
             raise ValueError(f"a {self.cfg.architecture} model takes a single sequence, not tgt")
-        return self.decode(ids, prefix_len=prefix_len)
+        return self.decode(ids, prefix_len=prefix_len, logits_at=logits_at)
 
     # -- incremental decoding ---------------------------------------------------------------
     def new_cache(self, src: Optional[torch.Tensor] = None, prefix_len: Optional[int] = None) -> KVCache:

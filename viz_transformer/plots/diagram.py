@@ -20,8 +20,11 @@ from viz_transformer.plots.heatmaps import escape
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
     "tok_embed": "Token embedding × √d_model", "pos": "+ Positional encoding ({kind})",
-    "pos.sinusoidal": "sinusoidal", "pos.learned": "learned",
+    "pos.sinusoidal": "sinusoidal", "pos.learned": "learned", "pos.sinusoidal_halves": "sinusoidal, sines first",
+    "pos.rope": "none added: RoPE rotates q and k in every self-attention",
     "norm": "LayerNorm", "add": "⊕ Add (residual)", "add_norm": "Add & LayerNorm",
+    "norm.rms": "RMSNorm", "add_norm.rms": "Add & RMSNorm", "final_norm.rms": "Final RMSNorm",
+    "ffn.gated": "Gated feed-forward ({act}(gate) × up) · d_ff {d_ff}",
     "self_attn": "Multi-head self-attention · {h} heads",
     "masked_attn": "Masked multi-head self-attention · {h} heads",
     "prefix_attn": "Multi-head self-attention (prefix mask) · {h} heads",
@@ -62,7 +65,9 @@ def column_kinds(cfg: ModelConfig, column: str) -> list[str]:
 
 
 def _label(labels: dict, kind: str, cfg: ModelConfig, column: str) -> str:
-    lab = labels.get(kind, LABELS.get(kind, kind))
+    labels = {**LABELS, **labels}
+    variants = [f"{kind}.rms"] * (cfg.norm_type == "rms") + [f"{kind}.gated"] * (cfg.ffn == "gated")
+    lab = next((labels[v] for v in variants if v in labels), labels.get(kind, kind))
     if kind == "input":
         lab = labels["input." + ("source" if column == "encoder" else "target" if cfg.is_encoder_decoder
                                  else "sequence")]

@@ -160,9 +160,10 @@ def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optiona
                  names_filter: NamesFilter = None) -> PaddedBatch:
     """Run `text` and a second sentence as one right-padded batch so the padding mask shows (run_padded)."""
     tok = hm.tokenizer
+    if hm.cfg.pad_id < 0:
+        raise ValueError("this model has no padding token: its texts are never padded, so there is no padding mask")
     batch, cache = run_padded(hm, [text, other], max_new_tokens, names_filter)
-    rows = batch.src if batch.src is not None else batch.dec
-    lengths = (rows != hm.cfg.pad_id).sum(-1).tolist()
+    lengths = list(batch.src_len if batch.src is not None else batch.dec_len)
     short = int(lengths[1] < lengths[0]) if lengths[0] != lengths[1] else 1
     src_pieces = [tok.pieces(r.tolist()) for r in batch.src] if batch.src is not None else None
     return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in batch.dec], cache, short)

@@ -65,6 +65,7 @@ class TrainConfig:
     fp16: bool = True                  # store weights as float16 (loaded as float32)
     snapshots: bool = True             # translation: record attention over training (snapshots.py)
     snapshot_bleu_n: int = 100         # validation pairs scored at each snapshot (greedy, ≤ 40 new tokens)
+    fast: bool = True                  # cheaper step: whole-epoch length buckets, logits only where scored, fused AdamW (off: as before)
 
 
 MODEL_FIELDS = [f for f in dataclasses.fields(ModelConfig) if f.name not in ("vocab_size", "pad_id", "bos_id", "eos_id", "sep_id")]
@@ -96,16 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- data -------------------------------------------------------------------------------------
-def translation_batches(pairs_ids, batch_size: int, seed: int):
-    """Length-bucketed batches of (src ids, tgt ids) or (sequence ids, prompt length); order
-    shuffled by seed."""
+def translation_batches(pairs_ids, batch_size: int, seed: int, fast: bool = True):
+    """Length-bucketed batches (lists of indices) of (src ids, tgt ids) or (sequence ids, prompt
+    length): the items shuffled by seed, sorted by length within a pool, cut into batches, and the
+    batches shuffled. fast: the pool is the whole epoch and pairs sort by target length first (the
+    decoder and the vocabulary projection cost the most), so a batch pads little; ties keep the
+    shuffled order, so equal-length items meet different neighbours each epoch. Not fast (as before):
+    pools of 50 batches, pairs sorted by source length first."""
     rng = random.Random(seed)
     idx = list(range(len(pairs_ids)))
     rng.shuffle(idx)
-    chunk = batch_size * 50
+    lengths = [tuple(x if isinstance(x, int) else len(x) for x in p) for p in pairs_ids]
+    if fast:
+        chunk = max(1, len(idx))
+        key = (lambda i: lengths[i][::-1]) if pairs_ids and not isinstance(pairs_ids[0][1], int) else lengths.__getitem__
+    else:
+        chunk, key = batch_size * 50, lengths.__getitem__
     batches = []
     for c in range(0, len(idx), chunk):
-        part = sorted(idx[c:c + chunk], key=lambda i: tuple(x if isinstance(x, int) else len(x) for x in pairs_ids[i]))
+        part = sorted(idx[c:c + chunk], key=key)
         batches += [part[b:b + batch_size] for b in range(0, len(part), batch_size)]
     rng.shuffle(batches)
     return batches
@@ -116,6 +126,66 @@ def target_only(x: torch.Tensor, prompt_len: torch.Tensor, pad_id: int) -> torch
     made before the last prompt position ([sep]) set to pad_id (ignored by the loss): [B, T - 1]."""
     pos = torch.arange(x.shape[1] - 1, device=x.device)[None]             # position that predicts
     return x[:, 1:].masked_fill(pos < prompt_len[:, None] - 1, pad_id)
+
+
+def encode_translation(tok, items, arch: str, max_tokens: int) -> list[tuple]:
+    """(source, target) texts -> training items, pairs longer than max_tokens skipped: (source ids [end],
+    [begin] target ids [end]) for an encoder-decoder, else one sequence [begin] src [sep] tgt [end] and
+    the prompt's length."""
+    enc = [(tok.encode(s) + [tok.eos_id], [tok.bos_id] + tok.encode(t) + [tok.eos_id]) for s, t in items]
+    enc = [p for p in enc if len(p[0]) <= max_tokens and len(p[1]) <= max_tokens + 1]
+    if arch != "encoder_decoder":
+        enc = [([tok.bos_id] + s[:-1] + [tok.sep_id] + t[1:], len(s) + 1) for s, t in enc]
+    return enc
+
+
+def translation_inputs(enc, batch, arch: str, pad_id: int, device="cpu"):
+    """Batch indices into the encoded training items -> (x, tgt, prefix_len, y): the model's
+    inputs and the next-token targets y (pad_id where nothing is scored)."""
+    if arch == "encoder_decoder":
+        src = pad_rows([enc[i][0] for i in batch], pad_id).to(device)
+        tgt = pad_rows([enc[i][1] for i in batch], pad_id).to(device)
+        return src, tgt[:, :-1], None, tgt[:, 1:]
+    # one sequence: the loss on the target only, the predictions made from [sep] on
+    x = pad_rows([enc[i][0] for i in batch], pad_id).to(device)
+    pl = torch.tensor([enc[i][1] for i in batch], device=device)
+    return x[:, :-1], None, pl if arch == "prefix_lm" else None, target_only(x, pl, pad_id)
+
+
+def batch_loss(model, x, y, pad_id: int, label_smoothing: float, tgt=None, prefix_len=None,
+               fast: bool = True) -> torch.Tensor:
+    """Mean cross-entropy over the scored targets of y [B, T] (pad_id: not scored). fast: logits only at
+    the scored positions (the vocabulary projection skips padding and prompts); the same loss."""
+    if fast:
+        scored = y != pad_id
+        logits = model(x, tgt, prefix_len=prefix_len, logits_at=scored)             # (N, vocab)
+        return F.cross_entropy(logits, y[scored], label_smoothing=label_smoothing)
+    logits = model(x, tgt, prefix_len=prefix_len)                                     # (B, T, vocab)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                           ignore_index=pad_id, label_smoothing=label_smoothing)
+
+
+def make_optimizer(model, tc: TrainConfig) -> torch.optim.AdamW:
+    """AdamW, no weight decay on biases and norms; fast: the fused kernel where this torch has it."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if tc.fast:
+        try:
+            return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.98), fused=True)
+        except (RuntimeError, TypeError):
+            pass
+    return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.98))
+
+
+def train_step(model, opt, tc: TrainConfig, x, y, pad_id: int, tgt=None, prefix_len=None) -> torch.Tensor:
+    """One optimisation step (gradients clipped to tc.clip) at the learning rate already set; returns the loss."""
+    loss = batch_loss(model, x, y, pad_id, tc.label_smoothing, tgt, prefix_len, fast=tc.fast)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+    opt.step()
+    return loss.detach()
 
 
 # -- resume state -----------------------------------------------------------------------------
@@ -159,7 +229,7 @@ def load_state(work: Path, model, opt) -> Optional[dict]:
     for i in sd["state"].keys() | {int(k.split(".")[1]) for k in tensors if k.startswith("opt.")}:
         sd["state"][i] = {k.split(".", 2)[2]: v for k, v in tensors.items() if k.startswith(f"opt.{i}.")}
     for g, saved in zip(sd["param_groups"], info["param_groups"]):
-        g.update(saved)
+        g.update({k: v for k, v in saved.items() if k not in ("fused", "foreach")})   # the kernel is this run's
     opt.load_state_dict(sd)
     torch.set_rng_state(tensors["rng"])
     return info
@@ -221,10 +291,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     cfg = ModelConfig(**kw)
 
     if tc.task == "translation":
-        enc = [(tok.encode(s) + [tok.eos_id], [tok.bos_id] + tok.encode(t) + [tok.eos_id]) for s, t in train_items]
-        enc = [p for p in enc if len(p[0]) <= tc.max_tokens and len(p[1]) <= tc.max_tokens + 1]
-        if arch != "encoder_decoder":       # one sequence: [begin] src [sep] tgt [end], and the prompt's length
-            enc = [([tok.bos_id] + s[:-1] + [tok.sep_id] + t[1:], len(s) + 1) for s, t in enc]
+        enc = encode_translation(tok, train_items, arch, tc.max_tokens)
         steps_per_epoch = math.ceil(len(enc) / tc.batch_size)
     else:
         train_ids, val_blocks = D.token_stream(train_items, tok), D.blocks(D.token_stream(val, tok), tc.block_size)
@@ -236,10 +303,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
 
     model = Transformer(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.98))
+    opt = make_optimizer(model, tc)
     info = load_state(work, model, opt) or {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
     rec = None
     if tc.task == "translation" and tc.snapshots:
@@ -257,7 +321,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         model.train()
         t0 = time.time()
         if tc.task == "translation":
-            batches = translation_batches(enc, tc.batch_size, tc.seed + epoch)
+            batches = translation_batches(enc, tc.batch_size, tc.seed + epoch, fast=tc.fast)
         else:
             g = torch.Generator().manual_seed(tc.seed + epoch)
             shift = int(torch.randint(0, tc.block_size, (1,), generator=g))   # new block boundaries each epoch
@@ -271,37 +335,22 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         for batch in bar:
             if rec is not None and rec.due(step):
                 rec.record(model, tok, step, loss_ema if step else None)
-            if tc.task == "translation" and arch == "encoder_decoder":
-                src = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
-                tgt = pad_rows([enc[i][1] for i in batch], tok.pad_id).to(device)
-                logits = model(src, tgt[:, :-1])
-                y = tgt[:, 1:]
-            elif tc.task == "translation":
-                # loss on the target only: the predictions made from [sep] on
-                x = pad_rows([enc[i][0] for i in batch], tok.pad_id).to(device)
-                pl = torch.tensor([enc[i][1] for i in batch], device=device)
-                logits = model(x[:, :-1], prefix_len=pl if arch == "prefix_lm" else None)
-                y = target_only(x, pl, tok.pad_id)
+            if tc.task == "translation":
+                x, tgt, pl, y = translation_inputs(enc, batch, arch, tok.pad_id, device)
             else:
-                x = epoch_blocks[batch].to(device)
+                x, tgt, pl = epoch_blocks[batch].to(device), None, None
                 if cfg.architecture == "prefix_lm":
                     # a random bidirectional prefix per sequence; positions inside it see their
                     # next token, so only predictions from the last prefix position on are scored
-                    pl = torch.randint(1, tc.block_size // 2 + 1, (x.shape[0],))
-                    logits = model(x[:, :-1], prefix_len=pl.to(device))
-                    y = x[:, 1:].masked_fill(torch.arange(tc.block_size, device=device)[None] < (pl.to(device)[:, None] - 1),
+                    pl = torch.randint(1, tc.block_size // 2 + 1, (x.shape[0],)).to(device)
+                    y = x[:, 1:].masked_fill(torch.arange(tc.block_size, device=device)[None] < (pl[:, None] - 1),
                                              tok.pad_id)
                 else:
-                    logits = model(x[:, :-1])
                     y = x[:, 1:]
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
-                                   ignore_index=tok.pad_id, label_smoothing=tc.label_smoothing)
+                x = x[:, :-1]
             for grp in opt.param_groups:
                 grp["lr"] = lr_at(step, tc, total)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
-            opt.step()
+            loss = train_step(model, opt, tc, x, y, tok.pad_id, tgt, pl)
             step += 1
             ntok += int((y != tok.pad_id).sum())
             loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()

@@ -1,5 +1,6 @@
 """Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
-text or over a corpus, roles with their evidence, grids per block; a click opens the head on the attention page."""
+text or over a corpus, roles with their evidence, grids per block, the attention-sink grids of this text;
+a click opens the head on the attention page."""
 import hashlib
 
 import numpy as np
@@ -13,6 +14,9 @@ from views.shell.strings import t
 from viz_transformer import export
 from viz_transformer.training import corpora
 from viz_transformer.plots import heatmaps
+from viz_transformer.plots import summary_figures
+from viz_transformer.analysis import patterns
+from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
 from viz_transformer.core.hook_names import available_blocks, n_layers, per_head
 
@@ -100,6 +104,23 @@ for block in available_blocks(cfg):
                                  t("axis.layer"), t("axis.head"), t(f"hs.stat.{stat}"), limit=zmax, hover=t("hs.grid_hover"),
                                  signed=False),
                  key=f"hs_grid_{block}", on_select=callbacks.open_stat(block), selection_mode="points")
+
+# -- attention sinks: each head's share on the first position, on this text --------------------------------
+st.subheader(t("hs.sink"))
+st.caption(t("hs.sink_caption"))
+for block in available_blocks(cfg):
+    df_sink = sinks.sink_shares(ctx.run.cache, block, n_layers(cfg, block))
+    keys = patterns.block_pieces(ctx.run, block)[1]
+    top = sinks.strongest(df_sink)
+    if top is not None:
+        other = int(top["top_other"])
+        st.caption(t("hs.sink_strongest", layer=int(top["layer"]), head=int(top["head"]), share=f"{top['first_share']:.0%}",
+                     piece=widgets.md_escape(keys[0]), k=other, other=widgets.md_escape(keys[other]),
+                     other_share=f"{top['top_other_share']:.0%}"))
+    widgets.show(summary_figures.sink_grid(per_head(df_sink, block, "first_share", n_layers(cfg, block), cfg.n_heads),
+                                           t("hs.sink_title", block=widgets.block_label(block), piece=keys[0]),
+                                           t("axis.layer"), t("axis.head"), t("hs.sink_cb"), hover=t("hs.grid_hover")),
+                 key=f"hs_sink_{block}", on_select=callbacks.open_stat(block, f"hs_sink_{block}"), selection_mode="points")
 
 opened = st.session_state.pop("hs_open", None)
 if opened is not None:        # the attention page reads its pickers from these keys

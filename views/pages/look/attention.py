@@ -1,4 +1,5 @@
-"""Page: one head's heatmap, the model view (all layers × heads), the line view, word level."""
+"""Page: one head's heatmap (optionally renormalised without the position-0 sink), the model view (all layers ×
+heads), the line view, word level."""
 import streamlit as st
 
 from views.shell import callbacks
@@ -7,6 +8,7 @@ from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
 from viz_transformer.analysis import architectures
+from viz_transformer.analysis import sinks
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
 
@@ -23,12 +25,19 @@ widgets.rows_note(run)
 c = st.columns([3, 1, 2, 1.4])
 block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)
 words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
+no_sink = st.toggle(t("at.no_sink"), key="at_no_sink", help=t("at.no_sink_help"))
 
 pats = patterns.block_patterns(run.cache, block)                     # (L, H, q, k)
 q_pieces, k_pieces = patterns.block_pieces(run, block)
-mat, qp, kp = patterns.head_matrix(pats[layer], head, q_pieces, k_pieces, words)
+shown = sinks.without_sink(pats[layer], [0]) if no_sink else pats[layer]   # each head's pieces, before words/mean
+mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
 qp = patterns.query_labels(run, block, words)                       # a decoder row: "▁an → ▁engineer"
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
+if no_sink:
+    title = t("at.no_sink_title", title=title)
+    share = sinks.share_of(sinks.sink_shares(run.cache, block, patterns.n_layers(cfg, block)), layer, head)
+    st.caption(t("at.no_sink_note" if isinstance(head, int) else "at.no_sink_note_heads",
+                 share=f"{share:.0%}" if share == share else "–", piece=widgets.md_escape(k_pieces[0])))
 fig = heatmaps.attention_heatmap(mat, qp, kp, title, t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"))
 seg = architectures.segments(run, cfg)
 if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target

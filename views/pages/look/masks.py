@@ -27,7 +27,9 @@ with tabs["padding"]:
         suggested = capture.most_different(ctx.hm, ctx.text, sidebar.SECOND[ctx.kind])
         other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
         pb = None
-        if other.strip():
+        if cfg.pad_id < 0:
+            st.info(t("mk.no_pad"))
+        elif other.strip():
             with st.spinner(t("sidebar.running")):
                 pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
             row = pb.padded_row

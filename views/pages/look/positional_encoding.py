@@ -1,7 +1,7 @@
 """Page: the sinusoidal table, chosen dimensions as curves, position similarity, learned positions."""
 import streamlit as st
 
-from views.shell import context
+from views.shell import context, rope
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -14,6 +14,9 @@ cfg = ctx.hm.cfg
 st.title(t("pe.title"))
 widgets.intro("pe")
 st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
+if cfg.positional == "rope":                 # nothing is added: the rotation of q and k, on this model's own q and k
+    rope.section(ctx)
+    st.stop()
 
 n = st.slider(t("pe.n"), min(8, cfg.max_len - 1), cfg.max_len, min(100, cfg.max_len), key=f"pe_n_{cfg.max_len}")
 tables = capture.positional_tables(ctx.hm, n)
