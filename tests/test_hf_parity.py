@@ -404,6 +404,14 @@ UNUSUAL = {   # configs transformers runs that the loader must either reproduce 
                                                                    layer_types=["sliding_attention"] * 2)),
     "qwen2-window-on-upper-layers": ("qwen2-gqa2-tied-sharded", dict(use_sliding_window=True, sliding_window=4,
                                                                      max_window_layers=1)),
+    "llama-yarn-untruncated": ("llama-gqa2-yarn-legacy", dict(rope_scaling=dict(
+        type="yarn", factor=4.0, original_max_position_embeddings=16, truncate=False))),
+    "llama-yarn-mscale": ("llama-gqa2-yarn-legacy", dict(rope_scaling=dict(
+        type="yarn", factor=4.0, original_max_position_embeddings=16, mscale=0.707, mscale_all_dim=0.707))),
+    "llama-yarn-attention-factor": ("llama-gqa2-yarn-legacy", dict(rope_scaling=dict(
+        type="yarn", factor=4.0, original_max_position_embeddings=16, attention_factor=1.5))),
+    "llama-llama3-no-original-max": ("llama-gqa2-llama3-bias", dict(rope_parameters=dict(
+        rope_type="llama3", rope_theta=10000.0, factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0))),
     "gpt2-scale-by-layer": ("gpt2-3heads-tied", dict(scale_attn_by_inverse_layer_idx=True)),
     "gpt2-unscaled": ("gpt2-3heads-tied", dict(scale_attn_weights=False)),
     "llama-gelu-gate": ("llama-3heads-tied", dict(hidden_act="gelu")),

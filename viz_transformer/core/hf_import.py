@@ -18,6 +18,7 @@ any tensor is read.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -75,15 +76,25 @@ def _rope(raw: dict, family: str) -> dict:
         raise ck.CheckpointError(f"RoPE type {kind!r} is not supported; supported: {', '.join(sorted(ROPE_TYPES))}")
     theta = _get(merged, "rope_theta", default=_get(raw, "rope_theta", default=10000.0))
     trained = _get(merged, "original_max_position_embeddings", default=0)
-    if kind == "dynamic":
-        trained = raw.get("max_position_embeddings", trained)
-    return dict(rope_theta=float(theta), rope_type=kind, rope_factor=float(_get(merged, "factor", default=1.0)),
+    if kind == "dynamic" or (kind in ("yarn", "llama3") and not trained):
+        trained = raw.get("max_position_embeddings", trained)      # as transformers fills it in
+    factor = _get(merged, "factor", default=1.0)
+    attention = _get(merged, "attention_factor", default=0.0)
+    if kind == "yarn":
+        if merged.get("truncate", True) is False:
+            raise ck.CheckpointError("YaRN RoPE with truncate false is not supported")
+        m, m_all = merged.get("mscale"), merged.get("mscale_all_dim")
+        if not attention and m and m_all:                            # DeepSeek's form, as transformers reads it
+            def mscale(s, k):
+                return 1.0 if s <= 1 else 0.1 * k * math.log(s) + 1.0
+            attention = mscale(float(factor), float(m)) / mscale(float(factor), float(m_all))
+    return dict(rope_theta=float(theta), rope_type=kind, rope_factor=float(factor),
                 rope_original_max=int(trained or 0),
                 rope_low_freq_factor=float(_get(merged, "low_freq_factor", default=1.0)),
                 rope_high_freq_factor=float(_get(merged, "high_freq_factor", default=4.0)),
                 rope_beta_fast=float(_get(merged, "beta_fast", default=32.0)),
                 rope_beta_slow=float(_get(merged, "beta_slow", default=1.0)),
-                rope_attention_factor=float(_get(merged, "attention_factor", default=0.0)))
+                rope_attention_factor=float(attention))
 
 
 def _max_len(raw: dict) -> int:
