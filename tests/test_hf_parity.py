@@ -412,6 +412,8 @@ UNUSUAL = {   # configs transformers runs that the loader must either reproduce 
         type="yarn", factor=4.0, original_max_position_embeddings=16, attention_factor=1.5))),
     "llama-llama3-no-original-max": ("llama-gqa2-llama3-bias", dict(rope_parameters=dict(
         rope_type="llama3", rope_theta=10000.0, factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0))),
+    "llama-rms-eps": ("llama-3heads-tied", dict(rms_norm_eps=0.5)),
+    "gpt2-ln-eps": ("gpt2-3heads-tied", dict(layer_norm_epsilon=0.5)),
     "gpt2-scale-by-layer": ("gpt2-3heads-tied", dict(scale_attn_by_inverse_layer_idx=True)),
     "gpt2-unscaled": ("gpt2-3heads-tied", dict(scale_attn_weights=False)),
     "llama-gelu-gate": ("llama-3heads-tied", dict(hidden_act="gelu")),
