@@ -168,6 +168,25 @@ def test_capture_api_matches(built, shape_id):
         assert max_diff(r.cache[f"decoder.{i}.self_attn.hook_pattern"][0], theirs) < PATTERN_TOL
 
 
+@pytest.mark.parametrize("shape_id", SHAPE_IDS)
+def test_beam_search_matches(built, shape_id):
+    """Our beam search stops once `width` hypotheses have ended, as transformers' with early_stopping=True
+    (its default, False, may go on looking for a better one), and normalises by the generated length."""
+    b = built(shape_id)
+    hm = load_checkpoint(b.folder)
+    for text in (H.PROMPT, "Hello"):
+        prompt = b.tok(text).input_ids
+        x = torch.tensor([prompt])
+        with torch.no_grad():
+            out = H.load_hf(b.folder).generate(x, attention_mask=torch.ones_like(x), do_sample=False, num_beams=3,
+                                               early_stopping=True, length_penalty=1.0, max_new_tokens=8)
+        expected = out[0, len(prompt):].tolist()
+        eos = b.hf.generation_config.eos_token_id
+        expected = expected[:expected.index(eos) + 1] if eos in expected else expected
+        trace = decode(hm, text, "beam", max_new_tokens=8, beam_width=3, length_penalty=1.0)
+        assert trace.output_ids == expected, repr(text)
+
+
 # -- 3. the tokenizer ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape_id", ONE_PER_TOKENIZER)
 def test_tokenizer_matches(built, shape_id):
