@@ -70,6 +70,20 @@ def tiny_lm(ckpt_root):
     return load_checkpoint(ckpt_root / "tiny-lm")
 
 
+# -- tiers (pytest.ini's markers): `-m "not slow"` is the fast tier, `-m browser` / `-m train` those kinds ----------
+TIERS = pytest.StashKey[dict]()      # node id -> (mark names, fixture names) of every collected test, before -m
+
+
+@pytest.hookimpl(tryfirst=True)      # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    """A browser or train test is slow too; every test's marks and fixtures are kept for tests/test_tiers.py."""
+    for item in items:
+        if item.get_closest_marker("browser") or item.get_closest_marker("train"):
+            item.add_marker(pytest.mark.slow)
+    config.stash[TIERS] = {item.nodeid: ({m.name for m in item.iter_markers()}, set(getattr(item, "fixturenames", ())))
+                           for item in items}
+
+
 # Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
 # each other (10x slower measured): run the suite on one.
 torch.set_num_threads(1)

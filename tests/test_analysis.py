@@ -128,6 +128,20 @@ def test_attention_steps_matches_scaled_dot_product_attention():
     assert torch.allclose(hs2.weights, torch.softmax((q @ k.T / 1.5).masked_fill(~mask, -math.inf), -1))
 
 
+def test_sdpa_reference_gives_the_weights_and_tells_another_divisor_apart():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = torch.randn(5, 8, generator=g), torch.randn(6, 8, generator=g), torch.randn(6, 8, generator=g)
+    mask = torch.rand(5, 6, generator=g) > 0.4
+    mask[:, 0], mask[3] = True, False                  # row 3 fully masked: all zeros, as attention() gives
+    weights, z = patterns.sdpa_reference(q, k, v, mask)
+    by_hand = torch.softmax((q @ k.T / math.sqrt(8)).masked_fill(~mask, -math.inf), -1).nan_to_num(0.0)
+    assert torch.allclose(weights, by_hand, atol=1e-6) and torch.all(weights[3] == 0)
+    assert torch.allclose(z, by_hand @ v, atol=1e-5)
+    assert max(patterns.sdpa_difference(patterns.attention_steps(q, k, v, mask), q, k, v, mask)) < 1e-5
+    assert max(patterns.sdpa_difference(patterns.attention_steps(q, k, v, mask, 0.5), q, k, v, mask, 0.5)) < 1e-5
+    assert patterns.sdpa_difference(patterns.attention_steps(q, k, v, mask, 0.5), q, k, v, mask)[0] > 0.1
+
+
 def test_smaller_divisor_sharpens_and_larger_flattens():
     g = torch.Generator().manual_seed(2)
     q, k, v = torch.randn(4, 8, generator=g), torch.randn(9, 8, generator=g), torch.randn(9, 8, generator=g)

@@ -27,6 +27,7 @@ def env(ckpt_root, monkeypatch):
     return ckpt_root
 
 
+@pytest.mark.slow          # every page and tab, twice
 @pytest.mark.parametrize("ckpt", ["tiny-zh-en-decoder", "tiny-zh-en-prefix"])
 def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
     hm = load_checkpoint(env / ckpt)
@@ -94,6 +95,7 @@ def snap_root(tmp_path_factory, pairs_tsv):  # noqa: F811
     return root
 
 
+@pytest.mark.train          # the module fixture snap_root trains a tiny prefix LM
 def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatch):
     shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))

@@ -116,23 +116,32 @@ def test_line_view_of_cross_attention_keeps_every_query_while_the_keys_scroll(en
 
 
 # -- attention step by step ---------------------------------------------------------------------
-def test_step_by_step_reproduces_the_capture_and_reacts_to_the_divisor(env):
+def test_step_by_step_agrees_with_pytorch_sdpa_and_reacts_to_the_divisor(env):
+    """The page's stages against an implementation that is not ours: PyTorch's scaled_dot_product_attention
+    (its own default 1/√d_k) on the captured q, k, v and mask. Not against the captured hook_pattern: an app
+    run is compacted, and its pattern is recomputed on read by the same attention() the page uses."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
     at = open_app("views/pages/step/step_by_step.py")
     assert figure(at, "Q: queries") and not any("softmax" in f["layout"]["title"]["text"] for f in figures(at))
-    open_tab(at, "st", "scores")
-    assert float(at.metric[0].value) < 1e-5                  # recomputed == captured hook_pattern
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
-    f = figure(at, "softmax over each row")
-    z = array(f["data"][0]["z"])                            # the page shows a window of at most 40 positions
-    ref = run.cache["decoder.0.self_attn.hook_pattern"][0, 0]
+    q, k, v, mask = patterns.head_qkv(run.cache, "decoder.self_attn", 0, 0)
+    ref = sdpa(q, k, torch.eye(len(k)), attn_mask=mask)                  # SDPA on an identity V: the weights
+    open_tab(at, "st", "scores")
+    assert at.metric[0].label.startswith("These step-by-step weights vs PyTorch's own scaled_dot_product_attention")
+    assert float(at.metric[0].value) < 1e-5
+    z = array(figure(at, "softmax over each row")["data"][0]["z"])      # a window of at most 40 positions
     assert np.allclose(z, ref[: len(z), : z.shape[1]], atol=1e-5)
+    open_tab(at, "st", "output")
+    out = array(figure(at, "this head's output")["data"][0]["z"])
+    assert np.allclose(out, sdpa(q, k, v, attn_mask=mask)[: len(out)], atol=1e-5)
+
     slider = next(s for s in at.slider if s.key.startswith("st_div_"))
     slider.set_value(0.2)
-    at.run(timeout=60)
+    open_tab(at, "st", "scores")
     sharp = array(figure(at, "softmax over each row")["data"][0]["z"])
-    q, k, v, mask = patterns.head_qkv(run.cache, "decoder.self_attn", 0, 0)
     ref = torch.softmax((q @ k.T / 0.2).masked_fill(~mask, float("-inf")), -1)
     assert np.allclose(sharp, ref[: len(sharp), : sharp.shape[1]], atol=1e-5)
+    assert "both dividing by 0.20" in at.metric[0].label and float(at.metric[0].value) < 1e-5
     assert "You changed the divisor" in texts(at)
     open_tab(at, "st", "why")
     assert figure(at, "Variance of q·k")

@@ -34,6 +34,7 @@ def test_decoding_play_ends_with_a_play_button(env):
     assert at.session_state["dc_playing"] is False
 
 
+@pytest.mark.train          # snap_root trains a tiny prefix LM
 def test_training_play_ends_with_a_play_button(snap_root, ckpt_root, monkeypatch):  # noqa: F811
     shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))

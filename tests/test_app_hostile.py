@@ -12,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 from app_util import APP, ROOT, figures, open_app, texts
 from hostile import HOSTILE, INJECT, REFUSED
 
+pytestmark = pytest.mark.slow          # every page × every hostile value
+
 WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "number_input", "radio",
            "select_slider", "selectbox", "slider", "text_area", "text_input", "time_input", "toggle")
 

@@ -137,6 +137,7 @@ def test_planned_steps_are_log_spaced_from_zero_to_the_end():
     assert np.allclose(ratios, ratios.mean(), rtol=0.2)
 
 
+@pytest.mark.train
 @pytest.mark.parametrize("arch", ["decoder_only", "prefix_lm"])
 def test_one_sequence_translator_trains_records_snapshots_and_they_replay(tmp_path, pairs_tsv, arch):  # noqa: F811
     args = ["--task", "translation", "--data", str(pairs_tsv), "--out", str(tmp_path / "out"), "--work",
@@ -171,6 +172,7 @@ def test_one_sequence_translator_trains_records_snapshots_and_they_replay(tmp_pa
     assert len(snaps.translations[0]) == len(SNAPSHOT_PAIRS)
 
 
+@pytest.mark.train
 def test_evaluate_scores_several_translators_on_the_same_unseen_pairs(tmp_path, pairs_tsv, capsys):  # noqa: F811
     from viz_transformer.training import data as D
     from viz_transformer.cli import main

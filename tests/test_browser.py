@@ -24,7 +24,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "他是我的朋友。"
 TIMEOUT_MS = 90_000          # the machine may be busy training: be patient
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")]
 
 
 def _free_port() -> int:

@@ -3,10 +3,15 @@ models' translations and figures, and training playback steps and plays through 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from test_browser import ARTIFACTS, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
+import pytest
+
+from test_browser import ARTIFACTS, CHROMIUM, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
 from viz_transformer import load_checkpoint
 from viz_transformer.training.snapshots import load_training_snapshots
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 
 def _pick(pg, name: str) -> None:

@@ -17,7 +17,8 @@ FLAGS = "() => [window.__pwned_script, window.__pwned_img, window.__pwned_dialog
 INJECTED = ("() => document.querySelectorAll('[onerror], img[src=\"x\"]').length"
             " + [...document.scripts].filter(s => s.text.includes('__pwned')).length")
 
-pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 
 def settle(pg) -> None:

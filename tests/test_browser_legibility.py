@@ -25,7 +25,8 @@ import legibility  # noqa: E402
 
 CHECKPOINTS = ROOT / "checkpoints"
 
-pytestmark = [pytest.mark.skipif(not Path(legibility.CHROMIUM).exists(), reason=f"{legibility.CHROMIUM} is missing"),
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(legibility.CHROMIUM).exists(), reason=f"{legibility.CHROMIUM} is missing"),
               pytest.mark.skipif(not all((CHECKPOINTS / c / "model.safetensors").exists() for c in legibility.CHECKPOINTS),
                                  reason="the shipped checkpoints are missing")]
 

@@ -10,7 +10,8 @@ from test_browser import ARTIFACTS, CHROMIUM, _no_exception, _settle, page, serv
 from views.shell import lesson_file
 
 ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
-pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 
 def _ready(pg) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from test_browser import ARGS, CHROMIUM, TIMEOUT_MS, _settle, server  # noqa: F401  (the server fixture)
 
-pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 
 def test_no_request_leaves_the_server(server):  # noqa: F811

@@ -11,7 +11,7 @@ import pytest
 
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, _no_exception, _open, _settle, page, server  # noqa: F401
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 
 def test_summaries_and_an_offline_report(server, page, tmp_path):  # noqa: F811

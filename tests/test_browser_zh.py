@@ -7,7 +7,8 @@ import pytest
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
 from views.shell.strings_zh import ZH
 
-pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
 PAGES = [("overview", "ov", "nav.overview"), ("attention", "at", "nav.attention"), ("masks", "mk", "nav.masks"),
          ("positional", "pe", "nav.positional"), ("step_by_step", "st", "nav.steps"),

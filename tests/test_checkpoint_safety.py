@@ -163,6 +163,7 @@ ABSURD = [({"d_model": 2560000, "n_heads": 8}, "d_model 2,560,000 is above the l
           ({"n_decoder_layers": 10 ** 6}, "n_decoder_layers")]
 
 
+@pytest.mark.slow          # a python process each
 @pytest.mark.parametrize("change,words", ABSURD)
 def test_absurd_config_is_refused_by_info_under_a_memory_cap(good, change, words):
     cfg = json.loads((good / "config.json").read_text())

@@ -13,6 +13,8 @@ import torch
 from conftest import ROOT
 from viz_transformer import decode
 
+pytestmark = pytest.mark.slow          # subprocesses
+
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
 
 

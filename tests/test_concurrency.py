@@ -14,6 +14,8 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from stclient import Server, student  # noqa: E402
 
+pytestmark = pytest.mark.browser          # a real server (websocket sessions, no Chromium)
+
 TEXTS = ["我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。", "他是我的朋友。", "我们明天去北京。",
          "这是我的书。", "她在学校工作。", "我是一名工程师。", "我爱喝茶。", "他是学生。", "今天很好。", "你是我的朋友。",
          "我们去学校。", "她喜欢书。", "这是我的茶。", "他叫什么名字？", "我明天去工作。", "天气很好。"]

@@ -94,6 +94,7 @@ def test_rare_pieces_are_counted_from_the_training_sources(shipped):
     assert len((SHIPPED / "zh-en" / "meta.json").read_bytes()) < 16_000           # the stats stay small
 
 
+@pytest.mark.slow          # 120 translations and a BLEU per prefix
 def test_tau_is_the_rule_in_the_docstring():
     """choose_tau against a brute force with sacrebleu's own corpus_bleu on every prefix."""
     hm = load_checkpoint(SHIPPED / "zh-en-encdec")
@@ -185,6 +186,7 @@ def test_compare_architectures_says_which_model_to_distrust(shipped_env):
     assert len(weak) == 2                                # decoder-only and prefix LM; the encoder-decoder is fine
 
 
+@pytest.mark.slow          # five pages of a shipped model
 def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
     at = _open("overview", "zh-en-decoder", ZH)
     want = {"decoding": 1, "knockout": 2, "positions": 2, "compare": 2, "patching": 2}   # outputs on the page

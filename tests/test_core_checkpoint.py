@@ -229,6 +229,7 @@ def test_learned_positions_start_as_randn_times_0_02():
     assert torch.equal(PositionalEncoding("learned", 32, 16).weight.detach(), expected)
 
 
+@pytest.mark.slow          # a fresh python process
 def test_listing_checkpoints_does_not_import_torch_dynamo(ckpt_root):
     """On the meta device normal_/arange/mul run Python references that import torch._dynamo (seconds of
     the app's cold start); listing and loading checkpoints must not reach them."""

@@ -60,6 +60,7 @@ def weights(root) -> dict:
     return {k: v for k, v in load_file(str(root / "work" / "state.safetensors")).items() if k.startswith("model.")}
 
 
+@pytest.mark.train
 def test_translation_trains_loads_and_resumes(tmp_path, pairs_tsv, monkeypatch, capsys):
     # 1. an uninterrupted run: the loss drops and the checkpoint loads
     a = tmp_path / "a"
@@ -117,6 +118,7 @@ def lm_args(data, root, epochs=3):
             "--n-val", "3", "--eval-limit", "2", *TINY]
 
 
+@pytest.mark.train
 def test_language_model_trains_loads_and_resumes(tmp_path, stories_txt, capsys):
     assert T.main(lm_args(stories_txt, tmp_path, epochs=2)) == 0
     info = state(tmp_path)
@@ -138,6 +140,7 @@ def test_language_model_trains_loads_and_resumes(tmp_path, stories_txt, capsys):
     assert load_checkpoint(tmp_path / "out").meta["val"] == info["best"]
 
 
+@pytest.mark.train
 def test_prefix_lm_trains_with_a_bidirectional_prefix(tmp_path, stories_txt):
     args = lm_args(stories_txt, tmp_path, epochs=3) + ["--architecture", "prefix_lm"]
     assert T.main(args) == 0
@@ -174,6 +177,7 @@ def test_unseen_sources_by_hand():
     assert kept == [("c", "y"), ("d", "w")] and dropped == 2
 
 
+@pytest.mark.train
 def test_resume_with_another_architecture_or_vocabulary_refuses(tmp_path, pairs_tsv, capsys):
     root = tmp_path / "r"
     args = translation_args(pairs_tsv, root, epochs=1)

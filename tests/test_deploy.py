@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from stclient import free_port, student  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-pytestmark = pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is missing (apt-get install nginx)")
+pytestmark = [pytest.mark.browser,          # a real server: two app processes behind nginx
+              pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is missing (apt-get install nginx)")]
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from test_rope import ROPE
 from viz_transformer import decode, load_checkpoint
 from viz_transformer.cli import main as cli_main
 
+pytestmark = pytest.mark.slow          # transformers' import and its models: about 20 s
+
 TEXTS = ["The cat sat on the mat.", "Once upon a time there was a little dog.", "I love you."]
 
 

@@ -57,6 +57,7 @@ def run_cfg(run):
 
 
 # -- 1. the capture uses the generated ids -------------------------------------------------------------
+@pytest.mark.slow          # 300 sentences of the test split
 @needs_data
 def test_translator_run_is_teacher_forced_on_its_own_greedy_ids(zh_en):
     tok = zh_en.tokenizer
@@ -73,6 +74,7 @@ def test_translator_run_is_teacher_forced_on_its_own_greedy_ids(zh_en):
     assert unstable >= 3          # sentences whose text round trip changes the pieces were covered
 
 
+@pytest.mark.slow          # 60 stories
 @needs_data
 def test_lm_run_captures_prompt_and_continuation(stories):
     tok = stories.tokenizer

@@ -44,6 +44,7 @@ def cli(*args, stdin: bytes):
                           capture_output=True, env=ENV, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow          # a subprocess with a 10 MB line
 def test_cli_stdin_with_invalid_utf8_a_10_MB_line_and_every_hostile_text(ckpt_root):
     ck = ckpt_root / "tiny-zh-en"
     lines = [b"\xe6\x88\x91\xe6\x98\xaf\xff\xfe\xc3", b"x" * 10_000_000]   # invalid UTF-8; a 10 MB line
@@ -81,6 +82,7 @@ def test_cli_text_too_long_or_with_lone_surrogates(ckpt_root, tmp_path, capsys):
     assert "not valid UTF-8" in capsys.readouterr().err and (tmp_path / "t.npz").exists()
 
 
+@pytest.mark.slow          # a subprocess
 def test_cli_text_argument_with_undecodable_bytes(ckpt_root):
     r = subprocess.run([sys.executable.encode(), b"-m", b"viz_transformer", b"generate", b"--checkpoint",
                         str(ckpt_root / "tiny-lm").encode(), b"--max-new-tokens", b"3", b"--text", b"Once \xff upon"],

@@ -153,6 +153,7 @@ def test_every_student_on_a_step_costs_one_run(monkeypatch, tmp_path):
     assert calls.count(text) == 1, calls
 
 
+@pytest.mark.slow          # two pages × four checkpoints
 def test_lens_and_patching_pages_for_each_architecture():
     for ckpt, text, other in [("tiny-zh-en", "我是学生。", None), ("tiny-lm", "The cat sat.", None),
                               ("tiny-prefix", "I love you.", None), ("zh-en", "我爱你。", "你爱我。")]:

@@ -217,6 +217,7 @@ def test_quantized_weights_come_back_within_half_a_step():
         quantize(np.array([[2.0]]))
 
 
+@pytest.mark.slow          # subprocesses
 def test_cli_writes_a_report_and_stats(ckpt_root, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("我是学生。\n\n我爱你。\n", encoding="utf-8")

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
@@ -28,6 +30,7 @@ def _run(preimport: bool) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow          # a fresh python process
 def test_the_warmup_chart_is_removed_when_the_first_run_ends():
     r = _run(preimport=False)
     assert r["torch"] and not r["exceptions"] and r["blank_left"] == r["code_left"] == r["latex_left"] == 0

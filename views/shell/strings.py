@@ -257,7 +257,8 @@ EN = {
     "st.masked": "+ mask (grey = −∞)",
     "st.softmax": "softmax over each row = attention weights",
     "st.z": "weights × V = this head's output",
-    "st.check": "Recomputed weights vs the captured hook_pattern (max |difference|)",
+    "st.check": "These step-by-step weights vs PyTorch's own scaled_dot_product_attention on the same Q, K, V and "
+                "mask, both dividing by {div:.2f} (max |difference|)",
     "st.check_other": "You changed the divisor, so these weights differ from what the model computed.",
     "st.row": "Query row to compare",
     "st.row_title": "Weights of query {q}: divisor {div:.2f} vs √d_k",

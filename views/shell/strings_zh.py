@@ -219,7 +219,8 @@ ZH = {
     "st.masked": "+ 掩码（灰色 = −∞）",
     "st.softmax": "每行做 softmax = 注意力权重",
     "st.z": "权重 × V = 这个头的输出",
-    "st.check": "重新计算的权重与捕获的 hook_pattern 之差（最大绝对值）",
+    "st.check": "这里逐步算出的权重与 PyTorch 自带的 scaled_dot_product_attention 在同样的 Q、K、V 和掩码上（同样除以 {div:.2f}）"
+                "算出的权重之差（最大绝对值）",
     "st.check_other": "你改了除数，所以这些权重和模型实际算出的不同。",
     "st.row": "要比较的查询行",
     "st.row_title": "查询 {q} 的权重：除以 {div:.2f} 与除以 √d_k",

@@ -242,6 +242,25 @@ def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> Atte
     return attention(q, k, v, mask, divisor)
 
 
+def sdpa_reference(q, k, v, mask=None, divisor: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weights [T, S], z [T, d]) of one head from PyTorch's torch.nn.functional.scaled_dot_product_attention,
+    an implementation independent of attention.attention, on the same q, k, v and mask: the weights are its
+    output on an identity V (softmax(...) · I), z its output on v. divisor None: SDPA's own default scale,
+    1/√d_k. A fully masked row is all zeros, as in attention.attention (older PyTorch gives NaN there)."""
+    scale = None if divisor is None else 1.0 / float(divisor)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    eye = torch.eye(k.shape[-2], dtype=v.dtype, device=v.device)
+    weights, z = (sdpa(q, k, x, attn_mask=mask, scale=scale).nan_to_num(0.0) for x in (eye, v))
+    return weights, z
+
+
+def sdpa_difference(steps: AttentionSteps, q, k, v, mask=None, divisor: Optional[float] = None) -> tuple[float, float]:
+    """max |difference| between step-by-step attention (`steps`, from attention_steps) and sdpa_reference on
+    the q, k, v, mask and divisor given here (not those `steps` recorded): (of the weights, of z)."""
+    weights, z = sdpa_reference(q, k, v, mask, divisor)
+    return float((steps.weights - weights).abs().max()), float((steps.z - z).abs().max())
+
+
 def entropy(weights) -> float:
     """Shannon entropy (nats) of one row of weights: 0 for one-hot, log(n) for uniform."""
     w = torch.as_tensor(weights, dtype=torch.float64)

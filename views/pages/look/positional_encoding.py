@@ -12,11 +12,12 @@ from viz_transformer.plots import heatmaps
 ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
 st.title(t("pe.title"))
-widgets.intro("pe")
-st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
 if cfg.positional == "rope":                 # nothing is added: the rotation of q and k, on this model's own q and k
+    st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
     rope.section(ctx)
     st.stop()
+widgets.intro("pe")
+st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
 
 n = st.slider(t("pe.n"), min(8, cfg.max_len - 1), cfg.max_len, min(100, cfg.max_len), key=f"pe_n_{cfg.max_len}")
 tables = capture.positional_tables(ctx.hm, n)

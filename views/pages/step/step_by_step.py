@@ -32,7 +32,6 @@ ql, kl = heatmaps.labels(q_pieces[qa:qb], qa), heatmaps.labels(k_pieces[ka:kb], 
 dims = heatmaps.dims(cfg.d_head)
 xd, yq, yk, xk = t("axis.d_head"), widgets.query_axis(block), t("axis.key"), t("axis.key")
 
-captured = run.cache[patterns.hook_name(block, layer, "hook_pattern")][0, head]
 tabs = widgets.lazy_tabs("st")        # only the open tab runs and is drawn
 
 with tabs["qkv"]:
@@ -61,9 +60,9 @@ with tabs["scores"]:
             widgets.show(heatmaps.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
                                                  t("st.softmax"), xk, yq, t("cb.weight"), qa, ka, width=width),
                          key="st_weights")
-        if divisor == sqrt_dk:
-            st.metric(t("st.check"), f"{float((hs.weights - captured).abs().max()):.2e}")
-        else:
+        check = patterns.sdpa_difference(hs, q, k, v, mask, None if divisor == sqrt_dk else divisor)   # None: SDPA's √d_k
+        st.metric(t("st.check", div=divisor), f"{check[0]:.2e}")
+        if divisor != sqrt_dk:
             st.info(t("st.check_other"))
 
 with tabs["output"]:
@@ -71,8 +70,9 @@ with tabs["output"]:
         widgets.show(heatmaps.values_heatmap(hs.z[qa:qb], ql, dims, t("st.z"), xd, yq, t("cb.value")))
 
         # -- sharpen / flatten: one query row at the chosen divisor vs the model's √d_k ---------------------
+        model = patterns.head_pattern(run.cache, block, layer, head)        # at the model's √d_k
         row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
-        series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): captured[row]}
+        series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): model[row]}
         widgets.show(heatmaps.grouped_bars(heatmaps.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
                                         div=divisor), yk, t("cb.weight")))
         st.metric(t("st.entropy", max=patterns.uniform_entropy(mask[row])), f"{patterns.entropy(hs.weights[row]):.3f}")

@@ -1,0 +1,48 @@
+"""The test tiers stay honest (pytest.ini's markers, tests/conftest.py): a test that drives Chromium or a real
+streamlit server is `browser`, one that trains is `train`, and every `browser` or `train` test is `slow`, so
+`-m "not slow"` never runs one; while the README's plain `python -m pytest` still runs every tier."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, TIERS
+
+# what in a test file's source means it drives a browser or a real server
+BROWSER_SIGNS = ("sync_playwright", '"streamlit", "run"', "from stclient import")
+TRAINING_FIXTURES = {"snap_root"}       # fixtures that run training (tests/test_app_architectures.py)
+
+
+def collected(request, files) -> dict[str, set[str]]:
+    """Mark names of every test of `files` collected in this session; skipped when one of them was not."""
+    tiers = request.config.stash[TIERS]
+    out = {}
+    for f in files:
+        ids = {n: marks for n, (marks, _) in tiers.items() if n.split("::")[0] == f"tests/{f.name}"}
+        if not ids:
+            pytest.skip(f"run with the whole tests folder: {f.name} was not collected")
+        out.update(ids)
+    return out
+
+
+def test_browser_files_and_files_that_start_a_server_are_browser_and_slow(request):
+    files = sorted(f for f in (ROOT / "tests").glob("test_*.py") if f.name != "test_tiers.py" and
+                   (f.name.startswith("test_browser") or any(s in f.read_text(encoding="utf-8") for s in BROWSER_SIGNS)))
+    assert len(files) >= 10                                          # 8 browser files, concurrency, deploy
+    unmarked = [n for n, m in collected(request, files).items() if not {"browser", "slow"} <= m]
+    assert not unmarked, unmarked
+
+
+def test_training_tests_are_train_and_every_browser_or_train_test_is_slow(request):
+    tiers = request.config.stash[TIERS]
+    assert not [n for n, (m, fx) in tiers.items() if fx & TRAINING_FIXTURES and "train" not in m]
+    assert not [n for n, (m, _) in tiers.items() if m & {"browser", "train"} and "slow" not in m]
+    train = collected(request, [ROOT / "tests" / "test_core_train.py"])
+    assert sum("train" in m for m in train.values()) >= 3           # its three training runs at least
+
+
+def test_the_marks_are_registered_strict_and_no_tier_is_the_default(request):
+    names = {line.split(":")[0].strip() for line in request.config.getini("markers")}
+    assert {"slow", "browser", "train"} <= names
+    addopts = request.config.getini("addopts")
+    assert "--strict-markers" in addopts                             # a misspelt mark is an error
+    assert not any(a.startswith("-m") for a in addopts)             # plain `python -m pytest` runs every tier
