@@ -33,7 +33,7 @@ FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral")
 ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
 INDEX = "model.safetensors.index.json"
 HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1}    # integer/bool tensors: only buffers we skip (GPT-2's mask)
-PICKLES = ("pytorch_model.bin", "model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth")
+PICKLES = ("pytorch_model.bin", "model.bin", "model.pt", "model.pth")
 
 
 def is_hf_folder(folder) -> bool:
@@ -297,7 +297,8 @@ def _shards(folder: Path) -> list[Path]:
         return paths
     if (folder / "model.safetensors").is_file():
         return [_file(folder, "model.safetensors")]
-    pickled = [p for p in PICKLES if (folder / p).exists()] + sorted(p.name for p in folder.glob("*.bin"))
+    pickled = ([p for p in PICKLES if (folder / p).exists()] + sorted(p.name for p in folder.glob("*.bin"))
+               + [p.name for p in folder.glob("pytorch_model.bin.index.json")])   # names its .bin shards
     if pickled:
         raise ck.CheckpointError(f"{folder / pickled[0]} is a pickle (PyTorch's .bin format), which can run code "
                                  "and is never unpickled here: save the model with safetensors "
