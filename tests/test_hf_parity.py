@@ -33,6 +33,8 @@ import hf_util as H
 from viz_transformer import CheckpointError, decode, load_checkpoint
 
 LOGITS_TOL, PATTERN_TOL, BROKEN = 1e-4, 1e-5, 1e-3
+pytestmark = pytest.mark.slow          # transformers and 13 model folders: about 15 s, kept out of the fast tier
+
 SUPPORTED = ("gpt2", "llama", "qwen2", "qwen3", "mistral")
 
 
