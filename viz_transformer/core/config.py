@@ -62,6 +62,8 @@ class ModelConfig:
     prepend_bos: bool = True          # encoding puts [begin] before a prompt; False: the tokenizer adds what it adds
     ban_specials: bool = True         # [pad], [unk] and [begin] are never generated (this project's models)
     forced_eos: bool = False          # the last token a generation may add is [end] (Marian's forced_eos_token_id)
+    stop_ids: tuple = ()              # ids that end a generation as [end] does (a generation config's eos list)
+    repetition_penalty: float = 1.0   # a generation config's: logits of ids already in the sequence ÷ it (× it if < 0)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -108,6 +110,9 @@ class ModelConfig:
         check(self.n_heads % self.kv_heads == 0, f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
                                                  f"({self.kv_heads})")
         check(self.positional != "rope" or self.d_head % 2 == 0, "RoPE needs an even head_dim")
+        check(all(isinstance(i, int) and 0 <= i < self.vocab_size for i in self.stop_ids),
+              "stop_ids must be vocabulary ids")
+        check(self.repetition_penalty > 0, "repetition_penalty must be positive")
         check(self.norm_eps > 0 and self.rope_theta > 0 and self.rope_factor > 0, "norm_eps, rope_theta and "
                                                                                   "rope_factor must be positive")
         check(self.vocab_size > max(self.pad_id, self.bos_id, self.eos_id), "vocab_size too small for special ids")
@@ -136,4 +141,5 @@ class ModelConfig:
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"unknown config keys: {', '.join(unknown)}")
-        return cls(**d)
+        tuples = {f.name for f in dataclasses.fields(cls) if isinstance(f.default, tuple)}
+        return cls(**{k: tuple(v) if k in tuples and isinstance(v, list) else v for k, v in d.items()})

@@ -107,9 +107,13 @@ def _max_len(raw: dict) -> int:
     return min(n, LIMITS["max_len"])
 
 
-def _eos(raw: dict, gen: dict) -> int:
+def _eos_list(raw: dict, gen: dict) -> list[int]:
     eos = _get(gen, "eos_token_id", default=_get(raw, "eos_token_id", default=-1))
-    return int(eos[0] if isinstance(eos, list) else eos)
+    return [int(i) for i in (eos if isinstance(eos, list) else [eos])] or [-1]
+
+
+def _eos(raw: dict, gen: dict) -> int:
+    return _eos_list(raw, gen)[0]
 
 
 def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
@@ -127,6 +131,8 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
                   forced_eos=forced is not None and int(forced if not isinstance(forced, list) else forced[0]) == _eos(raw, gen),
                   ban_specials=False, sep_id=-1, pad_id=int(pad if not isinstance(pad, list) else pad[0]),
                   bos_id=int(_get(raw, "bos_token_id", default=-1)), eos_id=_eos(raw, gen),
+                  stop_ids=tuple(dict.fromkeys(i for i in _eos_list(raw, gen)[1:] if i >= 0)),
+                  repetition_penalty=float(gen.get("repetition_penalty") or 1.0),
                   vocab_size=int(raw["vocab_size"]))
     if family == "marian":
         return _marian_config(raw, gen, common)

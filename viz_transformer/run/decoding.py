@@ -49,26 +49,45 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
     True; rows = {name: [B, head, key]}, the last query's pattern of each hook in `watch`. Returns each
     row's generated ids, without [end]. fwd_hooks: active for the whole loop."""
     cfg = model.cfg
+    stops = torch.tensor(stop_ids(cfg))
     with hooks_active(model.resolve_hooks(fwd_hooks)):
         cache, cur = start_cache(model, batch), batch.dec
+        seen = batch.dec                                      # every decoder id so far (repetition penalty)
         out: list[list[int]] = [[] for _ in range(len(batch))]
         done = torch.zeros(len(batch), dtype=torch.bool)
         steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
         for t in range(steps):
             logits, rows = _step_logits(model, cur, cache, banned, watch)
+            logits = penalise_repeats(logits, seen, cfg.repetition_penalty)
             if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end]
                 logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([cfg.eos_id]), 0.0)
             nxt = pick(logits)
             if on_step is not None and on_step(t, logits, nxt, rows):
                 break
+            ended = torch.isin(nxt, stops)
             for r, i in enumerate(nxt.tolist()):
-                if not done[r] and i != cfg.eos_id:
+                if not done[r] and not ended[r]:
                     out[r].append(i)
-            done |= nxt == cfg.eos_id
+            done |= ended
             if bool(done.all()):
                 break
             cur = nxt.unsqueeze(1)
+            seen = torch.cat([seen, cur], 1)
     return out
+
+
+def stop_ids(cfg) -> list[int]:
+    """The ids that end a generation: [end], and an imported model's other end-of-sequence ids."""
+    return [cfg.eos_id, *cfg.stop_ids]
+
+
+def penalise_repeats(logits: torch.Tensor, seen: torch.Tensor, penalty: float) -> torch.Tensor:
+    """A generation config's repetition_penalty, as Hugging Face applies it: the logit of every id already in the
+    sequence (prompt included) divided by the penalty, or multiplied when it is negative. logits [B, V], seen [B, T]."""
+    if penalty == 1.0:
+        return logits
+    score = logits.gather(-1, seen)
+    return logits.scatter(-1, seen, torch.where(score < 0, score * penalty, score / penalty))
 
 
 def greedy_outputs(model: Transformer, inputs: Sequence[ModelInput], max_new_tokens: int,
@@ -159,6 +178,7 @@ class Trace:
     src_ids: Optional[list[int]] = None  # ids of src_pieces
     prompt_ids: list[int] = field(default_factory=list)   # ids of prompt_pieces
     eos_id: Optional[int] = None
+    stop_ids: tuple = ()                 # other ids that ended the generation as [end] does
 
     @property
     def output_ids(self) -> list[int]:
@@ -169,7 +189,7 @@ class Trace:
     def generated_ids(self) -> list[int]:
         """The output without a final [end]: what a captured run teacher-forces."""
         ids = self.output_ids
-        return ids[:-1] if ids and ids[-1] == self.eos_id else ids
+        return ids[:-1] if ids and (ids[-1] == self.eos_id or ids[-1] in self.stop_ids) else ids
 
     @property
     def pieces(self) -> list[str]:
@@ -257,7 +277,8 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
     banned = never_generated(tok)
     src = list(inp.src) if inp.src is not None else None
     trace = Trace(strategy, tok.pieces(src) if src else None, tok.pieces(list(inp.prompt)), n_cut=inp.n_cut,
-                  cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id)
+                  cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id,
+                  stop_ids=tuple(cfg.stop_ids))
     batch = make_batch(cfg, [inp])
     max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(inp.prompt)))
     if strategy == "beam":
@@ -284,7 +305,7 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
 def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned) -> Trace:
     """Beam search. Each hypothesis carries its own history of rows and candidates, so the
     final trace's steps follow the best hypothesis while `beams` shows every beam per step."""
-    eos = model.cfg.eos_id
+    stops = set(stop_ids(model.cfg))
     alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
     alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
     finished = []
@@ -310,7 +331,7 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
                    "rows": h["rows"] + [{k: v[b] for k, v in rows.items()}],
                    "cands": h["cands"] + [_candidates(tok, logp[b].exp(), n_candidates)],
                    "probs": h["probs"] + [float(logp[b, token].exp())]}
-            if token == eos:
+            if token in stops:
                 if rank < width:                         # [end] counts only among the top `width`
                     finished.append(new)
                     step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], True))
