@@ -62,3 +62,19 @@ def test_a_model_without_the_llama_parts_is_refused(tmp_path, capsys):
     plain = make_tiny_checkpoint(tmp_path / "plain", "decoder_only")
     assert cli_main(["export-hf", str(plain), str(tmp_path / "out")]) == 2
     assert "positional='sinusoidal'" in capsys.readouterr().err
+
+
+def test_nan_or_infinite_weights_are_refused(exported, tmp_path):
+    from safetensors.torch import load_file, save_file
+    from viz_transformer import CheckpointError
+    _, folder = exported
+    for bad in (float("nan"), float("inf")):
+        copy = tmp_path / f"bad-{bad}"
+        copy.mkdir()
+        for f in folder.iterdir():
+            (copy / f.name).write_bytes(f.read_bytes())
+        tensors = load_file(str(folder / "model.safetensors"))
+        tensors["model.layers.1.mlp.up_proj.weight"][3, 4] = bad
+        save_file(tensors, str(copy / "model.safetensors"))
+        with pytest.raises(CheckpointError, match="NaN or infinite"):
+            load_checkpoint(copy)
