@@ -11,7 +11,7 @@ import torch
 
 from app_util import figures, open_app, page_file
 from conftest import make_tiny_checkpoint
-from viz_transformer import load_checkpoint
+from viz_transformer import decode, load_checkpoint
 from viz_transformer.analysis.patterns import rope_angles, rope_offset_scores
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.rope import cos_sin, inverse_frequencies, rotate
@@ -89,3 +89,22 @@ def test_the_positional_page_of_a_rope_model(rope_root, monkeypatch):
         assert len(figs) == 2, len(figs)
         flat = [tr for f in figs for tr in f["data"] if tr.get("type") == "scatter"]
         assert flat, "the offset curves"
+
+
+def test_positions_off_takes_the_rotation_out(rope_root):
+    from viz_transformer.run.interventions import positions_off_hooks
+    hm = load_checkpoint(rope_root / "tiny-rope")
+    text = "The cat sat on the mat."
+    on, off = hm.run(text, target=" and"), hm.run(text, target=" and", fwd_hooks=positions_off_hooks(hm))
+    for i in range(hm.cfg.n_decoder_layers):
+        p = f"decoder.{i}.self_attn"
+        assert torch.equal(off.cache[f"{p}.hook_rot_q"], off.cache[f"{p}.hook_q"])
+        assert torch.equal(off.cache[f"{p}.hook_rot_k"], off.cache[f"{p}.hook_k"])
+        assert not torch.allclose(on.cache[f"{p}.hook_rot_q"], on.cache[f"{p}.hook_q"])
+    q, k = off.cache["decoder.0.self_attn.hook_q"][0, :, 0], off.cache["decoder.0.self_attn.hook_k"][0, :, 0]
+    want = q @ k.T / math.sqrt(hm.cfg.d_head)                        # unrotated scores, head 0 (KV head 0)
+    assert torch.allclose(off.cache["decoder.0.self_attn.hook_scores"][0, 0], want, atol=1e-5)
+    assert (off.logits - on.logits).abs().max() > 1e-3
+    run = hm.run(text, max_new_tokens=5, fwd_hooks=positions_off_hooks(hm))   # generated with the KV cache ...
+    start = run.prompt_len - 1                                                   # ... and teacher-forced: they agree
+    assert run.output_ids and run.predicted[start:start + len(run.output_ids)] == hm.tokenizer.pieces(run.output_ids)

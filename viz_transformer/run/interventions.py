@@ -117,9 +117,17 @@ def _row_hooks(heads: list[Head], first_row: int, mode: str, means: Optional[Mea
 
 
 def positions_off_hooks(hm) -> list[tuple[str, Callable]]:
-    """Hooks that make every positional encoding (`*.hook_pos`, [pos, d_model]) zero: the model sees
+    """Hooks that take every position signal out: each added positional encoding (`*.hook_pos`, [pos, d_model])
+    becomes zero, and with RoPE each rotated q and k (`hook_rot_q` / `hook_rot_k`) is replaced by the same q or
+    k before its rotation (`hook_q` / `hook_k`, seen a moment earlier in the same forward). The model then sees
     its tokens as a bag, with order only where a mask carries it (causal self-attention)."""
-    return [(n, lambda x, hook: torch.zeros_like(x)) for n in hm.hook_names if n.endswith(".hook_pos")]
+    hooks = [(n, lambda x, hook: torch.zeros_like(x)) for n in hm.hook_names if n.endswith(".hook_pos")]
+    for name in hm.hook_names:
+        if name.endswith(".hook_rot_q") or name.endswith(".hook_rot_k"):
+            before, kept = name.replace(".hook_rot_", ".hook_"), {}
+            hooks += [(before, lambda x, hook, kept=kept: kept.__setitem__("x", x)),     # unchanged, remembered
+                      (name, lambda x, hook, kept=kept: kept.pop("x"))]                  # the unrotated one instead
+    return hooks
 
 
 def head_means(hm, text: str, max_new_tokens: int = 64) -> Means:
