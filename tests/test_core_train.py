@@ -285,3 +285,23 @@ def test_no_fast_trains_as_before_and_a_run_can_switch(tmp_path, pairs_tsv, caps
     info = state(tmp_path)
     assert [h["epoch"] for h in info["history"]] == [1, 2] and info["step"] == 2 * 7
     assert not any(g["fused"] for g in info["param_groups"])     # the kernel is the running step's, not the saved one
+
+
+@pytest.mark.train
+def test_a_state_saved_before_the_newer_config_fields_resumes(tmp_path, pairs_tsv, capsys):
+    """ModelConfig gained fields (RMSNorm, RoPE, ... for imported models); a training state saved without them is
+    the same model (each field at its default) and resumes, while a real difference is still refused."""
+    from viz_transformer.core.config import ModelConfig
+    assert T.main(translation_args(pairs_tsv, tmp_path, epochs=1)) == 0
+    path = tmp_path / "work" / "state.json"
+    info = json.loads(path.read_text())
+    new = {f for f in ModelConfig().to_dict() if f in ("norm_type", "ffn", "rope_theta", "stop_ids", "qk_norm")}
+    info["model_config"] = {k: v for k, v in info["model_config"].items() if k not in new}
+    path.write_text(json.dumps(info))
+    assert T.main(translation_args(pairs_tsv, tmp_path, epochs=2)) == 0
+    assert "after epoch 1" in capsys.readouterr().err
+    info = json.loads(path.read_text())
+    info["model_config"]["ffn"] = "gated"
+    path.write_text(json.dumps(info))
+    assert T.main(translation_args(pairs_tsv, tmp_path, epochs=3)) == 2
+    assert "ffn differ" in capsys.readouterr().err

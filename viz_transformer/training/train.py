@@ -213,6 +213,10 @@ def load_state(work: Path, model, opt) -> Optional[dict]:
         return None
     info = json.loads((work / "state.json").read_text())
     saved, wanted = info.get("model_config"), model.cfg.to_dict()
+    try:            # through ModelConfig: a state saved before a field existed has its default; JSON lists are tuples
+        saved = ModelConfig.from_dict(saved).to_dict() if saved else saved
+    except (TypeError, ValueError):
+        pass
     if saved != wanted:
         diff = sorted(k for k in wanted if (saved or {}).get(k) != wanted[k]) if saved else ["(no config saved)"]
         raise ResumeError(f"{work} holds training state for a different model ({', '.join(diff)} differ): "
