@@ -89,6 +89,16 @@ def pytest_collection_modifyitems(config, items):
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _same_threads_after_each_test():
+    """Training sets torch's thread count (--threads); put it back, so a later test's numbers (a beam search's
+    near-ties against transformers, say) do not depend on which tests ran before it."""
+    n = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def models(ckpt_root):
     """The three tiny architectures by folder name (lens and patching tests)."""
