@@ -13,7 +13,6 @@ Needs transformers (requirements-dev.txt). Writes the folder once under --work (
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
 import sys
@@ -75,13 +74,12 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
 
     from viz_transformer import load_checkpoint
-    base = rss_mb()
-    load_s = timed(lambda: globals().__setitem__("hm", load_checkpoint(folder)))
-    hm = globals()["hm"]
-    rss_ours = rss_mb() - base
-    hf_load_s = timed(lambda: globals().__setitem__("ref", AutoModelForCausalLM.from_pretrained(
-        folder, attn_implementation="eager", dtype=torch.float32).eval()))
-    ref = globals()["ref"]
+    base, t = rss_mb(), time.perf_counter()
+    hm = load_checkpoint(folder)
+    load_s, rss_ours = time.perf_counter() - t, rss_mb() - base
+    t = time.perf_counter()
+    ref = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    hf_load_s = time.perf_counter() - t
     ids = torch.randint(2, 400, (1, args.tokens))
     with torch.no_grad():
         gap = (ref(ids).logits - hm.model(ids)).abs().max().item()
@@ -100,8 +98,6 @@ def main() -> None:
           f"{res['ratio']}× (goal ≤ 1.3); our model adds {rss_ours:.0f} MB RSS")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
-    del ref
-    gc.collect()
 
 
 if __name__ == "__main__":

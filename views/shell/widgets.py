@@ -10,7 +10,7 @@ from typing import Optional
 import streamlit as st
 
 from views.shell import registry
-from views.shell.strings import LATEX, has, t
+from views.shell.strings import LATEX, t
 from viz_transformer import export
 from viz_transformer.analysis import patterns
 from viz_transformer.plots import figure_rules

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots.margins import text_px
-from viz_transformer.plots.heatmaps import escape
+from viz_transformer.plots.style import escape
 
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",

@@ -14,9 +14,9 @@ from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.numbers import fmt_probs
-from viz_transformer.plots.margins import every_kth, fit_margins, text_px
-from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, PALETTE, VALUE_SCALE, _raw, escape,  # noqa: F401
-                                         labels, layout, to_numpy)
+from viz_transformer.plots.margins import every_kth, text_px
+from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, escape, labels,
+                                         layout, to_numpy)
 
 def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
     """Label every k-th category when cells are too small for all (hover still names every cell)."""
