@@ -101,8 +101,8 @@ _EXPAND = """() => { let n = 0;
 
 def texts(folder: Path, lang: str, lengths=LENGTHS) -> dict:
     """{nominal length: (text, its pieces by the checkpoint's tokenizer, specials not counted)}, and "tok"."""
-    from viz_transformer.core.checkpoint import load_tokenizer, read_config
-    tok = load_tokenizer(folder, read_config(folder))
+    from viz_transformer import load_checkpoint
+    tok = load_checkpoint(folder).tokenizer          # ours or an imported (Hugging Face) folder alike
     out = {"tok": tok}
     for n in lengths:
         text = SHORT[lang] if n <= 10 else text_of(tok, n + 1, seed=n, lang=lang)   # text_of counts [end]
