@@ -585,6 +585,20 @@ EN = {
     "tr.x": "training step (log scale; step 0 drawn at 0.5)",
     "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.training.snapshots.load_training_snapshots.",
+    "tr.roles": "Roles as they form",
+    "tr.roles_intro": "Each head's role at every recorded step, from the same head statistics as the Head statistics "
+                      "page (averaged over the {n} fixed sentences): previous token, first token, self, end token or "
+                      "broad, when its statistic carries at least {th:.0%} of the weight. The number in each cell is "
+                      "the evidence: the role's statistic (for broad: the entropy, in nats), or the largest one when "
+                      "no role is clear (grey). The red frame is the step shown above.",
+    "tr.roles_fig": "Roles of the heads of {block} over training",
+    "tr.roles_x": "training step",
+    "tr.roles_y": "layer, head",
+    "tr.roles_none": "none clear",
+    "tr.roles_first": "When each role appears (the first step from which a head keeps it to the end):",
+    "tr.roles_first_row": "- **{role}**: layer {layer}, head {head}, from step {step:,} ({evidence}; at the end: {final})",
+    "tr.roles_nothing": "No head of {block} keeps a clear role to the end of training: at the last step every head "
+                        "spreads its weight (the grey cells' numbers show how far each stays below {th:.0%}).",
     # figures everywhere
     "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
     "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",

@@ -474,6 +474,18 @@ ZH = {
     "tr.curves": "训练过程中的损失和 BLEU（红线：当前步）",
     "tr.x": "训练步数（对数刻度；第 0 步画在 0.5）",
     "tr.how": "{n} 个快照，以 float16 保存在检查点文件夹中（training_snapshots.safetensors + .json），用 viz_transformer.training.snapshots.load_training_snapshots 读取。",
+    "tr.roles": "角色如何形成",
+    "tr.roles_intro": "每个头在每个记录步上的角色，用的是与“注意力头统计”页相同的统计量（在 {n} 个固定句子上取平均）：看前一词元、"
+                      "首词元、看自身、尾词元或宽泛，条件是该统计量至少占 {th:.0%} 的权重。格子里的数字就是证据：该角色的统计量（宽泛：熵，单位 nat）；"
+                      "没有明确角色时（灰色）是最大的那个统计量。红框是上面显示的那一步。",
+    "tr.roles_fig": "{block} 各个头在训练中的角色",
+    "tr.roles_x": "训练步",
+    "tr.roles_y": "层，头",
+    "tr.roles_none": "不明确",
+    "tr.roles_first": "每种角色何时出现（某个头从这一步起一直保持该角色到训练结束）：",
+    "tr.roles_first_row": "- **{role}**：第 {layer} 层第 {head} 个头，从第 {step:,} 步起（{evidence}；训练结束时：{final}）",
+    "tr.roles_nothing": "{block} 中没有哪个头把明确的角色保持到训练结束：最后一步每个头的权重都比较分散"
+                        "（灰色格子里的数字显示它们离 {th:.0%} 还差多少）。",
     "fig.window": "显示的位置（每次 {m} 个：格子再小就看不清了）",
     "fig.window_note": "显示查询行 {qa}–{qb}、键列 {ka}–{kb}；拖动滑块看其余部分。所有数值都是在整段文本上计算的。",
     "fig.html": "HTML",
