@@ -552,6 +552,27 @@ EN = {
     "ar.tab.reads": "Output and where it reads the source",
     "ar.tab.masks": "Masks",
     "ar.tab.rank": "Rank",
+    "ar.tab.norm": "Pre- vs post-norm",
+    "ar.norm": "Where the norm sits: before the sub-layer or after the residual",
+    "ar.norm_intro": "Every model here is **pre-norm**: each sub-layer reads a normalised copy and adds its result "
+                     "back, x + f(LN(x)), with one more norm at the very end. The original Transformer is "
+                     "**post-norm**: it normalises after the residual, LN(x + f(x)). Xiong et al. (2020) showed that "
+                     "at initialisation a post-norm model's gradients grow towards the output, which is why it needs "
+                     "a learning-rate warm-up. Below, the same measurement on this project's own encoder-decoder: the "
+                     "same configuration and training batch, freshly initialised with the norm in each place.",
+    "ar.norm_fig": "Gradient norm of each layer at initialisation ({name}'s configuration, {n} training pairs, mean of "
+                   "{seeds} initialisations)",
+    "ar.norm_x": "layer (input → output)",
+    "ar.norm_y": "‖gradient of the layer's parameters‖",
+    "ar.norm_pre": "pre-norm: x + f(LN(x))",
+    "ar.norm_post": "post-norm: LN(x + f(x))",
+    "ar.norm_reads": "**What it shows.** From {first} to {last}, post-norm's layer gradient changes by ×{post_growth:.2f} "
+                     "and pre-norm's by ×{pre_growth:.2f}. At the output side ({last}) post-norm's gradient is "
+                     "{at_output:.2f}× pre-norm's; at the input side ({first}) {at_input:.2f}×.",
+    "ar.norm_none": "This checkpoint has no gradient measurement at initialisation in its meta.json; `{cmd}` adds it.",
+    "ar.twin_none": "No post-norm translator is among the checkpoints yet, so only the measurement at "
+                    "initialisation can be compared here: its training run (loss, BLEU and attention over training "
+                    "beside the pre-norm model's) is still to come.",
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",

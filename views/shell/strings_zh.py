@@ -447,6 +447,21 @@ ZH = {
     "ar.tab.reads": "译文与它读源句的位置",
     "ar.tab.masks": "掩码",
     "ar.tab.rank": "秩",
+    "ar.tab.norm": "前置归一化与后置归一化",
+    "ar.norm": "归一化放在哪里：子层之前，还是残差之后",
+    "ar.norm_intro": "这里的每个模型都是**前置归一化（pre-norm）**：每个子层读入归一化后的副本，再把结果加回去，x + f(LN(x))，"
+                     "最后再做一次归一化。原始的 Transformer 是**后置归一化（post-norm）**：在残差相加之后再归一化，LN(x + f(x))。"
+                     "Xiong 等人（2020）指出，后置归一化的模型在初始化时梯度越靠近输出越大，所以需要学习率预热（warm-up）。"
+                     "下面是在本项目自己的编码器-解码器上做的同样测量：相同的配置和训练批次，分别把归一化放在两个位置重新初始化。",
+    "ar.norm_fig": "初始化时每一层的梯度范数（{name} 的配置，{n} 个训练句对，{seeds} 次初始化的平均）",
+    "ar.norm_x": "层（输入 → 输出）",
+    "ar.norm_y": "‖该层参数的梯度‖",
+    "ar.norm_pre": "前置归一化：x + f(LN(x))",
+    "ar.norm_post": "后置归一化：LN(x + f(x))",
+    "ar.norm_reads": "**图中可见。** 从 {first} 到 {last}，后置归一化的层梯度变为 ×{post_growth:.2f}，前置归一化的变为 ×{pre_growth:.2f}。"
+                     "在输出一侧（{last}），后置归一化的梯度是前置的 {at_output:.2f} 倍；在输入一侧（{first}）是 {at_input:.2f} 倍。",
+    "ar.norm_none": "这个检查点的 meta.json 里没有初始化时的梯度测量；运行 `{cmd}` 即可加上。",
+    "ar.twin_none": "检查点中还没有后置归一化的翻译模型，所以这里只能比较初始化时的测量；它的训练过程（损失、BLEU 以及训练中的注意力，与前置归一化模型并排）还有待完成。",
     "ar.short.encoder_decoder": "编码器-解码器",
     "ar.short.decoder_only": "仅解码器",
     "ar.short.prefix_lm": "前缀解码器",
