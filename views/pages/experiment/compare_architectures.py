@@ -116,9 +116,10 @@ with tabs["norm"]:
         base = hms.get("encoder_decoder")
         grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
         if grads:
-            widgets.show(heatmaps.curves(grads["layers"], {t("ar.norm_pre"): grads["pre"], t("ar.norm_post"): grads["post"]},
-                                         t("ar.norm_fig", name=models["encoder_decoder"].name, n=grads["n_pairs"],
-                                           seeds=len(grads["seeds"])), t("ar.norm_x"), t("ar.norm_y")), key="ar_norm")
+            lines = {t("ar.norm_pre"): grads["pre"], t("ar.norm_post"): grads["post"]}
+            title = t("ar.norm_fig", name=models["encoder_decoder"].name, n=grads["n_pairs"], seeds=len(grads["seeds"]))
+            widgets.show(model_figures.layer_gradients(grads["layers"], lines, title, t("ar.norm_x"), t("ar.norm_y")),
+                         key="ar_norm")
             st.markdown(t("ar.norm_reads", **A.gradient_growth(grads)))
         else:
             st.info(t("ar.norm_none", cmd="python -m viz_transformer init-grads CHECKPOINT"))
