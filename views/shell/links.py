@@ -13,6 +13,7 @@ apply after it (the page's settings, checked against the loaded model) and share
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Callable, Mapping, Optional
@@ -186,6 +187,7 @@ def _load_text(tid: str) -> Optional[str]:
         return None
 
 
+@functools.lru_cache(maxsize=256)          # the address is written on every rerun: store a text once
 def _store_text(text: str) -> str:
     from views.server import db
     return db.put_text(text)
