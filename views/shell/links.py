@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
-from views.shell import lesson_file, widgets
+from views.shell import lesson_file, session_guard, widgets
 from views.shell.strings import t
 from views.shell.view_state import (PICKER_BLOCK, PICKERS, TABBED, current_settings, fields, session_values,
                                     valid)
@@ -211,6 +211,7 @@ def open_link(page: str, checkpoints: Callable[[], list[str]]) -> None:
             ignored.append(_shown("checkpoint", name))
     if "text" in settings:
         state["text"] = settings.pop("text")
+        session_guard.clean_text()               # as a typed text: one Streamlit can send back
     state[PENDING] = (page, settings, ignored)
 
 
