@@ -829,6 +829,10 @@ EN = {
     "ls.draft": "{n} step(s) in this lesson so far.",
     "ls.download": "Download the lesson file",
     "ls.clear": "Start a new lesson",
+    "link.copy": "Copy link",
+    "link.help": "This address opens this page as you see it now (model, text and settings), in any browser. "
+                 "Copy it with the button at the right of the box.",
+    "link.ignored": "This link's {what} cannot be shown here and was left at the default.",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

@@ -28,7 +28,9 @@ if snaps is None:
 
 n = len(snaps.steps)
 if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another checkpoint: start at step 0
-    st.session_state.update(tr_key=(ctx.name, ctx.stamp), tr_step=0, tr_playing=False)
+    if st.session_state.get("tr_key") is not None:                    # (a link's first view keeps its step)
+        st.session_state["tr_step"] = 0
+    st.session_state.update(tr_key=(ctx.name, ctx.stamp), tr_playing=False)
 i = st.session_state["tr_step"] = min(st.session_state.get("tr_step", 0), n - 1)
 
 c = st.columns([3, 3, 1, 1])
