@@ -42,6 +42,7 @@ try:
     with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()
         lesson_mode.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
+        lesson_mode.question(current, LESSON_PAGES)           # the step's question, above the page
         current.run()
 finally:
     warmup.done(early)
