@@ -234,7 +234,7 @@ def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: 
     rows: dict[str, torch.Tensor] = {}
 
     def grab(x, hook):
-        rows[hook.name] = x[:, :, -1, :].detach().cpu().clone()          # (B, nh, k)
+        rows[hook.name] = x[:, :, -1, :].detach().to("cpu", torch.float32, copy=True)   # (B, nh, k)
     with hooks_active([(n, grab) for n in watch]):
         logits = model.decode(ids, cache=cache)[:, -1]
     return allowed_logits(logits, banned), rows
