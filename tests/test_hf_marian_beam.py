@@ -172,3 +172,21 @@ def test_a_forced_target_is_cut_by_the_target_side(marian):
     ids = tok(text_target=H.MARIAN_TGT[0]).input_ids
     assert run.output_ids == ids and run.tgt_pieces[1:] == tok.convert_ids_to_tokens(ids)
     assert run.src_pieces == hm.tokenizer.src_pieces(tok(H.MARIAN_SRC[0]).input_ids)
+
+
+def test_a_wider_configured_beam_is_capped_not_refused(marian, tmp_path):
+    """A generation config's num_beams above our limit (16): greedy still runs, beam search uses 16 beams."""
+    import shutil
+    from viz_transformer.core.encoding import MAX_BEAM
+    _, _, hm, folder = marian("marian-3heads")
+    copy = tmp_path / "wide"
+    shutil.copytree(folder, copy)
+    gen = json.loads((copy / "generation_config.json").read_text())
+    (copy / "generation_config.json").write_text(json.dumps(dict(gen, num_beams=MAX_BEAM * 2)))
+    wide = load_checkpoint(copy)
+    assert wide.cfg.num_beams == MAX_BEAM * 2
+    assert decode(wide, TEXTS[0], "greedy", max_new_tokens=4).output_ids == \
+        decode(hm, TEXTS[0], "greedy", max_new_tokens=4).output_ids
+    trace = decode(wide, TEXTS[0], "beam", max_new_tokens=3)
+    assert trace.output_ids == decode(hm, TEXTS[0], "beam", beam_width=MAX_BEAM, max_new_tokens=3).output_ids
+    assert max(sum(not b.finished for b in step) for step in trace.beam_history) <= MAX_BEAM

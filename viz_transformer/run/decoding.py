@@ -14,7 +14,7 @@ import torch
 from viz_transformer.core.config import early_stopping_rule
 from viz_transformer.core.batch import Batch, make_batch, start_cache
 from viz_transformer.core.hooks import hooks_active
-from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
+from viz_transformer.core.encoding import MAX_BEAM, ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import KVCache, Transformer
 from viz_transformer.core.hook_names import decoder_blocks, hook_name
 from viz_transformer.core.tokenizer import Tokenizer, source_pieces
@@ -264,7 +264,7 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     model, tok = hm.model, hm.tokenizer
     cfg = model.cfg
-    beam_width = cfg.num_beams if beam_width is None else beam_width
+    beam_width = min(cfg.num_beams, MAX_BEAM) if beam_width is None else beam_width     # a config's 32: our limit
     length_penalty = cfg.length_penalty if length_penalty is None else length_penalty
     early_stopping = early_stopping_rule(cfg.early_stopping if early_stopping is None else early_stopping)
     if max_new_tokens is None:
