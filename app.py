@@ -12,12 +12,15 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import warmup
-from views.shell import language
+from views.shell import language, presenter
 from views.shell.strings import t
 
 language.resolve()
 ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
-st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   # fetched from fonts.gstatic.com
+presenter.resolve()                                                      # ?present=1: a projected class
+st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide",    # fetched from fonts.gstatic.com
+                   initial_sidebar_state=presenter.sidebar_state())
+presenter.style()
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
@@ -38,6 +41,7 @@ current = st.navigation(SECTIONS, expanded=True)      # every page listed, none 
 language.switch()
 session_guard.clean_text()
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+presenter.page_steps(current, LESSON_PAGES)                # ?present=1 without a lesson: ← / → go through the pages
 try:
     with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()

@@ -794,6 +794,11 @@ EN = {
     "ls.draft": "{n} step(s) in this lesson so far.",
     "ls.download": "Download the lesson file",
     "ls.clear": "Start a new lesson",
+    # presenter mode (?present=1) and the class banner
+    "pr.back_page": "Previous page",
+    "pr.next_page": "Next page",
+    "qr.code": "Class code",
+    "qr.scan": "Scan the code with a phone, or open this address:",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

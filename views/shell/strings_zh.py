@@ -639,4 +639,8 @@ ZH = {
     "ls.draft": "这个课程目前有 {n} 步。",
     "ls.download": "下载课程文件",
     "ls.clear": "开始新课程",
+    "pr.back_page": "上一页",
+    "pr.next_page": "下一页",
+    "qr.code": "课堂代码",
+    "qr.scan": "用手机扫码，或打开这个地址：",
 }
