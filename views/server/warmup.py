@@ -19,6 +19,7 @@ from typing import Optional
 
 import streamlit as st
 
+from views.server import prestart
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
 
@@ -26,17 +27,24 @@ _imports = threading.Lock()      # held from the blank chart until the heavy imp
 def plotly_early() -> Optional[object]:
     """In a process that has not imported torch yet: a placeholder holding a blank chart (else None).
     Call imported() once the heavy imports are done (in a finally)."""
-    if "torch" in sys.modules:
+    if _imported():
         return None
     _imports.acquire()
-    if "torch" in sys.modules:                  # another session did the imports while this one waited
+    if _imported():                             # another session did the imports while this one waited
         _imports.release()
         return None
     try:
-        return _send_blank()
+        slot = _send_blank()
+        prestart.wait()             # a class server (serve.py) is importing them already: wait for it
+        return slot
     except BaseException:
         _imports.release()
         raise
+
+
+def _imported() -> bool:
+    """torch is imported, and no prestart thread (serve.py) is still at work."""
+    return "torch" in sys.modules and prestart.done()
 
 
 def imported(slot) -> None:
