@@ -20,6 +20,7 @@ from typing import Optional
 import streamlit as st
 
 from views.server import prestart
+from views.shell.strings import t
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
 
@@ -58,10 +59,12 @@ def _send_blank():
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
              "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
                         "yaxis": {"visible": False}}}
-    with slot.container(height=10, border=False):       # 10 pixels: rendered (their bundles load), not seen
-        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
-        st.code(" ", language=None)
-        st.latex(r"\,")
+    with slot.container():
+        st.caption(t("warmup.loading"))                   # what a student sees meanwhile: no error, no blank page
+        with st.container(height=10, border=False):     # 10 pixels: rendered (their bundles load), not seen
+            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
+            st.code(" ", language=None)
+            st.latex(r"\,")
     return slot
 
 

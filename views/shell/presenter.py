@@ -1,11 +1,12 @@
-"""Presenter mode (`?present=1`): the app as a teacher projects it: large type, the sidebar collapsed, each
-figure a screen high, and ← / → to step through the lesson (or, with no lesson open, through the pages).
+"""Presenter mode (`?present=1`): the app as a teacher projects it: large type, the sidebar collapsed, one
+figure to a screen, and ← / → to step through the lesson (or, with no lesson open, through the pages).
 
-Large type is a CSS zoom of the page's main column, so the figures' own text (titles, ticks, cell values)
-grows with the prose: a projector needs both, and a rem-based font size would leave Plotly's pixels small.
-Each figure keeps its place on the page and is at least one screen high; the page scrolls to figures
-(scroll snapping), so one figure fills the screen at a time. The mode is kept in st.session_state["present"]
-and written back to the address on every run, so it survives navigating (as ?lang= does); ?present=0 ends it.
+Large type: the page's root font size goes from 16 to FONT_PX pixels; Streamlit sizes all its type in rem.
+One figure to a screen: the page scrolls figure by figure (CSS scroll snapping), each figure starting just
+under the header. Figures are not stretched to the screen's height: a CSS zoom broke Plotly's own sizing, and
+a chart box a screen high made Plotly spread a heatmap of square cells over it with most of it off screen.
+The mode is kept in st.session_state["present"] and written back to the address on every run, so it
+survives navigating (as ?lang= does); ?present=0 ends it.
 """
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from views.shell.strings import t
 
 KEY = "present"                    # st.session_state[KEY]: True while presenting
 FONT_PX = 24                       # the page's root font size (Streamlit's is 16): all its type is in rem
-# A fixed string, no user content. The header bar is 3.75rem; each figure's block is a screen high.
+# A fixed string, no user content. The header bar is 3.75rem: a figure scrolled to starts just under it.
 STYLE = f"""<style>
 html {{ font-size: {FONT_PX}px !important; }}
 [data-testid="stMain"] {{ scroll-snap-type: y proximity; }}
-[data-testid="stPlotlyChart"] {{ scroll-snap-align: start; scroll-margin-top: 3.75rem; min-height: calc(100vh - 3.75rem); }}
+[data-testid="stPlotlyChart"] {{ scroll-snap-align: start; scroll-margin-top: 3.75rem; }}
 </style>"""
 
 

@@ -795,6 +795,7 @@ EN = {
     "ls.download": "Download the lesson file",
     "ls.clear": "Start a new lesson",
     # presenter mode (?present=1) and the class banner
+    "warmup.loading": ":material/hourglass_top: Loading the model: the first visit to a new server takes a few seconds.",
     "pr.back_page": "Previous page",
     "pr.next_page": "Next page",
     "qr.code": "Class code",

@@ -639,6 +639,7 @@ ZH = {
     "ls.draft": "这个课程目前有 {n} 步。",
     "ls.download": "下载课程文件",
     "ls.clear": "开始新课程",
+    "warmup.loading": ":material/hourglass_top: 正在加载模型：新启动的服务器第一次打开需要几秒钟。",
     "pr.back_page": "上一页",
     "pr.next_page": "下一页",
     "qr.code": "课堂代码",
