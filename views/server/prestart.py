@@ -20,7 +20,8 @@ log = get_logger("viz_transformer.prestart")      # Streamlit's format and level
 WAIT_S = 120.0                     # the most a page run waits for the thread (a slow disk, a big model)
 _done = threading.Event()
 _thread: Optional[threading.Thread] = None
-timings: dict = {}                 # step -> seconds since the thread started, for benchmarks and the log
+timings: dict = {}                 # imports_s, model_s, run_s: seconds since the thread started; started_at_s,
+                                   # ready_at_s: since the process started (for the log and benchmarks)
 
 
 def warm() -> None:
