@@ -21,7 +21,7 @@ presenter.resolve()                                                      # ?pres
 st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide",    # fetched from fonts.gstatic.com
                    initial_sidebar_state=presenter.sidebar_state())
 presenter.style()
-early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
+early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
     from views.shell import context, lesson_mode, registry, session_guard, sidebar  # noqa: E402

@@ -19,15 +19,22 @@ from typing import Optional
 
 import streamlit as st
 
-from views.server import prestart
-from views.shell.strings import t
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
+_prestart: Optional[threading.Event] = None     # views.shell.prestart's thread (serve.py): set when it is done
+WAIT_S = 120.0                   # the most a first run waits for that thread (a slow disk, a big model)
 
 
-def plotly_early() -> Optional[object]:
-    """In a process that has not imported torch yet: a placeholder holding a blank chart (else None).
-    Call imported() once the heavy imports are done (in a finally)."""
+def prestarting(done: threading.Event) -> None:
+    """A thread is importing torch and loading the model already (views/shell/prestart.py); `done` is set
+    when it has finished. The first page runs wait for it instead of importing beside it."""
+    global _prestart
+    _prestart = done
+
+
+def plotly_early(note: str = "") -> Optional[object]:
+    """In a process that has not imported torch yet: a placeholder holding `note` (what the visitor reads
+    meanwhile) and a blank chart (else None). Call imported() once the heavy imports are done (in a finally)."""
     if _imported():
         return None
     _imports.acquire()
@@ -35,8 +42,9 @@ def plotly_early() -> Optional[object]:
         _imports.release()
         return None
     try:
-        slot = _send_blank()
-        prestart.wait()             # a class server (serve.py) is importing them already: wait for it
+        slot = _send_blank(note)
+        if _prestart is not None:
+            _prestart.wait(WAIT_S)  # a class server (serve.py) is importing them already: wait for it
         return slot
     except BaseException:
         _imports.release()
@@ -45,7 +53,7 @@ def plotly_early() -> Optional[object]:
 
 def _imported() -> bool:
     """torch is imported, and no prestart thread (serve.py) is still at work."""
-    return "torch" in sys.modules and prestart.done()
+    return "torch" in sys.modules and (_prestart is None or _prestart.is_set())
 
 
 def imported(slot) -> None:
@@ -54,13 +62,14 @@ def imported(slot) -> None:
         _imports.release()
 
 
-def _send_blank():
+def _send_blank(note: str):
     slot = st.empty()
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
              "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
                         "yaxis": {"visible": False}}}
     with slot.container():
-        st.caption(t("warmup.loading"))                   # what a student sees meanwhile: no error, no blank page
+        if note:
+            st.caption(note)                            # what a student reads meanwhile: no error, no blank page
         with st.container(height=10, border=False):     # 10 pixels: rendered (their bundles load), not seen
             st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
             st.code(" ", language=None)

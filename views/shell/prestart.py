@@ -4,7 +4,7 @@ once so the server answers meanwhile.
 
 The first page run does not import beside this thread (two threads importing numpy, pandas and plotly at
 once can each find the other's modules half-made; see views/server/warmup.py): it sends its blank chart,
-so the browser loads plotly.js in parallel, then waits here until the thread is done. Whatever fails in
+so the browser loads plotly.js in parallel, then waits until the thread is done. Whatever fails in
 the thread is logged and left to the page run, which meets it again and shows it as it always does.
 """
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Optional
 from streamlit.logger import get_logger
 
 log = get_logger("viz_transformer.prestart")      # Streamlit's format and level (logger.level in config.toml)
-WAIT_S = 120.0                     # the most a page run waits for the thread (a slow disk, a big model)
 _done = threading.Event()
 _thread: Optional[threading.Thread] = None
 timings: dict = {}                 # imports_s, model_s, run_s: seconds since the thread started; started_at_s,
@@ -64,23 +63,15 @@ def _since_process_start() -> float:
 
 
 def start() -> threading.Thread:
-    """Start warm() in a daemon thread (once per process)."""
+    """Start warm() in a daemon thread (once per process); the first page runs wait for it
+    (views.server.warmup)."""
     global _thread
     if _thread is None:
+        from views.server import warmup
+        warmup.prestarting(_done)
         _thread = threading.Thread(target=warm, name="viz-prestart", daemon=True)
         _thread.start()
     return _thread
-
-
-def done() -> bool:
-    """No thread was started, or it is done."""
-    return _thread is None or _done.is_set()
-
-
-def wait() -> None:
-    """Wait until the started thread is done (at most WAIT_S); at once when none was started."""
-    if _thread is not None:
-        _done.wait(WAIT_S)
 
 
 @asynccontextmanager
