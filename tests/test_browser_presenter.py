@@ -1,5 +1,5 @@
 """Presenter mode in the real server and Chromium, at projector sizes: ?present=1 gives large type, the
-sidebar collapsed, figures a screen high, and the arrow keys step through the pages and a lesson's steps.
+sidebar collapsed, the page scrolling element by element (a figure at a time), and the arrow keys step through the pages and a lesson's steps.
 Screenshots under test-artifacts/presenter-*.png (look at them)."""
 from __future__ import annotations
 
@@ -47,10 +47,16 @@ def test_presenter_mode_large_type_no_sidebar_and_the_arrow_keys(server, tab, la
     assert tab.evaluate(CAPTION_PX) == pytest.approx(normal * presenter.FONT_PX / 16, rel=0.02)   # all type grows
     side = tab.locator('[data-testid="stSidebar"]')
     assert side.get_attribute("data-collapsed") == "true" and not side.is_visible()
-    chart = tab.locator('[data-testid="stPlotlyChart"]').first
-    assert chart.evaluate("c => getComputedStyle(c).scrollSnapAlign") == "start"                # one to a screen
     tab.screenshot(path=str(ARTIFACTS / f"presenter-overview-{lang}-{w}x{h}.png"))
-    tab.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
+    main = tab.locator('[data-testid="stMain"]')
+    assert main.evaluate("m => getComputedStyle(m).scrollSnapType") == "y mandatory"
+    chart = tab.locator('[data-testid="stPlotlyChart"]').first
+    header = 3.75 * presenter.FONT_PX
+    # scroll to 12 px short of the figure's top under the header: the page comes to rest on the figure
+    main.evaluate("(m, d) => m.scrollBy({top: d, behavior: 'instant'})", chart.bounding_box()["y"] - header - 12)
+    tab.wait_for_timeout(800)
+    top = chart.bounding_box()["y"]
+    assert abs(top - header) <= 2, (top, header)                      # the figure starts under the header
     tab.screenshot(path=str(ARTIFACTS / f"presenter-overview-figure-{lang}-{w}x{h}.png"))
     tab.mouse.click(w - 5, h // 2)                                  # focus on the page, not on a widget
     tab.keyboard.press("ArrowRight")

@@ -2,9 +2,11 @@
 figure to a screen, and ← / → to step through the lesson (or, with no lesson open, through the pages).
 
 Large type: the page's root font size goes from 16 to FONT_PX pixels; Streamlit sizes all its type in rem.
-One figure to a screen: the page scrolls figure by figure (CSS scroll snapping), each figure starting just
-under the header. Figures are not stretched to the screen's height: a CSS zoom broke Plotly's own sizing, and
-a chart box a screen high made Plotly spread a heatmap of square cells over it with most of it off screen.
+One figure to a screen: the page scrolls element by element (CSS scroll snapping: a wheel turn or PageDown
+brings the next paragraph or figure to just under the header, so a figure is seen whole, top first; proximity
+snapping to the figures alone did not engage in Chromium). Figures are not stretched to the screen's height:
+a CSS zoom broke Plotly's own sizing, and a chart box a screen high made Plotly spread a heatmap of square
+cells over it with most of it off screen.
 The mode is kept in st.session_state["present"] and written back to the address on every run, so it
 survives navigating (as ?lang= does); ?present=0 ends it.
 """
@@ -16,11 +18,12 @@ from views.shell.strings import t
 
 KEY = "present"                    # st.session_state[KEY]: True while presenting
 FONT_PX = 24                       # the page's root font size (Streamlit's is 16): all its type is in rem
-# A fixed string, no user content. The header bar is 3.75rem: a figure scrolled to starts just under it.
+# A fixed string, no user content. The header bar is 3.75rem: what is scrolled to starts just under it.
 STYLE = f"""<style>
 html {{ font-size: {FONT_PX}px !important; }}
-[data-testid="stMain"] {{ scroll-snap-type: y proximity; }}
-[data-testid="stPlotlyChart"] {{ scroll-snap-align: start; scroll-margin-top: 3.75rem; }}
+[data-testid="stMain"] {{ scroll-snap-type: y mandatory; }}
+[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"] {{ scroll-snap-align: start;
+  scroll-margin-top: 3.75rem; }}
 </style>"""
 
 
