@@ -13,13 +13,16 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import warmup
-from views.shell import language
+from views.shell import language, presenter
 from views.shell.strings import t
 
 language.resolve()
 ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
-st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   # fetched from fonts.gstatic.com
-early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
+presenter.resolve()                                                      # ?present=1: a projected class
+st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide",    # fetched from fonts.gstatic.com
+                   initial_sidebar_state=presenter.sidebar_state())
+presenter.style()
+early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
     from views.shell import context, lesson_mode, links, registry, session_guard, sidebar  # noqa: E402
@@ -41,6 +44,7 @@ session_guard.clean_text()
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
 name = current.url_path or registry.DEFAULT
 links.open_link(name, sidebar.checkpoint_names)            # a link's first run: its checkpoint and text
+presenter.page_steps(current, LESSON_PAGES)                # ?present=1 without a lesson: ← / → go through the pages
 try:
     with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()

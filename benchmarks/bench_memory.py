@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ast
 import json
 import os
 import sys
@@ -30,12 +29,11 @@ SETTLE_S = 3.0                           # idle seconds before the second sample
 
 
 def page_titles() -> list[str]:
-    """The English titles of every page app.py lists, in navigation order."""
+    """The English titles of every page of the navigation, in order (views/shell/registry.py, as app.py
+    builds it; parsing app.py for page("...") calls found none once app.py built them from the registry)."""
+    from views.shell.registry import PAGES
     from views.shell.strings import EN
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    keys = [n.args[1].value for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "page"
-            and len(n.args) > 1 and isinstance(n.args[1], ast.Constant)]
-    return [EN[k] for k in keys]
+    return [EN[p.title] for p in PAGES]
 
 
 def _tokenizer(checkpoints: Path):

@@ -184,16 +184,18 @@ def free_port() -> int:
 
 
 class Server:
-    """`streamlit run app.py` on a free loopback port (context manager): .url, .proc, .cpu_seconds()."""
+    """`streamlit run app.py` (or `entry`: serve.py) on a free loopback port (context manager): .url, .proc,
+    .cpu_seconds()."""
 
-    def __init__(self, root, checkpoints=None, port: Optional[int] = None, log=None, env=None, args=()):
+    def __init__(self, root, checkpoints=None, port: Optional[int] = None, log=None, env=None, args=(),
+                 entry: str = "app.py"):
         import os
         self.root, self.port = root, port or free_port()
         self.env = dict(os.environ, **(env or {}))
         self.env.setdefault("OMP_NUM_THREADS", "1")
         if checkpoints:
             self.env["VIZ_CHECKPOINTS"] = str(checkpoints)
-        self.log, self.args = log, list(args)
+        self.log, self.args, self.entry = log, list(args), entry
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> "Server":
@@ -201,7 +203,7 @@ class Server:
         import sys
         import urllib.request
         out = open(self.log, "w") if self.log else subprocess.DEVNULL
-        self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        self.proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", self.entry, "--server.headless", "true",
                                       "--server.address", "127.0.0.1", "--server.port", str(self.port), *self.args],
                                      cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.time() + 120

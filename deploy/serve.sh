@@ -21,7 +21,7 @@ trap stop EXIT INT TERM
 servers=""
 for i in $(seq 1 "$N"); do
   p=$((8600 + i))
-  (cd "$ROOT" && exec python -m streamlit run app.py --server.headless true --server.address 127.0.0.1 \
+  (cd "$ROOT" && exec python -m streamlit run serve.py --server.headless true --server.address 127.0.0.1 \
      --server.port "$p" > "$RUN/app-$p.log" 2>&1) &
   pids+=($!)
   servers+="        server 127.0.0.1:$p max_fails=0;"$'\n'

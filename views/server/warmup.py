@@ -21,22 +21,39 @@ import streamlit as st
 
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
+_prestart: Optional[threading.Event] = None     # views.shell.prestart's thread (serve.py): set when it is done
+WAIT_S = 120.0                   # the most a first run waits for that thread (a slow disk, a big model)
 
 
-def plotly_early() -> Optional[object]:
-    """In a process that has not imported torch yet: a placeholder holding a blank chart (else None).
-    Call imported() once the heavy imports are done (in a finally)."""
-    if "torch" in sys.modules:
+def prestarting(done: threading.Event) -> None:
+    """A thread is importing torch and loading the model already (views/shell/prestart.py); `done` is set
+    when it has finished. The first page runs wait for it instead of importing beside it."""
+    global _prestart
+    _prestart = done
+
+
+def plotly_early(note: str = "") -> Optional[object]:
+    """In a process that has not imported torch yet: a placeholder holding `note` (what the visitor reads
+    meanwhile) and a blank chart (else None). Call imported() once the heavy imports are done (in a finally)."""
+    if _imported():
         return None
     _imports.acquire()
-    if "torch" in sys.modules:                  # another session did the imports while this one waited
+    if _imported():                             # another session did the imports while this one waited
         _imports.release()
         return None
     try:
-        return _send_blank()
+        slot = _send_blank(note)
+        if _prestart is not None:
+            _prestart.wait(WAIT_S)  # a class server (serve.py) is importing them already: wait for it
+        return slot
     except BaseException:
         _imports.release()
         raise
+
+
+def _imported() -> bool:
+    """torch is imported, and no prestart thread (serve.py) is still at work."""
+    return "torch" in sys.modules and (_prestart is None or _prestart.is_set())
 
 
 def imported(slot) -> None:
@@ -45,15 +62,18 @@ def imported(slot) -> None:
         _imports.release()
 
 
-def _send_blank():
+def _send_blank(note: str):
     slot = st.empty()
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
              "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
                         "yaxis": {"visible": False}}}
-    with slot.container(height=10, border=False):       # 10 pixels: rendered (their bundles load), not seen
-        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
-        st.code(" ", language=None)
-        st.latex(r"\,")
+    with slot.container():
+        if note:
+            st.caption(note)                            # what a student reads meanwhile: no error, no blank page
+        with st.container(height=10, border=False):     # 10 pixels: rendered (their bundles load), not seen
+            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
+            st.code(" ", language=None)
+            st.latex(r"\,")
     return slot
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import cached
-from views.shell import callbacks, lesson_file, quiz, widgets
+from views.shell import callbacks, lesson_file, presenter, quiz, widgets
 from views.shell.view_state import current_settings, session_values
 from views.shell.strings import current, t
 from viz_transformer.analysis import claims, questions
@@ -165,7 +165,7 @@ def before_sidebar(page, pages: dict) -> None:
 def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken) -> None:
     """The lesson box: title, progress, the step's note (interface language first; markdown, never HTML;
     the facts filled in from the model), the lesson's own buttons."""
-    sb = st.sidebar.container(border=True, key="lesson_panel")
+    sb = presenter.lesson_box() if presenter.active() else st.sidebar.container(border=True, key="lesson_panel")
     sb.markdown(f"**{t('ls.lesson')}: {lesson_file.note(lesson.title)}**")
     if "zh" in lesson.title:
         sb.caption(lesson.title["zh"])
@@ -181,6 +181,10 @@ def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: b
         sb.markdown(text)
     for claim in broken:
         sb.warning(t("ls.broken", claim=claim))
+    if presenter.active():                                      # ← / → and two buttons in a row
+        presenter.step_buttons(sb, (t("ls.back"), _go, (i - 1,), i == 0),
+                               (t("ls.next"), _go, (i + 1,), i + 1 >= len(lesson.steps)))
+        return
     # one above the other: the sidebar is too narrow for "Previous lesson step" beside "Next lesson step"
     sb.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
               type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")

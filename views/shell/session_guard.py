@@ -11,7 +11,7 @@ import streamlit as st
 from views.shell.strings import t
 
 log = logging.getLogger("viz_transformer.app")
-KEEP = ("text", "ckpt", "lang")    # what the user typed and chose survives a reset
+KEEP = ("text", "ckpt", "lang", "present")    # what the user typed and chose survives a reset
 HEALED = "_guard_healed"
 
 

@@ -883,6 +883,12 @@ EN = {
     "qz.mean_weight": "mean weight per row",
     "qz.threshold": "a role needs at least",
     "qz.ev.role": "Role: {role} ({evidence}; entropy {entropy:.2f} of {max_entropy:.2f} possible).",
+    # presenter mode (?present=1) and the class banner
+    "warmup.loading": ":material/hourglass_top: Loading the model: the first visit to a new server takes a few seconds.",
+    "pr.back_page": "Previous page",
+    "pr.next_page": "Next page",
+    "qr.code": "Class code",
+    "qr.scan": "Scan the code with a phone, or open this address:",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

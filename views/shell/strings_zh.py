@@ -719,4 +719,9 @@ ZH = {
     "qz.mean_weight": "每行的平均权重",
     "qz.threshold": "成为某种角色至少需要",
     "qz.ev.role": "角色：{role}（{evidence}；熵 {entropy:.2f}，最大可能为 {max_entropy:.2f}）。",
+    "warmup.loading": ":material/hourglass_top: 正在加载模型：新启动的服务器第一次打开需要几秒钟。",
+    "pr.back_page": "上一页",
+    "pr.next_page": "下一页",
+    "qr.code": "课堂代码",
+    "qr.scan": "用手机扫码，或打开这个地址：",
 }

@@ -1,0 +1,13 @@
+"""The class server: `streamlit run serve.py` (or `python serve.py`) serves the same app as
+`streamlit run app.py`, same pages and addresses, but gets ready before its first visitor: st.App's
+lifespan starts torch, the app's modules and the default model in a thread (views/shell/prestart.py).
+deploy/serve.sh runs this. `streamlit run app.py` keeps working as before (it loads all that on the first
+visit instead)."""
+import streamlit as st
+
+from views.shell import prestart
+
+app = st.App("app.py", lifespan=prestart.lifespan)
+
+if __name__ == "__main__":
+    app.run()

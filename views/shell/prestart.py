@@ -1,0 +1,81 @@
+"""A fresh class server gets ready before its first visitor: torch, the app's modules and the default model
+are loaded, and the default text run, in a thread started by st.App's lifespan (serve.py), which yields at
+once so the server answers meanwhile.
+
+The first page run does not import beside this thread (two threads importing numpy, pandas and plotly at
+once can each find the other's modules half-made; see views/server/warmup.py): it sends its blank chart,
+so the browser loads plotly.js in parallel, then waits until the thread is done. Whatever fails in
+the thread is logged and left to the page run, which meets it again and shows it as it always does.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import asynccontextmanager
+from typing import Optional
+
+from streamlit.logger import get_logger
+
+log = get_logger("viz_transformer.prestart")      # Streamlit's format and level (logger.level in config.toml)
+_done = threading.Event()
+_thread: Optional[threading.Thread] = None
+timings: dict = {}                 # imports_s, model_s, run_s: seconds since the thread started; started_at_s,
+                                   # ready_at_s: since the process started (for the log and benchmarks)
+
+
+def warm() -> None:
+    """The heavy imports app.py makes, then the default checkpoint loaded and its first example run
+    (into the same caches the sidebar reads: views.server.cached)."""
+    t0 = time.perf_counter()
+    timings["started_at_s"] = _since_process_start()
+    try:
+        from views.server import cached, memory  # noqa: F401  (torch)
+        from views.shell import context, lesson_mode, registry, session_guard, sidebar  # noqa: F401
+        timings["imports_s"] = time.perf_counter() - t0
+        from viz_transformer import list_checkpoints
+        good = [i for i in list_checkpoints(cached.checkpoints_root()) if i.error is None]
+        info = next((i for i in good if i.name == "zh-en"), good[0] if good else None)   # the sidebar's default
+        if info is not None:
+            stamp = cached.folder_stamp(info.path)
+            hm = cached.load_model(str(info.path), stamp)
+            timings["model_s"] = time.perf_counter() - t0
+            kind = "translator" if hm.cfg.is_translator else "lm"
+            cached.run_text(str(info.path), stamp, sidebar.EXAMPLES[kind][0])
+            timings["run_s"] = time.perf_counter() - t0
+        timings["ready_at_s"] = _since_process_start()
+        log.info("ready in %.2f s (%s)", time.perf_counter() - t0,
+                 ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+    except Exception:  # noqa: BLE001 - the page run meets the same problem and shows it
+        log.exception("prestart failed; the first page run loads what it needs itself")
+    finally:
+        _done.set()
+
+
+def _since_process_start() -> float:
+    """Seconds since this process started (Linux: /proc; elsewhere 0)."""
+    try:
+        import os
+        ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])     # starttime, in clock ticks
+        boot_s = float(open("/proc/uptime").read().split()[0])
+        return boot_s - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def start() -> threading.Thread:
+    """Start warm() in a daemon thread (once per process); the first page runs wait for it
+    (views.server.warmup)."""
+    global _thread
+    if _thread is None:
+        from views.server import warmup
+        warmup.prestarting(_done)
+        _thread = threading.Thread(target=warm, name="viz-prestart", daemon=True)
+        _thread.start()
+    return _thread
+
+
+@asynccontextmanager
+async def lifespan(app):
+    """st.App's lifespan: start the thread and yield at once (the server answers while it works)."""
+    start()
+    yield {"prestart": timings}
