@@ -84,7 +84,8 @@ def run_text(path: str, stamp: float, text: str):
 
 @heavy
 def trace(path: str, stamp: float, text: str, **params):
-    return decode(load_model(path, stamp), text, **params)
+    """decode(); a greedy trace the text's run already made (its continuation) is read off that run."""
+    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, **params)
 
 
 def _is_mask(name: str) -> bool:
@@ -213,10 +214,11 @@ def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
 # -- logit lens and activation patching ---------------------------------------------------------------
 @heavy
-def lens(path: str, stamp: float, text: str):
-    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
+def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell,
+    read out at the positions of `window` (a, b) only."""
     hm, run = load_model(path, stamp), run_text(path, stamp, text)
-    return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+    return lenses.lens_view(hm, run, window=window)
 
 
 @heavy
@@ -230,7 +232,7 @@ def pair(path: str, stamp: float, text_a: str, text_b: str):
     return patching.prepare_pair(load_model(path, stamp), run_text(path, stamp, text_a).input, text_b)
 
 
-@heavy
-def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
-    return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
-                                    pair=pair(path, stamp, text_a, text_b))
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str, progress=None):
+    """Memoized like @heavy; progress(done, total) is called while it computes (not part of the key)."""
+    return memo().get(("patching_scores", (path, stamp, text_a, text_b, over), ()), lambda: patching.patching_scores(
+        load_model(path, stamp), text_a, text_b, over, pair=pair(path, stamp, text_a, text_b), progress=progress))

@@ -6,6 +6,7 @@ Text becomes ids once (inputs.py), generation works on ids, strings are made onl
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -247,14 +248,16 @@ def _pattern_names(cfg) -> list[str]:
 @torch.no_grad()
 def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, temperature: float = 1.0,
            top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: int = 4,
-           length_penalty: float = 1.0, n_candidates: int = 5, fwd_hooks=()) -> Trace:
+           length_penalty: float = 1.0, n_candidates: int = 5, fwd_hooks=(), known: Optional[Trace] = None) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
     A translator starts from [begin] after encoding the text; an LM continues [begin] + text (its
     last pieces, when the text and max_new_tokens do not both fit). Out-of-range parameters raise
     ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
-    (an intervened model), as in Transformer.run_with_hooks.
+    (an intervened model), as in Transformer.run_with_hooks. known: a greedy trace of this text made
+    with the default n_candidates (a run's own, `Run.trace`): a greedy call it covers is read off it
+    (greedy_prefix) instead of generating again.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -262,6 +265,10 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, te
     check_decoding(model.cfg, model.cfg.vocab_size, max_new_tokens, temperature, top_k, top_p, beam_width,
                    length_penalty, n_candidates, seed)
     enc = encode_input(tok, model.cfg, text, reserve=max_new_tokens)
+    if known is not None and strategy == "greedy" and n_candidates == 5 and not fwd_hooks:
+        got = greedy_prefix(known, model.cfg, enc, max_new_tokens)
+        if got is not None:
+            return got
     return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
                       length_penalty, n_candidates, fwd_hooks)
 
@@ -300,6 +307,19 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
                                 {k: v[0] for k, v in rows.items()}))
     generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
     return trace
+
+
+def greedy_prefix(trace: Trace, cfg, inp: ModelInput, max_new_tokens: int) -> Optional[Trace]:
+    """The greedy trace of `inp` for max_new_tokens steps, read off `trace`, a greedy trace of the same input
+    that ran longer (a run's own, `Run.trace`): greedy decoding is deterministic and a step does not depend
+    on how many follow, so its first steps are the shorter trace's steps. None when it cannot be read off:
+    another strategy or input, a model that forces [end] at the last step, or fewer steps than asked for
+    in a trace that did not end."""
+    ended = bool(trace.steps) and trace.steps[-1].token_id in (trace.eos_id, *trace.stop_ids)
+    same = trace.prompt_ids == list(inp.prompt) and trace.src_ids == (list(inp.src) if inp.src is not None else None)
+    if trace.strategy != "greedy" or cfg.forced_eos or not same or (len(trace.steps) < max_new_tokens and not ended):
+        return None
+    return dataclasses.replace(trace, steps=trace.steps[:max_new_tokens])
 
 
 def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned) -> Trace:
