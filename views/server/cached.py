@@ -77,9 +77,14 @@ def load_model(path: str, stamp: float):
     return load_checkpoint(path)
 
 
-@heavy
+RUNS_KEPT = 2     # the memo always has room for this many runs of the largest model asked for (its budget grows)
+
+
 def run_text(path: str, stamp: float, text: str):
-    return compact_run(load_model(path, stamp).run(text))
+    """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
+    128 tokens is a few hundred MB, more than the default budget: every page would run the model again)."""
+    return memo().get(("run_text", (path, stamp, text), ()), lambda: compact_run(load_model(path, stamp).run(text)),
+                      room=RUNS_KEPT)
 
 
 @heavy
