@@ -16,6 +16,9 @@ import streamlit as st
 from viz_transformer import decode, load_checkpoint
 from views.server import allocator
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import sinks
+from viz_transformer.analysis import summaries
+from viz_transformer.core.hook_names import n_layers
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
 from viz_transformer.run import lenses
@@ -217,6 +220,17 @@ def corpus_results() -> dict:
 def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     from viz_transformer.report import build_report
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
+# -- per-head summaries of the sidebar run (every head of every layer: seconds on a large model) --------
+@heavy
+def head_stats(path: str, stamp: float, text: str):
+    return summaries.head_stats(run_text(path, stamp, text))
+
+
+@heavy
+def sink_shares(path: str, stamp: float, text: str, block: str):
+    return sinks.sink_shares(run_text(path, stamp, text).cache, block, n_layers(load_model(path, stamp).cfg, block))
+
+
 # -- logit lens and activation patching ---------------------------------------------------------------
 @heavy
 def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
