@@ -10,7 +10,8 @@ from viz_transformer.analysis import patterns
 from viz_transformer.run import lenses
 from viz_transformer.plots import lens_figures
 
-WINDOW = 20        # positions shown around the marked step (each cell names a token)
+WINDOW = 20        # positions shown around the marked step (each cell names a token) ...
+BIG_VOCAB = 50_000  # ... half as many beyond this vocabulary: each cell is a read-out over the whole vocabulary
 ctx = context.need_run()
 run = ctx.run
 st.title(t("ln.title"))
@@ -26,7 +27,8 @@ if n_steps > 0:
 else:
     st.info(t("ln.no_output"))
 pos = None if step is None else start + step - 1
-a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - WINDOW // 2), WINDOW)
+size = WINDOW if ctx.hm.cfg.vocab_size <= BIG_VOCAB else WINDOW // 2
+a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - size // 2), size)
 view = cached.lens(str(ctx.path), ctx.stamp, ctx.text, (a, b))       # read out at the shown positions only
 names = lens_table.row_labels(len(view.rows))
 if (a, b) != (0, n_pos):
