@@ -119,7 +119,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", default="/tmp/bench_pages_hf")
     p.add_argument("--tokens", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2, help="the server's OMP_NUM_THREADS")
+    p.add_argument("--threads", type=int, default=1,
+                   help="the server's OMP_NUM_THREADS (1, as deploy/serve.sh: on a busy 2-core machine 2 threads "
+                        "spin-wait and cost about 4× the CPU)")
     p.add_argument("--pages", default="", help="comma-separated page names (registry), default every page")
     p.add_argument("--pause-training", action="store_true", help="SIGSTOP `viz_transformer train` while timing")
     p.add_argument("--app", default=str(ROOT), help="the checkout whose app is timed (e.g. a `git archive` of main)")
