@@ -3,6 +3,7 @@ probabilities, attention rows, beam scores; sampling rules; batched greedy trans
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -322,3 +323,35 @@ def test_beam_stops_once_width_hypotheses_have_finished(tiny_translator):
         else:
             assert len(tr.beam_history) == N       # otherwise only the length limit stops it
     assert stopped_early
+
+
+@pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_greedy_read_off_the_runs_trace_equals_decoding_again(models, architecture):
+    """decode(known=run.trace) serves a shorter greedy call from the run's own continuation: every step (token,
+    probability, candidates, attention rows) equals a fresh decode of that length."""
+    hm = models[architecture]
+    known = hm.run(TEXT).trace
+    for n in (1, 3, len(known.steps)):
+        fresh, read = decode(hm, TEXT, max_new_tokens=n), decode(hm, TEXT, max_new_tokens=n, known=known)
+        assert read.output_ids == fresh.output_ids and read.pieces == fresh.pieces
+        for a, b in zip(read.steps, fresh.steps):
+            assert a.prob == pytest.approx(b.prob, abs=1e-6)
+            assert [c.id for c in a.candidates] == [c.id for c in b.candidates]
+            assert a.attention.keys() == b.attention.keys()
+            for name in a.attention:
+                torch.testing.assert_close(a.attention[name], b.attention[name], atol=1e-6, rtol=0)
+
+
+def test_greedy_prefix_refuses_what_it_cannot_read_off(tiny_lm):
+    from viz_transformer.core.encoding import encode_input
+    from viz_transformer.run.decoding import greedy_prefix
+    hm = tiny_lm
+    short = decode(hm, TEXT, max_new_tokens=2)
+    inp = encode_input(hm.tokenizer, hm.cfg, TEXT, reserve=5)
+    ended = short.steps[-1].token_id == hm.cfg.eos_id
+    assert (greedy_prefix(short, hm.cfg, inp, 5) is None) == (not ended)              # too few steps
+    other = encode_input(hm.tokenizer, hm.cfg, "我爱你。", reserve=2)
+    assert greedy_prefix(short, hm.cfg, other, 2) is None                               # another prompt
+    assert greedy_prefix(decode(hm, TEXT, "beam", max_new_tokens=2), hm.cfg, inp, 2) is None
+    assert greedy_prefix(short, dataclasses.replace(hm.cfg, forced_eos=True), inp, 2) is None
+    assert greedy_prefix(short, hm.cfg, inp, 1).output_ids == short.output_ids[:1]

@@ -88,6 +88,23 @@ def test_view_names_the_generated_tokens(zh_en):
                                      "decoder.1.hook_resid_post", "decoder.2.hook_resid_post"]
 
 
+def test_a_windowed_view_reads_the_same_cells_and_leaves_the_others_empty(models, zh_en):
+    """lens_view(window=(a, b)) reads out positions a … b-1 only: those cells equal the full view's, the others
+    are NaN and "", and every position's final token is still the full view's (from the run's logits)."""
+    for hm in [zh_en, *models.values()]:
+        run = _run(hm)
+        full = lens_view(hm, run, logit_lens(hm, run))
+        T = len(run.tgt_ids)
+        a, b = 1, min(T, 4)
+        part = lens_view(hm, run, window=(a, b))
+        assert part.final_ids == full.final_ids and part.output_start == full.output_start
+        torch.testing.assert_close(part.final_prob[:, a:b], full.final_prob[:, a:b], atol=1e-5, rtol=0)
+        assert torch.equal(part.top_ids[:, a:b], full.top_ids[:, a:b])
+        assert torch.isnan(part.final_prob[:, :a]).all() and torch.isnan(part.final_prob[:, b:]).all()
+        assert [r[a:b] for r in part.top_pieces] == [r[a:b] for r in full.top_pieces]
+        assert all(c == "" for r in part.top_pieces for c in r[0] + r[-1]) or b == T
+
+
 def test_a_traces_step_lens_is_the_runs_column(models, zh_en):
     from viz_transformer import decode
     from viz_transformer.run.lenses import trace_lens

@@ -137,3 +137,16 @@ def test_threads_compute_each_key_once_and_stay_within_budget():
     assert memo.total == sum(nbytes(v) for v, _ in memo._entries.values()) <= memo.budget
     s = memo.stats()
     assert s["hits"] + s["misses"] == 16 + 8 * 300 and s["misses"] == len(computed)
+
+
+def test_room_grows_the_budget_so_a_large_value_is_kept():
+    """put/get with room=n: a value larger than the budget is kept, the budget becoming n times its size, and
+    then evicts by the same LRU rule as any other."""
+    memo = ByteLRU(100)
+    memo.get("small", lambda: _tensor(50))
+    big = memo.get("big", lambda: _tensor(101), room=2)
+    assert "big" in memo and "small" in memo and memo.budget == 2 * nbytes(big)
+    memo.get("big2", lambda: _tensor(101), room=2)               # 50 + 101 + 101 > 2 × 101: the oldest goes
+    assert list(memo.keys()) == ["big", "big2"] and memo.total == 2 * nbytes(big) == memo.budget
+    memo.get("small2", lambda: _tensor(50))                       # no room asked: the budget stays
+    assert memo.budget == 2 * nbytes(big) and list(memo.keys()) == ["big2", "small2"]

@@ -16,7 +16,9 @@ import streamlit as st
 from viz_transformer import decode, load_checkpoint
 from views.server import allocator
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
+from viz_transformer.core.hook_names import n_layers
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
 from viz_transformer.run import lenses
@@ -94,14 +96,20 @@ def load_model(path: str, stamp: float):
     return load_checkpoint(path, dtype=dtype, device=device)
 
 
-@heavy
+RUNS_KEPT = 2     # the memo always has room for this many runs of the largest model asked for (its budget grows)
+
+
 def run_text(path: str, stamp: float, text: str):
-    return compact_run(load_model(path, stamp).run(text))
+    """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
+    128 tokens is a few hundred MB, more than the default budget: every page would run the model again)."""
+    return memo().get(("run_text", (path, stamp, text), ()), lambda: compact_run(load_model(path, stamp).run(text)),
+                      room=RUNS_KEPT)
 
 
 @heavy
 def trace(path: str, stamp: float, text: str, **params):
-    return decode(load_model(path, stamp), text, **params)
+    """decode(); a greedy trace the text's run already made (its continuation) is read off that run."""
+    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, **params)
 
 
 def _is_mask(name: str) -> bool:
@@ -234,12 +242,24 @@ def corpus_results() -> dict:
 def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     from viz_transformer.report import build_report
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
+# -- per-head summaries of the sidebar run (every head of every layer: seconds on a large model) --------
+@heavy
+def head_stats(path: str, stamp: float, text: str):
+    return summaries.head_stats(run_text(path, stamp, text))
+
+
+@heavy
+def sink_shares(path: str, stamp: float, text: str, block: str):
+    return sinks.sink_shares(run_text(path, stamp, text).cache, block, n_layers(load_model(path, stamp).cfg, block))
+
+
 # -- logit lens and activation patching ---------------------------------------------------------------
 @heavy
-def lens(path: str, stamp: float, text: str):
-    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell."""
+def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell,
+    read out at the positions of `window` (a, b) only."""
     hm, run = load_model(path, stamp), run_text(path, stamp, text)
-    return lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
+    return lenses.lens_view(hm, run, window=window)
 
 
 @heavy
@@ -253,7 +273,7 @@ def pair(path: str, stamp: float, text_a: str, text_b: str):
     return patching.prepare_pair(load_model(path, stamp), run_text(path, stamp, text_a).input, text_b)
 
 
-@heavy
-def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str):
-    return patching.patching_scores(load_model(path, stamp), text_a, text_b, over,
-                                    pair=pair(path, stamp, text_a, text_b))
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str, progress=None):
+    """Memoized like @heavy; progress(done, total) is called while it computes (not part of the key)."""
+    return memo().get(("patching_scores", (path, stamp, text_a, text_b, over), ()), lambda: patching.patching_scores(
+        load_model(path, stamp), text_a, text_b, over, pair=pair(path, stamp, text_a, text_b), progress=progress))

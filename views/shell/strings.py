@@ -55,6 +55,12 @@ EN = {
 
     # shared messages
     "msg.empty": "Type a sentence in the sidebar (or pick an example) to see inside the model.",
+    "req.large": "This model is large ({params} M parameters): what follows takes seconds, so it runs when you ask.",
+    "pt.run": "Patch every component",
+    "pt.progress": "Patching: {done} of {total} runs",
+    "po.run": "Run without positions and the order test",
+    "cp.run": "Run the second text",
+    "mk.run": "Run the two texts as one batch",
     "msg.broken": "This checkpoint cannot be used:",
     "msg.failed": "The model could not run on this text:",
     "guard.reset": "Some settings held values this page cannot use; they were put back to their defaults.",

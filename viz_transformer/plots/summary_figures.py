@@ -28,7 +28,9 @@ def sink_grid(shares, title: str, layer_label: str = "layer", head_label: str = 
     printed as a percentage; clickable as every head_grid."""
     fig = head_grid(shares, title, layer_label, head_label, colorbar, hover=hover, limit=1.0, signed=False,
                     fmt=".0%")
-    fig.update_traces(colorbar=dict(tickformat=".0%"), selector=dict(type="heatmap"))
+    # labels under their ticks: a grid of few layers has a short colour bar, whose "100%" at the very top ran
+    # into the bar's title (seen on stories-llama-hf, 4 layers)
+    fig.update_traces(colorbar=dict(tickformat=".0%", ticklabelposition="outside bottom"), selector=dict(type="heatmap"))
     return fig
 
 

@@ -6,6 +6,7 @@ Text becomes ids once (inputs.py), generation works on ids, strings are made onl
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -249,7 +250,7 @@ def _pattern_names(cfg) -> list[str]:
 def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int] = None, temperature: float = 1.0,
            top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: Optional[int] = None,
            length_penalty: Optional[float] = None, n_candidates: int = 5, fwd_hooks=(),
-           early_stopping=None) -> Trace:
+           early_stopping=None, known: Optional[Trace] = None) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
@@ -258,7 +259,9 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int
     ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
     (an intervened model), as in Transformer.run_with_hooks. max_new_tokens, beam_width, length_penalty and
     early_stopping (True, False or "never", as Hugging Face's) default to the model config's (for an imported
-    model: its generation_config.json; see new_tokens for max_new_tokens).
+    model: its generation_config.json; see new_tokens for max_new_tokens). known: a greedy trace of this text
+    made with the default n_candidates (a run's own, `Run.trace`): a greedy call it covers is read off it
+    (greedy_prefix) instead of generating again.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -272,6 +275,10 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int
     check_decoding(cfg, cfg.out_vocab, max_new_tokens, temperature, top_k, top_p, beam_width,
                    length_penalty, n_candidates, seed)
     enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
+    if known is not None and strategy == "greedy" and n_candidates == 5 and not fwd_hooks:
+        got = greedy_prefix(known, cfg, enc, max_new_tokens)
+        if got is not None:
+            return got
     return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
                       length_penalty, n_candidates, fwd_hooks, early_stopping)
 
@@ -317,6 +324,19 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
                                 {k: v[0] for k, v in rows.items()}))
     generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
     return trace
+
+
+def greedy_prefix(trace: Trace, cfg, inp: ModelInput, max_new_tokens: int) -> Optional[Trace]:
+    """The greedy trace of `inp` for max_new_tokens steps, read off `trace`, a greedy trace of the same input
+    that ran longer (a run's own, `Run.trace`): greedy decoding is deterministic and a step does not depend
+    on how many follow, so its first steps are the shorter trace's steps. None when it cannot be read off:
+    another strategy or input, a model that forces [end] at the last step, or fewer steps than asked for
+    in a trace that did not end."""
+    ended = bool(trace.steps) and trace.steps[-1].token_id in (trace.eos_id, *trace.stop_ids)
+    same = trace.prompt_ids == list(inp.prompt) and trace.src_ids == (list(inp.src) if inp.src is not None else None)
+    if trace.strategy != "greedy" or cfg.forced_eos or not same or (len(trace.steps) < max_new_tokens and not ended):
+        return None
+    return dataclasses.replace(trace, steps=trace.steps[:max_new_tokens])
 
 
 def _beam_logp(logits: torch.Tensor, seen: torch.Tensor, cfg, banned: list[int], hf_order: bool,

@@ -36,22 +36,24 @@ def read_out(model, resid: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def lens_from_ids(hm, dec_ids: Sequence[int], src_ids: Optional[Sequence[int]] = None,
-                  prefix_len: Optional[int] = None, fwd_hooks=()) -> torch.Tensor:
+                  prefix_len: Optional[int] = None, fwd_hooks=(), positions: slice = slice(None)) -> torch.Tensor:
     """The lens over a given decoder input (and source, for a translator), e.g. the sequence a
-    sampled or beam-searched trace has produced so far: [n_decoder_layers + 1, len(dec_ids), vocab]."""
+    sampled or beam-searched trace has produced so far: [n_decoder_layers + 1, len(dec_ids), vocab];
+    positions: only those positions are read out (the unembedding of a large vocabulary is the cost)."""
     names = lens_names(hm.cfg)
     _, cache = forward(hm.model, one_row(src_ids, dec_ids, prefix_len), fwd_hooks, capture=True, names_filter=names)
     model = hm.model
-    return read_out(model, torch.stack([cache[n][0] for n in names]))                 # (L+1, T, V)
+    return read_out(model, torch.stack([cache[n][0, positions] for n in names]))      # (L+1, T, V)
 
 
-def logit_lens(hm, run) -> torch.Tensor:
+def logit_lens(hm, run, positions: slice = slice(None)) -> torch.Tensor:
     """log-probabilities [n_decoder_layers + 1, decoder pos, vocab] for a Run (`hm.run(text)`): from
-    its cache when it captured the residual streams, else by re-running its exact ids."""
+    its cache when it captured the residual streams, else by re-running its exact ids. positions: only
+    those decoder positions (e.g. the window a page shows)."""
     names = lens_names(hm.cfg)
     if all(n in run.cache for n in names):
-        return read_out(hm.model, torch.stack([run.cache[n][0] for n in names]))
-    return lens_from_ids(hm, run.tgt_ids, run.src_ids, run.prefix_len)
+        return read_out(hm.model, torch.stack([run.cache[n][0, positions] for n in names]))
+    return lens_from_ids(hm, run.tgt_ids, run.src_ids, run.prefix_len, positions=positions)
 
 
 @dataclass
@@ -68,19 +70,30 @@ class LensView:
     output_start: int             # first position whose prediction is part of the output (prompt_len - 1)
 
 
-def lens_view(hm, run, lp: torch.Tensor, k: int = 5) -> LensView:
+def lens_view(hm, run, lp: Optional[torch.Tensor] = None, k: int = 5,
+              window: Optional[tuple[int, int]] = None) -> LensView:
     """Summarise `logit_lens(hm, run)`. The final token of a position is the last row's most likely
     token among those decoding may choose ([pad], [unk], [begin] excluded): for the positions from
-    `prompt_len - 1` on it is the greedy output token (or [end]) the run generated."""
-    L, T, V = lp.shape
-    if T != len(run.tgt_ids):
-        raise ValueError(f"the lens has {T} positions but the run's decoder input has {len(run.tgt_ids)}")
+    `prompt_len - 1` on it is the greedy output token (or [end]) the run generated.
+    window (a, b), with lp None: only positions a … b-1 are read out (a large vocabulary's unembedding of
+    every position costs seconds and gigabytes); the view keeps every position, the others' cells NaN
+    and "", and their final token from the run's own logits (the last row of the lens)."""
+    T = len(run.tgt_ids)
+    a, b = window or (0, T)
+    lp = logit_lens(hm, run, slice(a, b)) if lp is None else lp
+    L, W, V = lp.shape
+    if W != b - a:
+        raise ValueError(f"the lens has {W} positions but the run's decoder input has {b - a}")
     tok = hm.tokenizer
-    final = allowed_logits(lp[-1], never_generated(tok)).argmax(-1)                 # (T,)
+    last = lp[-1] if (a, b) == (0, T) else run.logits.float()
+    final = allowed_logits(last, never_generated(tok)).argmax(-1)                    # (T,)
     probs = lp.exp()
-    final_prob = probs.gather(-1, final.view(1, T, 1).expand(L, T, 1)).squeeze(-1)   # (L, T)
-    top_p, top_i = probs.topk(min(k, V), -1)                                         # (L, T, k)
-    pieces = [[tok.pieces(top_i[r, p].tolist()) for p in range(T)] for r in range(L)]
+    final_prob = torch.full((L, T), float("nan"))
+    final_prob[:, a:b] = probs.gather(-1, final[a:b].view(1, W, 1).expand(L, W, 1)).squeeze(-1)   # (L, T)
+    top_p, top_i = torch.full((L, T, min(k, V)), float("nan")), torch.zeros((L, T, min(k, V)), dtype=torch.long)
+    top_p[:, a:b], top_i[:, a:b] = probs.topk(min(k, V), -1)                         # (L, T, k)
+    blank = [""] * min(k, V)
+    pieces = [[tok.pieces(top_i[r, p].tolist()) if a <= p < b else blank for p in range(T)] for r in range(L)]
     rows = ["embeddings"] + [f"layer {i}" for i in range(L - 1)]
     return LensView(rows, list(run.tgt_pieces), final.tolist(), tok.pieces(final.tolist()), final_prob,
                     top_i, top_p, pieces, run.prompt_len - 1)
@@ -106,7 +119,7 @@ def trace_lens(hm, trace, step: int) -> torch.Tensor:
         raise ValueError(f"step {step} is out of range: the trace has steps 0 … {len(trace.steps) - 1}")
     ids = list(trace.prompt_ids) + trace.output_ids[:step]
     prefix_len = len(trace.prompt_ids) if hm.cfg.architecture == "prefix_lm" else None
-    return lens_from_ids(hm, ids, trace.src_ids, prefix_len)[:, -1]
+    return lens_from_ids(hm, ids, trace.src_ids, prefix_len, positions=slice(-1, None))[:, -1]
 
 
 def column(hm, lp_col: torch.Tensor, final_id: int, k: int = 3) -> dict:

@@ -5,6 +5,7 @@ import streamlit as st
 from views.server import cached
 from views.shell import confidence_note
 from views.shell import context
+from views.shell import on_request
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -25,8 +26,11 @@ other = st.text_input(t("cp.other"), key=key)
 if not other.strip():
     st.info(t("cp.empty"))
     st.stop()
+if not on_request.asked(ctx.hm, "compare", (ctx.name, other), t("cp.run")):
+    st.stop()
 try:
-    run2 = cached.run_text(str(ctx.path), ctx.stamp, other)
+    with st.spinner(t("sidebar.running")):
+        run2 = cached.run_text(str(ctx.path), ctx.stamp, other)
 except ValueError as e:
     st.error(str(e))
     st.stop()

@@ -44,7 +44,7 @@ elif source == "own":
         st.stop()
 
 if texts is None:
-    df = summaries.head_stats(ctx.run)
+    df = cached.head_stats(path, ctx.stamp, ctx.text).copy()
     df["n_sentences"] = 1
 else:
     digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
@@ -109,7 +109,7 @@ for block in available_blocks(cfg):
 st.subheader(t("hs.sink"))
 st.caption(t("hs.sink_caption"))
 for block in available_blocks(cfg):
-    df_sink = sinks.sink_shares(ctx.run.cache, block, n_layers(cfg, block))
+    df_sink = cached.sink_shares(path, ctx.stamp, ctx.text, block)
     keys = patterns.block_pieces(ctx.run, block)[1]
     top = sinks.strongest(df_sink)
     if top is not None:

@@ -5,6 +5,7 @@ from views.server import cached
 from views.shell import callbacks
 from views.shell import confidence_note
 from views.shell import context
+from views.shell import on_request
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -45,15 +46,20 @@ over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", 
 if not other.strip():
     st.info(t("pt.empty"))
     st.stop()
+if not on_request.asked(ctx.hm, "patching", (ctx.name, ctx.text, other, over), t("pt.run")):
+    st.stop()
+bar = st.progress(0.0, text=t("pt.running"))
 try:
-    with st.spinner(t("pt.running")):
-        df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over)
+    df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over, progress=lambda done, n: bar.progress(
+        done / n, text=t("pt.progress", done=done, total=n)))
 except ValueError as e:
+    bar.empty()
     st.warning(t("pt.align"))
     st.code(str(e), language=None, wrap_lines=True)
     st.caption(t("pt.align_tip"))
     st.stop()
 
+bar.empty()
 a = df.attrs
 c = st.columns(2)
 for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),

@@ -6,6 +6,7 @@ from views.server import cached
 from views.shell import callbacks
 from views.shell import confidence_note
 from views.shell import context
+from views.shell import on_request
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -21,7 +22,10 @@ widgets.rows_note(run)
 if not cfg.is_encoder_decoder:
     st.caption(t("po.intro_lm"))
 
-off = cached.positions_off(path, ctx.stamp, ctx.text)
+if not on_request.asked(ctx.hm, "positions", (ctx.name, ctx.text), t("po.run")):
+    st.stop()
+with st.spinner(t("sidebar.running")):
+    off = cached.positions_off(path, ctx.stamp, ctx.text)
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "po")
 shown = {}
 for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
@@ -49,7 +53,8 @@ st.caption(t("po.order_help"))
 how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="reverse", required=True, key="po_how",
                            format_func=callbacks.label("po.how."))
 try:
-    tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
+    with st.spinner(t("sidebar.running")):
+        tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
 except ValueError as e:
     st.info(t("po.too_short", error=e))
     st.stop()

@@ -12,7 +12,8 @@ from viz_transformer.analysis import sinks
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
 
-TILE = 32          # model-view tile size (cells) above which patterns are max-pooled
+TILE = 32          # model-view tile size (cells) above which patterns are max-pooled ...
+GRID_CELLS = 144   # ... halved beyond this many heads in all: 24 × 14 tiles are ~70 px wide, 2 px a cell at 32
 LINE_WINDOW = 48   # at most this many tokens per column in the line view
 MAX_LINES = 300    # per head
 
@@ -49,12 +50,13 @@ widgets.show(fig, key="at_heatmap")
 # -- model view: click a tile to open that head -------------------------------------------------
 st.subheader(t("at.model_view"))
 st.caption(t("at.model_view_help"))
-if max(len(q_pieces), len(k_pieces)) > TILE:
-    st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=TILE))
+tile = TILE if pats.shape[0] * pats.shape[1] <= GRID_CELLS else TILE // 2
+if max(len(q_pieces), len(k_pieces)) > tile:
+    st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=tile))
 
 
 sel = (layer, head) if isinstance(head, int) else None
-widgets.show(heatmaps.model_view(patterns.model_view_tiles(pats, TILE), t("at.model_view_title",
+widgets.show(heatmaps.model_view(patterns.model_view_tiles(pats, tile), t("at.model_view_title",
             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
             colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
             key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")

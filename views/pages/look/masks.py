@@ -3,6 +3,7 @@ import streamlit as st
 
 from views.server import cached
 from views.shell import context
+from views.shell import on_request
 from views.shell import sidebar
 from views.shell import widgets
 from views.shell.strings import t
@@ -29,7 +30,7 @@ with tabs["padding"]:
         pb = None
         if cfg.pad_id < 0:
             st.info(t("mk.no_pad"))
-        elif other.strip():
+        elif other.strip() and on_request.asked(ctx.hm, "masks", (ctx.name, ctx.text, other), t("mk.run")):
             with st.spinner(t("sidebar.running")):
                 pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
             row = pb.padded_row

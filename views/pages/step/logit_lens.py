@@ -10,15 +10,15 @@ from viz_transformer.analysis import patterns
 from viz_transformer.run import lenses
 from viz_transformer.plots import lens_figures
 
-WINDOW = 20        # positions shown around the marked step (each cell names a token)
+WINDOW = 20        # positions shown around the marked step (each cell names a token) ...
+BIG_VOCAB = 50_000  # ... half as many beyond this vocabulary: each cell is a read-out over the whole vocabulary
 ctx = context.need_run()
 run = ctx.run
 st.title(t("ln.title"))
 st.caption(t("ln.intro"))
 st.info(t("ln.assumes"), icon=":material/info:")
 
-view = cached.lens(str(ctx.path), ctx.stamp, ctx.text)
-start, n_pos = view.output_start, len(view.positions)
+start, n_pos = run.prompt_len - 1, len(run.tgt_ids)      # the lens view's output_start and positions
 n_steps = n_pos - start
 step = None
 if n_steps > 0:
@@ -27,8 +27,10 @@ if n_steps > 0:
 else:
     st.info(t("ln.no_output"))
 pos = None if step is None else start + step - 1
+size = WINDOW if ctx.hm.cfg.vocab_size <= BIG_VOCAB else WINDOW // 2
+a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - size // 2), size)
+view = cached.lens(str(ctx.path), ctx.stamp, ctx.text, (a, b))       # read out at the shown positions only
 names = lens_table.row_labels(len(view.rows))
-a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - WINDOW // 2), WINDOW)
 if (a, b) != (0, n_pos):
     st.caption(t("ln.window", a=a, b=b - 1, n=n_pos))
 widgets.show(lens_figures.lens_grid(view.final_prob, [[c[0] for c in r] for r in view.top_pieces], names,
