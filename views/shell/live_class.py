@@ -69,7 +69,7 @@ def _n_steps(lesson: str) -> int:
 
 
 def _link(path: str, **params) -> str:
-    base = re.sub(r"/[a-z_]+/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
+    base = re.sub(r"/live_class/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
     return f"{base}{path}?" + "&".join(f"{k}={v}" for k, v in params.items())
 
 
