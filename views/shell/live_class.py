@@ -111,7 +111,7 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
     with st.expander(t("lc.teacher_link"), icon=":material/key:"):
         st.caption(t("lc.teacher_link_help"))
         st.code(_link("/live_class", **{CLASS: code, TEACHER: secret, "lang": current()}), language=None)
-    b1, b2, b3, _ = st.columns([1, 1, 2, 2], vertical_alignment="center")
+    b1, b2, b3, _ = st.columns([1.5, 1.3, 2.4, 0.8], vertical_alignment="center")
     go_to = None
     if b1.button(t("lc.back"), key="lc_back", disabled=step <= 0, icon=":material/chevron_left:"):
         go_to = step - 1
