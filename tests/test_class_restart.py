@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from stclient import Server  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser      # a real server (tests/conftest.py makes it slow too)
 OPTS = ["got_it", "unsure", "lost"]
 
 
