@@ -21,7 +21,7 @@ st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   #
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
-    from views.shell import context, lesson_mode, registry, session_guard, sidebar  # noqa: E402
+    from views.shell import context, lesson_mode, live_class, registry, session_guard, sidebar  # noqa: E402
 finally:
     warmup.imported(early)
 
@@ -37,6 +37,7 @@ LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECT
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
 session_guard.clean_text()
+live_class.remember()                                      # ?class=CODE&me=ID: this session is that student
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
 try:
     with session_guard.healing(current.title):

@@ -161,8 +161,31 @@ def browser_id() -> str:
     return me
 
 
+def remember() -> None:
+    """Call on every run (app.py): a student's class and browser id from the address, kept in the session, so a
+    lesson tab opened from the class (its link carries both) still answers as that student."""
+    code, me = st.query_params.get(CLASS), st.query_params.get(ME)
+    if code and me and TEACHER not in st.query_params and cr.BROWSER_ID.match(me):
+        try:
+            st.session_state["lc_class"], st.session_state["lc_me"] = cr.normal_code(code), me
+        except cr.ClassError:
+            pass
+
+
+def record_quiz_answer(question_id: str, options: list[str], choice: str) -> None:
+    """For views/shell/quiz.on_answer: a lesson question answered in a student's session is also the student's
+    answer in their class (nothing happens in a session that is in no class)."""
+    code, me = st.session_state.get("lc_class"), st.session_state.get("lc_me")
+    if isinstance(code, str) and isinstance(me, str):
+        try:
+            cr.answer(code, me, question_id, choice, list(options))
+        except cr.ClassError as e:
+            st.toast(str(e))
+
+
 def student(code: str, lesson: str) -> None:
     me = browser_id()
+    st.session_state["lc_class"] = code
     if st.session_state.get("lc_joined") != code:
         try:
             cr.join(code, me, st.session_state.get("lc_nick_saved", ""))
@@ -191,7 +214,8 @@ def answer_box(code: str, me: str, n: int) -> None:
         return
     q = question(lesson, step)
     st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
-    st.link_button(t("lc.open_step", i=step + 1, n=n), _link("/", lesson=lesson, step=step + 1, lang=current()),
+    st.link_button(t("lc.open_step", i=step + 1, n=n),
+                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
                    icon=":material/open_in_new:")
     st.markdown(q.prompt)
     label = dict(zip(q.options, q.labels))

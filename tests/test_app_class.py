@@ -1,0 +1,97 @@
+"""The live class page in AppTest: a teacher starts a class (the secret only in the teacher's address, never in
+the join link), a wrong secret gets the student's view, a student's answer reaches the store, and a lesson
+question answered in a student's session (views/shell/quiz.on_answer's seam) counts in their class."""
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_util import APP, page_file, texts
+from views.server import classroom as cr
+from views.server import db
+
+OPTS = ["got_it", "unsure", "lost"]
+
+
+@pytest.fixture
+def env(ckpt_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+    monkeypatch.setenv("VIZ_DATABASE_URL", f"sqlite:///{tmp_path / 'viz.sqlite3'}")
+    yield db.engine()
+    db.dispose()
+
+
+def param(at, key: str) -> str:
+    v = at.query_params[key]
+    return v[0] if isinstance(v, list) else v
+
+
+def open_class(params: dict) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.session_state["ckpt"] = "tiny-zh-en"
+    at.run()
+    at.switch_page(page_file("live_class"))
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_a_teacher_starts_a_class_and_the_join_link_has_no_secret(env):
+    at = open_class({})
+    at.button(key="lc_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    code, secret = param(at, "class"), param(at, "teacher")
+    assert cr.is_teacher(code, secret, env) and cr.lesson_and_step(code, env)[1] == 0
+    codes = [c.value for c in at.code]
+    join = next(c for c in codes if "teacher" not in c)
+    assert f"class={code}" in join and secret not in join
+    assert [m.value for m in at.metric if m.label == "Answered"] == ["0 of 0"]
+
+
+def test_a_wrong_secret_sees_the_student_view_and_a_student_answers(env):
+    code, secret = cr.create_class("attention-step-by-step", env)
+    at = open_class({"class": code, "teacher": "x" * 24})
+    assert "not this class's" in texts(at)
+    assert not at.metric and not at.get("plotly_chart")                 # no counts for a wrong secret
+    me = param(at, "me")                                     # a browser id was given
+    assert cr.BROWSER_ID.match(me)
+    at.radio(key="lc_pick_attention-step-by-step#1:check-in").set_value("lost")
+    at.button(key="lc_send").click().run()
+    assert "Your answer: Lost" in texts(at)
+    assert cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env) == {"got_it": 0, "unsure": 0,
+                                                                                        "lost": 1}
+    other = open_class({"class": code})               # another student sends with nothing picked: a message
+    other.button(key="lc_send").click().run()
+    assert "Pick an answer first." in texts(other) and not other.exception
+    assert sum(cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env).values()) == 1
+
+
+def _quiz_script():
+    import streamlit as st
+
+    from views.shell import live_class
+    live_class.remember()
+    if st.button("answer", key="go"):
+        live_class.record_quiz_answer("lesson#2:q", ["x", "y"], st.session_state.get("pick", "y"))
+
+
+def test_a_lesson_question_answered_in_a_class_session_counts_in_the_class(env):
+    code, secret = cr.create_class("attention-step-by-step", env)
+    me, other = secrets.token_urlsafe(12), secrets.token_urlsafe(12)
+    cr.join(code, me, "", env)
+    cr.join(code, other, "", env)
+    runs = [({"class": code, "me": me}, "y"), ({"class": code, "me": other, "teacher": secret}, "x"),   # teacher
+            ({}, "x"), ({"class": code, "me": "bad"}, "x")]                                            # no class
+    for params, pick in runs:
+        at = AppTest.from_function(_quiz_script)
+        for k, v in params.items():
+            at.query_params[k] = v
+        at.session_state["pick"] = pick
+        at.run()
+        at.button(key="go").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert cr.counts(code, secret, "lesson#2:q", ["x", "y"], env) == {"x": 0, "y": 1}
