@@ -39,6 +39,7 @@ language.switch()
 session_guard.clean_text()
 live_class.remember()                                      # ?class=CODE&me=ID: this session is that student
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+live_class.follow_lesson()                                 # a teacher's lesson moves their class
 try:
     with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()

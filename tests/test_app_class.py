@@ -95,3 +95,27 @@ def test_a_lesson_question_answered_in_a_class_session_counts_in_the_class(env):
         at.button(key="go").click().run()
         assert not at.exception, [e.value for e in at.exception]
     assert cr.counts(code, secret, "lesson#2:q", ["x", "y"], env) == {"x": 0, "y": 1}
+
+
+def test_the_class_follows_the_teachers_lesson_tab(env):
+    code, secret = cr.create_class("positions-and-masks", env)
+    student_code, _ = cr.create_class("positions-and-masks", env)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.session_state["ckpt"] = "tiny-zh-en"
+    for k, v in {"lesson": "positions-and-masks", "step": "3", "class": code, "teacher": secret}.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert cr.lesson_and_step(code, env)[1] == 2                  # the lesson's step 3 (0-based 2)
+    at.button(key="ls_next").click().run()
+    assert cr.lesson_and_step(code, env)[1] == 3
+    # a student's lesson tab (no secret) or a wrong secret moves nothing
+    for params in ({"class": student_code, "me": secrets.token_urlsafe(12)},
+                   {"class": student_code, "teacher": secret}):
+        other = AppTest.from_file(APP, default_timeout=90)
+        other.session_state["ckpt"] = "tiny-zh-en"
+        for k, v in {"lesson": "positions-and-masks", "step": "4", **params}.items():
+            other.query_params[k] = v
+        other.run()
+        assert not other.exception
+    assert cr.lesson_and_step(student_code, env)[1] == 0

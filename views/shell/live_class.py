@@ -121,7 +121,8 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
     if go_to is not None:
         cr.set_step(code, secret, go_to)
         st.rerun()
-    b3.link_button(t("lc.open_step", i=step + 1, n=n), _link("/", lesson=lesson, step=step + 1, lang=current()),
+    b3.link_button(t("lc.open_step", i=step + 1, n=n),          # the class follows that tab's lesson steps
+                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, TEACHER: secret}),
                    icon=":material/open_in_new:")
     live_chart(code, secret, question(lesson, step), step, n)
 
@@ -162,14 +163,32 @@ def browser_id() -> str:
 
 
 def remember() -> None:
-    """Call on every run (app.py): a student's class and browser id from the address, kept in the session, so a
-    lesson tab opened from the class (its link carries both) still answers as that student."""
-    code, me = st.query_params.get(CLASS), st.query_params.get(ME)
-    if code and me and TEACHER not in st.query_params and cr.BROWSER_ID.match(me):
-        try:
+    """Call on every run (app.py), before lesson mode: who this session is in a class, from the address, kept in
+    the session (a page switch drops the address's other parameters). A student's class and browser id, so a
+    lesson tab opened from the class still answers as that student; the teacher's class and secret, so the
+    class follows the teacher's own lesson tab (follow_lesson)."""
+    code, me, secret = st.query_params.get(CLASS), st.query_params.get(ME), st.query_params.get(TEACHER)
+    try:
+        if code and secret and cr.is_teacher(code, secret):
+            st.session_state["lc_teach"] = (cr.normal_code(code), secret)
+        elif code and me and secret is None and cr.BROWSER_ID.match(me):
             st.session_state["lc_class"], st.session_state["lc_me"] = cr.normal_code(code), me
-        except cr.ClassError:
-            pass
+    except cr.ClassError:
+        pass
+
+
+def follow_lesson() -> None:
+    """Call after lesson mode (app.py): in the teacher's session, the class moves to the step the teacher's
+    lesson shows (the teacher walks the lesson; the students' boxes follow)."""
+    teach, lesson = st.session_state.get("lc_teach"), st.session_state.get("lesson")
+    if not (isinstance(teach, tuple) and isinstance(lesson, dict) and isinstance(lesson.get("step"), int)):
+        return
+    try:
+        name, step = cr.lesson_and_step(teach[0])
+        if name == lesson.get("name") and step != lesson["step"]:
+            cr.set_step(teach[0], teach[1], lesson["step"])
+    except cr.ClassError:
+        st.session_state.pop("lc_teach", None)
 
 
 def record_quiz_answer(question_id: str, options: list[str], choice: str) -> None:
