@@ -119,3 +119,13 @@ def test_the_class_follows_the_teachers_lesson_tab(env):
         other.run()
         assert not other.exception
     assert cr.lesson_and_step(student_code, env)[1] == 0
+
+
+def test_refusals_speak_the_interfaces_language(env):
+    at = open_class({"class": "nope", "lang": "zh"})
+    assert "课堂码是 8 位字母和数字" in texts(at)                   # a malformed code, refused in Chinese
+    missing = cr.new_code()
+    at = open_class({"class": missing, "lang": "zh"})
+    assert f"没有课堂 {missing}" in texts(at)
+    at = open_class({"class": missing, "lang": "en"})
+    assert f"There is no class {missing}" in texts(at)

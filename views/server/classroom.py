@@ -62,8 +62,28 @@ hits = sa.Table(                # the rate limit's counters: one row per browser
 )
 
 
+MESSAGES = {            # ClassError's key -> its one-line English message (the page shows strings' "lc.err.KEY")
+    "code": "a class code is {n} letters and digits, e.g. {example}",
+    "no_class": "there is no class {code}: check the code with your teacher",
+    "teacher": "only the class's teacher can do this (open the teacher's link)",
+    "browser": "this browser's id is malformed: reopen the class's join link",
+    "rate": "too many answers from this browser: wait {seconds} seconds",
+    "choice": "that answer is not one of this question's options",
+    "join": "join the class first (open its join link)",
+    "lesson": "{lesson} is not a lesson name",
+    "step": "a step is 0 … {last}",
+    "question": "a question id is 1 … {n} characters",
+    "options": "a question has 1 … {n} options of 1 … {chars} characters",
+}
+
+
 class ClassError(ValueError):
-    """Something a person did that the class refuses: its message is one line for the page."""
+    """Something a person did that the class refuses: `key` names it (MESSAGES), `kw` fills it in; str() is
+    the one-line English message."""
+
+    def __init__(self, key: str, **kw):
+        super().__init__(MESSAGES[key].format(**kw))
+        self.key, self.kw = key, kw
 
 
 def _eng(eng: Optional[sa.Engine]) -> sa.Engine:
@@ -88,7 +108,7 @@ def normal_code(code) -> str:
     """A typed class code as stored (upper case, spaces and dashes dropped); ClassError if it cannot be one."""
     c = re.sub(r"[\s-]", "", code).upper() if isinstance(code, str) else ""
     if len(c) != CODE_LEN or any(ch not in ALPHABET for ch in c):
-        raise ClassError(f"a class code is {CODE_LEN} letters and digits, e.g. {new_code()}")
+        raise ClassError("code", n=CODE_LEN, example=new_code())
     return c
 
 
@@ -103,7 +123,7 @@ def nickname(text) -> str:
 def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str]:
     """A new class on `lesson` at step 0: (code, the teacher's secret). The secret is not stored."""
     if not isinstance(lesson, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,63}$", lesson):
-        raise ClassError(f"{lesson!r} is not a lesson name")
+        raise ClassError("lesson", lesson=repr(lesson))
     secret = secrets.token_urlsafe(18)
     for _ in range(5):                       # a clash among 2**40 codes is rare; try again if it happens
         code = new_code()
@@ -123,7 +143,7 @@ def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, in
     with _eng(eng).connect() as conn:
         row = conn.execute(sa.select(classes.c.lesson, classes.c.step).where(classes.c.code == code)).first()
     if row is None:
-        raise ClassError(f"there is no class {code}: check the code with your teacher")
+        raise ClassError("no_class", code=code)
     return row[0], row[1]
 
 
@@ -139,7 +159,7 @@ def is_teacher(code: str, secret, eng: Optional[sa.Engine] = None) -> bool:
 def _need_teacher(code: str, secret, eng) -> str:
     code = normal_code(code)
     if not is_teacher(code, secret, eng):
-        raise ClassError("only the class's teacher can do this (open the teacher's link)")
+        raise ClassError("teacher")
     return code
 
 
@@ -147,14 +167,14 @@ def set_step(code: str, secret: str, step: int, eng: Optional[sa.Engine] = None)
     """The teacher moves the class to `step` (0-based); the students follow."""
     code = _need_teacher(code, secret, eng)
     if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < MAX_STEP:
-        raise ClassError(f"a step is 0 … {MAX_STEP - 1}")
+        raise ClassError("step", last=MAX_STEP - 1)
     with _eng(eng).begin() as conn:
         conn.execute(classes.update().where(classes.c.code == code).values(step=step))
 
 
 def _check_browser(browser) -> str:
     if not isinstance(browser, str) or not BROWSER_ID.match(browser):
-        raise ClassError("this browser's id is malformed: reopen the class's join link")
+        raise ClassError("browser")
     return browser
 
 
@@ -164,7 +184,7 @@ def _rate(conn, browser: str, now: float) -> None:
     _upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1})
     n = conn.execute(sa.select(hits.c.n).where(hits.c.browser == browser, hits.c.window == window)).scalar_one()
     if n > RATE_MAX:
-        raise ClassError(f"too many answers from this browser: wait {RATE_WINDOW} seconds")
+        raise ClassError("rate", seconds=RATE_WINDOW)
     if n == 1:                                   # a browser's first action in a window: forget its old windows
         conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
 
@@ -187,17 +207,17 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
     question's options; the student must have joined; the browser's rate limit applies."""
     code, browser = normal_code(code), _check_browser(browser)
     if not isinstance(question, str) or not 0 < len(question) <= QUESTION_MAX:
-        raise ClassError(f"a question id is 1 … {QUESTION_MAX} characters")
+        raise ClassError("question", n=QUESTION_MAX)
     if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
             or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
-        raise ClassError(f"a question has 1 … {OPTIONS_MAX} options of 1 … {CHOICE_MAX} characters")
+        raise ClassError("options", n=OPTIONS_MAX, chars=CHOICE_MAX)
     if not isinstance(choice, str) or choice not in options:
-        raise ClassError("that answer is not one of this question's options")
+        raise ClassError("choice")
     now = time.time()
     with _eng(eng).begin() as conn:
         if conn.execute(sa.select(members.c.browser).where(members.c.code == code,
                                                            members.c.browser == browser)).first() is None:
-            raise ClassError("join the class first (open its join link)")
+            raise ClassError("join")
         _rate(conn, browser, now)
         _upsert(conn, answers, ["code", "browser", "question"],
                 {"code": code, "browser": browser, "question": question, "choice": choice, "at": now},

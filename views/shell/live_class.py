@@ -22,7 +22,7 @@ import streamlit as st
 
 from views.server import classroom as cr
 from views.shell import lesson_file, lesson_mode, widgets
-from views.shell.strings import current, t
+from views.shell.strings import EN, current, t
 from viz_transformer.plots.style import PALETTE, escape
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
@@ -49,6 +49,12 @@ QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [check_in]
 
 def question(lesson: str, step: int) -> Question:
     return next(q for src in QUESTION_SOURCES if (q := src(lesson, step)) is not None)
+
+
+def say(e: cr.ClassError) -> str:
+    """A refusal in the interface's language."""
+    key = f"lc.err.{e.key}"
+    return t(key, **e.kw) if key in EN else str(e)
 
 
 def answers_figure(q: Question, counts: dict[str, int], title: str) -> go.Figure:
@@ -97,7 +103,7 @@ def start() -> None:
                 st.query_params[CLASS] = cr.normal_code(typed)
                 st.rerun()
             except cr.ClassError as e:
-                st.error(str(e))
+                st.error(say(e))
 
 
 def teacher(code: str, secret: str, lesson: str, step: int) -> None:
@@ -134,7 +140,7 @@ def live_chart(code: str, secret: str, q: Question, step: int, n: int) -> None:
         counts, names = cr.counts(code, secret, q.id, list(q.options)), cr.roster(code, secret)
         now_step = cr.lesson_and_step(code)[1]
     except cr.ClassError as e:
-        st.error(str(e))
+        st.error(say(e))
         return
     if now_step != step:               # another tab of the teacher moved the class: follow it
         st.rerun(scope="app")
@@ -199,7 +205,7 @@ def record_quiz_answer(question_id: str, options: list[str], choice: str) -> Non
         try:
             cr.answer(code, me, question_id, choice, list(options))
         except cr.ClassError as e:
-            st.toast(str(e))
+            st.toast(say(e))
 
 
 def student(code: str, lesson: str) -> None:
@@ -210,7 +216,7 @@ def student(code: str, lesson: str) -> None:
             cr.join(code, me, st.session_state.get("lc_nick_saved", ""))
             st.session_state["lc_joined"] = code
         except cr.ClassError as e:
-            st.error(str(e))
+            st.error(say(e))
             return
     st.subheader(t("lc.student_title", code=code))
     with st.expander(t("lc.nick_title"), expanded=not st.session_state.get("lc_nick_saved")):
@@ -219,7 +225,7 @@ def student(code: str, lesson: str) -> None:
             try:
                 st.session_state["lc_nick_saved"] = cr.join(code, me, nick if isinstance(nick, str) else "")
             except cr.ClassError as e:
-                st.error(str(e))
+                st.error(say(e))
     answer_box(code, me, _n_steps(lesson))
 
 
@@ -229,7 +235,7 @@ def answer_box(code: str, me: str, n: int) -> None:
     try:
         lesson, step = cr.lesson_and_step(code)
     except cr.ClassError as e:
-        st.error(str(e))
+        st.error(say(e))
         return
     q = question(lesson, step)
     st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
@@ -255,7 +261,7 @@ def send(code: str, me: str, q: Question, pick) -> None:
     try:
         cr.answer(code, me, q.id, pick, list(q.options))
     except cr.ClassError as e:
-        st.error(str(e))
+        st.error(say(e))
 
 
 def show() -> None:
@@ -268,7 +274,7 @@ def show() -> None:
         code = cr.normal_code(code)
         lesson, step = cr.lesson_and_step(code)
     except cr.ClassError as e:
-        st.error(str(e))
+        st.error(say(e))
         start()
         return
     secret = st.query_params.get(TEACHER)

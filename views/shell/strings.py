@@ -839,6 +839,13 @@ EN = {
     "lc.pick_first": "Pick an answer first.",
     "lc.sent": "Your answer: {choice}. You can change it until the teacher moves on.",
     "lc.bad_secret": "This teacher link is not this class's: you see the class as a student.",
+    "lc.err.code": "A class code is {n} letters and digits, e.g. {example}.",
+    "lc.err.no_class": "There is no class {code}: check the code with your teacher.",
+    "lc.err.teacher": "Only the class's teacher can do this (open the teacher's link).",
+    "lc.err.browser": "This browser's id is malformed: open the class's join link again.",
+    "lc.err.rate": "Too many answers from this browser: wait {seconds} seconds.",
+    "lc.err.choice": "That answer is not one of this question's options.",
+    "lc.err.join": "Join the class first (open its join link).",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

@@ -682,4 +682,11 @@ ZH = {
     "lc.pick_first": "请先选择一个答案。",
     "lc.sent": "你的回答：{choice}。老师进入下一步之前都可以修改。",
     "lc.bad_secret": "这个老师链接不属于本课堂：你以学生身份查看。",
+    "lc.err.code": "课堂码是 {n} 位字母和数字，例如 {example}。",
+    "lc.err.no_class": "没有课堂 {code}：请向老师核对课堂码。",
+    "lc.err.teacher": "只有本课堂的老师才能这样做（请打开老师链接）。",
+    "lc.err.browser": "这个浏览器的 id 格式不对：请重新打开课堂的加入链接。",
+    "lc.err.rate": "这个浏览器提交得太频繁了：请等 {seconds} 秒。",
+    "lc.err.choice": "这个回答不是本题的选项之一。",
+    "lc.err.join": "请先加入课堂（打开加入链接）。",
 }
