@@ -3,7 +3,8 @@
 This file owns what every page shares (the language, the sidebar: checkpoint, text, the cached run) and
 the navigation, grouped by what a student does (the pages are listed in views/shell/registry.py); each page in
 views/pages/ reads the shared Context with views.shell.context.need_run(). Add ?lang=zh to the address for the
-Chinese interface. The pages live in views/pages/, not in a pages/ folder beside this file: that switches
+Chinese interface. Every page keeps its view in the address (views/shell/links.py): a copied link opens
+the same view. The pages live in views/pages/, not in a pages/ folder beside this file: that switches
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
@@ -21,7 +22,7 @@ st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide")   #
 early = warmup.plotly_early()          # a fresh server: the browser loads plotly.js while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
-    from views.shell import context, lesson_mode, live_class, registry, session_guard, sidebar  # noqa: E402
+    from views.shell import context, lesson_mode, links, live_class, registry, session_guard, sidebar  # noqa: E402
 finally:
     warmup.imported(early)
 
@@ -40,10 +41,14 @@ session_guard.clean_text()
 live_class.remember()                                      # ?class=CODE&me=ID: this session is that student
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
 live_class.follow_lesson()                                 # a teacher's lesson moves their class
+name = current.url_path or registry.DEFAULT
+links.open_link(name, sidebar.checkpoint_names)            # a link's first run: its checkpoint and text
 try:
     with session_guard.healing(current.title):
         st.session_state[context.CTX] = ctx = sidebar.sidebar()
-        lesson_mode.writer(current.url_path or "overview", ctx.kind)          # "save as lesson step", download
+        lesson_mode.writer(name, ctx.kind)          # "save as lesson step", download
+        links.apply(name, ctx)                      # a link's first run: its settings, checked against the model
+        links.share(name, ctx)                      # the address bar follows the view; "Copy link"
         current.run()
 finally:
     warmup.done(early)

@@ -94,7 +94,9 @@ def test_a_lesson_walks_its_steps_and_restores_a_step():
     _next(at)                                          # step 2: the step-by-step page, encoder head 0
     assert at.title[0].value == "Attention step by step" and "Step 2 of 8" in texts(at)
     assert at.session_state["st_block"] == "encoder.self_attn" and at.session_state["st_layer"] == 0
-    assert {k: v for k, v in dict(at.query_params).items() if k != "lang"} == {"lesson": "attention-step-by-step", "step": "2"}
+    shown = dict(at.query_params)             # lesson mode's keys, and the view's own settings (views/shell/links.py)
+    assert {k: shown[k] for k in ("lesson", "step", "block", "layer")} == {
+        "lesson": "attention-step-by-step", "step": "2", "block": "encoder.self_attn", "layer": "0"}
     by_key(at.selectbox, "st_layer").set_value(2).run(timeout=120)         # the student explores
     by_key(at.selectbox, "st_head").set_value(5).run(timeout=120)
     assert at.session_state["st_layer"] == 2

@@ -260,6 +260,31 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_init_grads(args) -> int:
+    """Measure the per-layer gradient norms at initialisation with pre- and post-norm on the checkpoint's
+    configuration and training split (viz_transformer/training/grad_norms.py), into meta.json."""
+    from viz_transformer.core.checkpoint import META
+    from viz_transformer.training.evaluation import translation_splits
+    from viz_transformer.training.grad_norms import KEY, init_gradient_norms
+    hm = _load(args.checkpoint)
+    if not hm.cfg.is_translator:
+        raise UserError("init-grads measures translators (the training split is a translation corpus)")
+    try:
+        train_items = translation_splits(hm.meta, args.data)[0]
+        tc = hm.meta.get("train_config") or {}
+        tc = tc if isinstance(tc, dict) else {}
+        block = init_gradient_norms(hm.cfg, hm.tokenizer, train_items, max_tokens=tc.get("max_tokens", 64),
+                                    label_smoothing=tc.get("label_smoothing", 0.1))
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    path = Path(args.checkpoint) / META
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta[KEY] = block
+    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({"checkpoint": hm.name, **block}, ensure_ascii=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m viz_transformer", description="Instrumented Transformer tools.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -312,6 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("checkpoint")
     s.add_argument("out", help="the folder to write (config.json, model.safetensors, tokenizer.json)")
     s.set_defaults(fn=cmd_export_hf)
+    s = sub.add_parser("init-grads", help="per-layer gradient norms at initialisation, pre- and post-norm, into meta.json")
+    s.add_argument("checkpoint")
+    s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
+    s.set_defaults(fn=cmd_init_grads)
     return p
 
 

@@ -16,6 +16,7 @@ import streamlit as st
 from viz_transformer import decode, load_checkpoint
 from views.server import allocator
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import summaries
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
 from viz_transformer.run import lenses
@@ -147,6 +148,12 @@ def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
 @st.cache_resource(show_spinner=False, max_entries=4)
 def snapshots(path: str, stamp: float):
     return load_training_snapshots(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def training_roles(path: str, stamp: float):
+    """Every head's role at every recorded training step (analysis.summaries.roles_over_training)."""
+    return summaries.roles_over_training(snapshots(path, stamp))
 
 
 def translators() -> dict[str, Path]:

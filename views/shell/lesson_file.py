@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 from views.shell import registry
 from viz_transformer.analysis.claims import KINDS
+from viz_transformer.analysis.summaries import STATS
 from viz_transformer.core.encoding import MAX_CHARS
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
@@ -61,6 +62,20 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "prefix_len": (int, lambda v: 1 <= v < 4096, "the prefix length shown on the masks page"),
     "lens_step": (int, lambda v: 0 <= v < 4096, "the decoding step the lens marks"),
     "tab": (str, lambda v: v in TABS, "the open tab: " + ", ".join(TABS)),
+    "no_sink": (bool, None, "the attention heatmap without the position-0 sink (true/false)"),
+    "decode_step": (int, lambda v: 0 <= v <= 4096, "the decoding step shown (0 = [begin])"),
+    "temperature": ((int, float), lambda v: 0.1 <= v <= 2.0, "the sampling temperature (0.1 … 2)"),
+    "top_k": (int, lambda v: 0 <= v < 2**31, "top-k of sampling (0 = off)"),
+    "top_p": ((int, float), lambda v: 0.05 <= v <= 1.0, "top-p of sampling (0.05 … 1)"),
+    "seed": (int, lambda v: 0 <= v < 2**31, "the sampling seed"),
+    "divisor": ((int, float), lambda v: 0.1 <= v <= 64, "the step-by-step page's divisor of the scores"),
+    "positions": (int, lambda v: 1 <= v <= 65536, "the positions the positional-encoding page shows"),
+    "depth": (str, lambda v: v in ("first", "last"), "first or last (the architectures page's layer)"),
+    "source": (str, lambda v: v in ("text", "builtin"), "text or builtin (the head statistics' sentences)"),
+    "stat": (str, lambda v: v in STATS, "a head statistic: " + ", ".join(STATS)),
+    "threshold": ((int, float), lambda v: 0.2 <= v <= 0.9, "the head roles' threshold (0.2 … 0.9)"),
+    "snapshot": (int, lambda v: 0 <= v < 4096, "the training snapshot shown (its index)"),
+    "sentence": (int, lambda v: 0 <= v < 4096, "the training page's sentence (its index)"),
 }
 
 

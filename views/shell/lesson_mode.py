@@ -1,8 +1,9 @@
 """Lesson mode: `?lesson=NAME` puts lessons/NAME.json beside the pages (note, Back/Next, "back to the
 lesson"), and a teacher's "save as lesson step" builds a lesson file to download.
 
-A step's settings (views.shell.lesson_file.SETTINGS) become session-state keys through KEYS, the one
-table of which widget key each page uses; the same table reads the current state back for saving.
+A step's settings (views.shell.lesson_file.SETTINGS) become session-state keys through
+views/shell/view_state.py, the one table of which widget key each page uses (links use it too); the same
+table reads the current state back for saving.
 """
 from __future__ import annotations
 
@@ -12,20 +13,10 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import cached
-from views.shell import lesson_file, registry, widgets
+from views.shell import lesson_file
+from views.shell.view_state import current_settings, session_values
 from views.shell.strings import current, t
 from viz_transformer.analysis import claims
-
-PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp", "positions": "po"}   # block/layer/head
-KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention": "at_words"},
-        "row": {"step_by_step": "st_row"}, "strategy": {"decoding": "dc_strategy"},
-        "max_new_tokens": {"decoding": "dc_max_new"}, "beam_width": {"decoding": "dc_width"},
-        "ablate_mode": {"knockout": "ko_mode"}, "permutation": {"positions": "po_how"},
-        "other_text": {"compare": "cp_text_{kind}", "patching": "pt_text_{kind}"},
-        "over": {"patching": "pt_over"}, "lens_step": {"lens": "ln_step"}, "prefix_len": {"masks": "mk_prefix"}}
-TABBED = {page: prefix for page, (prefix, _) in registry.TABBED.items()}   # page -> widgets.lazy_tabs prefix
-KINDS = ("translator", "lm")
-ABLATE_BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
 
 def folder() -> Path:
@@ -81,61 +72,6 @@ def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, lis
     stamp = lesson_file.lesson_path(name, folder()).stat().st_mtime
     with st.spinner(t("ls.facts")):
         return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
-
-
-def session_values(page: str, settings: dict) -> dict:
-    """The session-state keys and values that show `settings` on `page`."""
-    out = {}
-    for key, value in settings.items():
-        if key in ("block", "layer", "head") and page in PICKERS:
-            out[f"{PICKERS[page]}_{key}"] = value
-        elif key == "tab" and page in TABBED:
-            if value in widgets.TABS[TABBED[page]]:
-                out[f"{TABBED[page]}_tab"] = widgets.tab_label(TABBED[page], value)
-        elif key == "ablate" and page == "knockout":
-            for block in ABLATE_BLOCKS:
-                out[f"ko_pick_{block}"] = [t("ko.cell", layer=int(p.split(".")[1]), head=h) for p, h in value
-                                           if f"{p.split('.')[0]}.{p.split('.')[2]}" == block]
-        elif key in KEYS:
-            where = KEYS[key].get(page, KEYS[key].get("*"))
-            for kind in KINDS if where else ():
-                out[where.format(kind=kind)] = value
-    return out
-
-
-def current_settings(page: str, kind: str) -> dict:
-    """The settings of `page` as the session holds them now (what "save as lesson step" records)."""
-    state, out = st.session_state, {}
-    for key, where in KEYS.items():
-        name = where.get(page, where.get("*"))
-        if name and state.get(name.format(kind=kind)) is not None:
-            out[key] = state[name.format(kind=kind)]
-    if page in PICKERS:
-        for key in ("block", "layer", "head"):
-            value = state.get(f"{PICKERS[page]}_{key}")
-            if isinstance(value, (str, int)) and not (key == "head" and isinstance(value, str)):
-                out[key] = value
-    if page in TABBED:
-        prefix = TABBED[page]
-        names = {widgets.tab_label(prefix, n): n for n in widgets.TABS[prefix]}
-        if state.get(f"{prefix}_tab") in names:
-            out["tab"] = names[state[f"{prefix}_tab"]]
-    if page == "knockout":
-        cells = {t("ko.cell", layer=layer, head=h): (layer, h) for layer in range(64) for h in range(64)}
-        out["ablate"] = [[f"{b.split('.')[0]}.{cells[c][0]}.{b.split('.')[1]}", cells[c][1]]
-                         for b in ABLATE_BLOCKS for c in state.get(f"ko_pick_{b}") or [] if c in cells]
-    try:
-        return lesson_file.check_settings(out, "this page")
-    except ValueError:           # e.g. an empty text: keep what is valid
-        return {k: v for k, v in out.items() if _valid(k, v)}
-
-
-def _valid(key: str, value) -> bool:
-    try:
-        lesson_file.check_settings({key: value}, "")
-        return True
-    except ValueError:
-        return False
 
 
 def _go(i: int) -> None:

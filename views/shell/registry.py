@@ -50,7 +50,7 @@ DEFAULT = "overview"
 TABBED: dict[str, tuple[str, tuple[str, ...]]] = {
     "step_by_step": ("st", ("qkv", "scores", "output", "why")),
     "masks": ("mk", ("padding", "causal", "applied")),
-    "architectures": ("ar", ("reads", "masks", "rank")),
+    "architectures": ("ar", ("reads", "masks", "rank", "norm")),
 }
 
 

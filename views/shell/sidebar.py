@@ -34,6 +34,11 @@ def _on_example() -> None:
     st.session_state["example"] = None
 
 
+def checkpoint_names() -> list[str]:
+    """The checkpoints the sidebar offers."""
+    return [i.name for i in list_checkpoints(checkpoints_root())]
+
+
 def sidebar() -> Context:
     """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text."""
     sb = st.sidebar

@@ -552,6 +552,27 @@ EN = {
     "ar.tab.reads": "Output and where it reads the source",
     "ar.tab.masks": "Masks",
     "ar.tab.rank": "Rank",
+    "ar.tab.norm": "Pre- vs post-norm",
+    "ar.norm": "Where the norm sits: before the sub-layer or after the residual",
+    "ar.norm_intro": "Every model here is **pre-norm**: each sub-layer reads a normalised copy and adds its result "
+                     "back, x + f(LN(x)), with one more norm at the very end. The original Transformer is "
+                     "**post-norm**: it normalises after the residual, LN(x + f(x)). Xiong et al. (2020) showed that "
+                     "at initialisation a post-norm model's gradients grow towards the output, which is why it needs "
+                     "a learning-rate warm-up. Below, the same measurement on this project's own encoder-decoder: the "
+                     "same configuration and training batch, freshly initialised with the norm in each place.",
+    "ar.norm_fig": "Gradient norm of each layer at initialisation ({name}'s configuration, {n} training pairs, mean of "
+                   "{seeds} initialisations)",
+    "ar.norm_x": "layer (input → output)",
+    "ar.norm_y": "‖gradient of the layer's parameters‖",
+    "ar.norm_pre": "pre-norm: x + f(LN(x))",
+    "ar.norm_post": "post-norm: LN(x + f(x))",
+    "ar.norm_reads": "**What it shows.** From {first} to {last}, post-norm's layer gradient changes by ×{post_growth:.2f} "
+                     "and pre-norm's by ×{pre_growth:.2f}. At the output side ({last}) post-norm's gradient is "
+                     "{at_output:.2f}× pre-norm's; at the input side ({first}) {at_input:.2f}×.",
+    "ar.norm_none": "This checkpoint has no gradient measurement at initialisation in its meta.json; `{cmd}` adds it.",
+    "ar.twin_none": "No post-norm translator is among the checkpoints yet, so only the measurement at "
+                    "initialisation can be compared here: its training run (loss, BLEU and attention over training "
+                    "beside the pre-norm model's) is still to come.",
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",
@@ -585,6 +606,20 @@ EN = {
     "tr.x": "training step (log scale; step 0 drawn at 0.5)",
     "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.training.snapshots.load_training_snapshots.",
+    "tr.roles": "Roles as they form",
+    "tr.roles_intro": "Each head's role at every recorded step, from the same head statistics as the Head statistics "
+                      "page (averaged over the {n} fixed sentences): previous token, first token, self, end token or "
+                      "broad, when its statistic carries at least {th:.0%} of the weight. The number in each cell is "
+                      "the evidence: the role's statistic (for broad: the entropy, in nats), or the largest one when "
+                      "no role is clear (grey). The red frame is the step shown above.",
+    "tr.roles_fig": "Roles of the heads of {block} over training",
+    "tr.roles_x": "training step",
+    "tr.roles_y": "layer, head",
+    "tr.roles_none": "none clear",
+    "tr.roles_first": "When each role appears (the first step from which a head keeps it to the end):",
+    "tr.roles_first_row": "- **{role}**: layer {layer}, head {head}, from step {step:,} ({evidence}; at the end: {final})",
+    "tr.roles_nothing": "No head of {block} keeps a clear role to the end of training: at the last step every head "
+                        "spreads its weight (the grey cells' numbers show how far each stays below {th:.0%}).",
     # figures everywhere
     "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
     "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",
@@ -794,6 +829,10 @@ EN = {
     "ls.draft": "{n} step(s) in this lesson so far.",
     "ls.download": "Download the lesson file",
     "ls.clear": "Start a new lesson",
+    "link.copy": "Copy link",
+    "link.help": "This address opens this page as you see it now (model, text and settings), in any browser. "
+                 "Copy it with the button at the right of the box.",
+    "link.ignored": "This link's {what} cannot be shown here and was left at the default.",
 
     # a live class (views/shell/live_class.py)
     "nav.live_class": "Live class",

@@ -447,6 +447,21 @@ ZH = {
     "ar.tab.reads": "译文与它读源句的位置",
     "ar.tab.masks": "掩码",
     "ar.tab.rank": "秩",
+    "ar.tab.norm": "前置归一化与后置归一化",
+    "ar.norm": "归一化放在哪里：子层之前，还是残差之后",
+    "ar.norm_intro": "这里的每个模型都是**前置归一化（pre-norm）**：每个子层读入归一化后的副本，再把结果加回去，x + f(LN(x))，"
+                     "最后再做一次归一化。原始的 Transformer 是**后置归一化（post-norm）**：在残差相加之后再归一化，LN(x + f(x))。"
+                     "Xiong 等人（2020）指出，后置归一化的模型在初始化时梯度越靠近输出越大，所以需要学习率预热（warm-up）。"
+                     "下面是在本项目自己的编码器-解码器上做的同样测量：相同的配置和训练批次，分别把归一化放在两个位置重新初始化。",
+    "ar.norm_fig": "初始化时每一层的梯度范数（{name} 的配置，{n} 个训练句对，{seeds} 次初始化的平均）",
+    "ar.norm_x": "层（输入 → 输出）",
+    "ar.norm_y": "‖该层参数的梯度‖",
+    "ar.norm_pre": "前置归一化：x + f(LN(x))",
+    "ar.norm_post": "后置归一化：LN(x + f(x))",
+    "ar.norm_reads": "**图中可见。** 从 {first} 到 {last}，后置归一化的层梯度变为 ×{post_growth:.2f}，前置归一化的变为 ×{pre_growth:.2f}。"
+                     "在输出一侧（{last}），后置归一化的梯度是前置的 {at_output:.2f} 倍；在输入一侧（{first}）是 {at_input:.2f} 倍。",
+    "ar.norm_none": "这个检查点的 meta.json 里没有初始化时的梯度测量；运行 `{cmd}` 即可加上。",
+    "ar.twin_none": "检查点中还没有后置归一化的翻译模型，所以这里只能比较初始化时的测量；它的训练过程（损失、BLEU 以及训练中的注意力，与前置归一化模型并排）还有待完成。",
     "ar.short.encoder_decoder": "编码器-解码器",
     "ar.short.decoder_only": "仅解码器",
     "ar.short.prefix_lm": "前缀解码器",
@@ -474,6 +489,18 @@ ZH = {
     "tr.curves": "训练过程中的损失和 BLEU（红线：当前步）",
     "tr.x": "训练步数（对数刻度；第 0 步画在 0.5）",
     "tr.how": "{n} 个快照，以 float16 保存在检查点文件夹中（training_snapshots.safetensors + .json），用 viz_transformer.training.snapshots.load_training_snapshots 读取。",
+    "tr.roles": "角色如何形成",
+    "tr.roles_intro": "每个头在每个记录步上的角色，用的是与“注意力头统计”页相同的统计量（在 {n} 个固定句子上取平均）：看前一词元、"
+                      "首词元、看自身、尾词元或宽泛，条件是该统计量至少占 {th:.0%} 的权重。格子里的数字就是证据：该角色的统计量（宽泛：熵，单位 nat）；"
+                      "没有明确角色时（灰色）是最大的那个统计量。红框是上面显示的那一步。",
+    "tr.roles_fig": "{block} 各个头在训练中的角色",
+    "tr.roles_x": "训练步",
+    "tr.roles_y": "层，头",
+    "tr.roles_none": "不明确",
+    "tr.roles_first": "每种角色何时出现（某个头从这一步起一直保持该角色到训练结束）：",
+    "tr.roles_first_row": "- **{role}**：第 {layer} 层第 {head} 个头，从第 {step:,} 步起（{evidence}；训练结束时：{final}）",
+    "tr.roles_nothing": "{block} 中没有哪个头把明确的角色保持到训练结束：最后一步每个头的权重都比较分散"
+                        "（灰色格子里的数字显示它们离 {th:.0%} 还差多少）。",
     "fig.window": "显示的位置（每次 {m} 个：格子再小就看不清了）",
     "fig.window_note": "显示查询行 {qa}–{qb}、键列 {ka}–{kb}；拖动滑块看其余部分。所有数值都是在整段文本上计算的。",
     "fig.html": "HTML",
@@ -639,6 +666,9 @@ ZH = {
     "ls.draft": "这个课程目前有 {n} 步。",
     "ls.download": "下载课程文件",
     "ls.clear": "开始新课程",
+    "link.copy": "复制链接",
+    "link.help": "在任何浏览器里打开这个地址，都会看到你现在看到的这个页面（模型、文本和设置）。用框右侧的按钮复制。",
+    "link.ignored": "这个链接里的 {what} 在这里无法显示，已使用默认值。",
 
     # a live class (views/shell/live_class.py)
     "nav.live_class": "课堂互动",

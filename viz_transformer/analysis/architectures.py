@@ -111,3 +111,13 @@ def spectra_table(spectra: dict, model: str = "") -> pd.DataFrame:
                          "effective_rank": float(er[h]), "min_sv_ratio": float(s[h, -1] / s[h, 0]),
                          "causal": causal})
     return pd.DataFrame(rows)
+
+
+def gradient_growth(grads: dict) -> dict:
+    """What the per-layer gradient norms at initialisation (training.grad_norms) say, as numbers a page
+    prints: for each placement, the output-side layer's norm ÷ the input-side layer's (pre_growth,
+    post_growth), and post ÷ pre at the last and at the first layer (at_output, at_input)."""
+    pre, post = grads["pre"], grads["post"]
+    return {"pre_growth": pre[-1] / pre[0], "post_growth": post[-1] / post[0],
+            "at_output": post[-1] / pre[-1], "at_input": post[0] / pre[0],
+            "first": grads["layers"][0], "last": grads["layers"][-1]}

@@ -239,3 +239,82 @@ def evidence_text(kind: str, stat: str, value: float, most: float = float("nan")
     if kind == "none":
         return f"none clear (largest: {stat} = {value:.2f})"
     return f"{stat} = {value:.2f}"
+
+
+# -- roles as they form (training snapshots) -----------------------------------------------------------
+def _snapshot_allowed(pattern: torch.Tensor, block: str, prefix_len: Optional[int]) -> torch.Tensor:
+    """[1, 1, Q, K] keys a row could attend to in a snapshot (which stores patterns only): everything
+    for encoder and cross-attention; causal for a decoder's self-attention, bidirectional inside the
+    prefix of a prefix LM (its recorded prefix length; for snapshots recorded before it was stored,
+    the rows that put weight above the diagonal)."""
+    from viz_transformer.core.masks import causal_mask, prefix_lm_mask
+    Q, K = pattern.shape[-2:]
+    if block != "decoder.self_attn" or Q != K:
+        return torch.ones(1, 1, Q, K, dtype=torch.bool)
+    if prefix_len:
+        return prefix_lm_mask(Q, int(prefix_len))
+    return causal_mask(Q) | (pattern > 0).any(0)[None, None]
+
+
+def snapshot_head_stats(snaps) -> pd.DataFrame:
+    """head_stats at every recorded training step: each head's STATS from the snapshot's patterns of its
+    fixed sentences (each sentence's mean over its rows, then the mean over sentences, as
+    corpus_head_stats). One row per step, block, layer and head (step_index, step, block, layer, head, STATS)."""
+    n_steps, n_texts = len(snaps.steps), len(snaps.texts)
+    prefix = getattr(snaps, "prefix_len", None) or [None] * n_texts
+    sums: dict[tuple, torch.Tensor] = {}                     # (block, layer) -> stat -> [steps, H]
+    for j in range(n_texts):
+        seqs = {"decoder": snaps.tgt_pieces[j], "encoder": snaps.src_pieces[j]}
+        for name in snaps.names():
+            part, layer, attn = name.split(".")[:3]
+            block = f"{part}.{attn}"
+            pats = torch.stack([snaps.pattern(i, j, name) for i in range(n_steps)])      # (S, H, Q, K)
+            kp = seqs["encoder" if attn == "cross_attn" else part]
+            s = pattern_stats(pats, _snapshot_allowed(pats[-1], block, prefix[j]),
+                              torch.ones(n_steps, pats.shape[2], dtype=torch.bool),
+                              torch.tensor([[is_punctuation(p) for p in kp]] * n_steps), same_sequence=attn == "self_attn")
+            acc = sums.setdefault((block, int(layer)), {k: torch.zeros_like(v) for k, v in s.items()})
+            for k in STATS:
+                acc[k] += s[k] / n_texts
+    rows = []
+    for (block, layer), acc in sorted(sums.items(), key=lambda kv: (BLOCK_ORDER.index(kv[0][0]), kv[0][1])):
+        for i, step in enumerate(snaps.steps):
+            for h in range(acc["entropy"].shape[1]):
+                rows.append({"step_index": i, "step": step, "block": block, "layer": layer, "head": h,
+                             **{k: float(acc[k][i, h]) for k in STATS}})
+    df = pd.DataFrame(rows, columns=["step_index", "step", "block", "layer", "head", *STATS])
+    return df.astype({k: "float64" for k in STATS})
+
+
+BLOCK_ORDER = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
+
+
+def roles_over_training(snaps, threshold: float = ROLE_THRESHOLD) -> pd.DataFrame:
+    """Each head's role (head_roles) at every recorded step: columns step_index, step, block, layer, head,
+    role, evidence_stat, evidence_value, evidence (the one-line text). A student sees when, for example, a
+    previous-token head appears."""
+    cols = ["step_index", "step", "block", "layer", "head", "role", "evidence_kind", "evidence_stat",
+            "evidence_value", "evidence"]
+    return head_roles(snapshot_head_stats(snaps), threshold)[cols]
+
+
+def first_appearances(table: pd.DataFrame, block: str) -> list[dict]:
+    """For each role in `block` (in order of appearance): the first recorded step at which some head has it
+    and keeps it to the last step, that head and its evidence there. Heads that only flicker into a role
+    do not count."""
+    t = table[table.block == block]
+    out = {}
+    for (layer, head), g in t.groupby(["layer", "head"]):
+        g = g.sort_values("step_index")
+        role = g.role.iloc[-1]
+        if not role:
+            continue
+        stable = g.role.eq(role)[::-1].cummin()[::-1]          # True from the step it takes the role for good
+        first = g[stable].iloc[0]
+        cand = {"role": role, "layer": int(layer), "head": int(head), "step": int(first.step),
+                "step_index": int(first.step_index), "evidence": first.evidence,
+                "final_evidence": g.evidence.iloc[-1]}
+        if role not in out or (cand["step_index"], cand["layer"], cand["head"]) < (
+                out[role]["step_index"], out[role]["layer"], out[role]["head"]):
+            out[role] = cand
+    return sorted(out.values(), key=lambda r: (r["step_index"], r["role"]))

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz_transformer.plots.heatmaps import curves
 from viz_transformer.plots.margins import fit_margins
 from viz_transformer.plots.style import escape, layout, to_numpy
 
@@ -100,3 +101,13 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
     return fit_margins(fig)
+
+
+def layer_gradients(layers: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
+                    ylabel: str) -> go.Figure:
+    """Per-layer gradient norms (training.grad_norms), one line per norm placement, the layers named on x
+    from the input to the output."""
+    fig = curves(list(range(len(layers))), series, title, xlabel, ylabel)
+    fig.update_xaxes(tickvals=list(range(len(layers))), ticktext=[escape(n) for n in layers])
+    fig.update_yaxes(rangemode="tozero")
+    return fig

@@ -52,6 +52,7 @@ class Snapshots:
     loss_curve: list[tuple[int, float]] = field(default_factory=list)
     bleu_n: int = 0
     architecture: str = ""
+    prefix_len: list[Optional[int]] = field(default_factory=list)   # per text: a prefix LM's bidirectional prefix
 
     def pattern(self, i_step: int, i_text: int, name: str) -> torch.Tensor:
         i_step = i_step % len(self.steps)
@@ -117,6 +118,7 @@ class Recorder:
         self.index.setdefault("src_pieces", [r.src_pieces for r in runs])
         self.index.setdefault("tgt_pieces", [r.tgt_pieces for r in runs])
         self.index.setdefault("prompt_len", [r.prompt_len for r in runs])
+        self.index.setdefault("prefix_len", [r.prefix_len for r in runs])
         self.index["steps"].append(step)
         self.index["loss"].append(None if loss is None else round(loss, 4))
         self.index["bleu"].append(round(self.bleu_fn(model), 2))
@@ -162,4 +164,4 @@ def load_training_snapshots(path) -> Optional[Snapshots]:
     return Snapshots(index["steps"], index["texts"], index["targets"], index["src_pieces"], index["tgt_pieces"],
                      index["prompt_len"], index["loss"], index["bleu"], index["translations"], tensors,
                      index.get("shipped_step"), [tuple(x) for x in index.get("loss_curve", [])],
-                     index.get("bleu_n", 0), index.get("architecture", ""))
+                     index.get("bleu_n", 0), index.get("architecture", ""), index.get("prefix_len", []))

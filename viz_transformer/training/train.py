@@ -309,6 +309,10 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     n_params = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model, tc)
     info = load_state(work, model, opt) or {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
+    if tc.task == "translation" and "init_grad_norms" not in info:
+        from viz_transformer.training.grad_norms import init_gradient_norms     # (it imports this module)
+        info["init_grad_norms"] = init_gradient_norms(cfg, tok, train_items, max_tokens=tc.max_tokens,
+                                                      label_smoothing=tc.label_smoothing)
     rec = None
     if tc.task == "translation" and tc.snapshots:
         bleu_val = val[: tc.snapshot_bleu_n]
@@ -384,6 +388,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                     "split": "by_source" if tc.task == "translation" else "by_story",
                     "n_val": len(val), "n_test": len(test), "val": metrics,
                     "train_seconds": round(info["seconds"]), "train_config": dataclasses.asdict(tc)}
+            if "init_grad_norms" in info:
+                meta["init_grad_norms"] = info["init_grad_norms"]
             save_checkpoint(out, model.cpu(), tok, meta, fp16=tc.fp16)
             model.to(device)
         if rec is not None:                 # every epoch end: the shipped step is one of them

@@ -108,3 +108,20 @@ with tabs["rank"]:
                                     block=[t(f"block.{b}") for b in summary["block"]]),
                      hide_index=True, column_config=config)
         st.markdown(t("ar.rank_why"))
+
+with tabs["norm"]:
+    if tabs["norm"].open:
+        st.subheader(t("ar.norm"))
+        st.markdown(t("ar.norm_intro"))
+        base = hms.get("encoder_decoder")
+        grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
+        if grads:
+            lines = {t("ar.norm_pre"): grads["pre"], t("ar.norm_post"): grads["post"]}
+            title = t("ar.norm_fig", name=models["encoder_decoder"].name, n=grads["n_pairs"], seeds=len(grads["seeds"]))
+            widgets.show(model_figures.layer_gradients(grads["layers"], lines, title, t("ar.norm_x"), t("ar.norm_y")),
+                         key="ar_norm")
+            st.markdown(t("ar.norm_reads", **A.gradient_growth(grads)))
+        else:
+            st.info(t("ar.norm_none", cmd="python -m viz_transformer init-grads CHECKPOINT"))
+        if not any(hm.cfg.norm == "post" for hm in hms.values()):
+            st.caption(t("ar.twin_none"))

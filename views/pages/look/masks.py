@@ -75,8 +75,12 @@ with tabs["causal"]:
                                                 width=width, **mask_kw), key="mk_prefix_fig")
             else:                     # prefix = [begin] + source + [sep]
                 st.caption(t("mk.prefix_layout" if cfg.is_translator else "mk.prefix_layout_lm", p=p0))
-                if st.session_state.get("mk_prefix_for") != seq:          # a new sentence: its source again
-                    st.session_state["mk_prefix_for"], st.session_state["mk_prefix"] = seq, p0
+                state = st.session_state
+                if state.get("mk_prefix_for") != seq:          # a new sentence: its source again (a link: its own)
+                    if state.get("mk_prefix_for") is not None or "mk_prefix" not in state:
+                        state["mk_prefix"] = p0
+                    state["mk_prefix_for"] = seq
+                state["mk_prefix"] = min(max(1, state["mk_prefix"]), len(seq))
                 p = st.slider(t("mk.prefix_len"), 1, len(seq), key="mk_prefix") if len(seq) > 1 else 1
                 widgets.show(heatmaps.mask_heatmap(patterns.example_masks(len(seq), p)["prefix_lm"], seq, seq,
                                                 t("mk.prefix_title", p=p), width=width, **mask_kw),

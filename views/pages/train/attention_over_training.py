@@ -10,8 +10,10 @@ from views.shell import context
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import summaries
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
+from viz_transformer.plots import summary_figures
 
 ctx = context.need_run()
 cfg = ctx.hm.cfg
@@ -26,7 +28,9 @@ if snaps is None:
 
 n = len(snaps.steps)
 if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another checkpoint: start at step 0
-    st.session_state.update(tr_key=(ctx.name, ctx.stamp), tr_step=0, tr_playing=False)
+    if st.session_state.get("tr_key") is not None:                    # (a link's first view keeps its step)
+        st.session_state["tr_step"] = 0
+    st.session_state.update(tr_key=(ctx.name, ctx.stamp), tr_playing=False)
 i = st.session_state["tr_step"] = min(st.session_state.get("tr_step", 0), n - 1)
 
 c = st.columns([3, 3, 1, 1])
@@ -78,6 +82,21 @@ widgets.show(model_figures.training_curves(snaps.steps, snaps.loss, snaps.bleu, 
                                           t("tr.x"), t("tr.m_loss"), t("tr.m_bleu", n=snaps.bleu_n), snaps.shipped_step,
                                           t("tr.m_shipped")), key="tr_curves")
 st.caption(t("tr.how", n=n))
+
+st.subheader(t("tr.roles"))
+st.caption(t("tr.roles_intro", n=len(snaps.texts), th=summaries.ROLE_THRESHOLD))
+roles = cached.training_roles(str(ctx.path), ctx.stamp)
+labels = {r: t("tr.roles_none") if not r else t(f"hs.role.{r}") for r in summary_figures.ROLE_ORDER}
+block_name = widgets.block_label(block)
+widgets.show(summary_figures.roles_over_training(roles, block, labels, t("tr.roles_fig", block=block_name),
+                                                 t("tr.roles_x"), t("tr.roles_y"), current=i), key="tr_roles")
+first = summaries.first_appearances(roles, block)
+if first:
+    st.markdown(t("tr.roles_first") + "\n" + "\n".join(
+        t("tr.roles_first_row", role=labels[r["role"]], layer=r["layer"], head=r["head"], step=r["step"],
+          evidence=r["evidence"], final=r["final_evidence"]) for r in first))
+else:
+    st.caption(t("tr.roles_nothing", block=block_name, th=summaries.ROLE_THRESHOLD))
 
 if playing:      # one snapshot per rerun until the last
     if i < n - 1:

@@ -1,0 +1,136 @@
+"""End-to-end: on every page, change the view, take the sidebar's "Copy link", open it in a fresh browser
+context (a new session: nothing shared but the server) and check that the same view is shown: the
+widgets' values, the open tab, the figures' titles. A screenshot of each reopened page under
+test-artifacts/links-*.png (look at them)."""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _no_exception, server  # noqa: F401  (fixture)
+from test_browser_lessons import _ready
+from views.shell import registry
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
+
+TEXT = {"checkpoints": "他是我的朋友。", "tiny": "我爱你。"}
+# page -> (what the address sets, an action in the page: "tab:LABEL", "click:BUTTON" or "") — every page changes
+# something away from its defaults, through the address (the app writes it back) or through a click
+CHANGES = {
+    "overview": ({}, ""),
+    "attention": ({"block": "decoder.cross_attn", "layer": "1", "head": "2", "words": "1"}, ""),
+    "masks": ({"block": "decoder.cross_attn", "layer": "1", "head": "3"}, "tab:What each head applied"),
+    "positional": ({"positions": "40"}, ""),
+    "step_by_step": ({"layer": "2", "head": "1"}, "tab:2 · Scores, mask, softmax"),
+    "decoding": ({"strategy": "beam", "beam_width": "2"}, "click:Next"),
+    "lens": ({"lens_step": "2"}, ""),
+    "knockout": ({"ablate": "decoder.0.cross_attn:1", "ablate_mode": "mean", "layer": "1"}, ""),
+    "positions": ({"permutation": "swap", "head": "3"}, ""),
+    "compare": ({"other_text": "她是我的朋友。", "layer": "2"}, ""),
+    "patching": ({"over": "blocks"}, ""),
+    "architectures": ({"depth": "first"}, "tab:Masks"),
+    "rollout": ({}, ""),
+    "head_stats": ({"stat": "self", "threshold": "0.7"}, ""),
+    "training": ({}, ""),
+    "export": ({}, ""),
+}
+
+VIEW = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const side = document.querySelector('[data-testid="stSidebar"]');
+  const all = (root, sel, f) => Array.from(root.querySelectorAll(sel)).map(f);
+  return {
+    title: all(main, 'h1', e => e.innerText.trim()),
+    selects: all(main, '[data-testid="stSelectbox"]', e => e.innerText.trim()),
+    sliders: all(main, '[data-testid="stSlider"] [role="slider"]', e => e.getAttribute('aria-valuenow')),
+    toggles: all(main, '[data-testid="stCheckbox"] input', e => e.checked),
+    inputs: all(main, '[data-testid="stTextInput"] input', e => e.value),
+    chosen: all(main, 'button[kind$="Active"]', e => e.innerText.trim()),
+    tab: all(main, '[role="tab"][aria-selected="true"]', e => e.innerText.trim()),
+    figures: all(main, '.js-plotly-plot .gtitle', e => e.textContent.trim()),
+    progress: all(main, '[data-testid="stProgress"]', e => e.innerText.trim()),
+    checkpoint: all(side, '[data-testid="stSelectbox"]', e => e.innerText.trim()).slice(0, 1),
+    text: all(side, 'textarea', e => e.value).slice(0, 1),
+  };
+}"""
+
+
+def _drawn(pg) -> None:
+    """The run has ended and every plotly chart has drawn."""
+    _ready(pg)
+    pg.wait_for_function("() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
+                         ".every(c => c.querySelector('.main-svg'))")
+    pg.wait_for_timeout(300)
+
+
+def _copied_link(pg) -> str:
+    """The address in the sidebar's "Copy link" box (what its copy button puts on the clipboard)."""
+    side = pg.locator('[data-testid="stSidebar"]')
+    side.get_by_role("button", name=re.compile("Copy link")).click()
+    code = pg.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]')
+    code.wait_for()
+    link = code.inner_text().strip()
+    pg.keyboard.press("Escape")
+    return link
+
+
+@pytest.fixture(scope="module")
+def browser(server):       # noqa: F811
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _fresh(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 1800})
+    context.set_default_timeout(TIMEOUT_MS)
+    return context, context.new_page()
+
+
+@pytest.mark.parametrize("spec", registry.PAGES, ids=[p.name for p in registry.PAGES])
+def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa: F811
+    url, root = server
+    text = TEXT["checkpoints" if root.name == "checkpoints" else "tiny"]
+    query, action = CHANGES[spec.name]
+    if root.name != "checkpoints":
+        query = {k: v for k, v in query.items() if k not in ("layer", "head")}      # tiny models: 2 layers
+    path = "" if spec.name == registry.DEFAULT else spec.name
+    first, pg = _fresh(browser)
+    pg.goto(f"{url}/{path}?" + "&".join(f"{k}={v}" for k, v in {"text": text, **query}.items()))
+    _drawn(pg)
+    if action.startswith("tab:"):
+        pg.get_by_role("tab", name=action[4:]).click()
+    elif action.startswith("click:"):
+        for _ in range(2):
+            pg.get_by_role("button", name=re.compile(action[6:])).click()
+            _drawn(pg)
+    _drawn(pg)
+    _no_exception(pg)
+    before = pg.evaluate(VIEW)
+    link = _copied_link(pg)
+    first.close()
+
+    shared = dict(parse_qsl(urlsplit(link).query))
+    assert urlsplit(link).path.rstrip("/") == f"/{path}".rstrip("/")
+    assert {k: shared.get(k) for k in query} == query, shared          # the change is in the link
+    assert shared.get("text") == text and "checkpoint" in shared
+    if action.startswith("tab:"):
+        assert "tab" in shared
+    if action.startswith("click:"):
+        assert shared.get("decode_step") == "2"
+
+    second, pg = _fresh(browser)
+    pg.goto(link)
+    _drawn(pg)
+    _no_exception(pg)
+    after = pg.evaluate(VIEW)
+    pg.screenshot(path=str(ARTIFACTS / f"links-{spec.name}.png"))
+    assert pg.locator('[data-testid="stAlert"]', has_text="link").count() == 0      # nothing was ignored
+    second.close()
+    assert after == before
+    assert before["title"] and before["text"] == [text]
