@@ -73,6 +73,10 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
             secret = re.search(r"teacher=([^&]+)", teacher.url).group(1)
             join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
             assert f"class={code}" in join and "teacher" not in join and secret not in join
+            teacher.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link").click()
+            copied = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.inner_text()
+            assert "teacher" not in copied and secret not in copied, copied        # "Copy link" never carries it
+            teacher.keyboard.press("Escape")
 
             students = [new_page(900) for _ in range(3)]
             students[0].goto(f"{server.url}/live_class")                 # types the code
