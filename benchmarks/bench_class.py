@@ -86,8 +86,9 @@ async def lesson(url: str, code: str, secret: str, n: int, window: float, seed: 
             break
     stop.set()
     await watcher
-    # an answer's lag: from its Send's reply to the end of the first chart run that started after it
-    lags = [next((end - d for start, end, _ in seen if start >= d), None) for d in done.values()]
+    # the k-th answer's lag: from its Send's reply to the end of the first chart run that showed k answers
+    lags = [next((end - d for _, end, shown in seen if end >= d and shown >= k), None)
+            for k, d in enumerate(sorted(done.values()), start=1)]
     stale = sum(k < sum(d <= start for d in done.values()) for start, _, k in seen)   # runs missing a done answer
     for s in [*students.values(), teacher]:
         await s.close()
