@@ -16,6 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
+from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -76,7 +77,7 @@ def _n_steps(lesson: str) -> int:
 
 def _link(path: str, **params) -> str:
     base = re.sub(r"/live_class/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
-    return f"{base}{path}?" + "&".join(f"{k}={v}" for k, v in params.items())
+    return f"{base}{path}?{urlencode(params)}"
 
 
 # ---- the teacher ------------------------------------------------------------------------------------------
