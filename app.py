@@ -49,6 +49,7 @@ try:
         lesson_mode.writer(name, ctx.kind)          # "save as lesson step", download
         links.apply(name, ctx)                      # a link's first run: its settings, checked against the model
         links.share(name, ctx)                      # the address bar follows the view; "Copy link"
+        lesson_mode.question(current, LESSON_PAGES)  # the step's question, above the page
         current.run()
 finally:
     warmup.done(early)

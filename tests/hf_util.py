@@ -336,3 +336,107 @@ def hf_greedy(model, ids: list[int], max_new_tokens: int) -> list[int]:
 def peakedness(patterns: list[torch.Tensor], skip: int = 4) -> float:
     """The smallest, over layers, of the mean largest weight per row (rows ≥ skip: early rows have few keys)."""
     return min(float(p[:, skip:, :].max(-1).values.mean()) for p in patterns)
+
+
+# -- Marian (encoder-decoder translators) -------------------------------------------------------------------
+MARIAN_SRC = ["我是一名工程师。", "我是学生。", "我爱你。", "今天天气很好。", "他是我的朋友。", "我们明天去北京。"]
+MARIAN_TGT = ["I am an engineer.", "I am a student.", "I love you.", "The weather is nice today.",
+              "He is my friend.", "We are going to Beijing tomorrow."]
+
+
+def _spm(folder: Path, name: str, texts: list[str], size: int) -> dict:
+    """A SentencePiece model folder/name trained on texts (</s> 0, <unk> 1, <pad> 2) and its Marian vocab
+    (piece -> id, the same ids here; Marian's vocab.json need not follow SentencePiece's ids)."""
+    import sentencepiece as spm
+    prefix = folder / f"_{name}"
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts * 30), model_prefix=str(prefix), vocab_size=size,
+                                   hard_vocab_limit=False, eos_id=0, unk_id=1, pad_id=2, bos_id=-1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=f"{prefix}.model")
+    (folder / f"_{name}.model").rename(folder / name)
+    (folder / f"_{name}.vocab").unlink()
+    return {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+
+
+@dataclass
+class MarianShape:
+    """One tiny random Marian model: sizes, seed, whether its vocabularies are separate, and how much the
+    output layer favours </s> (so beams end at different steps and early_stopping matters)."""
+    id: str
+    d_model: int = 48
+    heads: int = 3
+    layers: tuple = (2, 2)
+    seed: int = 0
+    separate: bool = False
+    eos_bias: float = 0.0
+    generation: dict = field(default_factory=dict)     # generation_config.json's settings besides bad words
+
+
+MARIAN_SHAPES = [
+    MarianShape("marian-3heads", seed=1, eos_bias=0.5, generation=dict(num_beams=4, max_length=24)),
+    MarianShape("marian-4heads-3layers", d_model=32, heads=4, layers=(3, 2), seed=2, eos_bias=3.0,
+                generation=dict(num_beams=3, early_stopping=True, length_penalty=0.6, max_length=20)),
+    MarianShape("marian-2heads", d_model=40, heads=2, layers=(1, 2), seed=3, eos_bias=2.0,
+                generation=dict(num_beams=5, early_stopping="never", length_penalty=1.5, max_new_tokens=12)),
+    MarianShape("marian-separate-vocabs", seed=4, separate=True, eos_bias=3.0,
+                generation=dict(num_beams=4, max_length=24)),
+]
+MARIAN_BY_ID = {s.id: s for s in MARIAN_SHAPES}
+
+
+def build_marian(shape: MarianShape, folder) -> Path:
+    """Save a tiny random MarianMTModel, its MarianTokenizer files (source.spm, target.spm, vocab.json, and
+    target_vocab.json when the vocabularies are separate) and generation_config.json (bad_words_ids [[pad]],
+    forced_eos_token_id, decoding from the pad id, as opus-mt's) in folder."""
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    src = _spm(folder, "source.spm", MARIAN_SRC + MARIAN_TGT if not shape.separate else MARIAN_SRC, 80)
+    if shape.separate:
+        tgt = _spm(folder, "target.spm", MARIAN_TGT, 60)
+        (folder / "target_vocab.json").write_text(json.dumps(tgt), encoding="utf-8")
+    else:
+        tgt = src
+        (folder / "target.spm").write_bytes((folder / "source.spm").read_bytes())
+    (folder / "vocab.json").write_text(json.dumps(src), encoding="utf-8")
+    kw = dict(target_vocab_file=str(folder / "target_vocab.json"), separate_vocabs=True) if shape.separate else {}
+    tok = MarianTokenizer(str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json"), **kw)
+    tok.save_pretrained(folder)
+    pad = src["<pad>"]
+    assert tgt["<pad>"] == pad and src["</s>"] == tgt["</s>"] == 0
+    enc_layers, dec_layers = shape.layers
+    cfg = MarianConfig(vocab_size=len(src), decoder_vocab_size=len(tgt), share_encoder_decoder_embeddings=not shape.separate,
+                       d_model=shape.d_model, encoder_layers=enc_layers, decoder_layers=dec_layers,
+                       encoder_attention_heads=shape.heads, decoder_attention_heads=shape.heads,
+                       encoder_ffn_dim=2 * shape.d_model, decoder_ffn_dim=2 * shape.d_model, max_position_embeddings=64,
+                       activation_function="swish", scale_embedding=True, pad_token_id=pad, eos_token_id=0,
+                       decoder_start_token_id=pad, forced_eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(shape.seed)
+    model = MarianMTModel(cfg).eval()
+    g = torch.Generator().manual_seed(shape.seed)
+    with torch.no_grad():                    # every parameter random (HF's init: biases 0, norms 1)
+        for name, p in model.named_parameters():
+            if "embed_positions" in name:
+                continue
+            if "layer_norm" in name and name.endswith("weight"):
+                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1:
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * 1.5 / p.shape[-1] ** 0.5)
+        bias = torch.randn(model.final_logits_bias.shape, generator=g)
+        bias[0, 0] += shape.eos_bias
+        model.final_logits_bias.copy_(bias)
+    model.generation_config.bad_words_ids = [[pad]]
+    model.generation_config.num_beams = 1
+    for k, v in shape.generation.items():
+        setattr(model.generation_config, k, v)
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def load_marian(folder):
+    """(MarianMTModel in float32 with eager attention, MarianTokenizer) from a saved folder."""
+    from transformers import MarianMTModel, MarianTokenizer
+    model = MarianMTModel.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    return model, MarianTokenizer.from_pretrained(folder)

@@ -81,3 +81,41 @@ def test_lens_and_patching_pages(server, page):    # noqa: F811
     pg.get_by_role("heading", name=re.compile("Activation patching")).first.wait_for()
     _no_exception(pg)
     pg.screenshot(path=str(ARTIFACTS / "patching.png"))
+
+
+def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, page):    # noqa: F811
+    """Step 2 of the attention lesson asks which key row 1 weighs most: a click on a cell of the key row
+    answers (Streamlit reports no click on a heatmap cell itself: the row carries clickable markers), and
+    "Reveal" frames the model's answer and the student's pick in the row's weights."""
+    url, root = server
+    if root.name != "checkpoints":
+        pytest.skip("the lesson uses the shipped checkpoint zh-en")
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis import questions
+    q = questions.ask("argmax_key", load_checkpoint(root / "zh-en"), "我是一名工程师。",
+                      {"block": "encoder.self_attn", "layer": 0, "head": 0, "row": 1})
+    pg = page
+    pg.goto(f"{url}/?lesson=attention-step-by-step&step=2")
+    box = pg.locator(".st-key-lesson_question")
+    box.wait_for()
+    _ready(pg)
+    box.locator(".js-plotly-plot .main-svg").first.wait_for()
+    assert box.get_by_role("button", name="Reveal").is_disabled()
+    pick = next(i for i in range(len(q.options)) if i != q.answer)         # a wrong key, to see both frames
+    cell = box.locator(".js-plotly-plot .nsewdrag").first.bounding_box()
+    x, y = cell["x"] + cell["width"] * (pick + 0.5) / len(q.options), cell["y"] + cell["height"] / 2
+    pg.mouse.move(x, y)
+    pg.wait_for_timeout(500)                            # plotly reports a click on the point it hovers
+    pg.mouse.click(x, y)
+    _ready(pg)
+    chosen = box.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
+    chosen.first.wait_for()
+    assert chosen.inner_text() == q.options[pick]                          # the click chose that key's pill
+    box.get_by_role("button", name="Reveal").click()
+    box.get_by_text("the model's answer is").wait_for()
+    _ready(pg)
+    assert q.options[q.answer] in box.inner_text()
+    assert box.locator(".js-plotly-plot .main-svg").first.is_visible()
+    _no_exception(pg)
+    box.screenshot(path=str(ARTIFACTS / "lesson-question-revealed.png"))
+    assert pg.locator('[data-testid="stSidebar"]').get_by_text("Step 2 of 8", exact=True).is_visible()

@@ -172,8 +172,8 @@ def test_capture_api_matches(built, shape_id):
 
 @pytest.mark.parametrize("shape_id", SHAPE_IDS)
 def test_beam_search_matches(built, shape_id):
-    """Our beam search stops once `width` hypotheses have ended, as transformers' with early_stopping=True
-    (its default, False, may go on looking for a better one), and normalises by the generated length."""
+    """Our beam search follows transformers' rules (here early_stopping=True: it stops once `width` hypotheses
+    have ended; tests/test_hf_marian_beam.py covers False and "never"), and normalises by the generated length."""
     b = built(shape_id)
     hm = load_checkpoint(b.folder)
     for text in (H.PROMPT, "Hello"):
@@ -185,7 +185,7 @@ def test_beam_search_matches(built, shape_id):
         expected = out[0, len(prompt):].tolist()
         eos = b.hf.generation_config.eos_token_id
         expected = expected[:expected.index(eos) + 1] if eos in expected else expected
-        trace = decode(hm, text, "beam", max_new_tokens=8, beam_width=3, length_penalty=1.0)
+        trace = decode(hm, text, "beam", max_new_tokens=8, beam_width=3, length_penalty=1.0, early_stopping=True)
         if trace.output_ids != expected:       # only a tie may differ: both ends score the same under our model
             ours, theirs = (_beam_score(hm, prompt, ids) for ids in (trace.output_ids, expected))
             assert abs(ours - theirs) < 1e-4, (repr(text), trace.output_ids, expected, ours, theirs)

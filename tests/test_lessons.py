@@ -208,7 +208,7 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
     at.query_params.update({"lesson": "attention-step-by-step", "step": "7", "lang": "zh"})
     at.run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
-    notes = [m.value for m in at.markdown if "“下一步”" in m.value or "“Next”" in m.value]
+    notes = [m.value for m in at.sidebar.markdown if "“下一步”" in m.value or "“Next”" in m.value]
     assert notes and "“课程下一步”" in notes[0]                              # the interface's language first
     assert by_key(at.button, "ls_next").label == "课程下一步" and by_key(at.button, "ls_back").label == "课程上一步"
 

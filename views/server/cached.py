@@ -24,6 +24,7 @@ from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.run import capture as runs
 from viz_transformer.run.derived_cache import compact_run
+from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
 from viz_transformer.core.config import ARCHITECTURES
 from viz_transformer.training.snapshots import load_training_snapshots
@@ -71,11 +72,26 @@ def heavy(fn):
     return cached
 
 
+def weight_settings() -> tuple[str, str]:
+    """(dtype, device) for loading: VIZ_DTYPE (float32, the default, or bfloat16: half the memory) and VIZ_DEVICE
+    (auto, the default: a GPU when torch sees one; cpu; cuda). An unknown value, or cuda on a machine without a
+    GPU, falls back to the default (the app still starts)."""
+    dtype = os.environ.get("VIZ_DTYPE", "").strip().lower() or "float32"
+    device = os.environ.get("VIZ_DEVICE", "").strip().lower() or "auto"
+    dtype = dtype if dtype in WEIGHT_DTYPES else "float32"
+    try:
+        pick_device(device)
+    except ValueError:
+        device = "auto"
+    return dtype, device
+
+
 @st.cache_resource(show_spinner=False, max_entries=6)
 def load_model(path: str, stamp: float):
     """Every shipped checkpoint stays loaded (~30 MB each): the architecture comparison alone needs four at
     once, and with room for three it reloaded them on every visit (1.1 s of its server time)."""
-    return load_checkpoint(path)
+    dtype, device = weight_settings()
+    return load_checkpoint(path, dtype=dtype, device=device)
 
 
 @heavy

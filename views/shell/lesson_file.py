@@ -17,6 +17,13 @@ fill a setting from one ("use": the head a selector found), and print one in its
      "note": {"en": "Row {align.input} puts {align.weight:.2f} on 工程师."}}
 
 tests/test_lesson_claims.py evaluates every fact of the shipped lessons and fails when a claim is false.
+
+A step may ask one question ("predict, then reveal"): a kind from viz_transformer.analysis.questions, its
+arguments (block, layer, head, row default to the step's settings; "use" fills one from a fact) and the prompt.
+The model computes the options and the answer; none is typed here:
+
+    "question": {"kind": "argmax_key", "use": {"row": "al.row"},
+                 "prompt": {"en": "Which key gets the most weight?", "zh": "哪个键得到的权重最大？"}}
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from views.shell import registry
+from viz_transformer.analysis import questions
 from viz_transformer.analysis.claims import KINDS
 from viz_transformer.analysis.summaries import STATS
 from viz_transformer.core.encoding import MAX_CHARS
@@ -92,6 +100,7 @@ class Step:
     note: dict = field(default_factory=dict)          # language -> text (markdown, with {fact.field})
     facts: dict = field(default_factory=dict)         # name -> {"kind": claims kind, **arguments}
     use: dict = field(default_factory=dict)           # setting -> "fact.field"
+    question: dict = field(default_factory=dict)      # {"kind", arguments, "use", "prompt"} or {} (none)
 
     def to_dict(self) -> dict:
         out = {"page": self.page, "settings": dict(self.settings), "note": dict(self.note)}
@@ -99,6 +108,8 @@ class Step:
             out["facts"] = {k: dict(v) for k, v in self.facts.items()}
         if self.use:
             out["use"] = dict(self.use)
+        if self.question:
+            out["question"] = {k: dict(v) if isinstance(v, dict) else v for k, v in self.question.items()}
         return out
 
 
@@ -159,6 +170,59 @@ def check_facts(facts, use, note: dict, where: str) -> tuple[dict, dict]:
     return dict(facts), dict(use)
 
 
+# a question's arguments: those that are also settings are checked as settings, the others here
+QUESTION_ARGS: dict[str, tuple[type, Any, str]] = {
+    "step": (int, lambda v: 1 <= v <= 4096, "a decoding step (1 … 4096)"),
+    "mode": (str, lambda v: v in ("zero", "uniform", "mean"), "zero, uniform or mean"),
+}
+
+
+def check_question(question, facts: dict, where: str) -> dict:
+    """A step's question, checked: a known kind, arguments that kind takes (valid values), uses that name a
+    fact of this step, a prompt. {} for no question."""
+    if question is None or question == {}:
+        return {}
+    where = f"{where}: question"
+    if not isinstance(question, dict) or question.get("kind") not in questions.KINDS:
+        raise ValueError(f"{where} must be an object with a kind, one of {', '.join(questions.KINDS)}")
+    kind, takes = question["kind"], questions.params(question["kind"])
+    out = {"kind": kind, "prompt": _texts(question.get("prompt"), f"{where}: prompt")}
+    for key, value in question.items():
+        if key in ("kind", "prompt", "use"):
+            continue
+        if key not in takes:
+            raise ValueError(f"{where}: {kind} takes {', '.join(takes)}; not {key!r}")
+        if key in SETTINGS:
+            check_settings({key: value}, where)
+        else:
+            typ, ok, what = QUESTION_ARGS[key]
+            if isinstance(value, bool) or not isinstance(value, typ) or not ok(value):
+                raise ValueError(f"{where}: {key!r} is {value!r}; it must be {what}")
+        out[key] = value
+    use = question.get("use", {})
+    if not isinstance(use, dict):
+        raise ValueError(f"{where}: use must be an object")
+    for key, ref in use.items():
+        if key not in takes or not isinstance(ref, str) or ref.count(".") != 1 or ref.split(".")[0] not in facts:
+            raise ValueError(f"{where}: use {key!r}: {ref!r} must name an argument of {kind} ({', '.join(takes)}) "
+                             f"and a fact of this step (fact.field)")
+    if use:
+        out["use"] = dict(use)
+    return out
+
+
+def question_args(step: Step, values: dict) -> dict:
+    """The arguments of the step's question: the step's settings it takes (its head, its row), then the
+    question's own, then those filled from the evaluated facts."""
+    q = step.question
+    takes = questions.params(q["kind"])
+    settings = step_settings(step, values)
+    args = {k: v for k, v in settings.items() if k in takes}
+    args.update({k: v for k, v in q.items() if k in takes})
+    args.update({k: _value(values, ref) for k, ref in q.get("use", {}).items()})
+    return args
+
+
 def parse_lesson(data, name: str = "lesson") -> Lesson:
     """A lesson from its JSON object, checked. ValueError naming the step and the field."""
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data["steps"]:
@@ -171,7 +235,8 @@ def parse_lesson(data, name: str = "lesson") -> Lesson:
             raise ValueError(f"{where}: page {page!r} is not one of {', '.join(PAGES)}")
         note = _texts(s.get("note"), f"{where}: note")
         facts, use = check_facts(s.get("facts", {}), s.get("use", {}), note, where)
-        steps.append(Step(s["page"], check_settings(s.get("settings", {}), where), note, facts, use))
+        question = check_question(s.get("question"), facts, where)
+        steps.append(Step(s["page"], check_settings(s.get("settings", {}), where), note, facts, use, question))
     return Lesson(name, _texts(data.get("title"), f"{name}: title"), steps)
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import cached
-from views.shell import lesson_file
+from views.shell import callbacks, lesson_file, quiz, widgets
 from views.shell.view_state import current_settings, session_values
 from views.shell.strings import current, t
-from viz_transformer.analysis import claims
+from viz_transformer.analysis import claims, questions
 
 
 def folder() -> Path:
@@ -72,6 +72,42 @@ def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, lis
     stamp = lesson_file.lesson_path(name, folder()).stat().st_mtime
     with st.spinner(t("ls.facts")):
         return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _question(path: str, ckpt_stamp: float, text: str, kind: str, args: tuple) -> questions.Question:
+    """A question's options, answer and evidence on a checkpoint and text: computed once per arguments."""
+    return questions.ask(kind, _Model(path, ckpt_stamp), text, dict(args))
+
+
+def question(page, pages: dict) -> None:
+    """The lesson step's question above the page (views.shell.quiz), when the step has one and its page is
+    open. A question that cannot be computed shows a one-line warning instead."""
+    state = st.session_state.get("lesson")
+    if not isinstance(state, dict):
+        return
+    try:
+        lesson = load(state["name"])
+    except ValueError:
+        return                                                  # before_sidebar said so already
+    i = min(state["step"], len(lesson.steps) - 1)
+    step = lesson.steps[i]
+    if not step.question or page.title != pages[step.page].title:
+        return
+    try:
+        values, _ = step_facts(state["name"], lesson, i)
+        args = lesson_file.question_args(step, values)
+        ckpt, text = lesson_file.model_and_text(lesson, i)
+        ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
+        path = cached.checkpoints_root() / str(ckpt)
+        if not ckpt or not text or not path.is_dir():
+            raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+        with st.spinner(t("qz.computing")):
+            q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], tuple(sorted(args.items())))
+    except ValueError as e:
+        st.warning(t("qz.bad", error=widgets.md_escape(str(e))))
+        return
+    quiz.show(quiz.question_id(state["name"], i), q, lesson_file.note(step.question["prompt"], current()))
 
 
 def _go(i: int) -> None:
@@ -167,12 +203,23 @@ def _save_step(page: str, kind: str) -> None:
     note = {lang: _text(f"ls_note_{lang}") for lang in lesson_file.LANGS}
     note = {k: v for k, v in note.items() if v} or {"en": ""}
     st.session_state.setdefault("lesson_draft", []).append(
-        lesson_file.Step(page, current_settings(page, kind), note).to_dict())
+        lesson_file.Step(page, current_settings(page, kind), note, question=_draft_question()).to_dict())
+
+
+def _draft_question() -> dict:
+    """The writer's question for the step being saved ({} for none): a kind and its prompt; the model
+    computes the rest from the step's settings when the lesson is opened."""
+    kind = st.session_state.get("ls_q_kind")
+    if kind not in questions.KINDS:
+        return {}
+    prompt = {lang: _text(f"ls_q_{lang}") for lang in lesson_file.LANGS}
+    prompt = {k: v for k, v in prompt.items() if v} or {current(): t(f"ls.q_kind.{kind}")}
+    return {"kind": kind, "prompt": prompt}
 
 
 def writer(current: str, kind: str) -> None:
     """The teacher's tools at the bottom of the sidebar: save the current page as a step, download."""
-    for key in ("ls_title_en", "ls_title_zh", "ls_note_en", "ls_note_zh"):
+    for key in ("ls_title_en", "ls_title_zh", "ls_note_en", "ls_note_zh", "ls_q_en", "ls_q_zh"):
         if key in st.session_state and not isinstance(st.session_state[key], str):
             del st.session_state[key]                       # absurd state: the box starts empty again
     if not isinstance(st.session_state.get("lesson_draft", []), list):
@@ -183,6 +230,11 @@ def writer(current: str, kind: str) -> None:
         st.text_input(t("ls.title_zh"), key="ls_title_zh")
         st.text_input(t("ls.note_en"), key="ls_note_en")          # one line: markdown allowed
         st.text_input(t("ls.note_zh"), key="ls_note_zh")
+        widgets.select(st, t("ls.q_kind"), ["none", *questions.KINDS], key="ls_q_kind",
+                       format_func=callbacks.label("ls.q_kind."), help=t("ls.q_help"))
+        if st.session_state.get("ls_q_kind") in questions.KINDS:
+            st.text_input(t("ls.q_prompt_en"), key="ls_q_en")
+            st.text_input(t("ls.q_prompt_zh"), key="ls_q_zh")
         st.button(t("ls.save"), key="ls_save", on_click=_save_step, args=(current, kind), icon=":material/add:")
         draft = st.session_state.get("lesson_draft", [])
         st.caption(t("ls.draft", n=len(draft)))

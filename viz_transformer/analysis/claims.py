@@ -21,6 +21,7 @@ from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.core.encoding import encode_input
+from viz_transformer.core.tokenizer import source_pieces
 from viz_transformer.run.interventions import positions_off_hooks
 
 STRONG = 0.5          # "puts most of its weight on": at least half of the row
@@ -224,7 +225,7 @@ def order_test(hm, text: str, how: str = "swap", other: Optional[str] = None, ma
         holds = off.gap > GAP_LARGE
     if other is not None:
         enc = encode_input(hm.tokenizer, hm.cfg, other)
-        holds = holds and on.permuted_pieces == hm.tokenizer.pieces(enc.ids)
+        holds = holds and on.permuted_pieces == source_pieces(hm.tokenizer, enc.ids)
     return Fact({"gap_on": on.gap, "gap_off": off.gap, "permuted": " ".join(_words(on.permuted_pieces)),
                  "output": on.permuted_output, "output_off": off.permuted_output}, holds,
                 "encoder: gap ≈ 0 without positions and large with them; causal decoder: large even without")

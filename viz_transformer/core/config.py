@@ -14,13 +14,24 @@ NORM_TYPES = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
 FFNS = ("mlp", "gated")
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
-LIMITS = {"vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
+EARLY_STOPPING = ("true", "false", "never")
+LIMITS = {"vocab_size": 1 << 18, "tgt_vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
           "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16, "head_dim": 1024}  # model this app can show
+
+
+def early_stopping_rule(value) -> str:
+    """Hugging Face's early_stopping (True, False, "never", or our config's "true"/"false"/"never") as our string;
+    ValueError for anything else."""
+    rule = {True: "true", False: "false"}.get(value, value) if isinstance(value, bool) else value
+    if rule not in EARLY_STOPPING:
+        raise ValueError(f"early_stopping must be True, False or 'never', not {value!r}")
+    return rule
 
 
 @dataclass
 class ModelConfig:
-    vocab_size: int = 8000            # shared SentencePiece vocabulary (source and target)
+    vocab_size: int = 8000            # shared SentencePiece vocabulary (source and target); the source's if tgt_vocab_size
+    tgt_vocab_size: int = 0           # the target's vocabulary (decoder embedding, output); 0: shared with the source
     d_model: int = 256
     n_heads: int = 8
     n_encoder_layers: int = 3         # ignored (must be 0) unless architecture == encoder_decoder
@@ -64,6 +75,12 @@ class ModelConfig:
     forced_eos: bool = False          # the last token a generation may add is [end] (Marian's forced_eos_token_id)
     stop_ids: tuple = ()              # ids that end a generation as [end] does (a generation config's eos list)
     repetition_penalty: float = 1.0   # a generation config's: logits of ids already in the sequence ÷ it (× it if < 0)
+    num_beams: int = 4                # a generation config's: the beam width when a call names none
+    early_stopping: str = "true"      # beam search ends: "true" once num_beams hypotheses have ended; "false" and
+                                      # "never" when the best running beam cannot beat them (decoding._beam)
+    length_penalty: float = 1.0       # beam search ranks an ended hypothesis by score / length ** length_penalty
+    max_new_tokens: int = 0           # tokens generated when a call names none; 0: max_length's rule, else 40
+    max_length: int = 0               # a generation config's max_length: prompt + new tokens; 0: none
 
     def __post_init__(self) -> None:
         self.validate()
@@ -75,6 +92,11 @@ class ModelConfig:
     @property
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
+
+    @property
+    def out_vocab(self) -> int:
+        """The target side's vocabulary: rows of the decoder embedding and of the output layer."""
+        return self.tgt_vocab_size or self.vocab_size
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -110,12 +132,18 @@ class ModelConfig:
         check(self.n_heads % self.kv_heads == 0, f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
                                                  f"({self.kv_heads})")
         check(self.positional != "rope" or self.d_head % 2 == 0, "RoPE needs an even head_dim")
-        check(all(isinstance(i, int) and 0 <= i < self.vocab_size for i in self.stop_ids),
+        check(all(isinstance(i, int) and 0 <= i < self.out_vocab for i in self.stop_ids),
               "stop_ids must be vocabulary ids")
         check(self.repetition_penalty > 0, "repetition_penalty must be positive")
+        check(self.early_stopping in EARLY_STOPPING, f"early_stopping {self.early_stopping!r} not in {EARLY_STOPPING}")
+        check(self.num_beams >= 1 and self.max_new_tokens >= 0 and self.max_length >= 0,
+              "num_beams must be ≥ 1, max_new_tokens and max_length ≥ 0")
+        check(self.tgt_vocab_size >= 0, "tgt_vocab_size must be ≥ 0 (0: shared with the source)")
+        check(self.tgt_vocab_size == 0 or self.is_encoder_decoder, "a separate target vocabulary needs an encoder-decoder")
         check(self.norm_eps > 0 and self.rope_theta > 0 and self.rope_factor > 0, "norm_eps, rope_theta and "
                                                                                   "rope_factor must be positive")
         check(self.vocab_size > max(self.pad_id, self.bos_id, self.eos_id), "vocab_size too small for special ids")
+        check(self.out_vocab > max(self.pad_id, self.bos_id, self.eos_id), "tgt_vocab_size too small for special ids")
         check(self.n_decoder_layers >= 1, "need at least one decoder layer")
         if self.is_encoder_decoder:
             check(self.n_encoder_layers >= 1, "encoder_decoder needs at least one encoder layer")

@@ -3,7 +3,8 @@
     hm = load_checkpoint("models/Qwen2.5-0.5B")      # config.json + *.safetensors + tokenizer.json
 
 Families: marian (the opus-mt translators: encoder-decoder, post-norm, sinusoidal positions with the sines
-first, a logits bias; SentencePiece source.spm + vocab.json), gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
+first, a logits bias; SentencePiece source.spm + vocab.json, or separate vocabularies: source.spm + vocab.json
+for the source, target.spm + target_vocab.json for the target), gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
 Llama family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms, an explicit head_dim), mistral (a sliding
 window) with RMSNorm, the gated FFN (SwiGLU), grouped-query attention and RoPE (rope_parameters, or the
 older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3).
@@ -26,7 +27,7 @@ import torch
 from safetensors import safe_open
 
 from viz_transformer.core import checkpoint as ck
-from viz_transformer.core.config import LIMITS, ModelConfig
+from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
 from viz_transformer.core.model import Transformer
 
 FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral")
@@ -133,6 +134,9 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
                   bos_id=int(_get(raw, "bos_token_id", default=-1)), eos_id=_eos(raw, gen),
                   stop_ids=tuple(dict.fromkeys(i for i in _eos_list(raw, gen)[1:] if i >= 0)),
                   repetition_penalty=float(gen.get("repetition_penalty") or 1.0),
+                  num_beams=int(gen.get("num_beams") or 4), length_penalty=float(gen.get("length_penalty", 1.0)),
+                  early_stopping=early_stopping_rule(gen.get("early_stopping", False)),     # transformers' default
+                  max_new_tokens=int(gen.get("max_new_tokens") or 0), max_length=int(gen.get("max_length") or 0),
                   vocab_size=int(raw["vocab_size"]))
     if family == "marian":
         return _marian_config(raw, gen, common)
@@ -185,8 +189,11 @@ def _marian_config(raw: dict, gen: dict, common: dict) -> ModelConfig:
     ffn = {int(raw.get(k, 4096)) for k in ("encoder_ffn_dim", "decoder_ffn_dim")}
     if enc != dec or len(ffn) != 1:
         raise ck.CheckpointError("Marian with different encoder and decoder head counts or FFN widths is not supported")
-    if raw.get("decoder_vocab_size") not in (None, raw["vocab_size"]) or not raw.get("share_encoder_decoder_embeddings", True):
-        raise ck.CheckpointError("Marian with separate source and target vocabularies is not supported yet")
+    shared = raw.get("share_encoder_decoder_embeddings", True)
+    target = int(raw.get("decoder_vocab_size") or raw["vocab_size"])
+    if shared and target != raw["vocab_size"]:
+        raise ck.CheckpointError(f"Marian with shared embeddings but decoder_vocab_size {target} ≠ vocab_size "
+                                 f"{raw['vocab_size']}: the config contradicts itself")
     if not raw.get("tie_word_embeddings", True):
         raise ck.CheckpointError("Marian with an output matrix apart from the embeddings is not supported")
     act = raw.get("activation_function", "gelu")
@@ -195,6 +202,7 @@ def _marian_config(raw: dict, gen: dict, common: dict) -> ModelConfig:
     start = int(_get(gen, "decoder_start_token_id", default=_get(raw, "decoder_start_token_id", default=common["pad_id"])))
     return ModelConfig(**{**common, **dict(
         architecture="encoder_decoder", bos_id=start, n_encoder_layers=int(raw["encoder_layers"]),
+        tgt_vocab_size=0 if shared else target,             # its own target vocabulary: its own embedding
         d_model=int(raw["d_model"]), n_heads=enc, n_decoder_layers=int(raw["decoder_layers"]), d_ff=ffn.pop(),
         activation=ACTS[act], norm="post", positional="sinusoidal_halves", logits_bias=True, tie_embeddings=True,
         max_len=min(int(raw.get("max_position_embeddings", 512)), LIMITS["max_len"]),
@@ -263,10 +271,15 @@ def _llama_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
 
 
 def _marian_rules(cfg: ModelConfig, names: set[str]) -> dict[str, list[Rule]]:
-    embed = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight",
-                              "model.decoder.embed_tokens.weight", "lm_head.weight") if n in names), "model.shared.weight")
-    rules: dict[str, list[Rule]] = {embed: [("src_embed.W_E.weight", _same)],
-                                    "final_logits_bias": [("logits_bias", lambda t: t.reshape(-1))]}
+    rules: dict[str, list[Rule]] = {"final_logits_bias": [("logits_bias", lambda t: t.reshape(-1))]}
+    if cfg.tgt_vocab_size:                  # separate vocabularies: each side its own matrix (the output: the target's)
+        rules["model.encoder.embed_tokens.weight"] = [("src_embed.W_E.weight", _same)]
+        rules["model.decoder.embed_tokens.weight"] = [("tgt_embed.W_E.weight", _same)]
+    else:
+        embed = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                                  "model.decoder.embed_tokens.weight", "lm_head.weight") if n in names),
+                     "model.shared.weight")
+        rules[embed] = [("src_embed.W_E.weight", _same)]
     attn = {"q_proj": "W_Q", "k_proj": "W_K", "v_proj": "W_V", "out_proj": "W_O"}
     for part, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
         for i in range(n):

@@ -66,32 +66,34 @@ class HFTokenizer:
 
 
 class MarianTokenizer:
-    """Marian's tokenizer (opus-mt): SentencePiece source.spm cuts the text into pieces, vocab.json maps each
-    piece to its id (not SentencePiece's own ids; an unknown piece is <unk>), and </s> ends the source, as
-    Hugging Face's MarianTokenizer does without sacremoses (no punctuation normalisation). A leading
-    language code such as >>fr<< is kept whole. One shared vocabulary; ids decode through the same model."""
+    """Marian's tokenizer (opus-mt), as Hugging Face's MarianTokenizer without sacremoses (no punctuation
+    normalisation): SentencePiece source.spm cuts the source into pieces, vocab.json maps each piece to its id
+    (not SentencePiece's own ids; an unknown piece is <unk>), and </s> ends it; a leading language code such
+    as >>fr<< is kept whole. A target text is cut by target.spm. One shared vocabulary (decoded through
+    source.spm, as Hugging Face does), or, when tokenizer_config.json says separate_vocabs, a target vocabulary
+    of its own: target_vocab.json, whose pieces the decoder's ids are and which target.spm decodes."""
     bans_specials = False
 
     def __init__(self, folder: Path, cfg=None, banned=()):
         import sentencepiece as spm
         folder = Path(folder)
-        for name in ("source.spm", "vocab.json"):
-            p = folder / name
-            if not p.is_file():
-                raise ck.CheckpointError(f"{folder} is missing {name} (Marian's tokenizer)")
-            if p.stat().st_size > MAX_BYTES:
-                raise ck.CheckpointError(f"{p} has {p.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
+        self.separate = bool(_json(folder, "tokenizer_config.json", required=False).get("separate_vocabs", False))
+        names = ("source.spm", "vocab.json") + (("target.spm", "target_vocab.json") if self.separate else ())
+        for name in names + (("target.spm",) if (folder / "target.spm").exists() else ()):
+            _check_file(folder, name)
+        self.vocab = _vocab(folder, "vocab.json")
+        self.tgt_vocab = _vocab(folder, "target_vocab.json") if self.separate else self.vocab
         try:
-            self.vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
             self.sp = spm.SentencePieceProcessor(model_file=str(folder / "source.spm"))
-        except (ValueError, UnicodeDecodeError, RuntimeError, OSError) as e:
-            raise ck.CheckpointError(f"{folder}: Marian's tokenizer files are not valid ({str(e)[:200]})") from None
-        if not isinstance(self.vocab, dict) or "<unk>" not in self.vocab:
-            raise ck.CheckpointError(f"{folder / 'vocab.json'} must map pieces to ids and hold <unk>")
-        self.inverse = {int(v): k for k, v in self.vocab.items()}
-        self.unk_id = int(self.vocab["<unk>"])
-        self.pad_id = cfg.pad_id if cfg is not None else int(self.vocab.get("<pad>", -1))
-        self.eos_id = cfg.eos_id if cfg is not None else int(self.vocab.get("</s>", 0))
+            target = folder / "target.spm"
+            self.tgt_sp = spm.SentencePieceProcessor(model_file=str(target)) if target.is_file() else self.sp
+        except (RuntimeError, OSError) as e:
+            raise ck.CheckpointError(f"{folder}: Marian's SentencePiece models are not valid ({str(e)[:200]})") from None
+        self.src_inverse = {int(v): k for k, v in self.vocab.items()}
+        self.inverse = {int(v): k for k, v in self.tgt_vocab.items()}
+        self.unk_id = int(self.tgt_vocab["<unk>"])
+        self.pad_id = cfg.pad_id if cfg is not None else int(self.tgt_vocab.get("<pad>", -1))
+        self.eos_id = cfg.eos_id if cfg is not None else int(self.tgt_vocab.get("</s>", 0))
         self.bos_id, self.sep_id = (cfg.bos_id if cfg is not None else self.pad_id), -1
         self.specials = {i for i in (self.pad_id, self.eos_id, self.unk_id) if i >= 0}
         self.banned = sorted(set(banned))
@@ -100,22 +102,65 @@ class MarianTokenizer:
     def vocab_size(self) -> int:
         return len(self.vocab)
 
-    def encode(self, text: str) -> list[int]:
+    def _ids(self, text: str, sp, vocab: dict) -> list[int]:
         code = []
         if text.startswith(">>") and (end := text.find("<<")) != -1:
             code, text = [text[: end + 2]], text[end + 2:]
-        pieces = code + self.sp.encode(text, out_type=str)
-        return [int(self.vocab.get(p, self.unk_id)) for p in pieces] + [self.eos_id]
+        unk = int(vocab["<unk>"])
+        return [int(vocab.get(p, unk)) for p in code + sp.encode(text, out_type=str)] + [self.eos_id]
+
+    def encode(self, text: str) -> list[int]:
+        """The source's ids (what the encoder reads), </s> last."""
+        return self._ids(text, self.sp, self.vocab)
+
+    def encode_target(self, text: str) -> list[int]:
+        """A target text's ids (Hugging Face's text_target): target.spm, the target vocabulary, </s> last."""
+        return self._ids(text, self.tgt_sp, self.tgt_vocab)
 
     def piece(self, i: int) -> str:
+        """A decoder id's piece (the target vocabulary's)."""
         return self.inverse.get(int(i), "<unk>")
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.piece(i) for i in ids]
 
+    def src_pieces(self, ids: Iterable[int]) -> list[str]:
+        """An encoder id's pieces (the source vocabulary's)."""
+        return [self.src_inverse.get(int(i), "<unk>") for i in ids]
+
     def decode(self, ids: Iterable[int]) -> str:
         pieces = [self.piece(i) for i in ids if int(i) not in self.specials]
-        return self.sp.decode_pieces(pieces).replace("\u2581", " ").strip()
+        sp = self.tgt_sp if self.separate else self.sp
+        return sp.decode_pieces(pieces).replace("\u2581", " ").strip()
+
+
+def _check_file(folder: Path, name: str) -> None:
+    p = folder / name
+    if not p.is_file():
+        raise ck.CheckpointError(f"{folder} is missing {name} (Marian's tokenizer)")
+    if p.stat().st_size > MAX_BYTES:
+        raise ck.CheckpointError(f"{p} has {p.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
+
+
+def _json(folder: Path, name: str, required: bool = True) -> dict:
+    p = folder / name
+    if not required and not p.is_file():
+        return {}
+    _check_file(folder, name)
+    try:
+        value = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ck.CheckpointError(f"{p} is not valid JSON ({str(e)[:200]})") from None
+    if not isinstance(value, dict):
+        raise ck.CheckpointError(f"{p} must hold a JSON object")
+    return value
+
+
+def _vocab(folder: Path, name: str) -> dict:
+    vocab = _json(folder, name)
+    if "<unk>" not in vocab or not all(isinstance(v, int) for v in vocab.values()):
+        raise ck.CheckpointError(f"{folder / name} must map pieces to ids and hold <unk>")
+    return vocab
 
 
 def hf_tokenizer(folder: Path, cfg, meta: dict):

@@ -42,7 +42,7 @@ class HookPoint(nn.Module):
                     if out.shape != x.shape:
                         raise ValueError(f"hook on {self.name} returned shape {tuple(out.shape)}, "
                                          f"expected {tuple(x.shape)}")
-                    x = out
+                    x = out.to(x.device, x.dtype)    # a hook's own tensors (CPU, float32) leave the model's as they are
         return x
 
     def extra_repr(self) -> str:
@@ -134,11 +134,13 @@ class Cache:
         needs no grad, so a view (a slice of a weight or of the positional table, an expanded mask, a
         transposed head split) or a tensor already kept under another name is still copied."""
         key = x.untyped_storage().data_ptr()
-        if fresh and x._base is None and not x.requires_grad and x.device.type == "cpu" and key not in self._owned:
+        kept = x.dtype if not x.is_floating_point() else torch.float32      # bfloat16 weights: analysed as float32
+        if (fresh and x._base is None and not x.requires_grad and x.device.type == "cpu" and x.dtype == kept
+                and key not in self._owned):
             self._owned.add(key)
             self._t[name] = x.detach()
         else:
-            self._t[name] = x.detach().to("cpu", copy=True)
+            self._t[name] = x.detach().to("cpu", kept, copy=True)
 
     def stack(self, name: str, part: str = "decoder", batch: int = 0) -> torch.Tensor:
         """Stack `{part}.{i}.{name}` over layers for one batch row: e.g. [layer, head, q, k]."""

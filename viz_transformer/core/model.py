@@ -32,9 +32,9 @@ class Embed(nn.Module):
     """Token embedding (× √d_model unless cfg.scale_embeddings is off) plus an additive positional encoding
     (sinusoidal or learned; none for RoPE, which rotates q and k instead), then dropout."""
 
-    def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None):
+    def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None, vocab: int = 0):
         super().__init__()
-        self.W_E = W_E if W_E is not None else nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.W_E = W_E if W_E is not None else nn.Embedding(vocab or cfg.vocab_size, cfg.d_model)
         self.additive = cfg.positional != "rope"
         if self.additive:
             self.pos = PositionalEncoding(cfg.positional, cfg.max_len, cfg.d_model)
@@ -164,29 +164,31 @@ class KVCache:
         """Keep batch rows `index` (beam search: each surviving beam's parent)."""
         for layer in self.layers:
             for key, (k, v) in list(layer.items()):
-                layer[key] = (k.index_select(0, index), v.index_select(0, index))
+                layer[key] = (k.index_select(0, index.to(k.device)), v.index_select(0, index.to(v.device)))
         for name in ("ids", "memory", "src_mask"):
             t = getattr(self, name)
             if t is not None:
-                setattr(self, name, t.index_select(0, index))
+                setattr(self, name, t.index_select(0, index.to(t.device)))
 
 
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
+        self.host_outputs = False     # load_checkpoint sets it: logits as float32 on the CPU (training keeps the device's)
         if cfg.is_encoder_decoder:
             self.src_embed = Embed(cfg)
-            self.tgt_embed = Embed(cfg, self.src_embed.W_E if cfg.tie_embeddings else None)
+            shared = cfg.tie_embeddings and not cfg.tgt_vocab_size       # a target vocabulary of its own: its own rows
+            self.tgt_embed = Embed(cfg, self.src_embed.W_E if shared else None, cfg.out_vocab)
             self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
             self.encoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
         else:
             self.embed = Embed(cfg)
         self.decoder = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.n_decoder_layers)])
         self.decoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.out_vocab, bias=False)
         if cfg.logits_bias:
-            self.register_buffer("logits_bias", torch.zeros(cfg.vocab_size))    # Marian's final_logits_bias
+            self.register_buffer("logits_bias", torch.zeros(cfg.out_vocab))    # Marian's final_logits_bias
         self.apply(self._init)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.dec_embed.W_E.weight
@@ -207,7 +209,8 @@ class Transformer(nn.Module):
 
     # -- the two halves ---------------------------------------------------------------------
     def encode(self, src: torch.Tensor):
-        """src [B, S] -> (memory [B, S, d], src_mask [B, 1, 1, S])."""
+        """src [B, S] -> (memory [B, S, d], src_mask [B, 1, 1, S]), on the model's device."""
+        src = src.to(self.device)
         src_mask = padding_mask(src, self.cfg.pad_id)
         x = self.src_embed(src)
         for block in self.encoder:
@@ -222,6 +225,9 @@ class Transformer(nn.Module):
         The cache is updated only after the whole step has succeeded: a step that raises (e.g. past
         max_len) leaves it exactly as it was, so decoding can go on or be retried."""
         cfg = self.cfg
+        ids = ids.to(self.device)                   # inputs come from the CPU; the weights may be on a GPU
+        if isinstance(prefix_len, torch.Tensor):
+            prefix_len = prefix_len.to(self.device)
         offset, layers = 0, None
         all_ids = ids
         if cache is not None:
@@ -239,16 +245,25 @@ class Transformer(nn.Module):
         for i, block in enumerate(self.decoder):
             x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None, offset)
         if logits_at is not None:
-            x = x[logits_at]                                                  # (N, d)
+            x = x[logits_at.to(self.device)]                                  # (N, d)
         logits = self.unembed(x)
         if cache is not None:
             cache.ids, cache.layers = all_ids, layers
         return logits
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are (load_checkpoint's device): inputs are moved there, logits come back to the CPU."""
+        return self.lm_head.weight.device
+
     def unembed(self, resid: torch.Tensor) -> torch.Tensor:
-        """The last residual stream [..., d_model] -> logits [..., vocab]: final norm, unembedding, logits bias."""
+        """The last residual stream [..., d_model] -> logits [..., vocab]: final norm, unembedding, logits bias;
+        a residual from the CPU (a lens) is moved to the weights' device and dtype; with host_outputs (a loaded
+        model) the logits come back as float32 on the CPU, whatever the weights' device and dtype."""
+        resid = resid.to(self.device, self.lm_head.weight.dtype)
         logits = self.lm_head(self.decoder_norm(resid))
-        return logits + self.logits_bias if self.cfg.logits_bias else logits
+        logits = logits + self.logits_bias if self.cfg.logits_bias else logits
+        return logits.to("cpu", torch.float32) if self.host_outputs else logits
 
     def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None,
                 logits_at: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -83,5 +83,5 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x [batch, pos, head, d_head] rotated by position: cos, sin [pos, d_head]."""
-    cos, sin = cos[None, :, None, :].to(x.dtype), sin[None, :, None, :].to(x.dtype)
+    cos, sin = (c[None, :, None, :].to(x.device, x.dtype) for c in (cos, sin))
     return x * cos + rotate_half(x) * sin

@@ -69,6 +69,17 @@ class Tokenizer:
         return cls(buf.getvalue())
 
 
+def source_pieces(tok, ids: Iterable[int]) -> list[str]:
+    """The pieces of a text's own ids (an encoder's input): the source vocabulary's, for a translator whose
+    source and target vocabularies are separate (its tokenizer has src_pieces); else tok.pieces."""
+    return tok.src_pieces(ids) if hasattr(tok, "src_pieces") else tok.pieces(ids)
+
+
+def encode_target(tok, text: str) -> list[int]:
+    """A target text's ids (a forced output): the target vocabulary's when it is separate, else tok.encode."""
+    return tok.encode_target(text) if hasattr(tok, "encode_target") else tok.encode(text)
+
+
 def _is_cjk_or_punct(piece: str) -> bool:
     body = piece.lstrip(WORD_START)
     if not body:

@@ -127,7 +127,7 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                                 font=dict(size=9, color="#1f4e79"), name=f"shape:{name}"))
         # the output's shape, above the top block
         top = len(kinds) - 1
-        out = shape_text(n, cfg.vocab_size) if column == "decoder" else shape_text(n, cfg.d_model)
+        out = shape_text(n, cfg.out_vocab) if column == "decoder" else shape_text(n, cfg.d_model)
         tops[column] = (x, top)
         if column == "decoder":
             ann.append(dict(x=x, y=top + 0.62, ax=x, ay=top + H / 2, xref="x", yref="y", axref="x", ayref="y",

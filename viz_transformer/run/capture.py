@@ -22,7 +22,7 @@ from viz_transformer.core.hooks import Cache, NamesFilter
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import Transformer
 from viz_transformer.core.positional import sinusoidal_table
-from viz_transformer.core.tokenizer import Tokenizer
+from viz_transformer.core.tokenizer import Tokenizer, encode_target, source_pieces
 
 
 @dataclass
@@ -87,9 +87,9 @@ class HookedModel:
         pairs active for the generation and the capture of this call only."""
         tok, cfg, model = self.tokenizer, self.cfg, self.model
         max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
-        check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+        check_decoding(cfg, cfg.out_vocab, max_new_tokens)
         hooks = model.resolve_hooks(fwd_hooks)
-        target_ids = None if target is None else tok.encode(target)      # "" = the prompt alone
+        target_ids = None if target is None else encode_target(tok, target)      # "" = the prompt alone
         reserve = max_new_tokens if target_ids is None else len(target_ids)
         inp = encode_input(tok, cfg, text, reserve=reserve)
         trace = None
@@ -104,7 +104,7 @@ class HookedModel:
         tgt_ids = inp.decoder_ids(out_ids)
         src_ids = list(inp.src) if inp.src is not None else None
         predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())
-        return Run(text, src_ids, tok.pieces(src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
+        return Run(text, src_ids, source_pieces(tok, src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
                    tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
                    len(inp.prompt), trace, predicted, inp)
 
@@ -147,7 +147,7 @@ def run_padded(hm: HookedModel, texts: list[str], max_new_tokens: Optional[int] 
     cfg, tok = hm.cfg, hm.tokenizer
     inputs = [encode_input(tok, cfg, t) for t in texts]
     n_new = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
-    check_decoding(cfg, cfg.vocab_size, n_new)
+    check_decoding(cfg, cfg.out_vocab, n_new)
     outputs = None                               # where the text is the encoder's, the decoder reads the output
     if inputs[0].src is not None:
         outputs = greedy_outputs(hm.model, inputs, n_new, never_generated(tok))
@@ -165,7 +165,7 @@ def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optiona
     batch, cache = run_padded(hm, [text, other], max_new_tokens, names_filter)
     lengths = list(batch.src_len if batch.src is not None else batch.dec_len)
     short = int(lengths[1] < lengths[0]) if lengths[0] != lengths[1] else 1
-    src_pieces = [tok.pieces(r.tolist()) for r in batch.src] if batch.src is not None else None
+    src_pieces = [source_pieces(tok, r.tolist()) for r in batch.src] if batch.src is not None else None
     return PaddedBatch(src_pieces, [tok.pieces(r.tolist()) for r in batch.dec], cache, short)
 
 
@@ -180,13 +180,45 @@ def positional_tables(hm: HookedModel, n: int) -> dict[str, Optional[torch.Tenso
     return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
 
 
-def load_checkpoint(path) -> HookedModel:
+WEIGHT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def pick_device(device: str = "auto") -> str:
+    """"auto": a GPU when torch sees one, else the CPU; "cuda" without one: ValueError in one line."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but torch sees no GPU on this machine (use 'auto' or 'cpu')")
+    return "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes the weights and buffers take, each tied tensor once."""
+    seen, n = set(), 0
+    for t in [*model.parameters(), *model.buffers()]:
+        if id(t) not in seen:
+            seen.add(id(t))
+            n += t.numel() * t.element_size()
+    return n
+
+
+def load_checkpoint(path, dtype: str = "float32", device: str = "auto") -> HookedModel:
     """Load a checkpoint folder (no unpickling): ours (config.json, model.safetensors, tokenizer.model,
-    meta.json) or a Hugging Face model folder (core.hf_import). Raises CheckpointError naming the bad file."""
+    meta.json) or a Hugging Face model folder (core.hf_import). Raises CheckpointError naming the bad file.
+    dtype: "float32" (the default), or "bfloat16" (half the memory; about 3 significant digits);
+    device: "auto" (a GPU when there is one), "cpu" or "cuda". Whatever they are, the library hands logits
+    and captured tensors to analysis and plots as float32 on the CPU (Transformer.unembed, hooks.Cache)."""
+    if dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(WEIGHT_DTYPES)}, not {dtype!r}")
+    where = pick_device(device)
     if is_hf_folder(path):
         cfg, meta = read_hf(path)
-        return HookedModel(load_hf_weights(Path(path), cfg), hf_tokenizer(Path(path), cfg, meta), path, meta)
-    cfg = read_config(path)
-    tok = load_tokenizer(path, cfg)
-    model = load_weights(path, cfg)
-    return HookedModel(model, tok, path, read_meta(path))
+        model, tok = load_hf_weights(Path(path), cfg), hf_tokenizer(Path(path), cfg, meta)
+    else:
+        cfg = read_config(path)
+        tok = load_tokenizer(path, cfg)
+        model, meta = load_weights(path, cfg), read_meta(path)
+    model = model.to(device=where, dtype=WEIGHT_DTYPES[dtype])       # tied weights stay tied (same Parameter)
+    model.host_outputs = True
+    return HookedModel(model, tok, path, meta)

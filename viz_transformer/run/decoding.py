@@ -11,12 +11,13 @@ from typing import Optional, Sequence
 
 import torch
 
+from viz_transformer.core.config import early_stopping_rule
 from viz_transformer.core.batch import Batch, make_batch, start_cache
 from viz_transformer.core.hooks import hooks_active
-from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
+from viz_transformer.core.encoding import MAX_BEAM, ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import KVCache, Transformer
 from viz_transformer.core.hook_names import decoder_blocks, hook_name
-from viz_transformer.core.tokenizer import Tokenizer
+from viz_transformer.core.tokenizer import Tokenizer, source_pieces
 
 
 def never_generated(tok: Tokenizer) -> list[int]:
@@ -117,7 +118,7 @@ def greedy_ids(model: Transformer, tok: Tokenizer, texts: list[str], max_new_tok
     max_new_tokens defaults to default_new_tokens(cfg)."""
     cfg = model.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
-    check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+    check_decoding(cfg, cfg.out_vocab, max_new_tokens)
     inputs = [encode_input(tok, cfg, t, reserve=max_new_tokens) for t in texts]
     return greedy_outputs(model, inputs, max_new_tokens, never_generated(tok), batch_size)
 
@@ -233,7 +234,7 @@ def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: 
     rows: dict[str, torch.Tensor] = {}
 
     def grab(x, hook):
-        rows[hook.name] = x[:, :, -1, :].detach().cpu().clone()          # (B, nh, k)
+        rows[hook.name] = x[:, :, -1, :].detach().to("cpu", torch.float32, copy=True)   # (B, nh, k)
     with hooks_active([(n, grab) for n in watch]):
         logits = model.decode(ids, cache=cache)[:, -1]
     return allowed_logits(logits, banned), rows
@@ -245,38 +246,54 @@ def _pattern_names(cfg) -> list[str]:
 
 
 @torch.no_grad()
-def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: int = 40, temperature: float = 1.0,
-           top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: int = 4,
-           length_penalty: float = 1.0, n_candidates: int = 5, fwd_hooks=()) -> Trace:
+def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int] = None, temperature: float = 1.0,
+           top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: Optional[int] = None,
+           length_penalty: Optional[float] = None, n_candidates: int = 5, fwd_hooks=(),
+           early_stopping=None) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
     A translator starts from [begin] after encoding the text; an LM continues [begin] + text (its
     last pieces, when the text and max_new_tokens do not both fit). Out-of-range parameters raise
     ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
-    (an intervened model), as in Transformer.run_with_hooks.
+    (an intervened model), as in Transformer.run_with_hooks. max_new_tokens, beam_width, length_penalty and
+    early_stopping (True, False or "never", as Hugging Face's) default to the model config's (for an imported
+    model: its generation_config.json; see new_tokens for max_new_tokens).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     model, tok = hm.model, hm.tokenizer
-    check_decoding(model.cfg, model.cfg.vocab_size, max_new_tokens, temperature, top_k, top_p, beam_width,
+    cfg = model.cfg
+    beam_width = min(cfg.num_beams, MAX_BEAM) if beam_width is None else beam_width     # a config's 32: our limit
+    length_penalty = cfg.length_penalty if length_penalty is None else length_penalty
+    early_stopping = early_stopping_rule(cfg.early_stopping if early_stopping is None else early_stopping)
+    if max_new_tokens is None:
+        max_new_tokens = new_tokens(cfg, len(encode_input(tok, cfg, text, reserve=1).prompt))
+    check_decoding(cfg, cfg.out_vocab, max_new_tokens, temperature, top_k, top_p, beam_width,
                    length_penalty, n_candidates, seed)
-    enc = encode_input(tok, model.cfg, text, reserve=max_new_tokens)
+    enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
     return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
-                      length_penalty, n_candidates, fwd_hooks)
+                      length_penalty, n_candidates, fwd_hooks, early_stopping)
+
+
+def new_tokens(cfg, prompt_len: int) -> int:
+    """How many tokens decode generates unless told: the config's max_new_tokens, else its max_length less the
+    decoder's prompt (as Hugging Face counts max_length), else 40; always at least 1 and within max_len."""
+    n = cfg.max_new_tokens or (cfg.max_length - prompt_len if cfg.max_length else 40)
+    return max(1, min(n, cfg.max_len - prompt_len))
 
 
 @torch.no_grad()
 def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
                max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
-               fwd_hooks=()) -> Trace:
+               fwd_hooks=(), early_stopping: str = "true") -> Trace:
     """`decode` on an already encoded input (inputs.encode_input); parameters already checked."""
     model.eval()
     cfg = model.cfg
     banned = never_generated(tok)
     src = list(inp.src) if inp.src is not None else None
-    trace = Trace(strategy, tok.pieces(src) if src else None, tok.pieces(list(inp.prompt)), n_cut=inp.n_cut,
+    trace = Trace(strategy, source_pieces(tok, src) if src else None, tok.pieces(list(inp.prompt)), n_cut=inp.n_cut,
                   cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id,
                   stop_ids=tuple(cfg.stop_ids))
     batch = make_batch(cfg, [inp])
@@ -284,7 +301,7 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
     if strategy == "beam":
         with hooks_active(model.resolve_hooks(fwd_hooks)):
             return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens,
-                         beam_width, length_penalty, n_candidates, banned)
+                         beam_width, length_penalty, n_candidates, banned, early_stopping)
     gen = torch.Generator().manual_seed(seed)
     shown: list[torch.Tensor] = []
 
@@ -302,24 +319,49 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
     return trace
 
 
-def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned) -> Trace:
-    """Beam search. Each hypothesis carries its own history of rows and candidates, so the
-    final trace's steps follow the best hypothesis while `beams` shows every beam per step."""
-    stops = set(stop_ids(model.cfg))
+def _beam_logp(logits: torch.Tensor, seen: torch.Tensor, cfg, banned: list[int], hf_order: bool,
+               last: bool) -> torch.Tensor:
+    """Each beam's next-token scores [nb, V] (log-probabilities). This project's models: the never-generated
+    ids removed, then log_softmax (their probability goes to the others). An imported model, as Hugging Face's
+    beam search: log_softmax of the logits, then the processors on the log-probabilities (repetition
+    penalty, bad_words_ids at -inf, and at the last step allowed only [end] at 0 when forced_eos)."""
+    if not hf_order:
+        return torch.log_softmax(allowed_logits(logits, banned), -1)
+    logp = allowed_logits(penalise_repeats(torch.log_softmax(logits, -1), seen, cfg.repetition_penalty), banned)
+    if cfg.forced_eos and last:
+        logp = torch.full_like(logp, float("-inf")).index_fill(-1, torch.tensor([cfg.eos_id]), 0.0)
+    return logp
+
+
+def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned,
+          early_stopping="true") -> Trace:
+    """Beam search with Hugging Face's rules (transformers' _beam_search): each step ranks the
+    K = max(2, 1 + number of end ids) × width best continuations by their summed log-probability. Those among
+    the first `width` that end (an end id, or the length limit at the last step) join the ended hypotheses,
+    ranked by score / length ** length_penalty, of which the best `width` are kept; the first `width` that
+    do not end run on. The search stops at the length limit, or when `width` hypotheses have ended and
+    either early_stopping is "true" or the best running beam's score / L ** length_penalty cannot beat the
+    worst kept one (L: its length; with "never" and a positive penalty the longest possible length).
+    The answer is the best ended hypothesis. Each hypothesis carries its own history of rows and
+    candidates, so the trace's steps follow the best one while `beams` shows every beam per step."""
+    cfg = model.cfg
+    stops = set(stop_ids(cfg))
+    keep = max(2, 1 + len(stops)) * width
+    hf_order = not getattr(tok, "bans_specials", True)
+    names = _pattern_names(cfg)
     alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
     alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
-    finished = []
+    ended: list[tuple[float, dict]] = []     # (score / length ** length_penalty, hypothesis), best first
     beams_per_step: list[list[Beam]] = []
     cur = torch.tensor([prompt])
 
-    def norm(h):
-        return h["score"] / (max(1, len(h["tokens"])) ** length_penalty)
-
     for t in range(max_new_tokens):
-        logits, rows = _step_logits(model, cur, cache, banned, _pattern_names(model.cfg))
-        logp = torch.log_softmax(logits, -1)                                  # (nb, V)
+        last = t == max_new_tokens - 1
+        logits, rows = _step_logits(model, cur, cache, [] if hf_order else banned, names)
+        seen = torch.tensor([prompt + h["tokens"] for h in alive])
+        logp = _beam_logp(logits, seen, cfg, banned, hf_order, last)          # (nb, V)
         total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
-        top = torch.topk(total.flatten(), min(2 * width, total.numel()))
+        top = torch.topk(total.flatten(), min(keep, total.numel()))
         V = logp.shape[-1]
         nxt_alive, parents, nxt_pos, step_beams = [], [], [], []
         for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
@@ -331,10 +373,11 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
                    "rows": h["rows"] + [{k: v[b] for k, v in rows.items()}],
                    "cands": h["cands"] + [_candidates(tok, logp[b].exp(), n_candidates)],
                    "probs": h["probs"] + [float(logp[b, token].exp())]}
-            if token in stops:
-                if rank < width:                         # [end] counts only among the top `width`
-                    finished.append(new)
-                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], True))
+            if token in stops or last:
+                if rank < width:                         # only the first `width` may end
+                    ended.append((score / (t + 1) ** length_penalty, new))
+                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b],
+                                           token in stops))
             elif len(nxt_alive) < width:
                 nxt_alive.append(new)
                 parents.append(b)
@@ -343,14 +386,20 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
             if len(nxt_alive) >= width and rank >= width - 1:
                 break
         beams_per_step.append(step_beams)
-        if len(finished) >= width or not nxt_alive:
+        ended = sorted(ended, key=lambda e: -e[0])[:width]
+        if last or not nxt_alive:
             break
+        if len(ended) >= width:
+            if early_stopping == "true":
+                break
+            L = max_new_tokens if early_stopping == "never" and length_penalty > 0 else t + 1
+            if nxt_alive[0]["score"] / L ** length_penalty <= ended[-1][0]:     # no running beam can do better
+                break
         alive, alive_pos = nxt_alive, nxt_pos
         cache.reorder(torch.tensor(parents))
         cur = torch.tensor([[h["tokens"][-1]] for h in alive])
     trace.beam_history = beams_per_step
-    # stopped by the length limit before `width` beams finished: unfinished beams compete too
-    best = max(finished if len(finished) >= width else finished + alive, key=norm)
+    best = ended[0][1] if ended else alive[0]           # nothing ended: no step ran, or every id was banned
     for i, token in enumerate(best["tokens"]):
         trace.steps.append(Step(i, token, tok.piece(token), best["probs"][i], best["cands"][i],
                                 best["rows"][i], beams_per_step[i] if i < len(beams_per_step) else []))

@@ -164,7 +164,7 @@ def rank_heads(hm, text, mode: str = "zero", progress: Optional[Callable[[int, i
     (default for mode "mean": head_means(hm, text)).
     """
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
-    check_decoding(cfg, cfg.vocab_size, max_new_tokens)
+    check_decoding(cfg, cfg.out_vocab, max_new_tokens)
     heads = all_heads(cfg)
     _check_mode(mode, None, ())                    # the mode's name, before any model run
     model.eval()

@@ -27,6 +27,7 @@ import torch
 
 from viz_transformer.run.decoding import allowed_logits, decode_ids, default_new_tokens, never_generated
 from viz_transformer.core.batch import forward, make_batch, one_row
+from viz_transformer.core.tokenizer import source_pieces
 from viz_transformer.core.hooks import Cache
 from viz_transformer.core.encoding import as_input
 from viz_transformer.run.interventions import all_heads
@@ -93,8 +94,8 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
     inp_a, inp_b = (as_input(tok, cfg, t, max_new_tokens) for t in (text_a, text_b))
     if len(inp_a.ids) != len(inp_b.ids):
         raise ValueError(f"the two texts must have the same number of pieces to patch one into the other: "
-                         f"{len(inp_a.ids)} ({' '.join(tok.pieces(inp_a.ids))}) and {len(inp_b.ids)} "
-                         f"({' '.join(tok.pieces(inp_b.ids))})")
+                         f"{len(inp_a.ids)} ({' '.join(source_pieces(tok, inp_a.ids))}) and {len(inp_b.ids)} "
+                         f"({' '.join(source_pieces(tok, inp_b.ids))})")
     trace_a = decode_ids(model, tok, inp_a, "greedy", max_new_tokens)
     trace_b = decode_ids(model, tok, inp_b, "greedy", max_new_tokens)
     out = trace_a.generated_ids
@@ -103,7 +104,7 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
     src_a, src_b = (list(x.src) if x.src is not None else None for x in (inp_a, inp_b))
     pieces = (src_a, src_b) if src_a is not None else (dec_a, dec_b)
     return Pair(src_a, src_b, dec_a, dec_b, inp_a.prefix_len, list(trace_a.output_ids), len(inp_a.prompt) - 1,
-                tok.pieces(pieces[0]), tok.pieces(pieces[1]), tok.decode(out),
+                *(source_pieces(tok, p) if src_a is not None else tok.pieces(p) for p in pieces), tok.decode(out),
                 tok.decode(trace_b.generated_ids), cache, logits[0])
 
 

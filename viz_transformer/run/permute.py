@@ -13,6 +13,7 @@ import torch
 from viz_transformer.core.batch import forward, make_batch
 from viz_transformer.run.decoding import decode_ids, default_new_tokens
 from viz_transformer.core.encoding import ModelInput, as_input
+from viz_transformer.core.tokenizer import source_pieces
 
 PERMUTATIONS = ("reverse", "swap")
 
@@ -84,10 +85,11 @@ def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp = as_input(tok, cfg, text, max_new_tokens)
     ids = inp.ids
-    order = permutation(ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(tok.pieces(ids)))
+    order = permutation(ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(source_pieces(tok, ids)))
     moved = inp.with_ids([ids[i] for i in order])
     outs = [_last_layer(hm, x, fwd_hooks) for x in (inp, moved)]
     texts = [tok.decode(decode_ids(model, tok, x, "greedy", max_new_tokens, fwd_hooks=fwd_hooks).generated_ids)
              if x is moved or output is None else output for x in (inp, moved)]
-    return OrderTest("encoder" if inp.src is not None else "decoder", tok.pieces(ids), tok.pieces(moved.ids), order,
+    return OrderTest("encoder" if inp.src is not None else "decoder", source_pieces(tok, ids),
+                     source_pieces(tok, moved.ids), order,
                      outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])

@@ -31,11 +31,11 @@ layer = widgets.select(c[2], t("dc.layer"), list(range(cfg.n_decoder_layers)), "
 if strategy == "sample":
     c = st.columns(4)
     params.update(temperature=c[0].slider(t("dc.temperature"), 0.1, 2.0, 1.0, 0.05, key="dc_temp"),
-                  top_k=int(c[1].number_input(t("dc.top_k"), 0, cfg.vocab_size, 0, key="dc_top_k")),
+                  top_k=int(c[1].number_input(t("dc.top_k"), 0, cfg.out_vocab, 0, key="dc_top_k")),
                   top_p=c[2].slider(t("dc.top_p"), 0.05, 1.0, 1.0, 0.05, key="dc_top_p"),
                   seed=int(c[3].number_input(t("dc.seed"), 0, 2**31 - 1, 0, key="dc_seed")))
 elif strategy == "beam":
-    params.update(beam_width=st.slider(t("dc.width"), 1, 8, 4, key="dc_width"))
+    params.update(beam_width=st.slider(t("dc.width"), 1, 8, min(cfg.num_beams, 8), key="dc_width"))   # the generation config's
 
 try:
     with st.spinner(t("dc.running")):

@@ -1,0 +1,160 @@
+"""Questions a lesson step asks ("predict, then reveal"): each kind computes its options, the answer and the
+evidence from the model on the step's own text; no answer is ever typed into a lesson file.
+
+    q = ask("argmax_key", hm, "我是一名工程师。", {"block": "encoder.self_attn", "layer": 0, "head": 0, "row": 1})
+    q.options, q.options[q.answer], q.evidence         # key labels, the heaviest key, the row's weights
+
+Options are stable ids (key labels "i:piece", candidate pieces, "yes"/"no", role names of
+summaries.head_roles), the same in every interface language; the app translates yes/no and the roles.
+"""
+from __future__ import annotations
+
+import inspect
+import random
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from viz_transformer.analysis import patterns, summaries
+from viz_transformer.analysis.claims import _run as shared_run          # one run per model and text
+from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
+from viz_transformer.run.decoding import Candidate, decode_ids, default_new_tokens
+from viz_transformer.run.interventions import MODES, head_ablation_hooks, head_means
+
+YES, NO = "yes", "no"
+NONE = "none"                       # head_roles' "" (no role clear)
+ROLES = ("previous-token", "first-token sink", "self", "end-token sink", "broad", NONE)
+ROLE_STATS = {"previous-token": "prev_token", "first-token sink": "first_token", "self": "self",
+              "end-token sink": "last_token"}
+N_CANDIDATES = 4                    # next_token: the answer among the model's top-4
+
+
+@dataclass
+class Question:
+    kind: str
+    options: list[str]              # what the student picks from (stable ids, unique)
+    answer: int                     # index of the model's answer in options
+    evidence: dict                  # what the reveal highlights: plain numbers and labels, per kind
+
+
+KINDS: dict[str, Callable[..., Question]] = {}
+
+
+def kind(fn):
+    KINDS[fn.__name__] = fn
+    return fn
+
+
+def params(name: str) -> tuple[str, ...]:
+    """The arguments a kind takes besides (hm, text): what a lesson's question may set."""
+    return tuple(list(inspect.signature(KINDS[name]).parameters)[2:])
+
+
+def ask(name: str, hm, text: str, args: Optional[dict] = None) -> Question:
+    """The question `name` (a kind in KINDS) for checkpoint hm on text. ValueError for an unknown kind, an
+    argument the kind does not take, or a block, layer, head or row the model does not have."""
+    if name not in KINDS:
+        raise ValueError(f"unknown question kind {name!r}; known: {', '.join(KINDS)}")
+    extra = set(args or {}) - set(params(name))
+    if extra:
+        raise ValueError(f"question {name!r} takes {', '.join(params(name))}, not {', '.join(sorted(extra))}")
+    return KINDS[name](hm, text, **(args or {}))
+
+
+def _head(hm, block: Optional[str], layer: int, head: int) -> str:
+    """The block (default: the model's first), checked with layer and head against the model."""
+    blocks = available_blocks(hm.cfg)
+    block = block or blocks[0]
+    if block not in blocks:
+        raise ValueError(f"this model has no {block} blocks, only {', '.join(blocks)}")
+    if not 0 <= layer < n_layers(hm.cfg, block):
+        raise ValueError(f"layer {layer} is out of range: {block} layers are 0 … {n_layers(hm.cfg, block) - 1}")
+    if not 0 <= head < hm.cfg.n_heads:
+        raise ValueError(f"head {head} is out of range: heads are 0 … {hm.cfg.n_heads - 1}")
+    return block
+
+
+def key_labels(pieces: list[str]) -> list[str]:
+    """"i:piece" per key: repeated pieces stay distinct (the figures' own axis labels, unescaped)."""
+    return [f"{i}:{p}" for i, p in enumerate(pieces)]
+
+
+def shuffled(options: list[str], seed: str) -> list[str]:
+    """The options in an order fixed by `seed` (the same for every student and rerun), not by rank."""
+    out = list(options)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+@kind
+def argmax_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0, row: int = 0) -> Question:
+    """Which key gets the most weight from query `row` in this head: the options are the keys the row may
+    attend to, the answer the argmax of its pattern row."""
+    block = _head(hm, block, layer, head)
+    run = shared_run(hm, text)
+    q_pieces, k_pieces = patterns.block_pieces(run, block)
+    if not 0 <= row < len(q_pieces):
+        raise ValueError(f"row {row} is out of range: this text has rows 0 … {len(q_pieces) - 1} in {block}")
+    w = patterns.head_pattern(run.cache, block, layer, head)[row]                # (K,)
+    allowed = run.cache[patterns.hook_name(block, layer, "hook_mask")][0, 0, row].bool()
+    keys = [i for i in range(len(k_pieces)) if bool(allowed[i])]
+    best = max(keys, key=lambda i: float(w[i]))
+    labels = key_labels(k_pieces)
+    return Question("argmax_key", [labels[i] for i in keys], keys.index(best),
+                    {"weights": [float(x) for x in w], "keys": list(k_pieces), "allowed": [bool(a) for a in allowed],
+                     "best": best, "query": patterns.query_labels(run, block)[row], "row": row, "block": block,
+                     "layer": layer, "head": head})
+
+
+@kind
+def next_token(hm, text: str, step: int = 1) -> Question:
+    """Which piece greedy decoding picks at generation step `step` (1 = the first): the answer among the
+    model's top N_CANDIDATES at that step, in a fixed shuffled order."""
+    tr = shared_run(hm, text).trace
+    if not 1 <= step <= len(tr.steps):
+        raise ValueError(f"step {step} is out of range: greedy decoding of this text takes 1 … {len(tr.steps)} steps")
+    s = tr.steps[step - 1]
+    cands = s.candidates[:N_CANDIDATES]
+    if all(c.id != s.token_id for c in cands):          # e.g. a forced [end]: the answer is always an option
+        cands = cands[:N_CANDIDATES - 1] + [Candidate(s.token_id, s.piece, s.prob)]
+    options = shuffled([c.piece for c in cands], f"{text}|{step}")
+    return Question("next_token", options, options.index(s.piece),
+                    {"pieces": [c.piece for c in cands], "probs": [c.prob for c in cands],
+                     "chosen": next(i for i, c in enumerate(cands) if c.id == s.token_id),
+                     "so_far": tr.pieces[:len(tr.prompt_pieces) + step - 1], "step": step})
+
+
+@kind
+def knockout_changes(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0,
+                     mode: str = "zero") -> Question:
+    """Whether knocking this head out (interventions.head_ablation_hooks) changes the greedy output."""
+    block = _head(hm, block, layer, head)
+    if mode not in MODES:
+        raise ValueError(f"unknown ablation mode {mode!r}; choose one of {', '.join(MODES)}")
+    run = shared_run(hm, text)
+    prefix = block_prefix(block, layer)
+    means = head_means(hm, text) if mode == "mean" else None
+    hooks = head_ablation_hooks([(prefix, head)], mode, means, cfg=hm.cfg)
+    off = decode_ids(hm.model, hm.tokenizer, run.input, "greedy", default_new_tokens(hm.cfg), fwd_hooks=hooks)
+    changed = off.generated_ids != list(run.output_ids)
+    return Question("knockout_changes", [YES, NO], 0 if changed else 1,
+                    {"with": hm.tokenizer.pieces(list(run.output_ids)),
+                     "without": hm.tokenizer.pieces(off.generated_ids),
+                     "output": run.output, "output_off": hm.tokenizer.decode(off.generated_ids),
+                     "changed": changed, "block": block, "layer": layer, "head": head, "mode": mode})
+
+
+@kind
+def head_role(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0) -> Question:
+    """Which simple role this head plays on this text (summaries.head_roles on summaries.head_stats): the
+    options are the roles whose statistic this block has, plus broad and none."""
+    block = _head(hm, block, layer, head)
+    run = shared_run(hm, text)
+    df = summaries.head_roles(summaries.head_stats(run))
+    r = df[(df["block"] == block) & (df["layer"] == layer) & (df["head"] == head)].iloc[0]
+    stats = {role: float(r[stat]) for role, stat in ROLE_STATS.items() if r[stat] == r[stat]}   # NaN: not here
+    options = [role for role in ROLES if role in stats or role in ("broad", NONE)]
+    answer = r["role"] or NONE
+    return Question("head_role", options, options.index(answer),
+                    {"stats": stats, "threshold": summaries.ROLE_THRESHOLD, "entropy": float(r["entropy"]),
+                     "max_entropy": float(r["max_entropy"]), "broad": summaries.BROAD_FRACTION,
+                     "evidence": r["evidence"], "role": answer, "block": block, "layer": layer, "head": head})
