@@ -129,3 +129,60 @@ def test_refusals_speak_the_interfaces_language(env):
     assert f"没有课堂 {missing}" in texts(at)
     at = open_class({"class": missing, "lang": "en"})
     assert f"There is no class {missing}" in texts(at)
+
+
+QUIZ_LESSON = {"title": {"en": "Quiz in class"}, "steps": [
+    {"page": "attention", "settings": {"checkpoint": "tiny-zh-en", "text": "我是一名工程师。"},
+     "question": {"kind": "argmax_key", "block": "encoder.self_attn", "layer": 0, "head": 1, "row": 1,
+                  "prompt": {"en": "Which piece does row 1 weigh most?", "zh": "第 1 行最看重哪个子词？"}},
+     "note": {"en": "A step with a question."}},
+    {"page": "masks", "note": {"en": "A step without one: the check-in poll."}}]}
+
+
+def _quiz_hook_script():
+    import streamlit as st
+
+    from views.shell import live_class, quiz
+    live_class.remember()
+    if st.button("answer", key="go"):          # what the lesson tab's quiz does when a student picks
+        quiz.answer(st.session_state["qid"], st.session_state["options"], st.session_state["pick"])
+
+
+def test_a_lesson_question_in_class_options_from_the_model(env, ckpt_root, tmp_path, monkeypatch):
+    import json
+
+    from views.shell import quiz
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis import questions
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "quiz-in-class.json").write_text(json.dumps(QUIZ_LESSON), encoding="utf-8")
+    monkeypatch.setenv("VIZ_LESSONS", str(tmp_path / "lessons"))
+    # the options and answer, computed here straight from the library
+    q = questions.ask("argmax_key", load_checkpoint(ckpt_root / "tiny-zh-en"), "我是一名工程师。",
+                      {"block": "encoder.self_attn", "layer": 0, "head": 1, "row": 1})
+    qid = quiz.question_id("quiz-in-class", 0)
+    code, secret = cr.create_class("quiz-in-class", env)
+    at = open_class({"class": code})
+    pick = at.radio(key=f"lc_pick_{qid}")
+    assert list(pick.options) == [quiz.option_label(o) for o in q.options]
+    assert "Which piece does row 1 weigh most?" in texts(at)
+    pick.set_value(q.options[q.answer])
+    at.button(key="lc_send").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    # a second student answers in their lesson tab: the quiz's on_answer brings it to the class
+    other = secrets.token_urlsafe(12)
+    cr.join(code, other, "", env)
+    tab = AppTest.from_function(_quiz_hook_script)
+    tab.query_params["class"], tab.query_params["me"] = code, other
+    wrong = next(o for i, o in enumerate(q.options) if i != q.answer)
+    tab.session_state["qid"], tab.session_state["options"], tab.session_state["pick"] = qid, list(q.options), wrong
+    tab.run()
+    tab.button(key="go").click().run()
+    assert not tab.exception, [e.value for e in tab.exception]
+    want = {o: int(o == q.options[q.answer]) + int(o == wrong) for o in q.options}
+    assert cr.counts(code, secret, qid, list(q.options), env) == want
+    teacher = open_class({"class": code, "teacher": secret})
+    spec = json.loads(teacher.get("plotly_chart")[0].proto.spec)
+    assert [int(v) for v in spec["data"][0]["y"]] == [want[o] for o in q.options]
+    teacher.button(key="lc_next").click().run()                  # step 2 has no question: the check-in poll
+    assert "How well do you follow this step?" in texts(teacher)

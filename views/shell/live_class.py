@@ -6,8 +6,9 @@ Who is who comes from the address: `?class=CODE` is a student (their browser's r
 written into their own address on the first visit so a reload keeps it), `?class=CODE&teacher=SECRET`
 is the teacher. The store is views/server/classroom.py.
 
-A step's question comes from QUESTION_SOURCES (the first that gives one): today only the check-in poll
-("Got it / Not sure / Lost"); a lesson's own question (views/shell/quiz.py) goes first once it exists.
+A step's question comes from QUESTION_SOURCES (the first that gives one): the lesson step's own question
+(views/shell/quiz.py; options computed by the model), else the check-in poll ("Got it / Not sure / Lost").
+An answer given in a student's lesson tab reaches the class through quiz.on_answer (record_quiz_answer).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from views.server import classroom as cr
-from views.shell import lesson_file, lesson_mode, widgets
+from views.shell import lesson_file, lesson_mode, quiz, widgets
 from views.shell.strings import EN, current, t
 from viz_transformer.plots.style import PALETTE, escape
 
@@ -45,7 +46,21 @@ def check_in(lesson: str, step: int) -> Question:
     return Question(f"{lesson}#{step + 1}:check-in", t("lc.check_in"), opts, tuple(t(f"lc.opt.{o}") for o in opts))
 
 
-QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [check_in]
+def lesson_question(lesson: str, step: int) -> Optional[Question]:
+    """The lesson step's own question (views.shell.quiz: options computed by the model), with the same id the
+    lesson tab's quiz reports to on_answer; None when the step has none or it cannot be computed here."""
+    try:
+        got = lesson_mode.step_question(lesson, step)
+    except ValueError:
+        return None
+    if got is None:
+        return None
+    q, prompt = got
+    return Question(quiz.question_id(lesson, step), lesson_file.note(prompt, current()), tuple(q.options),
+                    tuple(quiz.option_label(o) for o in q.options))
+
+
+QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [lesson_question, check_in]
 
 
 def question(lesson: str, step: int) -> Question:
@@ -285,3 +300,8 @@ def show() -> None:
             return
         st.error(t("lc.bad_secret"))
     student(code, lesson)
+
+
+if not any(getattr(h, "__module__", "") == __name__ and getattr(h, "__name__", "") == "record_quiz_answer"
+           for h in quiz.on_answer):                  # once per process, also when this module is reloaded
+    quiz.on_answer.append(record_quiz_answer)
