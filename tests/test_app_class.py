@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from app_util import APP, page_file, texts
 from views.server import classroom as cr
 from views.server import db
+from views.shell.widgets import md_escape
 
 OPTS = ["got_it", "unsure", "lost"]
 
@@ -164,7 +165,7 @@ def test_a_lesson_question_in_class_options_from_the_model(env, ckpt_root, tmp_p
     code, secret = cr.create_class("quiz-in-class", env)
     at = open_class({"class": code})
     pick = at.radio(key=f"lc_pick_{qid}")
-    assert list(pick.options) == [quiz.option_label(o) for o in q.options]
+    assert list(pick.options) == [md_escape(quiz.option_label(o)) for o in q.options]     # shown literally
     assert "Which piece does row 1 weigh most?" in texts(at)
     pick.set_value(q.options[q.answer])
     at.button(key="lc_send").click().run()

@@ -260,13 +260,14 @@ def answer_box(code: str, me: str, n: int) -> None:
                    icon=":material/open_in_new:")
     st.markdown(q.prompt)
     label = dict(zip(q.options, q.labels))
-    pick = st.radio(t("lc.your_pick"), q.options, index=None, key=f"lc_pick_{q.id}",
-                    format_func=lambda o: label.get(o, str(o)), label_visibility="collapsed")
+    pick = st.radio(t("lc.your_pick"), q.options, index=None, key=f"lc_pick_{q.id}",      # labels are markdown:
+                    format_func=lambda o: widgets.md_escape(label.get(o, o)), label_visibility="collapsed")  # a piece
+
     if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:"):
         send(code, me, q, pick)
     mine = cr.my_answer(code, me, q.id)
     if mine is not None:
-        st.success(t("lc.sent", choice=label.get(mine, mine)), icon=":material/check:")
+        st.success(t("lc.sent", choice=widgets.md_escape(label.get(mine, mine))), icon=":material/check:")
 
 
 def send(code: str, me: str, q: Question, pick) -> None:
