@@ -25,7 +25,7 @@ presenter.style()
 early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)
-    from views.shell import context, lesson_mode, links, registry, session_guard, sidebar  # noqa: E402
+    from views.shell import context, lesson_mode, links, live_class, registry, session_guard, sidebar  # noqa: E402
 finally:
     warmup.imported(early)
 
@@ -41,7 +41,9 @@ LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECT
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
 session_guard.clean_text()
+live_class.remember()                                      # ?class=CODE&me=ID: this session is that student
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note
+live_class.follow_lesson()                                 # a teacher's lesson moves their class
 name = current.url_path or registry.DEFAULT
 links.open_link(name, sidebar.checkpoint_names)            # a link's first run: its checkpoint and text
 presenter.page_steps(current, LESSON_PAGES)                # ?present=1 without a lesson: ← / → go through the pages

@@ -35,6 +35,7 @@ class Result:
     elements: list = field(default_factory=list)   # (type, Element proto) in the order they arrived
     exceptions: list = field(default_factory=list)
     n_bytes: int = 0
+    fragments: set = field(default_factory=set)    # the fragments whose elements arrived
 
     def of(self, kind: str) -> list:
         return [e for k, e in self.elements if k == kind]
@@ -58,6 +59,9 @@ class Session:
         self.pages: dict[str, str] = {}      # page title -> page_script_hash
         self.page_hash = ""
         self.states: dict[str, object] = {}  # widget id -> WidgetState to send with every rerun
+        self.query = ""                      # the address's query string (?class=...), sent with every rerun
+        self.page_name = ""                  # the page's url path, for the first run (before page_hash is known)
+        self.fragment_of: dict[str, str] = {}  # widget id -> the fragment it lives in ("" for none)
 
     @classmethod
     async def open(cls, url: str) -> "Session":
@@ -80,8 +84,9 @@ class Session:
         raise KeyError(f"no widget with key {key!r} on this page; known: {sorted(self.ids)}")
 
     async def rerun(self, values: Optional[dict] = None, trigger: Optional[str] = None,
-                    timeout: float = 300) -> Result:
-        """Set widgets (by key) to values, optionally press a button (by key), and run the script."""
+                    timeout: float = 300, fragment: str = "") -> Result:
+        """Set widgets (by key) to values, optionally press a button (by key), and run the script (or only
+        `fragment`, as the browser does for a fragment's run_every or a widget inside it)."""
         for key, v in (values or {}).items():
             wid, _ = self._widget(key)
             st = self.states.setdefault(wid, BackMsg().rerun_script.widget_states.widgets.add())
@@ -100,16 +105,24 @@ class Session:
         msg = BackMsg()
         rs = msg.rerun_script
         rs.page_script_hash = self.page_hash
+        rs.query_string = self.query
+        if not self.page_hash:
+            rs.page_name = self.page_name
         for st in self.states.values():
             rs.widget_states.widgets.add().CopyFrom(st)
         if trigger:
             wid, _ = self._widget(trigger)
             w = rs.widget_states.widgets.add()
             w.id, w.trigger_value = wid, True
+            fragment = fragment or self.fragment_of.get(wid, "")
+        if fragment:
+            rs.fragment_id = fragment
+            rs.is_auto_rerun = trigger is None
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         res = Result(0.0)
-        self.ids = {}
+        if not fragment:                     # a fragment's run sends only its own elements: keep the others
+            self.ids = {}
         while True:
             raw = await asyncio.wait_for(self.ws.recv(), timeout)
             res.n_bytes += len(raw)
@@ -125,6 +138,9 @@ class Session:
                 wid = getattr(getattr(el, k), "id", "") if k else ""
                 if wid:
                     self.ids[wid] = el
+                    self.fragment_of[wid] = fm.delta.fragment_id
+                if fm.delta.fragment_id:
+                    res.fragments.add(fm.delta.fragment_id)
             elif kind == "navigation":
                 self.pages = {p.page_name: p.page_script_hash for p in fm.navigation.app_pages}
                 for p in fm.navigation.app_pages:

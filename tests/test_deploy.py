@@ -33,7 +33,8 @@ def balanced(ckpt_root, tmp_path):
     root = tmp_path / "checkpoints"
     shutil.copytree(ckpt_root / "tiny-zh-en", root / "zh-en")
     port, run = free_port(), tmp_path / "run"
-    env = dict(os.environ, VIZ_CHECKPOINTS=str(root), RUN_DIR=str(run), OMP_NUM_THREADS="1")
+    env = dict(os.environ, VIZ_CHECKPOINTS=str(root), RUN_DIR=str(run), OMP_NUM_THREADS="1",
+               VIZ_DATABASE_URL=f"sqlite:///{tmp_path / 'viz.sqlite3'}")          # the live class's store
     log = open(tmp_path / "serve.log", "w")
     proc = subprocess.Popen(["bash", str(ROOT / "deploy" / "serve.sh"), "2", str(port)], env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -48,7 +49,7 @@ def balanced(ckpt_root, tmp_path):
                 pass
             assert proc.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()
             time.sleep(0.5)
-        yield url, run
+        yield url, run, env["VIZ_DATABASE_URL"]
     finally:
         os.killpg(proc.pid, signal.SIGTERM)          # serve.sh stops nginx and its app processes
         try:
@@ -59,7 +60,7 @@ def balanced(ckpt_root, tmp_path):
 
 
 def test_twenty_students_through_nginx_with_two_processes(balanced, alone):
-    url, run = balanced
+    url, run, _ = balanced
     cookies = []
 
     async def together():
@@ -77,3 +78,34 @@ def test_twenty_students_through_nginx_with_two_processes(balanced, alone):
     assert len(set(ours)) == 20
     assert all(len(routes[c]) == 1 for c in ours), {c: routes[c] for c in ours}   # sticky
     assert len({next(iter(routes[c])) for c in ours}) == 2                         # both processes used
+
+
+def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
+    """Students spread over both processes; the teacher's page (in one of them) counts every answer."""
+    import secrets
+    from collections import Counter
+
+    from class_util import open_class, send, teacher_view
+    from views.server import classroom as cr
+    from views.server import db
+    url, run, db_url = balanced
+    code, secret = cr.create_class("attention-step-by-step", db.engine(db_url))
+    opts = ["got_it", "unsure", "lost"]
+    picks = {secrets.token_urlsafe(12): opts[i % 3 if i % 4 else 0] for i in range(12)}
+
+    async def lesson():
+        students = [(await open_class(url, f"class={code}&me={me}"))[0] for me in picks]
+        sent = await asyncio.gather(*(send(s, picks[me]) for s, me in zip(students, picks)))
+        _, res = await open_class(url, f"class={code}&teacher={secret}")
+        return students, sent, res
+    students, sent, res = asyncio.run(lesson())
+    assert not any(r.exceptions for r in sent)
+    want = Counter(picks.values())
+    assert teacher_view(res) == ([want[o] for o in opts], f"{len(picks)} of {len(picks)}")
+    served = set()
+    for line in (run / "access.log").read_text().splitlines():
+        m = re.search(r"route=(\w+) upstream=([\d.:]+)", line)
+        if m and any(s.cookie.endswith("=" + m.group(1)) for s in students):
+            served.add(m.group(2))
+    assert len(served) == 2, served                       # the students were on both processes
+    db.dispose()

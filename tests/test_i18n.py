@@ -17,8 +17,8 @@ from views.shell.strings_zh import ZH
 from viz_transformer import load_checkpoint
 
 PAGES = ["overview", "attention", "masks", "positional", "step_by_step", "decoding", "knockout", "positions",
-         "compare", "architectures", "rollout", "head_stats", "training", "export"]
-TITLE_KEY = {"overview": "ov", "attention": "at", "masks": "mk", "positional": "pe", "step_by_step": "st",
+         "compare", "architectures", "rollout", "head_stats", "training", "export", "live_class"]
+TITLE_KEY = {"live_class": "lc", "overview": "ov", "attention": "at", "masks": "mk", "positional": "pe", "step_by_step": "st",
              "decoding": "dc", "knockout": "ko", "positions": "po", "compare": "cp", "architectures": "ar",
              "rollout": "ro", "head_stats": "hs", "training": "tr", "export": "ex"}
 # words that are names, not interface English: formats, products, authors, metrics, code-ish terms

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import streamlit as st
 
@@ -80,6 +81,25 @@ def _question(path: str, ckpt_stamp: float, text: str, kind: str, args: tuple) -
     return questions.ask(kind, _Model(path, ckpt_stamp), text, dict(args))
 
 
+def step_question(name: str, i: int) -> Optional[tuple[questions.Question, dict]]:
+    """(the question of step i of lesson `name`, its prompt by language), None when the step has none;
+    ValueError when it cannot be computed (its checkpoint is missing, a fact fails)."""
+    lesson = load(name)
+    if not 0 <= i < len(lesson.steps) or not lesson.steps[i].question:
+        return None
+    step = lesson.steps[i]
+    values, _ = step_facts(name, lesson, i)
+    args = lesson_file.question_args(step, values)
+    ckpt, text = lesson_file.model_and_text(lesson, i)
+    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
+    path = cached.checkpoints_root() / str(ckpt)
+    if not ckpt or not text or not path.is_dir():
+        raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+    with st.spinner(t("qz.computing")):
+        q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], tuple(sorted(args.items())))
+    return q, step.question["prompt"]
+
+
 def question(page, pages: dict) -> None:
     """The lesson step's question above the page (views.shell.quiz), when the step has one and its page is
     open. A question that cannot be computed shows a one-line warning instead."""
@@ -95,19 +115,11 @@ def question(page, pages: dict) -> None:
     if not step.question or page.title != pages[step.page].title:
         return
     try:
-        values, _ = step_facts(state["name"], lesson, i)
-        args = lesson_file.question_args(step, values)
-        ckpt, text = lesson_file.model_and_text(lesson, i)
-        ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
-        path = cached.checkpoints_root() / str(ckpt)
-        if not ckpt or not text or not path.is_dir():
-            raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
-        with st.spinner(t("qz.computing")):
-            q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], tuple(sorted(args.items())))
+        q, prompt = step_question(state["name"], i)
     except ValueError as e:
         st.warning(t("qz.bad", error=widgets.md_escape(str(e))))
         return
-    quiz.show(quiz.question_id(state["name"], i), q, lesson_file.note(step.question["prompt"], current()))
+    quiz.show(quiz.question_id(state["name"], i), q, lesson_file.note(prompt, current()))
 
 
 def _go(i: int) -> None:

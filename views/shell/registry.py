@@ -40,6 +40,8 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group 
     "nav.sec.train": (
         PageSpec("training", "train/attention_over_training.py", "nav.training", "movie"),
         PageSpec("export", "train/export.py", "nav.export", "download")),
+    "nav.sec.class": (
+        PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups"),),
 }
 PAGES: tuple[PageSpec, ...] = tuple(p for group in SECTIONS.values() for p in group)
 DEFAULT = "overview"

@@ -1,0 +1,305 @@
+"""A live class on one page: a teacher starts it on a lesson and moves it step by step; students join with
+its code, anonymously, and answer the current step's question; the teacher's chart of the answers
+refreshes by itself (a fragment that reruns every second, never the page).
+
+Who is who comes from the address: `?class=CODE` is a student (their browser's random id is `me=`,
+written into their own address on the first visit so a reload keeps it), `?class=CODE&teacher=SECRET`
+is the teacher. The store is views/server/classroom.py.
+
+A step's question comes from QUESTION_SOURCES (the first that gives one): the lesson step's own question
+(views/shell/quiz.py; options computed by the model), else the check-in poll ("Got it / Not sure / Lost").
+An answer given in a student's lesson tab reaches the class through quiz.on_answer (record_quiz_answer).
+"""
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from views.server import classroom as cr
+from views.shell import lesson_file, lesson_mode, qr, quiz, widgets
+from views.shell.strings import EN, current, t
+from viz_transformer.plots.style import PALETTE, escape
+
+TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
+STUDENT_EVERY = 3.0           # s between two looks at the class's current step
+CLASS, TEACHER, ME = "class", "teacher", "me"      # query params (TEACHER is what "Copy link" strips)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str                           # the same for every student of every class on this lesson step
+    prompt: str                       # markdown from the lesson or the strings, never user text
+    options: tuple[str, ...]          # what is stored
+    labels: tuple[str, ...]           # what is shown, one per option
+
+
+def check_in(lesson: str, step: int) -> Question:
+    """The question every step has: how well the class follows."""
+    opts = ("got_it", "unsure", "lost")
+    return Question(f"{lesson}#{step + 1}:check-in", t("lc.check_in"), opts, tuple(t(f"lc.opt.{o}") for o in opts))
+
+
+def lesson_question(lesson: str, step: int) -> Optional[Question]:
+    """The lesson step's own question (views.shell.quiz: options computed by the model), with the same id the
+    lesson tab's quiz reports to on_answer; None when the step has none or it cannot be computed here."""
+    try:
+        got = lesson_mode.step_question(lesson, step)
+    except ValueError:
+        return None
+    if got is None:
+        return None
+    q, prompt = got
+    return Question(quiz.question_id(lesson, step), lesson_file.note(prompt, current()), tuple(q.options),
+                    tuple(quiz.option_label(o) for o in q.options))
+
+
+QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [lesson_question, check_in]
+
+
+def question(lesson: str, step: int) -> Question:
+    return next(q for src in QUESTION_SOURCES if (q := src(lesson, step)) is not None)
+
+
+def say(e: cr.ClassError) -> str:
+    """A refusal in the interface's language."""
+    key = f"lc.err.{e.key}"
+    return t(key, **e.kw) if key in EN else str(e)
+
+
+def answers_figure(q: Question, counts: dict[str, int], title: str) -> go.Figure:
+    """One bar per option (every option, also at 0), its count written on it."""
+    ys = [counts.get(o, 0) for o in q.options]
+    fig = go.Figure(go.Bar(x=[escape(x) for x in q.labels], y=ys, text=ys, textposition="outside",
+                           marker_color=PALETTE[0], hovertemplate="%{x}: %{y}<extra></extra>"))
+    fig.update_layout(title=escape(title), height=320, margin=dict(l=40, r=20, t=50, b=40),
+                      yaxis=dict(rangemode="tozero", dtick=max(1, (max(ys) + 4) // 5), range=[0, max(ys) * 1.2 + 1]))
+    return fig
+
+
+def _n_steps(lesson: str) -> int:
+    try:
+        return len(lesson_mode.load(lesson).steps)
+    except ValueError:
+        return 1
+
+
+def _link(path: str, **params) -> str:
+    base = re.sub(r"/live_class/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
+    return f"{base}{path}?{urlencode(params)}"
+
+
+# ---- the teacher ------------------------------------------------------------------------------------------
+
+def start() -> None:
+    """No class in the address: start one (a teacher) or type a code (a student)."""
+    left, right = st.columns(2, gap="large")
+    with left.container(border=True):
+        st.subheader(t("lc.start_title"))
+        names = lesson_file.list_lessons(lesson_mode.folder())
+        if not names:
+            st.info(t("lc.no_lessons"))
+            return
+        lesson = widgets.select(st, t("lc.lesson"), names, key="lc_lesson")
+        if st.button(t("lc.start"), key="lc_start", type="primary", icon=":material/play_arrow:"):
+            code, secret = cr.create_class(lesson)
+            st.query_params.update({CLASS: code, TEACHER: secret})
+            st.rerun()
+    with right.container(border=True):
+        st.subheader(t("lc.join_title"))
+        typed = st.text_input(t("lc.code"), key="lc_code", max_chars=12, placeholder="ABCD2345")
+        if st.button(t("lc.join"), key="lc_join", icon=":material/login:") and typed:
+            try:
+                st.query_params[CLASS] = cr.normal_code(typed)
+                st.rerun()
+            except cr.ClassError as e:
+                st.error(say(e))
+
+
+def teacher(code: str, secret: str, lesson: str, step: int) -> None:
+    n = _n_steps(lesson)
+    st.subheader(t("lc.teacher_title", code=code, lesson=lesson))
+    join = _link("/live_class", **{CLASS: code, "lang": current()})
+    qr.class_banner(code, join)              # the code in very large type and the join link's QR code
+    with st.expander(t("lc.teacher_link"), icon=":material/key:"):
+        st.caption(t("lc.teacher_link_help"))
+        st.code(_link("/live_class", **{CLASS: code, TEACHER: secret, "lang": current()}), language=None)
+    b1, b2, b3, _ = st.columns([1.5, 1.3, 2.4, 0.8], vertical_alignment="center")
+    go_to = None
+    if b1.button(t("lc.back"), key="lc_back", disabled=step <= 0, icon=":material/chevron_left:"):
+        go_to = step - 1
+    if b2.button(t("lc.next"), key="lc_next", disabled=step + 1 >= n, type="primary",
+                 icon=":material/chevron_right:", icon_position="right"):
+        go_to = step + 1
+    if go_to is not None:
+        cr.set_step(code, secret, go_to)
+        st.rerun()
+    b3.link_button(t("lc.open_step", i=step + 1, n=n),          # the class follows that tab's lesson steps
+                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, TEACHER: secret}),
+                   icon=":material/open_in_new:")
+    live_chart(code, secret, question(lesson, step), step, n)
+
+
+@st.fragment(run_every=TEACHER_EVERY)
+def live_chart(code: str, secret: str, q: Question, step: int, n: int) -> None:
+    """How many answered and how: reread from the database every TEACHER_EVERY seconds."""
+    try:
+        counts, names = cr.counts(code, secret, q.id, list(q.options)), cr.roster(code, secret)
+        now_step = cr.lesson_and_step(code)[1]
+    except cr.ClassError as e:
+        st.error(say(e))
+        return
+    if now_step != step:               # another tab of the teacher moved the class: follow it
+        st.rerun(scope="app")
+    answered = sum(counts.values())
+    st.markdown(q.prompt)
+    m1, m2 = st.columns(2)
+    m1.metric(t("lc.answered"), t("lc.answered_n", k=answered, n=len(names)))
+    m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
+    widgets.show(answers_figure(q, counts, t("lc.chart_title", i=step + 1)), key="lc_chart", html=False)
+    st.caption(t("lc.updated", time=time.strftime("%H:%M:%S")))
+    if names:
+        with st.expander(t("lc.roster", n=len(names))):
+            st.text(", ".join(x or t("lc.anonymous") for x in names))        # plain text: nicknames are not HTML
+
+
+# ---- a student ---------------------------------------------------------------------------------------------
+
+def browser_id() -> str:
+    """This browser's random id, kept in its own address (`me=`) so a reload keeps it."""
+    me = st.query_params.get(ME, "")
+    if not cr.BROWSER_ID.match(me or ""):
+        me = st.session_state.get("lc_me") or secrets.token_urlsafe(12)
+        st.query_params[ME] = me
+    st.session_state["lc_me"] = me
+    return me
+
+
+def remember() -> None:
+    """Call on every run (app.py), before lesson mode: who this session is in a class, from the address, kept in
+    the session (a page switch drops the address's other parameters). A student's class and browser id, so a
+    lesson tab opened from the class still answers as that student; the teacher's class and secret, so the
+    class follows the teacher's own lesson tab (follow_lesson)."""
+    code, me, secret = st.query_params.get(CLASS), st.query_params.get(ME), st.query_params.get(TEACHER)
+    try:
+        if code and secret and cr.is_teacher(code, secret):
+            st.session_state["lc_teach"] = (cr.normal_code(code), secret)
+        elif code and me and secret is None and cr.BROWSER_ID.match(me):
+            st.session_state["lc_class"], st.session_state["lc_me"] = cr.normal_code(code), me
+    except cr.ClassError:
+        pass
+
+
+def follow_lesson() -> None:
+    """Call after lesson mode (app.py): in the teacher's session, the class moves to the step the teacher's
+    lesson shows (the teacher walks the lesson; the students' boxes follow)."""
+    teach, lesson = st.session_state.get("lc_teach"), st.session_state.get("lesson")
+    if not (isinstance(teach, tuple) and isinstance(lesson, dict) and isinstance(lesson.get("step"), int)):
+        return
+    try:
+        name, step = cr.lesson_and_step(teach[0])
+        if name == lesson.get("name") and step != lesson["step"]:
+            cr.set_step(teach[0], teach[1], lesson["step"])
+    except cr.ClassError:
+        st.session_state.pop("lc_teach", None)
+
+
+def record_quiz_answer(question_id: str, options: list[str], choice: str) -> None:
+    """For views/shell/quiz.on_answer: a lesson question answered in a student's session is also the student's
+    answer in their class (nothing happens in a session that is in no class)."""
+    code, me = st.session_state.get("lc_class"), st.session_state.get("lc_me")
+    if isinstance(code, str) and isinstance(me, str):
+        try:
+            cr.answer(code, me, question_id, choice, list(options))
+        except cr.ClassError as e:
+            st.toast(say(e))
+
+
+def student(code: str, lesson: str) -> None:
+    me = browser_id()
+    st.session_state["lc_class"] = code
+    if st.session_state.get("lc_joined") != code:
+        try:
+            cr.join(code, me, st.session_state.get("lc_nick_saved", ""))
+            st.session_state["lc_joined"] = code
+        except cr.ClassError as e:
+            st.error(say(e))
+            return
+    st.subheader(t("lc.student_title", code=code))
+    with st.expander(t("lc.nick_title"), expanded=not st.session_state.get("lc_nick_saved")):
+        nick = st.text_input(t("lc.nick"), key="lc_nick", max_chars=cr.NICK_MAX, help=t("lc.nick_help"))
+        if st.button(t("lc.nick_save"), key="lc_nick_save"):
+            try:
+                st.session_state["lc_nick_saved"] = cr.join(code, me, nick if isinstance(nick, str) else "")
+            except cr.ClassError as e:
+                st.error(say(e))
+    answer_box(code, me, _n_steps(lesson))
+
+
+@st.fragment(run_every=STUDENT_EVERY)
+def answer_box(code: str, me: str, n: int) -> None:
+    """The class's current step and its question; sending an answer reruns only this box."""
+    try:
+        lesson, step = cr.lesson_and_step(code)
+    except cr.ClassError as e:
+        st.error(say(e))
+        return
+    q = question(lesson, step)
+    st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
+    st.link_button(t("lc.open_step", i=step + 1, n=n),
+                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
+                   icon=":material/open_in_new:")
+    st.markdown(q.prompt)
+    label = dict(zip(q.options, q.labels))
+    pick = st.radio(t("lc.your_pick"), q.options, index=None, key=f"lc_pick_{q.id}",      # labels are markdown:
+                    format_func=lambda o: widgets.md_escape(label.get(o, o)), label_visibility="collapsed")  # a piece
+
+    if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:"):
+        send(code, me, q, pick)
+    mine = cr.my_answer(code, me, q.id)
+    if mine is not None:
+        st.success(t("lc.sent", choice=widgets.md_escape(label.get(mine, mine))), icon=":material/check:")
+
+
+def send(code: str, me: str, q: Question, pick) -> None:
+    """Record the student's pick (a clear message instead when there is none or it is refused)."""
+    if pick is None:
+        st.warning(t("lc.pick_first"))
+        return
+    try:
+        cr.answer(code, me, q.id, pick, list(q.options))
+    except cr.ClassError as e:
+        st.error(say(e))
+
+
+def show() -> None:
+    """The page: start or join a class, or the class as its teacher or a student sees it."""
+    code = st.query_params.get(CLASS)
+    if not code:
+        start()
+        return
+    try:
+        code = cr.normal_code(code)
+        lesson, step = cr.lesson_and_step(code)
+    except cr.ClassError as e:
+        st.error(say(e))
+        start()
+        return
+    secret = st.query_params.get(TEACHER)
+    if secret is not None:
+        if cr.is_teacher(code, secret):
+            teacher(code, secret, lesson, step)
+            return
+        st.error(t("lc.bad_secret"))
+    student(code, lesson)
+
+
+if not any(getattr(h, "__module__", "") == __name__ and getattr(h, "__name__", "") == "record_quiz_answer"
+           for h in quiz.on_answer):                  # once per process, also when this module is reloaded
+    quiz.on_answer.append(record_quiz_answer)
