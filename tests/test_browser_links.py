@@ -36,6 +36,7 @@ CHANGES = {
     "head_stats": ({"stat": "self", "threshold": "0.7"}, ""),
     "training": ({}, ""),
     "export": ({}, ""),
+    "live_class": ({}, ""),              # its view is the class start page; a class lives in its own link
 }
 
 VIEW = """() => {
