@@ -5,6 +5,7 @@ and saves a screenshot per page under test-artifacts/ (look at them).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -43,18 +44,17 @@ def _usable(folder: Path) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def server(ckpt_root):
-    """The real server on a free port; the shipped checkpoints if zh-en loads, else the tiny ones."""
-    real = ROOT / "checkpoints"
-    root = real if _usable(real / "zh-en") else ckpt_root
+@contextlib.contextmanager
+def app_server(root: Path, log_name: str, **env):
+    """`streamlit run app.py` on a free port over the checkpoints in `root` (more environment in env), its
+    output in test-artifacts/log_name; yields the URL once /_stcore/health answers, stops it after."""
     port = _free_port()
-    env = dict(os.environ, VIZ_CHECKPOINTS=str(root))
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "server.log", "w")
+    log = open(ARTIFACTS / log_name, "w")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                            cwd=ROOT, env=dict(os.environ, VIZ_CHECKPOINTS=str(root), **env), stdout=log,
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 90
@@ -65,9 +65,9 @@ def server(ckpt_root):
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / 'server.log'}")
+                raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / log_name}")
             time.sleep(0.5)
-        yield url, root
+        yield url
     finally:
         proc.terminate()
         try:
@@ -75,6 +75,15 @@ def server(ckpt_root):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(ckpt_root):
+    """The real server on a free port; the shipped checkpoints if zh-en loads, else the tiny ones."""
+    real = ROOT / "checkpoints"
+    root = real if _usable(real / "zh-en") else ckpt_root
+    with app_server(root, "server.log") as url:
+        yield url, root
 
 
 @pytest.fixture(scope="module")

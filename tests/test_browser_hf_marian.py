@@ -5,15 +5,11 @@ page draws; no exception anywhere. Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 import hf_util as H
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, _free_port, _no_exception, _settle
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _no_exception, _settle, app_server
 from viz_transformer import decode, load_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")]
@@ -24,33 +20,8 @@ NAME = "marian-separate-vocabs"
 def hf_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf-browser")
     H.build_marian(H.MARIAN_BY_ID[NAME], root / NAME)
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "server-hf-marian.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--browser.gatherUsageStats", "false"], cwd=ROOT,
-                            env=dict(os.environ, VIZ_CHECKPOINTS=str(root), VIZ_DTYPE="bfloat16"),
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / 'server-hf-marian.log'}")
-            time.sleep(0.5)
+    with app_server(root, "server-hf-marian.log", VIZ_DTYPE="bfloat16") as url:
         yield url, root
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _ready(pg, charts: bool = True) -> None:
