@@ -17,7 +17,7 @@ SIDE_PX = 480           # about how wide the banner's code is drawn: a whole num
 BORDER = 4              # the quiet zone the standard asks for, in modules
 # A fixed string, no user content: the code's size and face.
 STYLE = """<style>
-.st-key-class_code p { font-size: 7rem; line-height: 1.1; font-weight: 700; letter-spacing: 0.12em;
+.st-key-class_code p { font-size: clamp(2.5rem, 6vw, 7rem); white-space: nowrap; line-height: 1.1; font-weight: 700; letter-spacing: 0.12em;
   font-family: "Source Code Pro", monospace; margin: 0; }
 </style>"""
 
