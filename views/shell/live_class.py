@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 from urllib.parse import urlencode
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from views.server import classroom as cr
 from views.shell import lesson_file, lesson_mode, qr, quiz, widgets
 from views.shell.strings import EN, current, t
-from viz_transformer.plots.style import PALETTE, escape
+from viz_transformer.plots import question_figures
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
 STUDENT_EVERY = 3.0           # s between two looks at the class's current step
@@ -73,14 +72,9 @@ def say(e: cr.ClassError) -> str:
     return t(key, **e.kw) if key in EN else str(e)
 
 
-def answers_figure(q: Question, counts: dict[str, int], title: str) -> go.Figure:
-    """One bar per option (every option, also at 0), its count written on it."""
-    ys = [counts.get(o, 0) for o in q.options]
-    fig = go.Figure(go.Bar(x=[escape(x) for x in q.labels], y=ys, text=ys, textposition="outside",
-                           marker_color=PALETTE[0], hovertemplate="%{x}: %{y}<extra></extra>"))
-    fig.update_layout(title=escape(title), height=320, margin=dict(l=40, r=20, t=50, b=40),
-                      yaxis=dict(rangemode="tozero", dtick=max(1, (max(ys) + 4) // 5), range=[0, max(ys) * 1.2 + 1]))
-    return fig
+def answers_figure(q: Question, counts: dict[str, int], title: str):
+    """One bar per option of q, its count written on it (plots.question_figures.answer_counts)."""
+    return question_figures.answer_counts(q.labels, [counts.get(o, 0) for o in q.options], title)
 
 
 def _n_steps(lesson: str) -> int:

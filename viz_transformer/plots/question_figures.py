@@ -98,3 +98,16 @@ def role_scores(stats: dict[str, float], threshold: float, winner: Optional[str]
     fig.update_yaxes(range=[0, 1.1])
     fig.update_xaxes(type="category")
     return layout(fig, title, xlabel, ylabel, height=320)
+
+
+def answer_counts(options: Sequence[str], counts: Sequence[int], title: str, xlabel: str = "",
+                  ylabel: str = "") -> go.Figure:
+    """A class's answers to one question: one bar per option (every option, also at 0) with its count
+    written on it; options are shown as text (escaped), whole numbers on y."""
+    ys = [int(c) for c in counts]
+    top = max(ys, default=0)
+    fig = go.Figure(go.Bar(x=[escape(x) for x in options], y=ys, text=ys, textposition="outside",
+                           marker_color=PALETTE[0], hovertemplate="%{x}: %{y}<extra></extra>"))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(rangemode="tozero", dtick=max(1, (top + 4) // 5), range=[0, top * 1.2 + 1])
+    return layout(fig, title, xlabel, ylabel, height=320)
