@@ -16,10 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procfs import rss_mib                                                           # noqa: E402
 
 from viz_transformer import load_checkpoint, save_checkpoint                      # noqa: E402
 from viz_transformer.core.config import ModelConfig                               # noqa: E402
@@ -28,11 +29,6 @@ from viz_transformer.core.tokenizer import Tokenizer                            
 from viz_transformer.run.capture import pick_device, weight_bytes                 # noqa: E402
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def make(folder: Path, layers: int, d: int) -> Path:
@@ -56,9 +52,9 @@ def main() -> None:
         text = "我是学生。" * (args.tokens // 4)
         for dtype in ("float32", "bfloat16"):
             gc.collect()
-            before = rss_mb()
+            before = rss_mib()
             hm = load_checkpoint(folder, dtype=dtype)
-            after = rss_mb()
+            after = rss_mib()
             hm.run(text, max_new_tokens=4)                        # warm-up
             times = []
             for _ in range(args.rounds):

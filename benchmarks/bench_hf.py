@@ -23,13 +23,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procfs import rss_mib                                                           # noqa: E402
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def make_folder(work: Path) -> Path:
@@ -74,9 +71,9 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
 
     from viz_transformer import load_checkpoint
-    base, t = rss_mb(), time.perf_counter()
+    base, t = rss_mib(), time.perf_counter()
     hm = load_checkpoint(folder)
-    load_s, rss_ours = time.perf_counter() - t, rss_mb() - base
+    load_s, rss_ours = time.perf_counter() - t, rss_mib() - base
     t = time.perf_counter()
     ref = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
     hf_load_s = time.perf_counter() - t

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import websockets
+from procfs import rss_mib
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -241,10 +242,7 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def rss_mib(self) -> float:
-        for line in open(f"/proc/{self.proc.pid}/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+        return rss_mib(self.proc.pid)
 
     def __exit__(self, *exc) -> None:
         self.proc.terminate()

@@ -383,6 +383,22 @@ MARIAN_SHAPES = [
 MARIAN_BY_ID = {s.id: s for s in MARIAN_SHAPES}
 
 
+@torch.no_grad()
+def randomize_marian(model, g: torch.Generator) -> None:
+    """Every parameter of a MarianMTModel random (HF's init: biases 0, norms 1, which hides a missing bias or
+    norm): norm weights around 1, biases around 0 with spread 0.5, matrices scaled so attention is peaked.
+    The sinusoidal position table is left as it is (it is not learned)."""
+    for name, p in model.named_parameters():
+        if "embed_positions" in name:
+            continue
+        if "layer_norm" in name and name.endswith("weight"):
+            p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g))
+        elif p.dim() == 1:
+            p.copy_(0.5 * torch.randn(p.shape, generator=g))
+        else:
+            p.copy_(torch.randn(p.shape, generator=g) * 1.5 / p.shape[-1] ** 0.5)
+
+
 def build_marian(shape: MarianShape, folder) -> Path:
     """Save a tiny random MarianMTModel, its MarianTokenizer files (source.spm, target.spm, vocab.json, and
     target_vocab.json when the vocabularies are separate) and generation_config.json (bad_words_ids [[pad]],
@@ -414,16 +430,8 @@ def build_marian(shape: MarianShape, folder) -> Path:
     torch.manual_seed(shape.seed)
     model = MarianMTModel(cfg).eval()
     g = torch.Generator().manual_seed(shape.seed)
-    with torch.no_grad():                    # every parameter random (HF's init: biases 0, norms 1)
-        for name, p in model.named_parameters():
-            if "embed_positions" in name:
-                continue
-            if "layer_norm" in name and name.endswith("weight"):
-                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g))
-            elif p.dim() == 1:
-                p.copy_(0.5 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * 1.5 / p.shape[-1] ** 0.5)
+    randomize_marian(model, g)
+    with torch.no_grad():
         bias = torch.randn(model.final_logits_bias.shape, generator=g)
         bias[0, 0] += shape.eos_bias
         model.final_logits_bias.copy_(bias)

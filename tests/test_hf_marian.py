@@ -10,6 +10,7 @@ import sentencepiece as spm
 import torch
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
+from hf_util import randomize_marian
 from viz_transformer import decode, load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers' import: kept out of the fast tier
@@ -40,16 +41,8 @@ def marian(tmp_path_factory):
     cfg._attn_implementation = "eager"
     model = MarianMTModel(cfg).eval()
     g = torch.Generator().manual_seed(0)
-    with torch.no_grad():                    # every parameter random (HF's init: biases 0, norms 1)
-        for name, p in model.named_parameters():
-            if "embed_positions" in name:
-                continue
-            if "layer_norm" in name and name.endswith("weight"):
-                p.copy_(1 + 0.5 * torch.randn(p.shape, generator=g))
-            elif p.dim() == 1:
-                p.copy_(0.5 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * 1.5 / p.shape[-1] ** 0.5)
+    randomize_marian(model, g)                     # every parameter random (HF's init: biases 0, norms 1)
+    with torch.no_grad():
         model.final_logits_bias.copy_(torch.randn(model.final_logits_bias.shape, generator=g))
     model.generation_config.bad_words_ids = [[pad]]
     model.generation_config.num_beams = 1
