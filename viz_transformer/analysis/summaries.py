@@ -19,6 +19,7 @@ import torch
 from viz_transformer.run.capture import run_padded
 
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
+from viz_transformer.core.masks import causal_mask, prefix_lm_mask
 
 # column -> what it is, per query row q, then averaged over rows (the app shows these words)
 STATS = {"entropy": "−Σ_k p·ln p (nats): 0 = one key, ln n = spread evenly over n keys",
@@ -247,7 +248,6 @@ def _snapshot_allowed(pattern: torch.Tensor, block: str, prefix_len: Optional[in
     for encoder and cross-attention; causal for a decoder's self-attention, bidirectional inside the
     prefix of a prefix LM (its recorded prefix length; for snapshots recorded before it was stored,
     the rows that put weight above the diagonal)."""
-    from viz_transformer.core.masks import causal_mask, prefix_lm_mask
     Q, K = pattern.shape[-2:]
     if block != "decoder.self_attn" or Q != K:
         return torch.ones(1, 1, Q, K, dtype=torch.bool)
@@ -277,16 +277,13 @@ def snapshot_head_stats(snaps) -> pd.DataFrame:
             for k in STATS:
                 acc[k] += s[k] / n_texts
     rows = []
-    for (block, layer), acc in sorted(sums.items(), key=lambda kv: (BLOCK_ORDER.index(kv[0][0]), kv[0][1])):
+    for (block, layer), acc in sorted(sums.items(), key=lambda kv: (list(BLOCKS).index(kv[0][0]), kv[0][1])):
         for i, step in enumerate(snaps.steps):
             for h in range(acc["entropy"].shape[1]):
                 rows.append({"step_index": i, "step": step, "block": block, "layer": layer, "head": h,
                              **{k: float(acc[k][i, h]) for k in STATS}})
     df = pd.DataFrame(rows, columns=["step_index", "step", "block", "layer", "head", *STATS])
     return df.astype({k: "float64" for k in STATS})
-
-
-BLOCK_ORDER = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
 
 
 def roles_over_training(snaps, threshold: float = ROLE_THRESHOLD) -> pd.DataFrame:
