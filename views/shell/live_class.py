@@ -17,12 +17,11 @@ import secrets
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
-from urllib.parse import urlencode
 
 import streamlit as st
 
 from views.server import classroom as cr
-from views.shell import lesson_file, lesson_mode, qr, quiz, widgets
+from views.shell import lesson_file, lesson_mode, links, qr, quiz, widgets
 from views.shell.strings import EN, current, t
 from viz_transformer.plots import question_figures
 
@@ -86,7 +85,7 @@ def _n_steps(lesson: str) -> int:
 
 def _link(path: str, **params) -> str:
     base = re.sub(r"/live_class/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
-    return f"{base}{path}?{urlencode(params)}"
+    return links.address(f"{base}{path}", params)
 
 
 # ---- the teacher ------------------------------------------------------------------------------------------
