@@ -87,3 +87,23 @@ def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> 
     _, val, _ = D.split(D.read_stories(data), m.get("split_seed", 1234), 0, m.get("n_val", 100))
     blocks = D.blocks(D.token_stream(val, hm.tokenizer), m.get("train_config", {}).get("block_size", 256))
     return {"perplexity": round(lm_perplexity(hm.model, blocks[:limit]), 3), "split": "val"}
+
+
+PLATEAU_GAIN = 0.5        # BLEU points (for an LM: perplexity points)
+
+
+def plateau(history: list[dict], tail: float = 0.2) -> Optional[dict]:
+    """How much the validation score still rose over the last `tail` of the updates: the best score of the
+    whole run against the best at or before (1 - tail) of its final step (issue 23: "plateaued" = less than
+    0.5 BLEU gained over the last 20% of updates). BLEU for translators (higher is better), perplexity for LMs
+    (lower is better; the gain is the drop). None before there are two epochs."""
+    if len(history) < 2:
+        return None
+    key, sign = ("bleu", 1.0) if "bleu" in history[0] else ("perplexity", -1.0)
+    cut = (1.0 - tail) * history[-1]["step"]
+    early = [sign * h[key] for h in history if h["step"] <= cut]
+    if not early:
+        return None
+    gain = round(max(sign * h[key] for h in history) - max(early), 3)
+    return {"metric": key, "tail": tail, "from_step": int(cut), "to_step": history[-1]["step"], "gain": gain,
+            "plateaued": gain < PLATEAU_GAIN}

@@ -26,7 +26,7 @@ from viz_transformer.training import data as D
 from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.run.decoding import greedy_batch
-from viz_transformer.training.evaluation import lm_perplexity, score_translation
+from viz_transformer.training.evaluation import lm_perplexity, plateau, score_translation
 from viz_transformer.core.encoding import pad_rows
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.snapshots import Recorder
@@ -390,6 +390,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                     "train_seconds": round(info["seconds"]), "train_config": dataclasses.asdict(tc)}
             if "init_grad_norms" in info:
                 meta["init_grad_norms"] = info["init_grad_norms"]
+            meta.update(curve_meta(info["history"]))
             save_checkpoint(out, model.cpu(), tok, meta, fp16=tc.fp16)
             model.to(device)
         if rec is not None:                 # every epoch end: the shipped step is one of them
@@ -398,15 +399,33 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         info.update(epoch=epoch + 1, step=step)
         save_state(work, model, opt, info)
 
-    finish(out, tc, test)
+    finish(out, tc, test, info["history"])
     return out
 
 
-def finish(out: Path, tc: TrainConfig, test) -> None:
-    """Score the best checkpoint on the test split and record demo outputs in meta.json."""
+def curve_meta(history: list[dict]) -> dict:
+    """What meta.json keeps of the run's course: the validation score after every epoch, and whether it has
+    plateaued (evaluation.plateau)."""
+    return {"curve": history, "plateau": plateau(history)}
+
+
+def record_curve(out, work) -> dict:
+    """Write the whole validation curve of the run in `work` into the checkpoint `out`'s meta.json (a run
+    that ended before meta kept its curve); returns what was written."""
+    history = json.loads((Path(work) / "state.json").read_text())["history"]
+    meta = read_meta(out)
+    meta.update(curve_meta(history))
+    (Path(out) / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return curve_meta(history)
+
+
+def finish(out: Path, tc: TrainConfig, test, history: Optional[list] = None) -> None:
+    """Score the best checkpoint on the test split and record demo outputs and the curve in meta.json."""
     cfg = read_config(out)
     model, tok = load_weights(out, cfg), load_tokenizer(out, cfg)
     meta = read_meta(out)
+    if history is not None:
+        meta.update(curve_meta(history))
     if tc.task == "translation":
         meta["test"] = score_translation(model, tok, test)
         meta["demo"] = dict(zip(DEMO_ZH, greedy_batch(model, tok, DEMO_ZH)))
