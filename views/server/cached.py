@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import Optional
 
 import streamlit as st
 
@@ -186,11 +187,29 @@ def translators() -> dict[str, Path]:
     from viz_transformer import list_checkpoints
     found: dict[str, Path] = {}
     infos = list_checkpoints(checkpoints_root())
-    for info in sorted(infos, key=lambda i: ((i.meta or {}).get("split") != "by_source", i.name)):
+    for info in sorted(infos, key=lambda i: ((i.meta or {}).get("split") != "by_source",
+                                             getattr(i.config, "norm", "pre") != "pre", i.name)):
         cfg = info.config
         if info.error is None and cfg is not None and cfg.is_translator:
-            found.setdefault(cfg.architecture, info.path)
+            found.setdefault(cfg.architecture, info.path)       # pre-norm first: a post-norm twin is not "the" model
     return {arch: found[arch] for arch in ARCHITECTURES if arch in found}     # always in reading order
+
+
+def norm_twin(path: Path) -> Optional[Path]:
+    """The post-norm twin of the pre-norm translator at `path`: a translator of the same architecture, size,
+    data and split with norm "post" (issue 23), or None."""
+    from viz_transformer import list_checkpoints
+    infos = {i.path: i for i in list_checkpoints(checkpoints_root()) if i.error is None and i.config is not None}
+    base = infos.get(Path(path))
+    if base is None or base.config.norm != "pre":
+        return None
+    same = ("architecture", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "vocab_size")
+    for info in sorted(infos.values(), key=lambda i: i.name):
+        m, b = info.meta or {}, base.meta or {}
+        if info.config.norm == "post" and all(getattr(info.config, k) == getattr(base.config, k) for k in same) \
+                and (m.get("data"), m.get("split")) == (b.get("data"), b.get("split")):
+            return info.path
+    return None
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

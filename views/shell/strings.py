@@ -560,12 +560,22 @@ EN = {
     "ar.tab.rank": "Rank",
     "ar.tab.norm": "Pre- vs post-norm",
     "ar.norm": "Where the norm sits: before the sub-layer or after the residual",
-    "ar.norm_intro": "Every model here is **pre-norm**: each sub-layer reads a normalised copy and adds its result "
-                     "back, x + f(LN(x)), with one more norm at the very end. The original Transformer is "
-                     "**post-norm**: it normalises after the residual, LN(x + f(x)). Xiong et al. (2020) showed that "
-                     "at initialisation a post-norm model's gradients grow towards the output, which is why it needs "
-                     "a learning-rate warm-up. Below, the same measurement on this project's own encoder-decoder: the "
-                     "same configuration and training batch, freshly initialised with the norm in each place.",
+    "ar.norm_intro": "Each sub-layer of a **pre-norm** model reads a normalised copy and adds its result back, x + f(LN(x)), with one more norm at the very end. The original Transformer is **post-norm**: it normalises after the residual, LN(x + f(x)). Xiong et al. (2020) showed that at initialisation a post-norm model's gradients grow towards the output, which is why it needs a learning-rate warm-up.",
+    "ar.norm_all_pre": "Every model here is pre-norm. Below, the measurement at initialisation on this project's own encoder-decoder: the same configuration and training batch, freshly initialised with the norm in each place.",
+    "ar.norm_has_twin": "**{post}** is **{pre}**'s post-norm twin: the same data, split, vocabulary, size, seed and number of updates, with the norm after the residual. Below: the measurement at initialisation, then the two training runs side by side.",
+    "ar.twin": "The two runs side by side",
+    "ar.twin_pre": "pre-norm ({name})",
+    "ar.twin_post": "post-norm ({name})",
+    "ar.twin_reads": "**What the runs show.** Best validation BLEU: post-norm **{post_best:.1f}** (update {post_best_step:,}), pre-norm **{pre_best:.1f}** (update {pre_best_step:,}): a difference of {diff:+.1f}. Post-norm first reached {level:.1f} BLEU (90% of the lower best) after {post_to:,} updates, pre-norm after {pre_to:,}. At the end of the warm-up (update {warmup:,}) the training loss was {post_loss_s} for post-norm and {pre_loss_s} for pre-norm.",
+    "ar.twin_no_curve": "{pre} or {post} keeps no validation curve in its meta.json, so the runs cannot be compared here.",
+    "ar.twin_no_snapshots": "The two runs share no recorded training step, so their attention cannot be shown at the same step.",
+    "ar.twin_step": "training step (both runs)",
+    "ar.twin_loss": "Training loss (smoothed) of both runs",
+    "ar.twin_bleu": "Validation BLEU after each epoch",
+    "ar.twin_bleu_y": "validation BLEU",
+    "ar.twin_same": "The same sentence, `{name}`, {head}, at the same training step ({step:,}) in both models; rows say what each step predicts next.",
+    "ar.twin_x": "training step (update)",
+    "ar.twin_heat": "{model}, step {step:,}",
     "ar.norm_fig": "Gradient norm of each layer at initialisation ({name}'s configuration, {n} training pairs, mean of "
                    "{seeds} initialisations)",
     "ar.norm_x": "layer (input → output)",

@@ -121,3 +121,30 @@ def gradient_growth(grads: dict) -> dict:
     return {"pre_growth": pre[-1] / pre[0], "post_growth": post[-1] / post[0],
             "at_output": post[-1] / pre[-1], "at_input": post[0] / pre[0],
             "first": grads["layers"][0], "last": grads["layers"][-1]}
+
+
+def norm_twins(pre_meta: dict, post_meta: dict, pre_loss: list, post_loss: list, share: float = 0.9) -> Optional[dict]:
+    """What a pre-norm model and its post-norm twin (same data, split, budget and seed) show over training,
+    as numbers a page prints; None unless both metas keep their validation curve (meta["curve"]).
+    pre_loss / post_loss: the fine training-loss curves [(step, loss), ...] (training snapshots' loss_curve).
+    - best BLEU of each, and at which update;
+    - the updates each took to first reach `level` = share × the lower of the two bests (both reach it);
+    - the training loss at the end of the warm-up (the first recorded step at or after it), where a
+      post-norm model without warm-up would have diverged."""
+    curves = pre_meta.get("curve"), post_meta.get("curve")
+    if not all(curves):
+        return None
+    best = [max(c, key=lambda h: h["bleu"]) for c in curves]
+    level = share * min(b["bleu"] for b in best)
+    first = [next(h["step"] for h in c if h["bleu"] >= level) for c in curves]
+    warmup = int((pre_meta.get("train_config") or {}).get("warmup", 0))
+
+    def loss_at(curve):
+        after = [v for s, v in curve if s >= warmup]
+        return after[0] if after else None
+
+    return {"steps": curves[0][-1]["step"], "post_steps": curves[1][-1]["step"],
+            "pre_best": best[0]["bleu"], "post_best": best[1]["bleu"], "diff": best[1]["bleu"] - best[0]["bleu"],
+            "pre_best_step": best[0]["step"], "post_best_step": best[1]["step"], "level": level,
+            "pre_to": first[0], "post_to": first[1], "warmup": warmup,
+            "pre_loss": loss_at(pre_loss), "post_loss": loss_at(post_loss)}

@@ -250,11 +250,20 @@ def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", 
 def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
            log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
     """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
+    return xy_curves({name: (x, ys) for name, ys in series.items()}, title, xlabel, ylabel, log_x, log_y, height, width)
+
+
+def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str,
+              log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX,
+              mark_x: Optional[float] = None) -> go.Figure:
+    """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown)."""
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
-    for n, (name, ys) in enumerate(series.items()):
+    for n, (name, (x, ys)) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=list(x), y=to_numpy(ys), mode="lines+markers" if len(x) <= 30 else "lines",
                                  name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
+    if mark_x is not None:
+        fig.add_vline(x=mark_x, line=dict(color="#d62728", width=1.5))
     fig.update_xaxes(type="log" if log_x else "linear")
     fig.update_yaxes(type="log" if log_y else "linear")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))

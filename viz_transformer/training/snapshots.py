@@ -65,6 +65,14 @@ class Snapshots:
                          and n.startswith(block.split(".")[0] + ".")})
         return torch.stack([self.pattern(i_step, i_text, hook_name(block, ly, "hook_pattern")) for ly in layers])
 
+    def axes(self, i_text: int, block: str) -> tuple[list[str], list[str]]:
+        """Query and key labels of sentence i_text's pattern in `block`; a target row names the piece it is
+        trained to predict ("▁an → ▁engineer")."""
+        from viz_transformer.analysis.patterns import next_pieces, row_labels
+        tgt, src = self.tgt_pieces[i_text], self.src_pieces[i_text]
+        rows = row_labels(tgt, next_pieces(tgt))
+        return {"encoder.self_attn": (src, src), "decoder.cross_attn": (rows, src), "decoder.self_attn": (rows, tgt)}[block]
+
     def names(self) -> list[str]:
         """Capture names recorded (the same for every step and text)."""
         return sorted({k.split("/", 2)[2] for k in self.patterns if k.startswith("0/0/")})

@@ -6,6 +6,7 @@ from views.server import cached
 from views.shell import callbacks
 from views.shell import confidence_note
 from views.shell import context
+from views.shell import norm_twins
 from views.shell import sidebar
 from views.shell import widgets
 from views.shell.strings import t
@@ -112,7 +113,9 @@ with tabs["rank"]:
 with tabs["norm"]:
     if tabs["norm"].open:
         st.subheader(t("ar.norm"))
-        st.markdown(t("ar.norm_intro"))
+        twin = cached.norm_twin(models["encoder_decoder"]) if "encoder_decoder" in models else None
+        st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=models["encoder_decoder"].name, post=twin.name)
+                                                 if twin else t("ar.norm_all_pre")))
         base = hms.get("encoder_decoder")
         grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
         if grads:
@@ -123,5 +126,8 @@ with tabs["norm"]:
             st.markdown(t("ar.norm_reads", **A.gradient_growth(grads)))
         else:
             st.info(t("ar.norm_none", cmd="python -m viz_transformer init-grads CHECKPOINT"))
-        if not any(hm.cfg.norm == "post" for hm in hms.values()):
+        if twin:
+            st.subheader(t("ar.twin"))
+            norm_twins.show(models["encoder_decoder"], twin)
+        else:
             st.caption(t("ar.twin_none"))

@@ -60,13 +60,9 @@ st.markdown(f"**{t('tr.translation')}**")
 st.code(snaps.translations[i][j] or t("ov.empty_output"), language=None, wrap_lines=True)
 
 nexts = patterns.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
-rows = patterns.row_labels(snaps.tgt_pieces[j], nexts)     # "▁an → ▁engineer"
 example = patterns.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
 rows_note.caption(t("rows.intro_tr", row=widgets.md_escape(example)))
-part_pieces = {"encoder.self_attn": (snaps.src_pieces[j], snaps.src_pieces[j]),
-               "decoder.cross_attn": (rows, snaps.src_pieces[j]),
-               "decoder.self_attn": (rows, snaps.tgt_pieces[j])}
-q_pieces, k_pieces = part_pieces[block]
+q_pieces, k_pieces = snaps.axes(j, block)
 name = patterns.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
 mat = patterns.reduce_heads(pats[layer], head) if isinstance(head, str) else pats[layer, head]
