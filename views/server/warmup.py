@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 import streamlit as st
 
@@ -32,13 +32,27 @@ def prestarting(done: threading.Event) -> None:
     _prestart = done
 
 
+def prestart_or_busy(start: Callable[[], object]) -> bool:
+    """True when a prestart thread is at work, started now with `start()` when none was and no session is
+    importing in its own run (`streamlit run app.py`); False when one is: take turns as before."""
+    if _prestart is not None:
+        return True
+    if not _imports.acquire(blocking=False):
+        return False
+    try:
+        start()                 # calls prestarting(): sessions that come next wait for the thread
+    finally:
+        _imports.release()
+    return _prestart is not None
+
+
 def plotly_early(note: str = "") -> Optional[object]:
     """In a process that has not imported torch yet: a placeholder holding `note` (what the visitor reads
     meanwhile) and a blank chart (else None). Call imported() once the heavy imports are done (in a finally)."""
-    if _imported():
+    if ready():
         return None
     _imports.acquire()
-    if _imported():                             # another session did the imports while this one waited
+    if ready():                             # another session did the imports while this one waited
         _imports.release()
         return None
     try:
@@ -51,7 +65,7 @@ def plotly_early(note: str = "") -> Optional[object]:
         raise
 
 
-def _imported() -> bool:
+def ready() -> bool:
     """torch is imported, and no prestart thread (serve.py) is still at work."""
     return "torch" in sys.modules and (_prestart is None or _prestart.is_set())
 
@@ -64,17 +78,23 @@ def imported(slot) -> None:
 
 def _send_blank(note: str):
     slot = st.empty()
-    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
-             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
-                        "yaxis": {"visible": False}}}
     with slot.container():
         if note:
             st.caption(note)                            # what a student reads meanwhile: no error, no blank page
-        with st.container(height=10, border=False):     # 10 pixels: rendered (their bundles load), not seen
-            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
-            st.code(" ", language=None)
-            st.latex(r"\,")
+        bundles()
     return slot
+
+
+def bundles() -> None:
+    """A blank chart, code and a formula in 10 hidden pixels: rendered, so the browser starts loading their
+    bundles now (plotly.js, the highlighter, KaTeX), not seen."""
+    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
+             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
+                        "yaxis": {"visible": False}}}
+    with st.container(height=10, border=False):
+        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
+        st.code(" ", language=None)
+        st.latex(r"\,")
 
 
 def done(slot) -> None:
