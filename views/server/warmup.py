@@ -22,14 +22,28 @@ import streamlit as st
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
 _prestart: Optional[threading.Event] = None     # views.shell.prestart's thread (serve.py): set when it is done
+_light: Optional[threading.Event] = None        # that thread's light part (numpy, pandas, plotly) is imported
 WAIT_S = 120.0                   # the most a first run waits for that thread (a slow disk, a big model)
 
 
-def prestarting(done: threading.Event) -> None:
+def prestarting(done: threading.Event, light: Optional[threading.Event] = None) -> None:
     """A thread is importing torch and loading the model already (views/shell/prestart.py); `done` is set
-    when it has finished. The first page runs wait for it instead of importing beside it."""
-    global _prestart
-    _prestart = done
+    when it has finished, `light` when plotly may be used beside it. The first page runs wait for it instead
+    of importing beside it."""
+    global _prestart, _light
+    _prestart, _light = done, light
+
+
+def plotly_first():
+    """A fresh process whose prestart thread has imported its light part: a blank chart now, the first thing a
+    run sends, so plotly.js (the longest of the browser's waits) starts loading at once (a slot to empty with
+    done(); else None)."""
+    if ready() or _light is None or not _light.is_set():
+        return None
+    slot = st.empty()
+    with slot.container():
+        bundles(code_and_formula=False, key="warmup_plotly_first")
+    return slot
 
 
 def prestart_or_busy(start: Callable[[], object]) -> bool:
@@ -85,16 +99,18 @@ def _send_blank(note: str):
     return slot
 
 
-def bundles() -> None:
+def bundles(code_and_formula: bool = True, key: str = "warmup_plotly") -> None:
     """A blank chart, code and a formula in 10 hidden pixels: rendered, so the browser starts loading their
-    bundles now (plotly.js, the highlighter, KaTeX), not seen."""
+    bundles now (plotly.js, the highlighter, KaTeX), not seen. code_and_formula=False: the chart alone (this
+    process serves the bundles, 4.7 MB of plotly.js first)."""
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
              "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
                         "yaxis": {"visible": False}}}
     with st.container(height=10, border=False):
-        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
-        st.code(" ", language=None)
-        st.latex(r"\,")
+        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key=key)
+        if code_and_formula:
+            st.code(" ", language=None)
+            st.latex(r"\,")
 
 
 def done(slot) -> None:

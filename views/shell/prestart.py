@@ -5,7 +5,8 @@ once so the server answers meanwhile. Under `streamlit run app.py` the first vis
 
 The thread imports the light part first (numpy, pandas, plotly and its first figure, the modules of the
 Overview's model-free part, the default checkpoint's config and tokenizer: `light()`), so that a first visitor
-sees that much of the Overview at once (views/shell/preview.py), then the heavy part (`done()`).
+sees that much of the Overview at once (views/shell/preview.py), then the heavy part (`done()`), once that
+first page is sent (`visited()`; at most HOLD_S after the light part when nobody comes).
 No page run imports beside this thread (two threads importing numpy, pandas and plotly at once can each find
 the other's modules half-made; see views/server/warmup.py): the preview uses only what the light part
 imported, and any other first run sends its blank chart, so the browser loads plotly.js in parallel, then
@@ -26,6 +27,8 @@ from views.server import defaults
 log = get_logger("viz_transformer.prestart")      # Streamlit's format and level (logger.level in config.toml)
 _light = threading.Event()         # set when the light part is imported (and _sketch made, or None)
 _sketch = None                     # views.shell.preview.Sketch of the default checkpoint, or None
+_visitor = threading.Event()       # a first page run is past the preview (drawn it, or will wait for the model)
+HOLD_S = 2.0                       # the most the heavy part waits for that (see warm)
 _done = threading.Event()
 _thread: Optional[threading.Thread] = None
 timings: dict = {}                 # light_s, imports_s, model_s, run_s: seconds since the thread started;
@@ -61,6 +64,11 @@ def light(timeout: float):
     return _sketch if _light.wait(timeout) else None
 
 
+def visited() -> None:
+    """A page run has sent the preview, or has no preview to send: the heavy part may start."""
+    _visitor.set()
+
+
 def done() -> bool:
     """The thread has finished (the model is loaded, or it failed and the page run will say why)."""
     return _done.is_set()
@@ -71,6 +79,9 @@ def warm() -> None:
     (into the same caches the sidebar reads: views.server.cached), after the light part (warm_light)."""
     timings["started_at_s"] = _since_process_start()
     warm_light()
+    # The heavy imports hold the GIL for seconds: a first visitor's preview (and Streamlit's JS, which this
+    # process serves) would wait for it. So they wait for that page to be sent, at most HOLD_S (no visitor).
+    _visitor.wait(HOLD_S)
     t0 = time.perf_counter()
     try:
         from views.server import cached, memory  # noqa: F401  (torch)
@@ -112,7 +123,7 @@ def start() -> threading.Thread:
     global _thread
     if _thread is None:
         from views.server import warmup
-        warmup.prestarting(_done)
+        warmup.prestarting(_done, _light)
         _thread = threading.Thread(target=warm, name="viz-prestart", daemon=True)
         _thread.start()
     return _thread

@@ -50,6 +50,16 @@ def sketch(root=None) -> Optional[Sketch]:
     return Sketch(cfg, len(inp.src) if inp.src is not None else None, len(inp.prompt))
 
 
+def shown(current, plotly_sent: bool = False) -> bool:
+    """The preview, when this run should draw one (`wanted`) and could (`draw`; plotly_sent: this run has sent
+    warmup's blank chart already); then prestart's heavy part may start (this run does not import beside it
+    either way)."""
+    try:
+        return wanted(current) and draw(plotly_sent)
+    finally:
+        prestart.visited()
+
+
 def wanted(current) -> bool:
     """This run should draw the preview: the default page, no link parameters but lang/present, the process
     not warm, and prestart at work (started here when no other session is importing: `streamlit run app.py`)."""
@@ -60,7 +70,7 @@ def wanted(current) -> bool:
     return True
 
 
-def draw() -> bool:
+def draw(plotly_sent: bool = False) -> bool:
     """The preview, once prestart's light part is imported (False, nothing drawn: it was not in time, or the
     default checkpoint does not read; the caller goes on as before)."""
     slot = st.empty()
@@ -69,7 +79,8 @@ def draw() -> bool:
     slot.empty()
     if made is None:
         return False
-    warmup.bundles()              # plotly.js and the others load while this run draws (plotly: only now, see above)
+    if not plotly_sent:
+        warmup.bundles(code_and_formula=False)  # plotly.js loads while this run draws (only now: see above)
     from views.shell import overview_head    # plotly and numpy: imported whole by the light part by now
     cfg = made.cfg
     right = overview_head.draw(cfg, made.src_len, made.tgt_len,
