@@ -99,15 +99,16 @@ def _send_blank(note: str):
     return slot
 
 
-def bundles(code_and_formula: bool = True, key: str = "warmup_plotly") -> None:
+def bundles(code_and_formula: bool = True, key: Optional[str] = "warmup_plotly") -> None:
     """A blank chart, code and a formula in 10 hidden pixels: rendered, so the browser starts loading their
     bundles now (plotly.js, the highlighter, KaTeX), not seen. code_and_formula=False: the chart alone (this
-    process serves the bundles, 4.7 MB of plotly.js first)."""
+    process serves the bundles: 4.7 MB of plotly.js first); key None: no chart."""
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
              "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
                         "yaxis": {"visible": False}}}
     with st.container(height=10, border=False):
-        st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key=key)
+        if key is not None:
+            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key=key)
         if code_and_formula:
             st.code(" ", language=None)
             st.latex(r"\,")

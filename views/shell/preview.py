@@ -88,6 +88,7 @@ def draw(plotly_sent: bool = False) -> bool:
     with right:
         st.status(t("pv.loading"), state="running")
     _when_ready()
+    warmup.bundles(key=None)          # the code and formula bundles too, after plotly.js: the full page uses them
     return True
 
 
