@@ -32,12 +32,13 @@ def page(spec: registry.PageSpec) -> st.Page:
 SECTIONS = {t(group): [page(spec) for spec in specs] for group, specs in registry.SECTIONS.items()}
 LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECTIONS.values() for p in g))}
 
-first = warmup.plotly_first()                         # serve.py: plotly.js starts loading before anything else
+first = st.empty()                                    # every run's first element: see views/shell/preview.py
+sent = warmup.plotly_first(first)                     # serve.py: plotly.js starts loading before anything else
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
-if preview.shown(current, plotly_sent=first is not None):   # a fresh server's Overview: what needs no model, at
-    st.stop()                                               # once; the full page follows by itself when ready
-warmup.done(first)
+if preview.shown(current, first, sent):   # a fresh server's Overview: what needs no model, at once; the full
+    st.stop()                             # page follows by itself when the model is ready
+first.empty()
 early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
 try:
     from views.server import memory  # noqa: E402  (these import torch)

@@ -46,14 +46,16 @@ def test_a_fresh_server_previews_the_overview_then_completes_it(tmp_path, entry,
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         pg.set_default_timeout(TIMEOUT_MS)
         pg.goto(f"{server.url}/?lang={lang}")
-        # the preview: its loading status, the diagram drawn, the page's script over, no model output yet
-        pg.wait_for_function(f"() => document.querySelector('{SPINNER}') && {DIAGRAM} && document.querySelector("
-                             "'[data-test-script-state]').getAttribute('data-test-script-state') === 'notRunning'")
-        pg.screenshot(path=str(ARTIFACTS / f"preview-{lang}.png"))        # first: the preview lasts about 1-2 s
-        shapes = pg.evaluate("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .annotation')]"
-                             ".map(a => a.textContent)")
+        # the preview, read in one go: its loading status, the diagram drawn, the script over, no model output
+        # and no pieces tables yet (the full page has both)
+        shapes = pg.wait_for_function(
+            f"() => document.querySelector('{SPINNER}') && {DIAGRAM} && document.querySelector("
+            "'[data-test-script-state]').getAttribute('data-test-script-state') === 'notRunning' && "
+            f"({OUTPUT})().length === 0 && !document.querySelector('[data-testid=\"stDataFrame\"]') && "
+            "[...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .annotation')].map(a => a.textContent)"
+        ).json_value()
+        pg.screenshot(path=str(ARTIFACTS / f"preview-{lang}.png"))        # the preview lasts about 1-2 s
         assert f"[{src_len} × 256]" in shapes and "[1 × 256]" in shapes, shapes     # the decoder: [begin] only
-        assert pg.evaluate(OUTPUT) == []
         assert pg.locator('[data-testid="stException"]').count() == 0
         # then the full Overview, by itself: the model's translation and the pieces tables
         pg.wait_for_function(f"() => {NO_PREVIEW} && ({OUTPUT})().length > 0 && "

@@ -34,16 +34,15 @@ def prestarting(done: threading.Event, light: Optional[threading.Event] = None) 
     _prestart, _light = done, light
 
 
-def plotly_first():
-    """A fresh process whose prestart thread has imported its light part: a blank chart now, the first thing a
-    run sends, so plotly.js (the longest of the browser's waits) starts loading at once (a slot to empty with
-    done(); else None)."""
+def plotly_first(slot) -> bool:
+    """A fresh process whose prestart thread has imported its light part: a blank chart in `slot` (the first
+    element of every run), so plotly.js, the longest of the browser's waits, starts loading at once. True
+    when sent."""
     if ready() or _light is None or not _light.is_set():
-        return None
-    slot = st.empty()
+        return False
     with slot.container():
         bundles(code_and_formula=False, key="warmup_plotly_first")
-    return slot
+    return True
 
 
 def prestart_or_busy(start: Callable[[], object]) -> bool:

@@ -28,8 +28,6 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
     page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm)
     st.subheader(t("ov.diagram"))
     st.caption(t("ov.diagram_help"))
-    if note:
-        st.caption(note)
     labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
     labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
     layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder

@@ -50,12 +50,12 @@ def sketch(root=None) -> Optional[Sketch]:
     return Sketch(cfg, len(inp.src) if inp.src is not None else None, len(inp.prompt))
 
 
-def shown(current, plotly_sent: bool = False) -> bool:
-    """The preview, when this run should draw one (`wanted`) and could (`draw`; plotly_sent: this run has sent
-    warmup's blank chart already); then prestart's heavy part may start (this run does not import beside it
-    either way)."""
+def shown(current, first, plotly_sent: bool) -> bool:
+    """The preview, when this run should draw one (`wanted`) and could (`draw`); then prestart's heavy part may
+    start (this run does not import beside it either way). `first`: the run's first element, an st.empty
+    slot, holding warmup's blank chart when plotly_sent."""
     try:
-        return wanted(current) and draw(plotly_sent)
+        return wanted(current) and draw(first, plotly_sent)
     finally:
         prestart.visited()
 
@@ -70,23 +70,24 @@ def wanted(current) -> bool:
     return True
 
 
-def draw(plotly_sent: bool = False) -> bool:
-    """The preview, once prestart's light part is imported (False, nothing drawn: it was not in time, or the
-    default checkpoint does not read; the caller goes on as before)."""
-    slot = st.empty()
-    slot.caption(t("warmup.loading"))                 # while the light part finishes (serve.py: done already)
+def draw(first, plotly_sent: bool) -> bool:
+    """The preview, once prestart's light part is imported (False: it was not in time, or the default checkpoint
+    does not read; the caller goes on as before). Its main area has the full page's elements in the same
+    places after `first` (its loading note, then the blank chart), so the page replaces it in place."""
+    if not plotly_sent:
+        first.caption(t("warmup.loading"))            # while the light part finishes (serve.py: done already)
     made = prestart.light(LIGHT_WAIT_S)
-    slot.empty()
     if made is None:
         return False
     if not plotly_sent:
-        warmup.bundles(code_and_formula=False)  # plotly.js loads while this run draws (only now: see above)
+        with first.container():       # plotly.js loads while this run draws (only now: see the module's docstring)
+            warmup.bundles(code_and_formula=False)
     from views.shell import overview_head    # plotly and numpy: imported whole by the light part by now
     cfg = made.cfg
-    right = overview_head.draw(cfg, made.src_len, made.tgt_len,
-                               note=t("pv.first_step_" + ("ed" if cfg.is_encoder_decoder else "one"), n=made.tgt_len))
+    right = overview_head.draw(cfg, made.src_len, made.tgt_len)
     with right:
         st.status(t("pv.loading"), state="running")
+        st.caption(t("pv.first_step_" + ("ed" if cfg.is_encoder_decoder else "one"), n=made.tgt_len))
     _when_ready()
     warmup.bundles(key=None)          # the code and formula bundles too, after plotly.js: the full page uses them
     return True
