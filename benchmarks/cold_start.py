@@ -1,7 +1,7 @@
 """Cold start: from `streamlit run app.py` (process start) to the first page drawn in Chromium (issue 12), and to
 the full Overview with the model's output (issue 25).
 
-    python benchmarks/cold_start.py [--repeat 5] [--entry serve.py] [--json out.json]
+    python benchmarks/cold_start.py [--repeat 5] [--entry serve.py] [--before ../old-main] [--json out.json]
 
 --entry: the file given to `streamlit run`: app.py (everything loads on the first visit) or serve.py (the
 class server: st.App's lifespan starts torch and the default model before the first visitor, issue 25).
@@ -138,22 +138,25 @@ def main() -> None:
     p.add_argument("--entry", action="append", help="what `streamlit run` is given: app.py (default) or serve.py; "
                    "twice: alternate")
     p.add_argument("--checkpoints", help="VIZ_CHECKPOINTS for the server (default: checkpoints/)")
+    p.add_argument("--before", help="another checkout (e.g. ../old-main): its starts alternate with this one's, so "
+                   "both see the same machine load")
     p.add_argument("--json", help="also write the numbers here")
     args = p.parse_args()
     from playwright.sync_api import sync_playwright
+    roots = {"": ROOT} if not args.before else {"before: ": Path(args.before).resolve(), "this checkout: ": ROOT}
+    entries = args.entry or ["app.py"]
+    runs = {(w, e): [] for w in roots for e in entries}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        entries = args.entry or ["app.py"]
-        runs = {e: [] for e in entries}
         for _ in range(args.repeat):
             for e in entries:
-                runs[e].append(cold_start(browser, ROOT, args.checkpoints, entry=e))
+                for w, root in roots.items():
+                    runs[w, e].append(cold_start(browser, root, args.checkpoints, entry=e))
         browser.close()
-    results = [summary(e, runs[e]) for e in entries]
-    print("\n\n".join(table(r) for r in results))
+    results = [summary(e, r) for (w, e), r in runs.items()]
+    print("\n\n".join(w + table(r) for (w, e), r in zip(runs, results)))
     if args.json:
         Path(args.json).write_text(json.dumps(results if len(results) > 1 else results[0], indent=1), encoding="utf-8")
-
 
 if __name__ == "__main__":
     main()

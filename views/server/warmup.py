@@ -9,7 +9,9 @@ The same goes for two other large element bundles the first page uses: code (the
 A table would load DataFrame and Arrow (1.2 MB) too, but sending one imports pandas first: no faster.
 
 Sessions that start together on a fresh process take turns until the imports are done: plotly's checks look
-numpy and pandas up in sys.modules, and would find them half-imported by another session's thread.
+numpy and pandas up in sys.modules, and would find them half-imported by another session's thread. With a
+prestart thread (views/shell/prestart.py), plotly may be used once its light part is imported: then the blank
+chart is the first thing a run sends (plotly_first), and the Overview's preview draws (views/shell/preview.py).
 """
 from __future__ import annotations
 
