@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from views.server import warmup
-from views.shell import language, presenter
+from views.shell import language, presenter, preview, registry
 from views.shell.strings import t
 
 language.resolve()
@@ -22,12 +22,6 @@ presenter.resolve()                                                      # ?pres
 st.set_page_config(page_title=t("app.title"), page_icon=ICON, layout="wide",    # fetched from fonts.gstatic.com
                    initial_sidebar_state=presenter.sidebar_state())
 presenter.style()
-early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
-try:
-    from views.server import memory  # noqa: E402  (these import torch)
-    from views.shell import context, lesson_mode, links, live_class, registry, session_guard, sidebar  # noqa: E402
-finally:
-    warmup.imported(early)
 
 
 def page(spec: registry.PageSpec) -> st.Page:
@@ -38,8 +32,19 @@ def page(spec: registry.PageSpec) -> st.Page:
 SECTIONS = {t(group): [page(spec) for spec in specs] for group, specs in registry.SECTIONS.items()}
 LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECTIONS.values() for p in g))}
 
+first = st.empty()                                    # every run's first element: see views/shell/preview.py
+sent = warmup.plotly_first(first)                     # serve.py: plotly.js starts loading before anything else
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
+if preview.shown(current, first, sent):   # a fresh server's Overview: what needs no model, at once; the full
+    st.stop()                             # page follows by itself when the model is ready
+first.empty()
+early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
+try:
+    from views.server import memory  # noqa: E402  (these import torch)
+    from views.shell import context, lesson_mode, links, live_class, session_guard, sidebar  # noqa: E402
+finally:
+    warmup.imported(early)
 session_guard.clean_text()
 live_class.remember()                                      # ?class=CODE&me=ID: this session is that student
 lesson_mode.before_sidebar(current, LESSON_PAGES)          # ?lesson=NAME: apply its step, show its note

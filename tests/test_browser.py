@@ -24,6 +24,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "他是我的朋友。"
 TIMEOUT_MS = 90_000          # the machine may be busy training: be patient
+# A fresh server's first Overview is a preview while the model loads (views/shell/preview.py): its loading status
+# spins until the full page replaces it by itself.
+NO_PREVIEW = "!document.querySelector('[data-testid=\"stExpanderIconSpinner\"]')"
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")]
@@ -101,7 +104,7 @@ def _settle(pg) -> None:
     """Wait until streamlit has finished the rerun (no running indicator, no spinner)."""
     pg.wait_for_timeout(500)
     pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-                         " && !document.querySelector('[data-testid=\"stSpinner\"]')", timeout=TIMEOUT_MS)
+                         " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW, timeout=TIMEOUT_MS)
     pg.wait_for_timeout(800)
 
 

@@ -10,7 +10,7 @@ import html
 import pytest
 
 from hostile import INJECT
-from test_browser import ARTIFACTS, CHROMIUM, TIMEOUT_MS, server  # noqa: F401 - the fixture
+from test_browser import ARTIFACTS, CHROMIUM, NO_PREVIEW, TIMEOUT_MS, server  # noqa: F401 - the fixture
 
 TEXT = INJECT["script"] + " 我是学生。 " + INJECT["img"]
 FLAGS = "() => [window.__pwned_script, window.__pwned_img, window.__pwned_dialog]"
@@ -26,7 +26,8 @@ def settle(pg) -> None:
     pg.wait_for_timeout(400)
     pg.wait_for_function("() => { const a = document.querySelector('[data-test-script-state]');"
                          " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
-                         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }", timeout=TIMEOUT_MS)
+                         " && !document.querySelector('[data-testid=\"stSkeleton\"]') && " + NO_PREVIEW + "; }",
+                         timeout=TIMEOUT_MS)
     pg.wait_for_timeout(400)
 
 

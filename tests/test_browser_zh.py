@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, server  # noqa: F401  (server is a fixture)
 from views.shell.strings_zh import ZH
 
 pytestmark = [pytest.mark.browser,
@@ -25,7 +25,8 @@ def _settled(pg) -> None:
     pg.wait_for_function("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
                          " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
                          " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
-                         " && !document.querySelector('[data-testid=\"stSpinner\"]'); }", timeout=WAIT_MS)
+                         " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW + "; }",
+                         timeout=WAIT_MS)
     pg.wait_for_timeout(1200)          # plotly draws after the script has finished
 
 

@@ -12,6 +12,7 @@ SCRIPT = """
 import json, sys
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.query_params["checkpoint"] = "zh-en"      # a link: not the preview of a fresh Overview (tests/test_preview.py)
 at.run()
 charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 print(json.dumps({"torch": "torch" in sys.modules, "exceptions": [e.value for e in at.exception],

@@ -9,17 +9,14 @@ training, export, report < cli. The names the README documents are importable fr
 """
 from importlib import import_module
 
-from viz_transformer.core.catalog import list_checkpoints
-from viz_transformer.core.checkpoint import CheckpointError, save_checkpoint
-from viz_transformer.core.config import ModelConfig
-from viz_transformer.core.hooks import Cache
-from viz_transformer.core.model import Transformer
-from viz_transformer.core.tokenizer import Tokenizer
-from viz_transformer.run.capture import HookedModel, Run, load_checkpoint
-from viz_transformer.run.decoding import Trace, decode
-
-# documented in the README, imported on first use (pandas and the analysis code stay out of `import viz_transformer`)
+# Every documented name, imported on first use: `import viz_transformer.plots.diagram` (the Overview a fresh
+# server draws before the model is loaded) must not import torch, and pandas stays out of `import viz_transformer`.
 LAZY = {
+    "list_checkpoints": "core.catalog", "CheckpointError": "core.checkpoint_files",
+    "save_checkpoint": "core.checkpoint", "ModelConfig": "core.config", "Cache": "core.hooks",
+    "Transformer": "core.model", "Tokenizer": "core.tokenizer",
+    "HookedModel": "run.capture", "Run": "run.capture", "load_checkpoint": "run.capture",
+    "Trace": "run.decoding", "decode": "run.decoding",
     "head_ablation_hooks": "run.interventions", "positions_off_hooks": "run.interventions",
     "rank_heads": "run.interventions", "head_means": "run.interventions",
     "logit_lens": "run.lenses", "lens_view": "run.lenses", "patching_scores": "run.patching",
@@ -28,8 +25,7 @@ LAZY = {
     "load_training_snapshots": "training.snapshots", "architecture_diagram": "plots.diagram",
 }
 
-__all__ = ["Cache", "CheckpointError", "HookedModel", "ModelConfig", "Run", "Tokenizer", "Trace",
-           "Transformer", "decode", "list_checkpoints", "load_checkpoint", "save_checkpoint", *LAZY]
+__all__ = list(LAZY)
 
 
 def __getattr__(name: str):

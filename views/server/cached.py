@@ -29,14 +29,10 @@ from viz_transformer.run import capture as runs
 from viz_transformer.run.derived_cache import compact_run
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
+from views.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
 from viz_transformer.core.config import ARCHITECTURES
 from viz_transformer.training.snapshots import load_training_snapshots
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def checkpoints_root() -> Path:
-    return Path(os.environ.get("VIZ_CHECKPOINTS") or ROOT / "checkpoints")
 
 
 def folder_stamp(path) -> float:

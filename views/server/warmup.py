@@ -9,36 +9,65 @@ The same goes for two other large element bundles the first page uses: code (the
 A table would load DataFrame and Arrow (1.2 MB) too, but sending one imports pandas first: no faster.
 
 Sessions that start together on a fresh process take turns until the imports are done: plotly's checks look
-numpy and pandas up in sys.modules, and would find them half-imported by another session's thread.
+numpy and pandas up in sys.modules, and would find them half-imported by another session's thread. With a
+prestart thread (views/shell/prestart.py), plotly may be used once its light part is imported: then the blank
+chart is the first thing a run sends (plotly_first), and the Overview's preview draws (views/shell/preview.py).
 """
 from __future__ import annotations
 
 import sys
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 import streamlit as st
 
 
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
 _prestart: Optional[threading.Event] = None     # views.shell.prestart's thread (serve.py): set when it is done
+_light: Optional[threading.Event] = None        # that thread's light part (numpy, pandas, plotly) is imported
 WAIT_S = 120.0                   # the most a first run waits for that thread (a slow disk, a big model)
 
 
-def prestarting(done: threading.Event) -> None:
+def prestarting(done: threading.Event, light: Optional[threading.Event] = None) -> None:
     """A thread is importing torch and loading the model already (views/shell/prestart.py); `done` is set
-    when it has finished. The first page runs wait for it instead of importing beside it."""
-    global _prestart
-    _prestart = done
+    when it has finished, `light` when plotly may be used beside it. The first page runs wait for it instead
+    of importing beside it."""
+    global _prestart, _light
+    _prestart, _light = done, light
+
+
+def plotly_first(slot) -> bool:
+    """A fresh process whose prestart thread has imported its light part: a blank chart in `slot` (the first
+    element of every run), so plotly.js, the longest of the browser's waits, starts loading at once. True
+    when sent."""
+    if ready() or _light is None or not _light.is_set():
+        return False
+    with slot.container():
+        bundles(code_and_formula=False, key="warmup_plotly_first")
+    return True
+
+
+def prestart_or_busy(start: Callable[[], object]) -> bool:
+    """True when a prestart thread is at work, started now with `start()` when none was and no session is
+    importing in its own run (`streamlit run app.py`); False when one is: take turns as before."""
+    if _prestart is not None:
+        return True
+    if not _imports.acquire(blocking=False):
+        return False
+    try:
+        start()                 # calls prestarting(): sessions that come next wait for the thread
+    finally:
+        _imports.release()
+    return _prestart is not None
 
 
 def plotly_early(note: str = "") -> Optional[object]:
     """In a process that has not imported torch yet: a placeholder holding `note` (what the visitor reads
     meanwhile) and a blank chart (else None). Call imported() once the heavy imports are done (in a finally)."""
-    if _imported():
+    if ready():
         return None
     _imports.acquire()
-    if _imported():                             # another session did the imports while this one waited
+    if ready():                             # another session did the imports while this one waited
         _imports.release()
         return None
     try:
@@ -51,7 +80,7 @@ def plotly_early(note: str = "") -> Optional[object]:
         raise
 
 
-def _imported() -> bool:
+def ready() -> bool:
     """torch is imported, and no prestart thread (serve.py) is still at work."""
     return "torch" in sys.modules and (_prestart is None or _prestart.is_set())
 
@@ -64,17 +93,26 @@ def imported(slot) -> None:
 
 def _send_blank(note: str):
     slot = st.empty()
-    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
-             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
-                        "yaxis": {"visible": False}}}
     with slot.container():
         if note:
             st.caption(note)                            # what a student reads meanwhile: no error, no blank page
-        with st.container(height=10, border=False):     # 10 pixels: rendered (their bundles load), not seen
-            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="warmup_plotly")
+        bundles()
+    return slot
+
+
+def bundles(code_and_formula: bool = True, key: Optional[str] = "warmup_plotly") -> None:
+    """A blank chart, code and a formula in 10 hidden pixels: rendered, so the browser starts loading their
+    bundles now (plotly.js, the highlighter, KaTeX), not seen. code_and_formula=False: the chart alone (this
+    process serves the bundles: 4.7 MB of plotly.js first); key None: no chart."""
+    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
+             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
+                        "yaxis": {"visible": False}}}
+    with st.container(height=10, border=False):
+        if key is not None:
+            st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key=key)
+        if code_and_formula:
             st.code(" ", language=None)
             st.latex(r"\,")
-    return slot
 
 
 def done(slot) -> None:

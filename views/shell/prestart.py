@@ -1,11 +1,17 @@
 """A fresh class server gets ready before its first visitor: torch, the app's modules and the default model
 are loaded, and the default text run, in a thread started by st.App's lifespan (serve.py), which yields at
-once so the server answers meanwhile.
+once so the server answers meanwhile. Under `streamlit run app.py` the first visit to the Overview starts it
+(views/shell/preview.py).
 
-The first page run does not import beside this thread (two threads importing numpy, pandas and plotly at
-once can each find the other's modules half-made; see views/server/warmup.py): it sends its blank chart,
-so the browser loads plotly.js in parallel, then waits until the thread is done. Whatever fails in
-the thread is logged and left to the page run, which meets it again and shows it as it always does.
+The thread imports the light part first (numpy, pandas, plotly and its first figure, the modules of the
+Overview's model-free part, the default checkpoint's config and tokenizer: `light()`), so that a first visitor
+sees that much of the Overview at once (views/shell/preview.py), then the heavy part (`done()`), once that
+first page is sent (`visited()`; at most HOLD_S after the light part when nobody comes).
+No page run imports beside this thread (two threads importing numpy, pandas and plotly at once can each find
+the other's modules half-made; see views/server/warmup.py): the preview uses only what the light part
+imported, and any other first run sends its blank chart, so the browser loads plotly.js in parallel, then
+waits until the thread is done. Whatever fails in the thread is logged and left to the page run, which
+meets it again and shows it as it always does.
 """
 from __future__ import annotations
 
@@ -16,31 +22,80 @@ from typing import Optional
 
 from streamlit.logger import get_logger
 
+from views.server import defaults
+
 log = get_logger("viz_transformer.prestart")      # Streamlit's format and level (logger.level in config.toml)
+_light = threading.Event()         # set when the light part is imported (and _sketch made, or None)
+_sketch = None                     # views.shell.preview.Sketch of the default checkpoint, or None
+_visitor = threading.Event()       # a first page run is past the preview (drawn it, or will wait for the model)
+HOLD_S = 2.0                       # the most the heavy part waits for that (see warm)
 _done = threading.Event()
 _thread: Optional[threading.Thread] = None
-timings: dict = {}                 # imports_s, model_s, run_s: seconds since the thread started; started_at_s,
-                                   # ready_at_s: since the process started (for the log and benchmarks)
+timings: dict = {}                 # light_s, imports_s, model_s, run_s: seconds since the thread started;
+                                   # started_at_s, light_at_s, ready_at_s: since the process started (log, benchmarks)
+
+
+def warm_light() -> None:
+    """What the preview needs, imported whole before anything else is: the modules plotly looks up in
+    sys.modules, plotly's own lazily loaded parts (its first figure and JSON), the Overview's light part, and
+    the default checkpoint's sketch."""
+    global _sketch
+    t0 = time.perf_counter()
+    try:
+        import numpy, pandas  # noqa: F401,E401  (plotly checks for them in sys.modules: never half-made)
+        import plotly.io, plotly.tools  # noqa: F401,E401  (streamlit's plotly_chart imports them)
+        from views.shell import preview
+        from viz_transformer.plots import diagram
+        made = preview.sketch()
+        if made is not None:
+            plotly.io.to_json(diagram.architecture_diagram(made.cfg, made.src_len, made.tgt_len), validate=False)
+        _sketch = made
+        timings["light_s"] = time.perf_counter() - t0
+        timings["light_at_s"] = _since_process_start()
+    except Exception:  # noqa: BLE001 - no preview then; the page run loads as before
+        log.exception("prestart's light part failed; no preview of the Overview")
+    finally:
+        _light.set()
+
+
+def light(timeout: float):
+    """The default checkpoint's preview.Sketch once the light part is imported; None when it is not within
+    `timeout` seconds or there is none."""
+    return _sketch if _light.wait(timeout) else None
+
+
+def visited() -> None:
+    """A page run has sent the preview, or has no preview to send: the heavy part may start."""
+    _visitor.set()
+
+
+def done() -> bool:
+    """The thread has finished (the model is loaded, or it failed and the page run will say why)."""
+    return _done.is_set()
 
 
 def warm() -> None:
     """The heavy imports app.py makes, then the default checkpoint loaded and its first example run
-    (into the same caches the sidebar reads: views.server.cached)."""
-    t0 = time.perf_counter()
+    (into the same caches the sidebar reads: views.server.cached), after the light part (warm_light)."""
     timings["started_at_s"] = _since_process_start()
+    warm_light()
+    # The heavy imports hold the GIL for seconds: a first visitor's preview (and Streamlit's JS, which this
+    # process serves) would wait for it. So they wait for that page to be sent, at most HOLD_S (no visitor).
+    _visitor.wait(HOLD_S)
+    t0 = time.perf_counter()
     try:
         from views.server import cached, memory  # noqa: F401  (torch)
-        from views.shell import context, lesson_mode, registry, session_guard, sidebar  # noqa: F401
+        from views.shell import context, lesson_mode, links, live_class, registry, session_guard, sidebar  # noqa: F401
         timings["imports_s"] = time.perf_counter() - t0
         from viz_transformer import list_checkpoints
-        good = [i for i in list_checkpoints(cached.checkpoints_root()) if i.error is None]
-        info = next((i for i in good if i.name == "zh-en"), good[0] if good else None)   # the sidebar's default
+        good = [i for i in list_checkpoints(defaults.checkpoints_root()) if i.error is None]
+        info = next((i for i in good if i.name == defaults.CHECKPOINT), good[0] if good else None)   # the sidebar's
         if info is not None:
             stamp = cached.folder_stamp(info.path)
             hm = cached.load_model(str(info.path), stamp)
             timings["model_s"] = time.perf_counter() - t0
             kind = "translator" if hm.cfg.is_translator else "lm"
-            cached.run_text(str(info.path), stamp, sidebar.EXAMPLES[kind][0])
+            cached.run_text(str(info.path), stamp, defaults.EXAMPLES[kind][0])
             timings["run_s"] = time.perf_counter() - t0
         timings["ready_at_s"] = _since_process_start()
         log.info("ready in %.2f s (%s)", time.perf_counter() - t0,
@@ -68,7 +123,7 @@ def start() -> threading.Thread:
     global _thread
     if _thread is None:
         from views.server import warmup
-        warmup.prestarting(_done)
+        warmup.prestarting(_done, _light)
         _thread = threading.Thread(target=warm, name="viz-prestart", daemon=True)
         _thread.start()
     return _thread

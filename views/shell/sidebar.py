@@ -3,21 +3,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from views.server.cached import checkpoints_root, load_model, run_text
+from views.server.cached import load_model, run_text
+from views.server import defaults
+from views.server.defaults import EXAMPLES, checkpoints_root
 from views.shell.context import Context
 from views.shell.strings import t
 from viz_transformer import CheckpointError, list_checkpoints
 
-EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天天气很好。", "我的猫喜欢睡觉。",
-                           "你叫什么名字？"],
-            "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
-                   "Lily wanted to play in the park, but it was raining."]}
-SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见面，然后一起坐火车去北京。"],   # padding demo:
-          "lm": ["Hi.", "The little dog ran to the park and played with his friends all day."]}  # one is picked
-
 
 def _kind_of(info) -> str:
-    return "translator" if info is not None and info.config is not None and info.config.is_translator else "lm"
+    return defaults.kind(info.config if info is not None else None)
 
 
 def _on_checkpoint_change(infos: dict) -> None:
@@ -49,7 +44,7 @@ def sidebar() -> Context:
     names = list(infos)
     good = [n for n in names if infos[n].error is None]
     if st.session_state.get("ckpt") not in names:
-        st.session_state["ckpt"] = "zh-en" if "zh-en" in good else (good or names)[0]
+        st.session_state["ckpt"] = defaults.CHECKPOINT if defaults.CHECKPOINT in good else (good or names)[0]
     name = sb.selectbox(t("sidebar.checkpoint"), names, key="ckpt", help=t("sidebar.checkpoint_help",
                         root=checkpoints_root()), on_change=_on_checkpoint_change, args=(infos,),
                         format_func=lambda n: n if infos[n].error is None else t("sidebar.broken_mark", name=n))

@@ -1,68 +1,18 @@
-"""Small widgets every page uses: figures with one config, pickers that survive a checkpoint change,
-and markdown that shows user text literally."""
+"""Small widgets every page uses: pickers that survive a checkpoint change, heatmap windows, lazy tabs; and
+(from views/shell/page_parts.py, light enough for a fresh server's first page) figures with one config, a
+page's intro and formula, markdown that shows user text literally."""
 from __future__ import annotations
 
-import functools
-import hashlib
-import re
 from typing import Optional
 
 import streamlit as st
 
 from views.shell import registry
-from views.shell.strings import LATEX, t
-from viz_transformer import export
+from views.shell.page_parts import formula, intro, md_escape, show  # noqa: F401  (widgets.show: the pages' name)
+from views.shell.strings import t
 from viz_transformer.analysis import patterns
 from viz_transformer.plots import figure_rules
 from viz_transformer.core.hook_names import parse_prefix
-
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-CALLBACKS = "_viz_callbacks"     # session_state: figure key -> its latest on_select callback
-
-
-def _on_select(key: str) -> None:
-    fn = st.session_state.get(CALLBACKS, {}).get(key)
-    if fn is not None:
-        fn()
-
-
-def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw):
-    """Every figure goes through here: Plotly's own colours (theme=None), its toolbar with PNG export, and
-    a button under it that downloads the figure as standalone HTML (made only when clicked).
-
-    A selectable chart's id includes its figure, so each new figure is a new widget, and Streamlit keeps
-    the callback of every widget a session ever had; a page's own function as callback would keep that
-    page run's variables (its tensors) alive for as long as the session lasts. So Streamlit gets a small
-    dispatcher bound to the key, and the session keeps only the latest callback for each key."""
-    if callable(on_select) and key:
-        st.session_state.setdefault(CALLBACKS, {})[key] = on_select
-        on_select = functools.partial(_on_select, key)
-    if on_select is not None:
-        kw["on_select"] = on_select
-    width = "content" if fig.layout.width else "stretch"      # a heatmap is as wide as its cells need
-    out = st.plotly_chart(fig, theme=None, width=width, config=PLOTLY_CONFIG, key=key, **kw)
-    if html:
-        title = (fig.layout.title.text or "figure") if fig.layout.title else "figure"
-        name = re.sub(r"[^\w]+", "-", title, flags=re.UNICODE).strip("-")[:60] or "figure"
-        bkey = f"{key}__html" if key else "html_" + hashlib.sha1(title.encode()).hexdigest()[:12]
-        st.download_button(t("fig.html"), data=lambda f=fig: export.figure_html(f), file_name=f"{name}.html",
-                           mime="text/html", key=bkey, on_click="ignore", type="tertiary",
-                           icon=":material/download:", help=t("fig.html_help"))
-    return out
-
-
-def intro(page: str, extra: Optional[str] = None, latex: Optional[str] = None) -> None:
-    """A page's opening: its two or three sentences ("{page}.intro"), then its formula when it has one."""
-    st.caption(t(f"{page}.intro"))
-    if extra:
-        st.caption(t(extra))
-    formula(latex or page)
-
-
-def formula(key: str) -> None:
-    """The formula of a page (strings.LATEX), when it has one."""
-    if key in LATEX:
-        st.latex(LATEX[key])
 
 
 def select(where, label: str, options: list, key: str, default=None, **kw):
@@ -126,14 +76,6 @@ def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_
     (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, start, size)
     st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
     return (qa, qb), (ka, kb)
-
-
-_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
-
-
-def md_escape(s: str) -> str:
-    """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
 
 
 # -- tabs whose content runs only when open ----------------------------------------------------------

@@ -15,9 +15,18 @@ from typing import Optional, Sequence, Union
 import torch
 
 from viz_transformer.core.hooks import Cache, NamesFilter, hooks_active
-from viz_transformer.core.encoding import ModelInput, pad_rows
+from viz_transformer.core.encoding import ModelInput
 
 PrefixLen = Union[None, int, torch.Tensor]
+
+
+def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Right-pad id lists into one [B, T] tensor: the one padding helper."""
+    T = max(len(r) for r in rows)
+    out = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,86 +15,23 @@ from safetensors import SafetensorError
 from torch.overrides import TorchFunctionMode
 from safetensors.torch import load as load_bytes, save_file
 
+from viz_transformer.core.checkpoint_files import (  # noqa: F401  (callers name them ck.X)
+    CONFIG, DEFAULT_ROOT, FILES, META, TOKENIZER, WEIGHTS, CheckpointError, _inside, _read_json, _sniff,
+    check_folder, check_tokenizer_file, load_tokenizer, read_config_json, read_meta)
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.model import Transformer
 from viz_transformer.core.tokenizer import Tokenizer
 
-CONFIG, WEIGHTS, TOKENIZER, META = "config.json", "model.safetensors", "tokenizer.model", "meta.json"
-FILES = (CONFIG, WEIGHTS, TOKENIZER, META)
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "checkpoints"
-MAX_JSON_BYTES = 1 << 20          # config.json and meta.json are a few hundred bytes
-MAX_TOKENIZER_BYTES = 64 << 20    # a 256k-piece SentencePiece model is about 5 MB
 MAX_HEADER_BYTES = 16 << 20       # the safetensors JSON header
 MAX_MODEL_BYTES = 2 << 30         # float32 weights and buffers a config may ask for (2 GiB)
 DTYPES = {"F16": 2, "BF16": 2, "F32": 4}
 CHECKSUM = "weights_sha256"       # meta.json key: sha256 of model.safetensors, written by save_checkpoint
 
 
-class CheckpointError(ValueError):
-    """A checkpoint folder or one of its files is missing, corrupt or inconsistent."""
-
-
-def _sniff(path: Path) -> str:
-    """' (it is a Python pickle ...)' when the file starts like one; loading never unpickles."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:
-        return ""
-    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
-        return " (it is a Python pickle: pickles can run code and are never loaded)"
-    if head.startswith(b"PK\x03\x04"):
-        return " (it is a zip archive, as torch.save writes, which holds a pickle: never loaded)"
-    return ""
-
-
-def _inside(path: Path, base: Path) -> bool:
-    return path.resolve() == base or base in path.resolve().parents
-
-
-def _read_json(folder: Path, name: str) -> dict:
-    path = folder / name
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path} is not valid JSON ({e}){_sniff(path)}") from None
-    except UnicodeDecodeError:
-        raise CheckpointError(f"{path} is not UTF-8 text{_sniff(path)}") from None
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path} must hold a JSON object")
-    return data
-
-
-def check_folder(folder, root=None) -> Path:
-    """The folder exists, holds the four files as regular files, and neither it (under `root`) nor
-    any of its files is a link pointing outside it: a checkpoint can only be what is in its folder."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise CheckpointError(f"checkpoint folder {folder} does not exist")
-    if root is not None and not _inside(folder, Path(root).resolve()):
-        raise CheckpointError(f"{folder} is a link to {folder.resolve()}, outside {root}: refused")
-    base = folder.resolve()
-    for f in FILES:
-        p = folder / f
-        if (p.is_symlink() or p.exists()) and not _inside(p, base):
-            raise CheckpointError(f"{p} is a link to {p.resolve()}, outside its checkpoint folder: refused")
-    missing = [f for f in FILES if not (folder / f).is_file()]
-    if missing:
-        raise CheckpointError(f"{folder} is missing {', '.join(missing)}")
-    return folder
-
-
 def read_config(folder) -> ModelConfig:
-    folder = check_folder(folder)
-    try:
-        cfg = ModelConfig.from_dict(_read_json(folder, CONFIG))
-    except (TypeError, ValueError) as e:
-        if isinstance(e, CheckpointError):
-            raise
-        raise CheckpointError(f"{folder / CONFIG}: {e}") from None
-    model_bytes(cfg, folder / CONFIG)
+    """config.json (checkpoint_files.read_config_json), refused when its model is over MAX_MODEL_BYTES."""
+    cfg = read_config_json(folder)
+    model_bytes(cfg, Path(folder) / CONFIG)
     return cfg
 
 
@@ -242,34 +179,6 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
     return model.eval()
 
 
-def check_tokenizer_file(folder) -> Path:
-    """Cheap checks of tokenizer.model before SentencePiece parses it: its size, and not a pickle."""
-    path = Path(folder) / TOKENIZER
-    if path.stat().st_size > MAX_TOKENIZER_BYTES:
-        raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_TOKENIZER_BYTES:,}")
-    if _sniff(path):
-        raise CheckpointError(f"{path} is not a SentencePiece model{_sniff(path)}")
-    return path
-
-
-def load_tokenizer(folder, cfg: Optional[ModelConfig] = None) -> Tokenizer:
-    path = check_tokenizer_file(check_folder(folder))
-    try:
-        tok = Tokenizer.load(path)
-    except (RuntimeError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not a valid SentencePiece model ({e})") from None
-    if cfg is not None and tok.vocab_size != cfg.vocab_size:
-        raise CheckpointError(f"{path} has {tok.vocab_size} pieces but {CONFIG} says vocab_size {cfg.vocab_size}")
-    if cfg is not None and (tok.pad_id, tok.bos_id, tok.eos_id) != (cfg.pad_id, cfg.bos_id, cfg.eos_id):
-        raise CheckpointError(f"{path} special ids (pad, bos, eos) = {(tok.pad_id, tok.bos_id, tok.eos_id)} "
-                              f"differ from {CONFIG}")
-    return tok
-
-
 def check_weights_header(folder) -> None:
     """Cheap integrity check of model.safetensors without reading the tensors (see _header)."""
     _header(Path(folder) / WEIGHTS)
-
-
-def read_meta(folder) -> dict:
-    return _read_json(Path(folder), META)

@@ -10,8 +10,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
-import torch
-
 MAX_CHARS = 20_000        # text longer than this is refused before tokenizing
 MAX_BEAM = 16             # beam_width: each beam holds its own KV cache
 MAX_CANDIDATES = 50       # candidates recorded per decoding step
@@ -101,15 +99,6 @@ def as_input(tok, cfg, text, reserve: int = 0) -> ModelInput:
     """A text encoded (encode_input); a ModelInput, e.g. a run's `run.input`, is taken as it is, never
     encoded again."""
     return text if isinstance(text, ModelInput) else encode_input(tok, cfg, text, reserve)
-
-
-def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Right-pad id lists into one [B, T] tensor: the one padding helper."""
-    T = max(len(r) for r in rows)
-    out = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
-    return out
 
 
 # -- decoding parameters --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_c
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.run.decoding import greedy_batch
 from viz_transformer.training.evaluation import lm_perplexity, plateau, score_translation
-from viz_transformer.core.encoding import pad_rows
+from viz_transformer.core.batch import pad_rows
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.snapshots import Recorder
 from viz_transformer.core.tokenizer import Tokenizer

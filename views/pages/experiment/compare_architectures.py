@@ -3,11 +3,11 @@ source, the mask it applied, and how the mask shapes the rank of its attention p
 import streamlit as st
 
 from views.server import cached
+from views.server import defaults
 from views.shell import callbacks
 from views.shell import confidence_note
 from views.shell import context
 from views.shell import norm_twins
-from views.shell import sidebar
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import architectures as A
@@ -21,7 +21,7 @@ models = cached.translators()
 if len(models) < 2:
     st.info(t("ar.need", have=", ".join(p.name for p in models.values()) or "–"))
     st.stop()
-text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else sidebar.EXAMPLES["translator"][0]
+text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else defaults.EXAMPLES["translator"][0]
 if text != ctx.text:
     st.caption(widgets.md_escape(t("ar.using", text=text)))
 

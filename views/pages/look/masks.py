@@ -2,9 +2,9 @@
 import streamlit as st
 
 from views.server import cached
+from views.server import defaults
 from views.shell import context
 from views.shell import on_request
-from views.shell import sidebar
 from views.shell import widgets
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -25,7 +25,7 @@ with tabs["padding"]:
         # -- padding (and, for a translator, the cross-attention mask) from a real two-sentence batch ---------
         st.subheader(t("mk.padding"))
         st.caption(t("mk.padding_help"))
-        suggested = capture.most_different(ctx.hm, ctx.text, sidebar.SECOND[ctx.kind])
+        suggested = capture.most_different(ctx.hm, ctx.text, defaults.SECOND[ctx.kind])
         other = st.text_input(t("mk.other"), value=suggested, key=f"mk_other_{ctx.kind}_{hash(ctx.text)}")
         pb = None
         if cfg.pad_id < 0:

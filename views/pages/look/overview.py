@@ -5,40 +5,17 @@ import streamlit as st
 from views.server import cached
 from views.shell import confidence_note
 from views.shell import context
+from views.shell import overview_head
 from views.shell import widgets
 from views.shell.strings import has, t
 from viz_transformer.analysis import patterns
-from viz_transformer.plots import diagram
 from viz_transformer.plots import heatmaps
 
 ctx = context.need_run()
 hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 
-st.title(t("ov.title"))
-widgets.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm)
-
-# -- the architecture, drawn from the config, with the shapes of this text -----------------------------
-st.subheader(t("ov.diagram"))
-st.caption(t("ov.diagram_help"))
-labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
-labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
-layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
-          else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
-title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
-          d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
-src_len = len(run.src_ids) if run.src_ids is not None else None
-left, right = st.columns([5, 2])
-with left:
-    widgets.show(diagram.architecture_diagram(cfg, src_len, len(run.tgt_ids), labels, title), key="ov_diagram")
+right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids))
 with right:
-    st.markdown(f"**{t('ov.open')}**")
-    links = [("pos", "views/pages/look/positional_encoding.py", "nav.positional"), ("attn", "views/pages/look/attention.py", "nav.attention"),
-             ("qkv", "views/pages/step/step_by_step.py", "nav.steps"), ("mask", "views/pages/look/masks.py", "nav.masks")]
-    links += [("cross", "views/pages/look/attention.py", "nav.attention")] if cfg.is_encoder_decoder else []
-    links += [("softmax", "views/pages/step/decoding.py", "nav.decoding"), ("heads", "views/pages/experiment/knockout.py", "nav.knockout")]
-    for short, page, nav in links:
-        st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)), icon=":material/arrow_forward:")
-    st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
     confidence_note.of_run(hm, run)
     with st.expander(t("ov.settings")):

@@ -1,0 +1,46 @@
+"""The Overview's opening, which needs no model, only its config: the title, the intro, the architecture
+diagram with the text's shapes and the links to the page of each block. The Overview page draws it, and so
+does a fresh server's first page while the model is still loading (views/shell/preview.py). Light: no torch.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from views.shell import page_parts
+from views.shell.strings import has, t
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.plots import diagram
+
+LINKS = [("pos", "views/pages/look/positional_encoding.py", "nav.positional"),   # (block, page, its title)
+         ("attn", "views/pages/look/attention.py", "nav.attention"), ("qkv", "views/pages/step/step_by_step.py", "nav.steps"),
+         ("mask", "views/pages/look/masks.py", "nav.masks")]
+CROSS = [("cross", "views/pages/look/attention.py", "nav.attention")]            # encoder-decoders only
+OUTPUT_END = [("softmax", "views/pages/step/decoding.py", "nav.decoding"), ("heads", "views/pages/experiment/knockout.py", "nav.knockout")]
+
+
+def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None):
+    """Title, intro, the diagram (src_len / tgt_len: the encoder's and the decoder's positions; src_len None
+    for a one-sequence model) with `note` under its caption, and the links. Returns the column beside the
+    diagram, under the links, for the caller's part (the model's output)."""
+    st.title(t("ov.title"))
+    page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm)
+    st.subheader(t("ov.diagram"))
+    st.caption(t("ov.diagram_help"))
+    labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
+    labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
+    layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
+              else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
+    title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+              d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
+    left, right = st.columns([5, 2])
+    with left:
+        page_parts.show(diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title), key="ov_diagram")
+    with right:
+        st.markdown(f"**{t('ov.open')}**")
+        for short, page, nav in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
+            st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)),
+                         icon=":material/arrow_forward:")
+        st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
+    return right
