@@ -150,3 +150,23 @@ def test_room_grows_the_budget_so_a_large_value_is_kept():
     assert list(memo.keys()) == ["big", "big2"] and memo.total == 2 * nbytes(big) == memo.budget
     memo.get("small2", lambda: _tensor(50))                       # no room asked: the budget stays
     assert memo.budget == 2 * nbytes(big) and list(memo.keys()) == ["big2", "small2"]
+
+
+def test_peek_reads_without_computing_and_counts_as_a_use():
+    memo = ByteLRU(200)
+    memo.get("a", lambda: _tensor(50))
+    memo.get("b", lambda: _tensor(50))
+    assert memo.peek("missing") is None and "missing" not in memo           # nothing computed, nothing kept
+    assert torch.equal(memo.peek("a"), _tensor(50))
+    assert list(memo.keys()) == ["b", "a"]                                 # "a" was used last
+    memo.get("c", lambda: _tensor(101))                                    # 50 + 50 + 101 > 200: the older goes
+    assert "b" not in memo and "a" in memo
+
+
+def test_room_can_be_a_fraction_of_runs():
+    """room=1.5: the budget grows to one and a half times the value, so a third of it more fits beside it."""
+    memo = ByteLRU(100)
+    big = memo.get("big", lambda: _tensor(100), room=1.5)
+    assert memo.budget == int(1.5 * nbytes(big))
+    memo.get("half", lambda: _tensor(50))                         # 100 + 50 bytes = 1.5 x 100: both kept
+    assert list(memo.keys()) == ["big", "half"]

@@ -96,7 +96,11 @@ class ByteLRU:
                 return True, self._entries[key][0]
             return False, None
 
-    def get(self, key: Hashable, compute: Callable[[], Any], room: int = 0) -> Any:
+    def peek(self, key: Hashable) -> Any:
+        """The value kept under key (counted as a use), or None: nothing is computed."""
+        return self._lookup(key)[1]
+
+    def get(self, key: Hashable, compute: Callable[[], Any], room: float = 0) -> Any:
         """The value kept under key, or compute() kept (see put for `room`)."""
         found, value = self._lookup(key)
         if found:
@@ -118,13 +122,13 @@ class ByteLRU:
                 self.misses += 1
             return value
 
-    def put(self, key: Hashable, value: Any, room: int = 0) -> bool:
+    def put(self, key: Hashable, value: Any, room: float = 0) -> bool:
         """Keep value under key (evicting the least recently used to fit). False if it is larger than the budget.
         room: the budget first grows, if it must, to hold `room` values of this size (a large model's run, which
         every page reads: not keeping it would run the model again on every click)."""
         size = self.sizeof(value)
         with self._lock:
-            self.budget = max(self.budget, room * size)
+            self.budget = max(self.budget, int(room * size))
             old = self._entries.pop(key, None)
             if old is not None:
                 self.total -= old[1]
