@@ -170,3 +170,16 @@ def test_room_can_be_a_fraction_of_runs():
     assert memo.budget == int(1.5 * nbytes(big))
     memo.get("half", lambda: _tensor(50))                         # 100 + 50 bytes = 1.5 x 100: both kept
     assert list(memo.keys()) == ["big", "half"]
+
+
+def test_values_kept_with_room_go_after_every_other_value():
+    """A run (put with room) outlives the page results put after it, although it was used less recently;
+    among runs, and among the rest, the least recently used goes first."""
+    memo = ByteLRU(100)
+    memo.get("run", lambda: _tensor(60), room=1.5)                # 1.5 runs fit: the budget stays
+    memo.get("a", lambda: _tensor(20))
+    memo.get("b", lambda: _tensor(10))
+    memo.get("c", lambda: _tensor(25))                             # 60 + 20 + 10 + 25 > 100: "a" goes, not "run"
+    assert list(memo.keys()) == ["run", "b", "c"] and memo.total == 95
+    memo.get("run2", lambda: _tensor(60), room=1.5)               # only room for it: the rest, then "run", go
+    assert list(memo.keys()) == ["run2"] and memo.total == 60

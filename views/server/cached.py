@@ -45,8 +45,8 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-DEFAULT_CACHE_MB = 40         # one text of 512 pieces and what its pages compute (its run is 26 MiB), or hundreds of
-                              # sentences: a class server stays under 600 MiB (benchmarks/bench_memory.py)
+DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page computes from it (its run is 26-33 MiB),
+                              # or hundreds of sentences (benchmarks/bench_memory.py: the server's RSS)
 
 
 def cache_budget() -> int:
