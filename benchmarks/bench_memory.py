@@ -26,6 +26,7 @@ from texts import text_of  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)
 SETTLE_S = 3.0                           # idle seconds before the second sample: > views.server.memory.MIN_INTERVAL
+GOAL_MIB, GOAL_TEXTS = 600, 50           # issue 25: a class server's RSS after 50 long texts
 
 
 def page_titles() -> list[str]:
@@ -103,6 +104,10 @@ def table(res: dict) -> str:
         f"{k:>12}  {v:8.0f}  {res['rss_busy_mib'].get(k, float('nan')):16.0f}" for k, v in res["rss_mib"].items()]
     if res["more"]:
         lines.append(f"growth over the last {res['more']} texts: {res['growth_after_n_mib']:+.0f} MiB")
+    after = [v for k, v in res["rss_mib"].items() if k != "warm-up" and int(k.split()[0]) >= GOAL_TEXTS]
+    goal = f"goal: RSS <= {GOAL_MIB} MiB after {GOAL_TEXTS} texts and after: "
+    lines.append(goal + (f"{max(after):.0f} MiB ({'met' if max(after) <= GOAL_MIB else 'NOT met'})" if after
+                         else f"not measured (only {res['n_texts'] + res['more']} texts)"))
     lines.append(f"errors: {len(res['errors'])}" + "".join(f"\n  {e}" for e in res["errors"][:20]))
     return "\n".join(lines)
 

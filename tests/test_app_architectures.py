@@ -84,6 +84,21 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
     assert table.loc[table["model"] == EN["ar.short.decoder_only"], "causal"].all()
 
 
+def test_architecture_page_keeps_no_compared_models_run(env):
+    """The comparison keeps its small views (arch_view); the memo shared by every session keeps the sidebar
+    model's run alone, not a 512-piece run of each compared model that no page reads again."""
+    from views.server import cached
+    cached.memo().clear()
+    cached.arch_view.clear()
+    at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
+    assert not at.exception
+    outputs = [c.value for c in at.code]
+    for name in ("tiny-zh-en-decoder", "tiny-zh-en-prefix"):                # shown, computed from a run not kept
+        assert load_checkpoint(env / name).run(ZH).output in outputs, name
+    kept = {k[1][0] for k in cached.memo().keys() if k[0] == "run_text"}
+    assert kept == {str(env / "tiny-zh-en")}
+
+
 @pytest.fixture(scope="module")
 def snap_root(tmp_path_factory, pairs_tsv):  # noqa: F811
     root = tmp_path_factory.mktemp("snapckpts")

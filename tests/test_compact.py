@@ -94,3 +94,23 @@ def test_one_head_of_an_intervened_pattern_is_the_stored_one(models):
     small = compact_run(full)
     ref = full.cache["encoder.0.self_attn.hook_pattern"][0, 1]
     assert torch.equal(head_pattern(small.cache, "encoder.self_attn", 0, 1), ref)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_a_patterns_only_run_shows_what_the_full_intervened_run_shows(models, name):
+    """The lean intervened runs the app keeps (the positions and knock-out pages): the same output, logits,
+    predictions and every attention pattern as the full capture under the same hooks, with only q, k, v and
+    mask stored (and a pattern an intervention changed)."""
+    from viz_transformer.run.derived_cache import PATTERN_CAPTURES, patterns_only
+    hm = models[name]
+    block = "encoder.0.self_attn" if hm.cfg.is_encoder_decoder else "decoder.0.self_attn"
+    for hooks in (positions_off_hooks(hm), head_ablation_hooks([(block, 1)], "zero", cfg=hm.cfg),
+                  head_ablation_hooks([(block, 0)], "uniform", cfg=hm.cfg)):
+        full = hm.run(TEXTS[name], fwd_hooks=hooks)
+        lean = compact_run(hm.run(TEXTS[name], names_filter=patterns_only, fwd_hooks=hooks))
+        assert lean.output == full.output and lean.tgt_ids == full.tgt_ids and lean.predicted == full.predicted
+        assert torch.equal(lean.logits, full.logits)
+        patterns = [n for n in full.cache if n.endswith(".hook_pattern")]
+        assert patterns and all(torch.equal(lean.cache[n], full.cache[n]) for n in patterns)
+        assert {n.rsplit(".", 1)[1] for n in lean.cache} <= set(PATTERN_CAPTURES)
+        assert nbytes(lean.cache) < 0.5 * nbytes(compact_run(full).cache)

@@ -150,3 +150,36 @@ def test_room_grows_the_budget_so_a_large_value_is_kept():
     assert list(memo.keys()) == ["big", "big2"] and memo.total == 2 * nbytes(big) == memo.budget
     memo.get("small2", lambda: _tensor(50))                       # no room asked: the budget stays
     assert memo.budget == 2 * nbytes(big) and list(memo.keys()) == ["big2", "small2"]
+
+
+def test_peek_reads_without_computing_and_counts_as_a_use():
+    memo = ByteLRU(200)
+    memo.get("a", lambda: _tensor(50))
+    memo.get("b", lambda: _tensor(50))
+    assert memo.peek("missing") is None and "missing" not in memo           # nothing computed, nothing kept
+    assert torch.equal(memo.peek("a"), _tensor(50))
+    assert list(memo.keys()) == ["b", "a"]                                 # "a" was used last
+    memo.get("c", lambda: _tensor(101))                                    # 50 + 50 + 101 > 200: the older goes
+    assert "b" not in memo and "a" in memo
+
+
+def test_room_can_be_a_fraction_of_runs():
+    """room=1.5: the budget grows to one and a half times the value, so a third of it more fits beside it."""
+    memo = ByteLRU(100)
+    big = memo.get("big", lambda: _tensor(100), room=1.5)
+    assert memo.budget == int(1.5 * nbytes(big))
+    memo.get("half", lambda: _tensor(50))                         # 100 + 50 bytes = 1.5 x 100: both kept
+    assert list(memo.keys()) == ["big", "half"]
+
+
+def test_values_kept_with_room_go_after_every_other_value():
+    """A run (put with room) outlives the page results put after it, although it was used less recently;
+    among runs, and among the rest, the least recently used goes first."""
+    memo = ByteLRU(100)
+    memo.get("run", lambda: _tensor(60), room=1.5)                # 1.5 runs fit: the budget stays
+    memo.get("a", lambda: _tensor(20))
+    memo.get("b", lambda: _tensor(10))
+    memo.get("c", lambda: _tensor(25))                             # 60 + 20 + 10 + 25 > 100: "a" goes, not "run"
+    assert list(memo.keys()) == ["run", "b", "c"] and memo.total == 95
+    memo.get("run2", lambda: _tensor(60), room=1.5)               # only room for it: the rest, then "run", go
+    assert list(memo.keys()) == ["run2"] and memo.total == 60

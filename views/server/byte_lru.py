@@ -59,7 +59,8 @@ def nbytes(obj: Any) -> int:
 
 
 class ByteLRU:
-    """key -> value, at most `budget` bytes (by `sizeof`) in all; the least recently used go first.
+    """key -> value, at most `budget` bytes (by `sizeof`) in all; the least recently used go first (those put
+    with room last).
 
     `get(key, compute)` returns the kept value or computes it once: threads asking for the same missing key
     wait for the one computing it. A value larger than the whole budget is returned but not kept. An
@@ -72,6 +73,7 @@ class ByteLRU:
             raise ValueError(f"budget must be >= 0 bytes, got {budget}")
         self.budget, self.sizeof, self.on_evict = int(budget), sizeof, on_evict
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()   # oldest use first
+        self._lasting: set = set()      # keys put with room: evicted only when no other value is left
         self._computing: dict[Hashable, threading.Lock] = {}
         self._lock = threading.Lock()
         self.total = 0                  # bytes kept now
@@ -96,7 +98,11 @@ class ByteLRU:
                 return True, self._entries[key][0]
             return False, None
 
-    def get(self, key: Hashable, compute: Callable[[], Any], room: int = 0) -> Any:
+    def peek(self, key: Hashable) -> Any:
+        """The value kept under key (counted as a use), or None: nothing is computed."""
+        return self._lookup(key)[1]
+
+    def get(self, key: Hashable, compute: Callable[[], Any], room: float = 0) -> Any:
         """The value kept under key, or compute() kept (see put for `room`)."""
         found, value = self._lookup(key)
         if found:
@@ -118,25 +124,31 @@ class ByteLRU:
                 self.misses += 1
             return value
 
-    def put(self, key: Hashable, value: Any, room: int = 0) -> bool:
+    def put(self, key: Hashable, value: Any, room: float = 0) -> bool:
         """Keep value under key (evicting the least recently used to fit). False if it is larger than the budget.
         room: the budget first grows, if it must, to hold `room` values of this size (a large model's run, which
-        every page reads: not keeping it would run the model again on every click)."""
+        every page reads: not keeping it would run the model again on every click), and the value is evicted
+        only after every value put without room (a page's result never pushes out the run the next page reads)."""
         size = self.sizeof(value)
         with self._lock:
-            self.budget = max(self.budget, room * size)
+            self.budget = max(self.budget, int(room * size))
             old = self._entries.pop(key, None)
+            self._lasting.discard(key)
             if old is not None:
                 self.total -= old[1]
             dropped = old is not None
             kept = size <= self.budget
             if kept:
                 while self._entries and self.total + size > self.budget:
-                    _, (_, s) = self._entries.popitem(last=False)
+                    victim = next((k for k in self._entries if k not in self._lasting), next(iter(self._entries)))
+                    _, s = self._entries.pop(victim)
+                    self._lasting.discard(victim)
                     self.total -= s
                     self.evictions += 1
                     dropped = True
                 self._entries[key] = (value, size)
+                if room:
+                    self._lasting.add(key)
                 self.total += size
         if dropped and self.on_evict is not None:
             self.on_evict()
@@ -146,6 +158,7 @@ class ByteLRU:
         with self._lock:
             had = bool(self._entries)
             self._entries.clear()
+            self._lasting.clear()
             self.total = 0
         if had and self.on_evict is not None:
             self.on_evict()

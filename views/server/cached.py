@@ -26,7 +26,7 @@ from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.run import capture as runs
-from viz_transformer.run.derived_cache import compact_run
+from viz_transformer.run.derived_cache import compact_run, patterns_only
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
 from views.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
@@ -42,7 +42,8 @@ def folder_stamp(path) -> float:
     return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
 
 
-DEFAULT_CACHE_MB = 64         # ~2 runs of 512 pieces, hundreds of sentences: the server stays under 600 MB
+DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page computes from it (its run is 26-33 MiB),
+                              # or hundreds of sentences (benchmarks/bench_memory.py: the server's RSS)
 
 
 def cache_budget() -> int:
@@ -93,14 +94,29 @@ def load_model(path: str, stamp: float):
     return load_checkpoint(path, dtype=dtype, device=device)
 
 
-RUNS_KEPT = 2     # the memo always has room for this many runs of the largest model asked for (its budget grows)
+RUN_ROOM = 1.5    # the memo's budget grows, if it must, to 1.5 runs of the largest model asked for: the run and
+                  # what pages compute from it (a lean intervened run is about a third of a run), never one
+                  # evicting the other on the way through the pages
 
 
-def run_text(path: str, stamp: float, text: str):
+def _run_key(path: str, stamp: float, text: str) -> tuple:
+    return ("run_text", (path, stamp, text), ())
+
+
+def run_text(path: str, stamp: float, text: str, runs: int = 1):
     """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
-    128 tokens is a few hundred MB, more than the default budget: every page would run the model again)."""
-    return memo().get(("run_text", (path, stamp, text), ()), lambda: compact_run(load_model(path, stamp).run(text)),
-                      room=RUNS_KEPT)
+    128 tokens is a few hundred MB, more than the default budget: every page would run the model again).
+    runs: how many texts' runs the calling page reads together (2 on the pages that compare two texts)."""
+    return memo().get(_run_key(path, stamp, text), lambda: compact_run(load_model(path, stamp).run(text)),
+                      room=runs - 1 + RUN_ROOM)
+
+
+def run_once(path: str, stamp: float, text: str):
+    """The text's run as run_text keeps it when a page made it already; else a run that is not kept (a view
+    cached whole, like arch_view, reads it once: the memo held every compared model's 512-piece run, up to
+    67 MiB each, for no later reader)."""
+    kept = memo().peek(_run_key(path, stamp, text))
+    return kept if kept is not None else load_model(path, stamp).run(text)
 
 
 @heavy
@@ -148,13 +164,15 @@ def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
 def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     hm = load_model(path, stamp)
     hooks = ablation_hooks(path, stamp, text, heads, mode)
-    return compact_run(hm.run(text, fwd_hooks=hooks)), forced.forced_logits(hm, run_text(path, stamp, text), hooks)
+    return (compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks)),      # its page reads the output
+            forced.forced_logits(hm, run_text(path, stamp, text), hooks))                # and patterns alone
 
 
 @heavy
 def positions_off(path: str, stamp: float, text: str):
+    """The run with every position signal taken out: its page reads the output and the patterns alone."""
     hm = load_model(path, stamp)
-    return compact_run(hm.run(text, fwd_hooks=interventions.positions_off_hooks(hm)))
+    return compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=interventions.positions_off_hooks(hm)))
 
 
 @heavy
@@ -208,7 +226,7 @@ def norm_twin(path: Path) -> Optional[Path]:
     return None
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=8)       # ~0.6 MiB each for a 512-piece text
 def arch_view(path: str, stamp: float, text: str) -> dict:
     """What the architecture comparison shows of one model's run, small enough to keep: the output, where
     the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
@@ -216,7 +234,7 @@ def arch_view(path: str, stamp: float, text: str) -> dict:
     models' full runs did not fit the memo together, and each visit re-ran them."""
     from viz_transformer.analysis import architectures
     from viz_transformer.analysis import confidence
-    cfg, run = load_model(path, stamp).cfg, run_text(path, stamp, text)
+    cfg, run = load_model(path, stamp).cfg, run_once(path, stamp, text)
     reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
     blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
     masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),

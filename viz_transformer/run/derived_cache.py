@@ -4,6 +4,7 @@ and mask with the model's own attention function, and only where that gives back
 tensor (checked bit for bit when the run is compacted; a capture an intervention changed stays stored).
 
     small = compact_run(hm.run(text))        # small.cache[name] == run.cache[name] for every name
+    lean = compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks))   # output, logits, patterns
 """
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ from viz_transformer.core.hooks import Cache
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
 INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
+PATTERN_CAPTURES = ("hook_pattern", "hook_rot_q", "hook_rot_k") + INPUTS     # a pattern and what recomputes it
+
+
+def patterns_only(name: str) -> bool:
+    """names_filter for a run read only for its output, logits and attention patterns (an intervened run
+    shown beside the original): compact_run then stores q, k, v and mask alone, about a third of a full
+    capture (the feed-forward and residual captures are most of it)."""
+    return name.rsplit(".", 1)[-1] in PATTERN_CAPTURES
 
 
 def recompute(tensors: dict[str, torch.Tensor], prefix: str):

@@ -30,7 +30,7 @@ if not on_request.asked(ctx.hm, "compare", (ctx.name, other), t("cp.run")):
     st.stop()
 try:
     with st.spinner(t("sidebar.running")):
-        run2 = cached.run_text(str(ctx.path), ctx.stamp, other)
+        run2 = cached.run_text(str(ctx.path), ctx.stamp, other, runs=2)
 except ValueError as e:
     st.error(str(e))
     st.stop()

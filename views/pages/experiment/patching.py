@@ -63,7 +63,7 @@ bar.empty()
 a = df.attrs
 c = st.columns(2)
 for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
-                               (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other))):
+                               (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other, runs=2))):
     where.markdown(f"**{t(title)}**")
     where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
     confidence_note.of_run(ctx.hm, r, where)
