@@ -53,6 +53,9 @@ class Result:
                 "text": [e.markdown.body for e in self.of("markdown")]}
 
 
+POLL_S = 0.25            # views/shell/preview.py's run_every
+
+
 class Session:
     def __init__(self, ws, url: str):
         self.ws, self.url = ws, url
@@ -63,6 +66,7 @@ class Session:
         self.query = ""                      # the address's query string (?class=...), sent with every rerun
         self.page_name = ""                  # the page's url path, for the first run (before page_hash is known)
         self.fragment_of: dict[str, str] = {}  # widget id -> the fragment it lives in ("" for none)
+        self.auto_rerun = ""                   # the latest fragment the server asked to rerun on a timer
 
     @classmethod
     async def open(cls, url: str) -> "Session":
@@ -142,6 +146,8 @@ class Session:
                     self.fragment_of[wid] = fm.delta.fragment_id
                 if fm.delta.fragment_id:
                     res.fragments.add(fm.delta.fragment_id)
+            elif kind == "auto_rerun":               # a fragment with run_every: the browser reruns it
+                self.auto_rerun = fm.auto_rerun.fragment_id
             elif kind == "navigation":
                 self.pages = {p.page_name: p.page_script_hash for p in fm.navigation.app_pages}
                 for p in fm.navigation.app_pages:
@@ -154,8 +160,26 @@ class Session:
                     res.elements, self.ids = [], {}
                     continue
                 break
+        if not fragment and self.auto_rerun and not any(w.endswith("-text") for w in self.ids):
+            res = await self._after_preview(res, timeout)
         res.seconds = time.perf_counter() - t0
         # widget states the server knows now are what the browser would send next time
+        return res
+
+    async def _after_preview(self, res: Result, timeout: float) -> Result:
+        """A fresh server's first Overview is a preview without the sidebar (views/shell/preview.py); its
+        fragment's run_every reruns the app once the model is ready. Do what the browser does: run that
+        fragment every POLL_S until the full page (with the sidebar's text box) has come."""
+        fid = self.auto_rerun
+        t0 = time.perf_counter()
+        while not any(w.endswith("-text") for w in self.ids):
+            if time.perf_counter() - t0 > timeout:
+                raise TimeoutError("the preview never turned into the page")
+            await asyncio.sleep(POLL_S)
+            more = await self.rerun(fragment=fid, timeout=timeout)
+            res.n_bytes += more.n_bytes
+            if any(w.endswith("-text") for w in self.ids):
+                res.elements, res.exceptions = more.elements, res.exceptions + more.exceptions
         return res
 
     async def goto(self, title: str, values: Optional[dict] = None) -> Result:
