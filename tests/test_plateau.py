@@ -3,7 +3,7 @@ over the last 20% of the updates)."""
 import json
 
 from viz_transformer.training.evaluation import plateau
-from viz_transformer.training.train import record_curve
+from viz_transformer.training.evaluation import record_curve
 
 
 def _history(bleus, every=100):

@@ -6,6 +6,7 @@ them trained on, so no model is rewarded for remembering a training sentence.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -13,6 +14,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from viz_transformer.core.checkpoint_files import read_meta
 from viz_transformer.training import data as D
 from viz_transformer.run.decoding import greedy_batch
 
@@ -107,3 +109,19 @@ def plateau(history: list[dict], tail: float = 0.2) -> Optional[dict]:
     gain = round(max(sign * h[key] for h in history) - max(early), 3)
     return {"metric": key, "tail": tail, "from_step": int(cut), "to_step": history[-1]["step"], "gain": gain,
             "plateaued": gain < PLATEAU_GAIN}
+
+
+def curve_meta(history: list[dict]) -> dict:
+    """What meta.json keeps of the run's course: the validation score after every epoch, and whether it has
+    plateaued (evaluation.plateau)."""
+    return {"curve": history, "plateau": plateau(history)}
+
+
+def record_curve(out, work) -> dict:
+    """Write the whole validation curve of the run in `work` into the checkpoint `out`'s meta.json (a run
+    that ended before meta kept its curve); returns what was written."""
+    history = json.loads((Path(work) / "state.json").read_text())["history"]
+    meta = read_meta(out)
+    meta.update(curve_meta(history))
+    (Path(out) / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return curve_meta(history)

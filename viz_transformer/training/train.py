@@ -26,7 +26,7 @@ from viz_transformer.training import data as D
 from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.run.decoding import greedy_batch
-from viz_transformer.training.evaluation import lm_perplexity, plateau, score_translation
+from viz_transformer.training.evaluation import curve_meta, lm_perplexity, score_translation
 from viz_transformer.core.batch import pad_rows
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.snapshots import Recorder
@@ -401,22 +401,6 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
 
     finish(out, tc, test, info["history"])
     return out
-
-
-def curve_meta(history: list[dict]) -> dict:
-    """What meta.json keeps of the run's course: the validation score after every epoch, and whether it has
-    plateaued (evaluation.plateau)."""
-    return {"curve": history, "plateau": plateau(history)}
-
-
-def record_curve(out, work) -> dict:
-    """Write the whole validation curve of the run in `work` into the checkpoint `out`'s meta.json (a run
-    that ended before meta kept its curve); returns what was written."""
-    history = json.loads((Path(work) / "state.json").read_text())["history"]
-    meta = read_meta(out)
-    meta.update(curve_meta(history))
-    (Path(out) / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return curve_meta(history)
 
 
 def finish(out: Path, tc: TrainConfig, test, history: Optional[list] = None) -> None:
