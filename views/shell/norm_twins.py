@@ -16,9 +16,9 @@ from viz_transformer.plots import heatmaps
 
 
 def show(pre: Path, post: Path) -> None:
-    (pre_hm, post_hm), (pre_snaps, post_snaps) = (
-        [cached.load_model(str(p), cached.folder_stamp(p)) for p in (pre, post)],
-        [cached.snapshots(str(p), cached.folder_stamp(p)) for p in (pre, post)])
+    stamps = [cached.folder_stamp(p) for p in (pre, post)]
+    pre_hm, post_hm = (cached.load_model(str(p), s) for p, s in zip((pre, post), stamps))
+    pre_snaps, post_snaps = (cached.snapshots(str(p), s) for p, s in zip((pre, post), stamps))
     names = {"pre": t("ar.twin_pre", name=pre.name), "post": t("ar.twin_post", name=post.name)}
     numbers = A.norm_twins(pre_hm.meta or {}, post_hm.meta or {}, _loss(pre_snaps), _loss(post_snaps))
     if numbers is None:

@@ -121,7 +121,7 @@ def record_curve(out, work) -> dict:
     """Write the whole validation curve of the run in `work` into the checkpoint `out`'s meta.json (a run
     that ended before meta kept its curve); returns what was written."""
     history = json.loads((Path(work) / "state.json").read_text())["history"]
-    meta = read_meta(out)
-    meta.update(curve_meta(history))
+    kept = curve_meta(history)
+    meta = dict(read_meta(out), **kept)
     (Path(out) / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return curve_meta(history)
+    return kept
