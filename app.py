@@ -33,7 +33,7 @@ SECTIONS = {t(group): [page(spec) for spec in specs] for group, specs in registr
 LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECTIONS.values() for p in g))}
 
 first = st.empty()                                    # every run's first element: see views/shell/preview.py
-sent = warmup.plotly_first(first)                     # serve.py: plotly.js starts loading before anything else
+sent = warmup.plotly_first(first)                     # a fresh server: plotly.js loads before anything else
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
 if preview.shown(current, first, sent):   # a fresh server's Overview: what needs no model, at once; the full

@@ -68,4 +68,7 @@ def test_a_fresh_server_previews_the_overview_then_completes_it(tmp_path, entry,
         pg.wait_for_timeout(500)
         pg.screenshot(path=str(ARTIFACTS / f"preview-{lang}-complete.png"))
         browser.close()
-    assert "Traceback" not in (tmp_path / "server.log").read_text(encoding="utf-8")
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert "Traceback" not in log
+    # the model loaded only once the browser had drawn the preview (its second poll), not beside plotly.js
+    assert "heavy part starts after the preview drawn" in log, log[-3000:]

@@ -85,3 +85,77 @@ def test_prestart_starts_only_when_no_session_is_importing(monkeypatch):
     assert warmup.prestart_or_busy(start) is True and started == [1]       # once: then the others wait for it
     assert warmup._imports.acquire(blocking=False)                           # and the lock was given back
     warmup._imports.release()
+
+
+@pytest.fixture
+def fresh_warmup(monkeypatch):
+    """warmup's state as in a fresh serve.py process whose prestart thread has not imported its light part;
+    the blank chart recorded, with whether plotly's import lock was held while it was made."""
+    light = threading.Event()
+    monkeypatch.setattr(warmup, "_plotly", threading.Lock())
+    monkeypatch.setattr(warmup, "_arrived", threading.Event())
+    monkeypatch.setattr(warmup, "_prestart", threading.Event())
+    monkeypatch.setattr(warmup, "_light", light)
+    sent = []
+    monkeypatch.setattr(warmup, "first_chart", lambda slot: sent.append(warmup._plotly.locked()))
+    return light, sent
+
+
+def test_the_first_run_imports_plotly_before_the_light_part(fresh_warmup):
+    light, sent = fresh_warmup
+    entered = threading.Event()
+
+    def light_part():
+        with warmup.first_visit(30):
+            entered.set()
+
+    thread = threading.Thread(target=light_part, daemon=True)
+    thread.start()
+    assert not entered.wait(0.3)              # the light part waits for a first run (up to ARRIVE_S)
+    assert warmup.plotly_first(None) is True and sent == [True]     # made under the lock: nobody imports beside
+    assert entered.wait(5)                    # then the light part goes on
+    thread.join(5)
+
+
+def test_no_blank_chart_while_the_light_part_imports(fresh_warmup):
+    light, sent = fresh_warmup
+    with warmup.first_visit(0):               # the light part (ARRIVE_S passed) is importing plotly
+        assert warmup.plotly_first(None) is False and sent == []
+    assert warmup._arrived.is_set()           # the light part need not wait for a run any more
+    light.set()                               # imported: any run may send it, without the lock
+    assert warmup.plotly_first(None) is True and sent == [False]
+
+
+def test_the_heavy_part_waits_for_the_preview_drawn(monkeypatch):
+    from views.shell import prestart
+    for name in ("_visitor", "_seen"):
+        monkeypatch.setattr(prestart, name, threading.Event())
+    prestart.visited(preview=True)            # sent: the heavy part still waits for the browser's poll
+    assert prestart._visitor.is_set() and not prestart._seen.is_set()
+    prestart.seen()
+    assert prestart._seen.is_set()
+    monkeypatch.setattr(prestart, "_seen", threading.Event())
+    prestart.visited(preview=False)           # a deep link or another page: nothing to draw first
+    assert prestart._seen.is_set()
+
+
+def test_a_later_chart_of_the_first_run_waits_for_the_light_part(fresh_warmup, monkeypatch):
+    """plotly_first lets the light part start; the same run's next chart (plotly_early's, on any page but the
+    preview) must not use plotly while that part is importing pandas (it found pandas half-made)."""
+    light, _ = fresh_warmup
+    made = []
+    monkeypatch.setattr(warmup, "_imports", threading.Lock())
+    monkeypatch.setattr(warmup, "_send_blank", lambda note: made.append(light.is_set()))
+    run = threading.Thread(target=lambda: warmup.imported(warmup.plotly_early("")), daemon=True)
+    run.start()
+    run.join(0.3)
+    assert made == []                          # still waiting for the light part
+    light.set()
+    for _ in range(100):
+        if made:
+            break
+        run.join(0.05)
+    assert made == [True]
+    warmup._prestart.set()                     # the heavy part done: the run goes on
+    run.join(5)
+    assert not run.is_alive()

@@ -25,6 +25,9 @@ import streamlit as st
 _imports = threading.Lock()      # held from the blank chart until the heavy imports are done
 _prestart: Optional[threading.Event] = None     # views.shell.prestart's thread (serve.py): set when it is done
 _light: Optional[threading.Event] = None        # that thread's light part (numpy, pandas, plotly) is imported
+_plotly = threading.Lock()       # held while plotly is first imported: by a first run (its blank chart) or by
+                                 # prestart's light part, never both at once
+_arrived = threading.Event()     # a first run has started (and sent its blank chart, when it could)
 WAIT_S = 120.0                   # the most a first run waits for that thread (a slow disk, a big model)
 
 
@@ -37,14 +40,54 @@ def prestarting(done: threading.Event, light: Optional[threading.Event] = None) 
 
 
 def plotly_first(slot) -> bool:
-    """A fresh process whose prestart thread has imported its light part: a blank chart in `slot` (the first
-    element of every run), so plotly.js, the longest of the browser's waits, starts loading at once. True
-    when sent."""
-    if ready() or _light is None or not _light.is_set():
+    """A fresh process with a prestart thread (serve.py): a blank chart in `slot` (the first element of every
+    run), so plotly.js, the longest of the browser's waits, starts loading at once. True when sent. (No
+    loading note with it: the block waits for plotly.js before it paints, the note with it.) The first
+    run imports plotly itself when the thread's light part has not begun (it waits for this: first_visit),
+    so the server's first seconds go to serving Streamlit's JavaScript, not to imports (ws open 1.85 -> 1.55 s);
+    while the light part is importing, nothing is sent (the preview sends it once that is done)."""
+    try:
+        if ready():
+            return False
+        if _light is None:            # `streamlit run app.py`: no thread yet (the preview may start it)
+            return _first_alone(slot)
+        if _light.is_set():
+            first_chart(slot)
+            return True
+        if not _plotly.acquire(blocking=False):            # the light part is importing plotly now
+            return False
+        try:
+            first_chart(slot)
+        finally:
+            _plotly.release()
+        return True
+    finally:
+        _arrived.set()
+
+
+def _first_alone(slot) -> bool:
+    """No prestart thread yet: the blank chart when no other session is importing (it holds _imports, as
+    plotly_early's runs do), so plotly.js loads while the preview waits for the light part it starts next."""
+    if not _imports.acquire(blocking=False):
         return False
+    try:
+        with _plotly:
+            first_chart(slot)
+        return True
+    finally:
+        _imports.release()
+
+
+def first_visit(timeout: float):
+    """For prestart's light part: wait until a first run has sent its blank chart (at most `timeout` s), then
+    hold the lock under which plotly is first imported (a context manager)."""
+    _arrived.wait(timeout)
+    return _plotly
+
+
+def first_chart(slot) -> None:
     with slot.container():
         bundles(code_and_formula=False, key="warmup_plotly_first")
-    return True
 
 
 def prestart_or_busy(start: Callable[[], object]) -> bool:
@@ -71,6 +114,8 @@ def plotly_early(note: str = "") -> Optional[object]:
         _imports.release()
         return None
     try:
+        if _light is not None:      # prestart's light part may be importing pandas and plotly (it starts after
+            _light.wait(WAIT_S)     # this run's plotly_first): plotly would find them half-made
         slot = _send_blank(note)
         if _prestart is not None:
             _prestart.wait(WAIT_S)  # a class server (serve.py) is importing them already: wait for it

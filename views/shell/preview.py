@@ -25,6 +25,8 @@ from viz_transformer.core.encoding import encode_input
 PARAMS = {"lang", "present"}     # the link parameters that still get the preview
 LIGHT_WAIT_S = 10.0              # the most the preview waits for prestart's light part (then: as before)
 POLL_S = 0.25                    # how often the page asks whether the model is ready
+POLLED = "_preview_polls"        # session state: the browser's polls since the preview was sent
+SEEN_POLLS = 2                   # the poll that says the preview is drawn (see _when_ready)
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,12 @@ def shown(current, first, plotly_sent: bool) -> bool:
     """The preview, when this run should draw one (`wanted`) and could (`draw`); then prestart's heavy part may
     start (this run does not import beside it either way). `first`: the run's first element, an st.empty
     slot, holding warmup's blank chart when plotly_sent."""
+    sent = False
     try:
-        return wanted(current) and draw(first, plotly_sent)
+        sent = wanted(current) and draw(first, plotly_sent)
+        return sent
     finally:
-        prestart.visited()
+        prestart.visited(preview=sent)
 
 
 def wanted(current) -> bool:
@@ -88,13 +92,22 @@ def draw(first, plotly_sent: bool) -> bool:
     with right:
         st.status(t("pv.loading"), state="running")
         st.caption(t("pv.first_step_" + ("ed" if cfg.is_encoder_decoder else "one"), n=made.tgt_len))
+    st.session_state[POLLED] = -1        # this run's own call of the fragment makes it 0
     _when_ready()
-    warmup.bundles(key=None)          # the code and formula bundles too, after plotly.js: the full page uses them
     return True
 
 
 @st.fragment(run_every=POLL_S)
 def _when_ready() -> None:
-    """The full page, by itself, once the model is loaded (or prestart has given up: the page shows why)."""
+    """The full page, by itself, once the model is loaded (or prestart has given up: the page shows why).
+    The browser asks for this rerun with a timer, which cannot fire while it compiles plotly.js or draws the
+    diagram: its SEEN_POLLS-th poll says the preview is drawn, so prestart's heavy part may start
+    (prestart.seen); the next ones load the code and formula bundles the full page uses (1.8 MB more of
+    JavaScript to compile, which had delayed the diagram by 0.4 s when sent with it)."""
     if prestart.done():
         st.rerun(scope="app")
+    polls = st.session_state[POLLED] = st.session_state.get(POLLED, 0) + 1
+    if polls >= SEEN_POLLS:     # the first can come while plotly.js is still downloading (not compiling yet)
+        prestart.seen()
+    if polls > SEEN_POLLS:
+        warmup.bundles(key=None)
