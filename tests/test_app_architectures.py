@@ -86,17 +86,23 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
 
 def test_architecture_page_keeps_no_compared_models_run(env):
     """The comparison keeps its small views (arch_view); the memo shared by every session keeps the sidebar
-    model's run alone, not a 512-piece run of each compared model that no page reads again."""
+    model's run alone, not a 512-piece run of each compared model that no page reads again, and only the
+    sidebar's model stays loaded."""
     from views.server import cached
     cached.memo().clear()
     cached.arch_view.clear()
+    cached.load_model.clear()
+    cached._kept.clear()
     at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
     assert not at.exception
     outputs = [c.value for c in at.code]
     for name in ("tiny-zh-en-decoder", "tiny-zh-en-prefix"):                # shown, computed from a run not kept
         assert load_checkpoint(env / name).run(ZH).output in outputs, name
+        n = sum(p.numel() for p in load_checkpoint(env / name).model.parameters())
+        assert any(c.value == EN["ar.checkpoint"].format(name=name, n=n) for c in at.caption), name   # no weights
     kept = {k[1][0] for k in cached.memo().keys() if k[0] == "run_text"}
     assert kept == {str(env / "tiny-zh-en")}
+    assert {p for p, _ in cached._kept} == {str(env / "tiny-zh-en")}        # nor their models: loaded, read, let go
 
 
 @pytest.fixture(scope="module")

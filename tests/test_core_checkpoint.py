@@ -210,7 +210,7 @@ def test_loading_never_unpickles(monkeypatch, ckpt_root):
 @pytest.mark.parametrize("architecture,positional", [("encoder_decoder", "sinusoidal"), ("decoder_only", "learned"),
                                                      ("prefix_lm", "sinusoidal")])
 def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, positional):
-    from viz_transformer.core.checkpoint import _reference, model_bytes
+    from viz_transformer.core.checkpoint import _reference, model_bytes, n_parameters
     cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
                       n_decoder_layers=2, d_ff=32, max_len=32, architecture=architecture, positional=positional)
     real = Transformer(cfg)                                       # the reference: built on the CPU for real
@@ -219,6 +219,20 @@ def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, 
     assert all(p.is_meta for p in ref.parameters())
     n = sum(t.numel() for t in real.parameters()) + sum(t.numel() for t in real.buffers())
     assert model_bytes(cfg) == 4 * n
+    assert n_parameters(cfg) == sum(p.numel() for p in real.parameters())     # tied weights once, as torch counts
+
+
+def test_loading_draws_no_random_numbers(tmp_path, tiny_translator):
+    """Every weight comes from the file, so the load skips random initialisation (two thirds of a 7.6M-parameter
+    translator's load time): the global RNG is where it was, and the logits are the saved model's."""
+    tok = tiny_translator.tokenizer
+    model = build(tok, "encoder_decoder")
+    folder = save_checkpoint(tmp_path / "ck", model, tok, META, fp16=False)
+    torch.manual_seed(11)
+    before = torch.get_rng_state()
+    hm = load_checkpoint(folder)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert torch.equal(logits(hm.model), logits(model))
 
 
 def test_learned_positions_start_as_randn_times_0_02():

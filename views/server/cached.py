@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -30,7 +31,7 @@ from viz_transformer.run.derived_cache import compact_run, patterns_only
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
 from views.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
-from viz_transformer.core.config import ARCHITECTURES
+from viz_transformer.core.config import ARCHITECTURES, ModelConfig
 from viz_transformer.training.snapshots import load_training_snapshots
 
 
@@ -86,12 +87,42 @@ def weight_settings() -> tuple[str, str]:
     return dtype, device
 
 
+_kept: set = set()          # (path, stamp) of every model load_model has loaded (and keeps)
+
+
 @st.cache_resource(show_spinner=False, max_entries=6)
 def load_model(path: str, stamp: float):
-    """Every shipped checkpoint stays loaded (~30 MB each): the architecture comparison alone needs four at
-    once, and with room for three it reloaded them on every visit (1.1 s of its server time)."""
+    """The models the pages run (the sidebar's, ~30 MB each for ours) stay loaded. The architecture
+    comparison does not keep its three: it reads each once per text (model_once, model_facts)."""
+    dtype, device = weight_settings()
+    _kept.add((path, stamp))
+    return load_checkpoint(path, dtype=dtype, device=device)
+
+
+def model_once(path: str, stamp: float):
+    """The model for a view cached whole (arch_view): the kept one when a page has loaded it, else one loaded
+    for this call and not kept. The comparison's three translators had stayed loaded for good, 88 MiB of a
+    class server's memory for a page read once per text; a load is 0.14 s (load_weights skips random init)."""
+    if (path, stamp) in _kept:
+        return load_model(path, stamp)
     dtype, device = weight_settings()
     return load_checkpoint(path, dtype=dtype, device=device)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a page says of a model without its weights: its config, meta.json and parameter count."""
+    cfg: ModelConfig
+    meta: dict
+    n_params: int
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def model_facts(path: str, stamp: float) -> ModelFacts:
+    from viz_transformer import list_checkpoints
+    from viz_transformer.core.checkpoint import n_parameters
+    info = next(i for i in list_checkpoints(Path(path).parent) if i.path == Path(path))
+    return ModelFacts(info.config, info.meta or {}, n_parameters(info.config))
 
 
 RUN_ROOM = 1.5    # the memo's budget grows, if it must, to 1.5 runs of the largest model asked for: the run and
@@ -111,12 +142,12 @@ def run_text(path: str, stamp: float, text: str, runs: int = 1):
                       room=runs - 1 + RUN_ROOM)
 
 
-def run_once(path: str, stamp: float, text: str):
-    """The text's run as run_text keeps it when a page made it already; else a run that is not kept (a view
-    cached whole, like arch_view, reads it once: the memo held every compared model's 512-piece run, up to
-    67 MiB each, for no later reader)."""
+def run_once(path: str, stamp: float, text: str, hm=None):
+    """The text's run as run_text keeps it when a page made it already; else a run of `hm` (default: the kept
+    model) that is not kept (a view cached whole, like arch_view, reads it once: the memo held every compared
+    model's 512-piece run, up to 67 MiB each, for no later reader)."""
     kept = memo().peek(_run_key(path, stamp, text))
-    return kept if kept is not None else load_model(path, stamp).run(text)
+    return kept if kept is not None else (hm or load_model(path, stamp)).run(text)
 
 
 @heavy
@@ -234,13 +265,14 @@ def arch_view(path: str, stamp: float, text: str) -> dict:
     models' full runs did not fit the memo together, and each visit re-ran them."""
     from viz_transformer.analysis import architectures
     from viz_transformer.analysis import confidence
-    cfg, run = load_model(path, stamp).cfg, run_once(path, stamp, text)
+    hm = model_once(path, stamp)
+    cfg, run = hm.cfg, run_once(path, stamp, text, hm)
     reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
     blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
     masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
                  run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
     return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
-            "confidence": confidence.assess(load_model(path, stamp), run),
+            "confidence": confidence.assess(hm, run),
             "spectra": architectures.self_spectra(run, cfg),
             "example": patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
 

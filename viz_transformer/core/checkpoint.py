@@ -38,14 +38,20 @@ def read_config(folder) -> ModelConfig:
 class _NoRandomInit(TorchFunctionMode):
     """Skips random initialisation on the meta device, which holds no numbers anyway: there `normal_`
     (like `arange` and `mul`: positional.py avoids them) runs a Python reference whose first call imports
-    torch._dynamo, 1-3 s of the app's cold start."""
+    torch._dynamo, 1-3 s of the app's cold start. everywhere=True skips it on every device too, for a model
+    whose every weight is loaded next (load_weights checks that the file covers them all): two thirds of
+    a translator's load time was drawing random numbers it then overwrote."""
+
+    def __init__(self, everywhere: bool = False):
+        super().__init__()
+        self.everywhere = everywhere
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         t = args[0] if args else kwargs.get("tensor")        # torch.nn.init passes it by keyword
         init = (func in (torch.Tensor.normal_, torch.Tensor.uniform_)
                 or getattr(func, "__module__", "") == "torch.nn.init")
-        if init and isinstance(t, torch.Tensor) and t.is_meta:
+        if init and isinstance(t, torch.Tensor) and (t.is_meta or self.everywhere):
             return t
         return func(*args, **kwargs)
 
@@ -56,14 +62,20 @@ def _reference(cfg: ModelConfig) -> Transformer:
         return Transformer(cfg)
 
 
-def model_bytes(cfg: ModelConfig, where="config") -> int:
-    """float32 bytes of the model's weights and buffers; CheckpointError above MAX_MODEL_BYTES."""
-    ref = _reference(cfg)
+def model_bytes(cfg: ModelConfig, where="config", ref: Optional[Transformer] = None) -> int:
+    """float32 bytes of the model's weights and buffers (of `ref`, _reference(cfg) when given);
+    CheckpointError above MAX_MODEL_BYTES."""
+    ref = ref if ref is not None else _reference(cfg)
     n = sum(t.numel() for t in ref.parameters()) + sum(t.numel() for t in ref.buffers())
     if 4 * n > MAX_MODEL_BYTES:
         raise CheckpointError(f"{where} asks for a model of {4 * n / 2**30:,.1f} GiB ({n:,} numbers); "
                               f"the limit is {MAX_MODEL_BYTES / 2**30:.0f} GiB")
     return 4 * n
+
+
+def n_parameters(cfg: ModelConfig) -> int:
+    """The model's parameter count (tied weights once), from its config alone: no weights read or allocated."""
+    return sum(p.numel() for p in _reference(cfg).parameters())
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict:
@@ -142,8 +154,9 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
     then the bytes against meta.json's checksum (when recorded) and for NaN/inf."""
     folder = check_folder(folder)
     path = folder / WEIGHTS
-    need = model_bytes(cfg, folder / CONFIG)
-    named = _reference(cfg).state_dict(keep_vars=True)
+    ref = _reference(cfg)
+    need = model_bytes(cfg, folder / CONFIG, ref)
+    named = ref.state_dict(keep_vars=True)
     first = {}                                   # tied tensors: every alias -> the first name
     for name, t in named.items():
         first.setdefault(id(t), name)
@@ -174,7 +187,8 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
     bad = next((k for k, t in tensors.items() if t.is_floating_point() and not torch.isfinite(t).all()), None)
     if bad:
         raise CheckpointError(f"{path} is corrupt: {bad} holds NaN or infinite values")
-    model = Transformer(cfg)
+    with _NoRandomInit(everywhere=True):      # every weight is in the file (checked above): no random draws
+        model = Transformer(cfg)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=False)
     return model.eval()
 

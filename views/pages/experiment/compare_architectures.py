@@ -25,11 +25,11 @@ text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else defaults.E
 if text != ctx.text:
     st.caption(widgets.md_escape(t("ar.using", text=text)))
 
-runs, hms = {}, {}              # runs: cached.arch_view, the small part of each model's run this page shows
+runs, facts = {}, {}            # runs: cached.arch_view, the small part of each model's run this page shows; facts: no weights
 with st.spinner(t("sidebar.running")):
     for arch, path in models.items():
         stamp = cached.folder_stamp(path)
-        hms[arch], runs[arch] = cached.load_model(str(path), stamp), cached.arch_view(str(path), stamp, text)
+        facts[arch], runs[arch] = cached.model_facts(str(path), stamp), cached.arch_view(str(path), stamp, text)
 row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
 st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
@@ -37,7 +37,7 @@ depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", r
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name
-cfgs = {arch: hms[arch].cfg for arch in runs}
+cfgs = {arch: facts[arch].cfg for arch in runs}
 tabs = widgets.lazy_tabs("ar")        # only the open tab runs and is drawn
 with tabs["reads"]:
     if tabs["reads"].open:
@@ -45,13 +45,12 @@ with tabs["reads"]:
         for where, (arch, run) in zip(st.columns(len(runs)), runs.items()):
             with where:
                 st.markdown(f"**{t('ov.arch.' + arch)}**")
-                n_params = sum(p.numel() for p in hms[arch].model.parameters())
-                st.caption(t("ar.checkpoint", name=models[arch].name, n=n_params))
+                st.caption(t("ar.checkpoint", name=models[arch].name, n=facts[arch].n_params))
                 st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
-                conf = confidence_note.show(hms[arch], run["confidence"], note=False)
+                conf = confidence_note.show(facts[arch], run["confidence"], note=False)
                 if conf.flagged:
-                    st.warning(confidence_note.architecture_verdict(hms[arch], conf) + "\n\n"
-                               + confidence_note.warning_text(hms[arch], conf), icon=":material/report:")
+                    st.warning(confidence_note.architecture_verdict(facts[arch], conf) + "\n\n"
+                               + confidence_note.warning_text(facts[arch], conf), icon=":material/report:")
         st.subheader(t("ar.row.reads"))
         st.caption(t("ar.row.reads_help"))
         reads = {arch: run["reads"][0 if depth == "first" else cfgs[arch].n_decoder_layers - 1] for arch, run in runs.items()}
@@ -116,7 +115,7 @@ with tabs["norm"]:
         twin = cached.norm_twin(models["encoder_decoder"]) if "encoder_decoder" in models else None
         st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=models["encoder_decoder"].name, post=twin.name)
                                                  if twin else t("ar.norm_all_pre")))
-        base = hms.get("encoder_decoder")
+        base = facts.get("encoder_decoder")
         grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
         if grads:
             lines = {t("ar.norm_pre"): grads["pre"], t("ar.norm_post"): grads["post"]}
