@@ -51,15 +51,14 @@ def plotly_first(slot) -> bool:
             return False
         if _light is None:            # `streamlit run app.py`: no thread yet (the preview may start it)
             return _first_alone(slot)
-        if _light.is_set():
-            first_chart(slot)
-            return True
-        if not _plotly.acquire(blocking=False):            # the light part is importing plotly now
+        locked = not _light.is_set()             # before the light part: import plotly under its lock
+        if locked and not _plotly.acquire(blocking=False):  # the light part is importing plotly now
             return False
         try:
             first_chart(slot)
         finally:
-            _plotly.release()
+            if locked:
+                _plotly.release()
         return True
     finally:
         _arrived.set()

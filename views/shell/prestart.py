@@ -9,8 +9,7 @@ sees that much of the Overview at once (views/shell/preview.py), then the heavy 
 each waits for the browser: the light part for the first run to have sent its blank chart (at most ARRIVE_S:
 the server's first second goes to serving Streamlit's JavaScript), the heavy part for that first page to be
 sent (`visited()`; at most HOLD_S after the light part when nobody comes) and, when it was the preview, drawn
-(`seen()`, at most SEEN_S). Measured with benchmarks/cold_start.py: the preview drawn 5.05 -> 3.25 s, the
-full page 5.3 -> 6.3 s.
+(`seen()`, at most SEEN_S). benchmarks/cold_start.py measures both (numbers: README, "A fresh server").
 No page run imports beside this thread (two threads importing numpy, pandas and plotly at once can each find
 the other's modules half-made; see views/server/warmup.py): the preview uses only what the light part
 imported, and any other first run sends its blank chart, so the browser loads plotly.js in parallel, then

@@ -63,8 +63,8 @@ def _reference(cfg: ModelConfig) -> Transformer:
 
 
 def model_bytes(cfg: ModelConfig, where="config", ref: Optional[Transformer] = None) -> int:
-    """float32 bytes of the model's weights and buffers (of `ref`, _reference(cfg) when given);
-    CheckpointError above MAX_MODEL_BYTES."""
+    """float32 bytes of the model's weights and buffers (counted on `ref`, built with _reference(cfg) when not
+    given); CheckpointError above MAX_MODEL_BYTES."""
     ref = ref if ref is not None else _reference(cfg)
     n = sum(t.numel() for t in ref.parameters()) + sum(t.numel() for t in ref.buffers())
     if 4 * n > MAX_MODEL_BYTES:
