@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from app_util import ZH, array, by_key, figure, figures, open_app, open_tab, texts
+from app_util import ROOT, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
 from viz_transformer.plots import figure_rules
 from viz_transformer.analysis import patterns
@@ -168,12 +168,15 @@ def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
     """The shipped zh-en on 我是一名工程师。: the cross-attention row of ▁an is where the model chose ▁engineer."""
     at = open_app("views/pages/look/attention.py", ckpt="zh-en")
     assert "the row ▁an → ▁engineer is where the model chose ▁engineer" in texts(at)
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=str(ROOT / "checkpoints" / "zh-en" / "tokenizer.model"))
+    src = sp.encode("我是一名工程师。", out_type=str) + ["[end]"]               # SentencePiece's own pieces
     f = figure(at, "encoder self-attention, layer 0, head 0")
-    assert f["data"][0]["y"] == ["0:▁我是", "1:一名", "2:工程师", "3:。", "4:[end]"]      # encoder rows stay plain
+    assert f["data"][0]["y"] == [f"{i}:{p}" for i, p in enumerate(src)]      # encoder rows stay plain
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
     f = figure(at, "cross-attention (decoder → encoder), layer 0, head 0")
-    assert f["data"][0]["y"] == ["0:[begin] → ▁I", "1:▁I → '", "2:' → m", "3:m → ▁an", "4:▁an → ▁engineer",
-                                 "5:▁engineer → .", "6:. → [end]"]
+    out = ["[begin]"] + sp.encode("I'm an engineer.", out_type=str) + ["[end]"]     # the model's greedy output
+    assert f["data"][0]["y"] == [f"{i}:{a} → {b}" for i, (a, b) in enumerate(zip(out, out[1:]))]
     assert f["layout"]["yaxis"]["title"]["text"] == "query → prediction"
     assert "query → prediction: %{y}" in f["data"][0]["hovertemplate"]
 

@@ -112,11 +112,11 @@ def test_the_lens_step_is_the_step_that_writes_engineer():
 
 def test_the_pair_is_a_real_reordering_of_pieces():
     tok = model("zh-en").tokenizer
-    a, b = (tok.pieces(tok.encode(x)) for x in ("医生帮助了病人。", "病人帮助了医生。"))
+    a, b = (tok.pieces(tok.encode(x)) for x in ("男孩帮助了女孩。", "女孩帮助了男孩。"))
     assert len(a) == len(b) == 6 and sorted(a) == sorted(b)
-    assert [i for i in range(len(a)) if a[i] != b[i]] == [1, 4] and a[1] == b[4] == "医生"
-    test = permute.order_test(model("zh-en"), "医生帮助了病人。", "swap", max_new_tokens=1)
-    assert test.permuted_pieces == tok.pieces(tok.encode("病人帮助了医生。")) + ["[end]"]
+    assert [i for i in range(len(a)) if a[i] != b[i]] == [1, 4] and a[1] == b[4] == "男孩" and a[0] == "\u2581"
+    test = permute.order_test(model("zh-en"), "男孩帮助了女孩。", "swap", max_new_tokens=1)
+    assert test.permuted_pieces == tok.pieces(tok.encode("女孩帮助了男孩。")) + ["[end]"]
 
 
 def test_uniform_entropy_counts_only_the_allowed_keys():
@@ -127,10 +127,10 @@ def test_uniform_entropy_counts_only_the_allowed_keys():
 
 
 def test_the_prefix_lm_layout_is_source_sep_target():
-    run = model("zh-en").run("医生帮助了病人。")
+    run = model("zh-en").run("男孩帮助了女孩。")
     seq, p = patterns.prefix_lm_layout(run)
     assert seq[:p] == ["[begin]", *run.src_pieces[:-1], "[sep]"] and seq[p:] == run.tgt_pieces[1:]
-    prefix = model("zh-en-prefix").run("医生帮助了病人。")                 # the real prefix LM: the same shape
+    prefix = model("zh-en-prefix").run("男孩帮助了女孩。")                 # the real prefix LM: the same shape
     seq2, p2 = patterns.prefix_lm_layout(prefix)
     assert seq2[p2 - 1] == "[sep]" and p2 == prefix.prefix_len
 

@@ -38,8 +38,8 @@ def test_norm_tab_shows_both_runs_and_the_same_head_at_the_same_step(twin_root, 
     assert (pre.cfg.norm, post.cfg.norm) == ("pre", "post")
     # the comparison's encoder-decoder is the pre-norm model, and its twin is found beside it
     assert cached.translators()["encoder_decoder"].name == "tiny-pre"
-    assert cached.norm_twin(twin_root / "tiny-pre").name == "a-tiny-post"
-    assert cached.norm_twin(twin_root / "a-tiny-post") is None
+    assert [p.name for p in cached.norm_pair(twin_root / "tiny-pre")] == ["tiny-pre", "a-tiny-post"]
+    assert [p.name for p in cached.norm_pair()] == ["tiny-pre", "a-tiny-post"]      # the post-norm model is no "pre"
 
     at = open_tab(open_app(PAGE, "tiny-pre"), "ar", "norm")
     body = texts(at)

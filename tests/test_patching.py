@@ -115,8 +115,11 @@ def test_scores_tables_and_grids(zh_en):
 
 
 def test_bad_pairs_and_patches_say_what_is_wrong(models, zh_en):
-    with pytest.raises(ValueError, match="same number of pieces.*3.*4"):
-        prepare_pair(zh_en, "我喜欢你。", "你喜欢我。")
+    a, b = "我喜欢你。", "女孩帮助了男孩。"
+    n_a, n_b = (len(zh_en.tokenizer.encode(x)) + 1 for x in (a, b))          # + [end]
+    assert n_a != n_b
+    with pytest.raises(ValueError, match=f"same number of pieces.*{n_a}.*{n_b}"):
+        prepare_pair(zh_en, a, b)
     hm = models["tiny-zh-en"]
     pair = prepare_pair(hm, *aligned(hm), max_new_tokens=4)
     with pytest.raises(ValueError, match="unknown capture name"):

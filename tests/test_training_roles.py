@@ -70,6 +70,14 @@ def test_first_appearance_is_where_a_head_takes_its_final_role_for_good():
     assert summaries.first_appearances(_table(rows), "decoder.self_attn") == []
 
 
+def test_a_long_run_prints_evenly_spaced_columns_ending_at_the_last():
+    for n in (1, 7, 24, 25, 48, 61, 200):
+        every = summary_figures.printed_every(n)
+        cols = [j for j in range(n) if (n - 1 - j) % every == 0]
+        assert cols[-1] == n - 1 and len(cols) <= summary_figures.ROLE_NUMBER_COLUMNS
+        assert every == 1 if n <= summary_figures.ROLE_NUMBER_COLUMNS else len(cols) > summary_figures.ROLE_NUMBER_COLUMNS // 2
+
+
 def test_roles_figure_cells_are_the_tables_roles_and_evidence():
     snaps = load_training_snapshots(ROOT / "checkpoints" / WITH_SNAPSHOTS[0])
     table = summaries.roles_over_training(snaps)
@@ -78,10 +86,15 @@ def test_roles_figure_cells_are_the_tables_roles_and_evidence():
     fig = summary_figures.roles_over_training(table, block, labels, "roles", "step", "head", current=2)
     hm = fig.data[0]
     t = table[table.block == block]
+    n = len(snaps.steps)
+    printed = {j for j in range(n) if any(hm.text[i][j] for i in range(len(hm.y)))}
+    assert n - 1 in printed and len(printed) <= summary_figures.ROLE_NUMBER_COLUMNS     # room for each number
+    assert len(printed) == n if n <= summary_figures.ROLE_NUMBER_COLUMNS else len(printed) > n // 3
     for r in t.sample(20, random_state=0).itertuples(index=False):
         row = list(hm.y).index(f"L{r.layer} H{r.head}")
         assert hm.z[row][r.step_index] == summary_figures.ROLE_ORDER.index(r.role)
-        assert hm.text[row][r.step_index] == f"{r.evidence_value:.2f}"
+        assert hm.text[row][r.step_index] == (f"{r.evidence_value:.2f}" if r.step_index in printed else "")
+        assert f"({r.evidence})" in hm.customdata[row][r.step_index]              # every cell's hover has it
     assert list(hm.x) == [str(s) for s in snaps.steps]
     assert list(hm.colorbar.ticktext) == [labels[r] for r in summary_figures.ROLE_ORDER]
     frame = fig.layout.shapes[0]

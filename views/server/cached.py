@@ -20,6 +20,7 @@ from views.server import allocator
 from viz_transformer.analysis import patterns
 from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
+from viz_transformer.core import recipes
 from viz_transformer.core.hook_names import n_layers
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
@@ -31,7 +32,7 @@ from viz_transformer.run.derived_cache import compact_run, patterns_only
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
 from views.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
-from viz_transformer.core.config import ARCHITECTURES, ModelConfig
+from viz_transformer.core.config import ModelConfig
 from viz_transformer.training.snapshots import load_training_snapshots
 
 
@@ -227,34 +228,24 @@ def training_roles(path: str, stamp: float):
 
 
 def translators() -> dict[str, Path]:
-    """One usable translator checkpoint per architecture: those trained on the shared source-disjoint
-    split first (the comparison's models share data, split and budget), then by name."""
+    """One usable translator checkpoint per architecture, in reading order: those trained on one recipe (data,
+    split, budget) first (core.recipes.comparison)."""
     from viz_transformer import list_checkpoints
-    found: dict[str, Path] = {}
-    infos = list_checkpoints(checkpoints_root())
-    for info in sorted(infos, key=lambda i: ((i.meta or {}).get("split") != "by_source",
-                                             getattr(i.config, "norm", "pre") != "pre", i.name)):
-        cfg = info.config
-        if info.error is None and cfg is not None and cfg.is_translator:
-            found.setdefault(cfg.architecture, info.path)       # pre-norm first: a post-norm twin is not "the" model
-    return {arch: found[arch] for arch in ARCHITECTURES if arch in found}     # always in reading order
+    return {arch: info.path for arch, info in recipes.comparison(list_checkpoints(checkpoints_root())).items()}
 
 
-def norm_twin(path: Path) -> Optional[Path]:
-    """The post-norm twin of the pre-norm translator at `path`: a translator of the same architecture, size,
-    data and split with norm "post" (issue 23), or None."""
+def translators_fair() -> bool:
+    """Whether the comparison's translators share one recipe, so their differences are the architecture's."""
     from viz_transformer import list_checkpoints
-    infos = {i.path: i for i in list_checkpoints(checkpoints_root()) if i.error is None and i.config is not None}
-    base = infos.get(Path(path))
-    if base is None or base.config.norm != "pre":
-        return None
-    same = ("architecture", "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "vocab_size")
-    for info in sorted(infos.values(), key=lambda i: i.name):
-        m, b = info.meta or {}, base.meta or {}
-        if info.config.norm == "post" and all(getattr(info.config, k) == getattr(base.config, k) for k in same) \
-                and (m.get("data"), m.get("split")) == (b.get("data"), b.get("split")):
-            return info.path
-    return None
+    return recipes.same_recipe(recipes.comparison(list_checkpoints(checkpoints_root())).values())
+
+
+def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:
+    """(pre, post): a pre-norm translator and its post-norm twin (same architecture, size, data, split and
+    budget; issue 23), the one whose pre-norm model is `prefer` first; or None."""
+    from viz_transformer import list_checkpoints
+    pair = recipes.norm_pair(list_checkpoints(checkpoints_root()), prefer.name if prefer else None)
+    return (pair[0].path, pair[1].path) if pair else None
 
 
 @st.cache_data(show_spinner=False, max_entries=8)       # ~0.6 MiB each for a 512-piece text

@@ -459,8 +459,8 @@ EN = {
     "po.state_off": "positions off",
     "po.order": "The same pieces in another order",
     "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens, punctuation and "
-                     "a lone ▁ stay where they are. Try 医生帮助了病人。: swapping its first and last word piece gives "
-                     "exactly the pieces of 病人帮助了医生。.",
+                     "a lone ▁ stay where they are. Try 男孩帮助了女孩。: swapping its first and last word piece gives "
+                     "exactly the pieces of 女孩帮助了男孩。.",
     "po.how": "Permutation",
     "po.how.reverse": "reverse the word pieces",
     "po.how.swap": "swap the first and last word piece",
@@ -511,6 +511,7 @@ EN = {
                 "**decoder-only** model (one causal sequence `[begin] source [sep] target [end]`) and a **prefix "
                 "LM** (the same sequence, but the source prefix attends both ways).",
     "ar.need": "This page needs at least two translator checkpoints of different architectures (found: {have}).",
+    "ar.unfair": "These translators were not trained on one recipe (the same data, split and number of updates), so their differences are not only the architecture's. Train them with the same settings to compare the architectures fairly.",
     "ar.using": "A language model is selected: comparing the translators on “{text}”.",
     "ar.depth": "Layer",
     "ar.depth.first": "first layer",
@@ -801,7 +802,7 @@ EN = {
                     "after one layer.",
     "pt.running": "Patching every component (one batched forward)…",
     "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
-    "pt.align_tip": "Try pairs such as 医生帮助了病人。 / 病人帮助了医生。 or 我是一名工程师。 / 我是一名医生。",
+    "pt.align_tip": "Try pairs such as 男孩帮助了女孩。 / 女孩帮助了男孩。 or 我是一名工程师。 / 我是一名医生。",
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",
     "pt.output_b": "B's own output",

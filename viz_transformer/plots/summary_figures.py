@@ -38,12 +38,22 @@ ROLE_ORDER = ("", "previous-token", "first-token sink", "self", "end-token sink"
 ROLE_COLOURS = ("#f0f0f0", "#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fff3a8")           # light: black text reads
 
 
+ROLE_NUMBER_COLUMNS = 24     # "0.94" at 10 px needs ~28 px: 24 columns fit a ~700 px plot, the narrowest page column
+
+
+def printed_every(n_steps: int) -> int:
+    """How many columns apart the roles chart prints its evidence numbers: 1 up to ROLE_NUMBER_COLUMNS steps."""
+    return max(1, -(-n_steps // ROLE_NUMBER_COLUMNS))
+
+
 def roles_over_training(table, block: str, role_labels: dict, title: str, xlabel: str, ylabel: str,
                         current: Optional[int] = None, hover: str = "evidence") -> go.Figure:
     """Each head of `block` (rows "L0 H3") at every recorded step (columns): its role as a colour, the
     evidence number printed in the cell (the role's statistic; for "none clear" the largest one, for
     "broad" the entropy). table: analysis.summaries.roles_over_training; role_labels: role -> shown name
-    (every entry of ROLE_ORDER); current: the step index framed."""
+    (every entry of ROLE_ORDER); current: the step index framed. A long run records more steps than a
+    chart has room to print numbers for: then every `printed_every`-th column, ending at the last, carries
+    its numbers, and every cell still has them in its hover."""
     t = table[table.block == block].sort_values(["layer", "head", "step_index"])
     heads = list(dict.fromkeys(zip(t["layer"], t["head"])))
     steps = sorted(dict.fromkeys(zip(t["step_index"], t["step"])))
@@ -52,10 +62,12 @@ def roles_over_training(table, block: str, role_labels: dict, title: str, xlabel
     text = np.full(z.shape, "", dtype=object)
     hovers = np.full(z.shape, "", dtype=object)
     row_of = {h: i for i, h in enumerate(heads)}
+    every = printed_every(len(steps))
     for r in t.itertuples(index=False):
         i, j = row_of[(r.layer, r.head)], r.step_index
         z[i, j] = codes.get(r.role, 0)
-        text[i, j] = f"{r.evidence_value:.2f}"
+        if (len(steps) - 1 - j) % every == 0:
+            text[i, j] = f"{r.evidence_value:.2f}"
         hovers[i, j] = escape(f"L{r.layer} H{r.head}, step {r.step}: {role_labels.get(r.role, r.role)} "
                               f"({r.evidence})")
     n = len(ROLE_ORDER)
@@ -69,7 +81,8 @@ def roles_over_training(table, block: str, role_labels: dict, title: str, xlabel
     if current is not None:
         fig.add_shape(type="rect", x0=current - 0.5, x1=current + 0.5, y0=-0.5, y1=len(heads) - 0.5,
                       line=dict(color="#d62728", width=3))
-    fig.update_xaxes(type="category", showgrid=False, tickangle=-45)
+    pad = (every - 1) / 2          # a number wider than its column still fits inside the plot at both ends
+    fig.update_xaxes(type="category", showgrid=False, tickangle=-45, range=[-0.5 - pad, len(steps) - 0.5 + pad])
     fig.update_yaxes(type="category", autorange="reversed", showgrid=False)
     fig.update_layout(plot_bgcolor="white", dragmode=False)
     return layout(fig, title, xlabel, ylabel, height=max(260, 140 + 20 * len(heads)))

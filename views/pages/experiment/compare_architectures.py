@@ -24,6 +24,8 @@ if len(models) < 2:
 text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else defaults.EXAMPLES["translator"][0]
 if text != ctx.text:
     st.caption(widgets.md_escape(t("ar.using", text=text)))
+if not cached.translators_fair():
+    st.warning(t("ar.unfair"), icon=":material/balance:")
 
 runs, facts = {}, {}            # runs: cached.arch_view, the small part of each model's run this page shows; facts: no weights
 with st.spinner(t("sidebar.running")):
@@ -112,21 +114,22 @@ with tabs["rank"]:
 with tabs["norm"]:
     if tabs["norm"].open:
         st.subheader(t("ar.norm"))
-        twin = cached.norm_twin(models["encoder_decoder"]) if "encoder_decoder" in models else None
-        st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=models["encoder_decoder"].name, post=twin.name)
-                                                 if twin else t("ar.norm_all_pre")))
-        base = facts.get("encoder_decoder")
+        pair = cached.norm_pair(models.get("encoder_decoder"))    # the comparison's own model first, else any twin
+        pre = pair[0] if pair else models.get("encoder_decoder")
+        st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=pair[0].name, post=pair[1].name)
+                                                 if pair else t("ar.norm_all_pre")))
+        base = cached.model_facts(str(pre), cached.folder_stamp(pre)) if pre is not None else None
         grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
         if grads:
             lines = {t("ar.norm_pre"): grads["pre"], t("ar.norm_post"): grads["post"]}
-            title = t("ar.norm_fig", name=models["encoder_decoder"].name, n=grads["n_pairs"], seeds=len(grads["seeds"]))
+            title = t("ar.norm_fig", name=pre.name, n=grads["n_pairs"], seeds=len(grads["seeds"]))
             widgets.show(model_figures.layer_gradients(grads["layers"], lines, title, t("ar.norm_x"), t("ar.norm_y")),
                          key="ar_norm")
             st.markdown(t("ar.norm_reads", **A.gradient_growth(grads)))
         else:
             st.info(t("ar.norm_none", cmd="python -m viz_transformer init-grads CHECKPOINT"))
-        if twin:
+        if pair:
             st.subheader(t("ar.twin"))
-            norm_twins.show(models["encoder_decoder"], twin)
+            norm_twins.show(*pair)
         else:
             st.caption(t("ar.twin_none"))

@@ -1,0 +1,67 @@
+"""Which checkpoints the architecture comparison puts side by side (core.recipes): models trained on one recipe
+(data, split, number of updates) before a better-trained model of one architecture, and a post-norm twin only of
+a model with the same size and recipe. Checked on catalog entries built here, and on the shipped folders."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from viz_transformer import list_checkpoints
+from viz_transformer.core.catalog import CheckpointInfo
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.recipes import comparison, norm_pair, recipe, same_recipe
+
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
+ONE_SEQ = dict(n_encoder_layers=0, n_decoder_layers=7, sep_id=4)
+
+
+def info(name, epochs, architecture="encoder_decoder", norm="pre", split="by_source", error=None, **cfg):
+    cfg = {**(ONE_SEQ if architecture != "encoder_decoder" else {}), **cfg}
+    meta = {"split": split, "train_config": {"data": "pairs.tsv", "epochs": epochs, "batch_size": 64, "seed": 1234}}
+    return CheckpointInfo(name, Path(name), error, ModelConfig(architecture=architecture, norm=norm, **cfg), meta)
+
+
+def test_the_equal_budget_trio_wins_over_a_longer_trained_single_model():
+    infos = [info("a-long", 40), info("b-enc", 8), info("c-dec", 8, "decoder_only"), info("d-pre", 8, "prefix_lm")]
+    got = comparison(infos)
+    assert [i.name for i in got.values()] == ["b-enc", "c-dec", "d-pre"]
+    assert list(got) == ["encoder_decoder", "decoder_only", "prefix_lm"]           # reading order
+    assert same_recipe(got.values())
+    # once the longer budget covers all three, it is the comparison
+    infos += [info("e-dec", 40, "decoder_only"), info("f-pre", 40, "prefix_lm")]
+    assert [i.name for i in comparison(infos).values()] == ["a-long", "e-dec", "f-pre"]
+
+
+def test_ties_prefer_the_source_disjoint_split_then_the_longer_budget():
+    pair_split = [info("a", 8, split=None), info("b", 8, "decoder_only", split=None)]
+    short, long_ = ([info(f"s{e}", e), info(f"t{e}", e, "decoder_only")] for e in (8, 20))
+    assert [i.name for i in comparison(pair_split + short).values()] == ["s8", "t8"]
+    assert [i.name for i in comparison(short + long_).values()] == ["s20", "t20"]
+
+
+def test_a_missing_architecture_is_filled_from_another_recipe_and_said():
+    got = comparison([info("enc", 8), info("enc2", 8, norm="post"), info("dec", 20, "decoder_only")])
+    assert [i.name for i in got.values()] == ["enc", "dec"]     # the pre-norm model, not its twin
+    assert not same_recipe(got.values())
+    assert not same_recipe([info("x", 8), CheckpointInfo("y", Path("y"), None, ModelConfig(), {})])
+
+
+def test_broken_and_lm_folders_are_not_compared():
+    lm = CheckpointInfo("lm", Path("lm"), None, ModelConfig(architecture="decoder_only", n_encoder_layers=0), {})
+    assert comparison([info("bad", 8, error="no weights"), lm]) == {}
+
+
+def test_a_twin_shares_size_and_recipe_and_the_preferred_pair_comes_first():
+    pre8, post8, pre40, post40 = info("p8", 8), info("q8", 8, norm="post"), info("p40", 40), info("q40", 40, norm="post")
+    wider = info("w40", 40, norm="post", d_model=128)
+    assert norm_pair([pre8, post40, wider]) is None            # another budget, another size: no twin
+    assert [i.name for i in norm_pair([post8, pre8, post40, pre40])] == ["p40", "q40"]     # by name: "p40" < "p8"
+    assert [i.name for i in norm_pair([pre8, post8, pre40, post40], prefer="p40")] == ["p40", "q40"]
+    assert [i.name for i in norm_pair([pre8, post8, pre40, post40], prefer="p8")] == ["p8", "q8"]
+    assert recipe({}) is None and recipe({"train_config": "not a dict"}) is None
+
+
+def test_the_shipped_comparison_shares_one_recipe():
+    got = comparison(list_checkpoints(SHIPPED))
+    assert set(got) == {"encoder_decoder", "decoder_only", "prefix_lm"}
+    assert same_recipe(got.values())
+    assert {i.meta["split"] for i in got.values()} == {"by_source"}
