@@ -62,7 +62,7 @@ def run_cfg(run):
 def test_translator_run_is_teacher_forced_on_its_own_greedy_ids(zh_en):
     tok = zh_en.tokenizer
     _, _, test = D.split(D.read_pairs(TATOEBA), 1234, 1500, 1000)
-    texts = [s for s, _ in test[:300]]
+    texts = [s for s, _ in test[:600]]
     unstable = 0
     for i, text in enumerate(texts):
         run = zh_en.run(text)
@@ -71,6 +71,8 @@ def test_translator_run_is_teacher_forced_on_its_own_greedy_ids(zh_en):
         assert_run_is_the_trace(run, run.trace)
         assert run.output == tok.decode(run.output_ids)
         unstable += tok.encode(run.output) != run.output_ids
+        if i >= 299 and unstable >= 3:           # 300 sentences at least, until three such are covered
+            break
     assert unstable >= 3          # sentences whose text round trip changes the pieces were covered
 
 

@@ -82,6 +82,9 @@ def test_the_next_piece_is_the_argmax_of_a_plain_forward_among_the_top_four(mode
     assert len(positions) > 1                                   # shuffled: the answer is not always first
 
 
+KO = "今天天气很好。"       # in zh-en's encoder layer 0 one head's knock-out changes this output; 我是一名工程师。 none
+
+
 def test_knocking_a_head_out_changes_the_output_exactly_when_a_hook_zeroing_it_does(zh_en):
     answers = []
     for head in range(zh_en.cfg.n_heads):
@@ -89,8 +92,8 @@ def test_knocking_a_head_out_changes_the_output_exactly_when_a_hook_zeroing_it_d
             z = z.clone()
             z[:, :, h, :] = 0.0                                 # [batch, query_pos, head, d_head]
             return z
-        changed = plain_greedy(zh_en, ZH, [("encoder.0.self_attn.hook_z", zero)]) != plain_greedy(zh_en, ZH)
-        got = questions.ask("knockout_changes", zh_en, ZH, {"block": "encoder.self_attn", "layer": 0, "head": head})
+        changed = plain_greedy(zh_en, KO, [("encoder.0.self_attn.hook_z", zero)]) != plain_greedy(zh_en, KO)
+        got = questions.ask("knockout_changes", zh_en, KO, {"block": "encoder.self_attn", "layer": 0, "head": head})
         assert got.options[got.answer] == ("yes" if changed else "no"), head
         assert got.evidence["changed"] == changed
         answers.append(got.answer)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from viz_transformer import list_checkpoints
 from viz_transformer.core.catalog import CheckpointInfo
 from viz_transformer.core.config import ModelConfig
@@ -65,3 +67,24 @@ def test_the_shipped_comparison_shares_one_recipe():
     assert set(got) == {"encoder_decoder", "decoder_only", "prefix_lm"}
     assert same_recipe(got.values())
     assert {i.meta["split"] for i in got.values()} == {"by_source"}
+
+
+@pytest.mark.slow
+def test_the_shipped_post_norm_twin_is_zh_en_s_and_ends_behind_it():
+    """The twin ships beside zh-en (same data, split, size, 40 epochs); what its run shows, as the README and the
+    norm tab state it: post-norm's best validation BLEU is far below pre-norm's, and it stays behind on test pairs
+    decoded here (a recompute, not the numbers in meta.json)."""
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis.architectures import norm_twins
+    from viz_transformer.training.evaluation import evaluate_translators
+    pre, post = norm_pair(list_checkpoints(SHIPPED), prefer="zh-en")
+    assert (pre.name, post.name) == ("zh-en", "zh-en-postnorm")
+    assert pre.meta["curve"][-1]["step"] == post.meta["curve"][-1]["step"] == 15_760       # one budget: 40 × 394
+    assert pre.meta["plateau"]["plateaued"] and post.meta["plateau"]["plateaued"]
+    n = norm_twins(pre.meta, post.meta, [], [])
+    assert n["diff"] < -5 and n["post_to"] > 3 * n["pre_to"]   # lower, and slower to reach the shared level
+    g = pre.meta["init_grad_norms"]                               # at initialisation: post grows toward the output
+    assert g["post"][-1] > 1.5 * g["pre"][-1] and g["pre"][3] > g["pre"][4] > g["pre"][5]
+    hms = [load_checkpoint(SHIPPED / x) for x in ("zh-en", "zh-en-postnorm")]
+    got = evaluate_translators(hms, limit=300)
+    assert got[0]["n"] == got[1]["n"] == 300 and got[1]["bleu"] < got[0]["bleu"] - 3
