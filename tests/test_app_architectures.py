@@ -132,5 +132,9 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(1, 0, name)[0].numpy(), atol=1e-3)
     curves = figure(at, "Loss and BLEU")
     assert any(s.get("x0") == step1 for s in curves["layout"]["shapes"])          # the current step is marked
+    shutil.copytree(snap_root / "tiny-trained", snap_root / "tiny-trained-copy", dirs_exist_ok=True)
     at2 = open_app("views/pages/train/attention_over_training.py", "tiny-zh-en")
-    assert "has no recorded training snapshots" in texts(at2) and "tiny-trained" in texts(at2)
+    hint = next(i.value for i in at2.info if "has no recorded training snapshots" in i.value)
+    have = sorted(p.parent.name for p in snap_root.glob("*/training_snapshots.json"))
+    assert have == ["tiny-trained", "tiny-trained-copy"]        # a second of one architecture is named too
+    assert hint.endswith(", ".join(have) + ".") and "tiny-zh-en," not in hint

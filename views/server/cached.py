@@ -33,6 +33,7 @@ from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from views.server.byte_lru import ByteLRU
 from views.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
 from viz_transformer.core.config import ModelConfig
+from viz_transformer.training.snapshots import has_training_snapshots
 from viz_transformer.training.snapshots import load_training_snapshots
 
 
@@ -225,6 +226,14 @@ def snapshots(path: str, stamp: float):
 def training_roles(path: str, stamp: float):
     """Every head's role at every recorded training step (analysis.summaries.roles_over_training)."""
     return summaries.roles_over_training(snapshots(path, stamp))
+
+
+def with_snapshots() -> list[str]:
+    """The names of every listed checkpoint that has a training playback (training_snapshots.json), in the
+    catalog's order; only the files' presence is checked."""
+    from viz_transformer import list_checkpoints
+    return [info.name for info in list_checkpoints(checkpoints_root())
+            if info.error is None and has_training_snapshots(info.path)]
 
 
 def translators() -> dict[str, Path]:

@@ -159,10 +159,16 @@ class Recorder:
             self.save(out, keep=sorted(set(self.plan) | {shipped_step}), shipped_step=shipped_step)
 
 
+def has_training_snapshots(path) -> bool:
+    """Whether a checkpoint folder holds recorded snapshots (both files), without reading them."""
+    folder = Path(path)
+    return (folder / INDEX).is_file() and (folder / WEIGHTS).is_file()
+
+
 def load_training_snapshots(path) -> Optional[Snapshots]:
     """The snapshots stored in a checkpoint folder, or None when it has none. No unpickling."""
     folder = Path(path)
-    if not (folder / INDEX).is_file() or not (folder / WEIGHTS).is_file():
+    if not has_training_snapshots(folder):
         return None
     try:
         index = json.loads((folder / INDEX).read_text(encoding="utf-8"))

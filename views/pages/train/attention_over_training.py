@@ -22,8 +22,7 @@ widgets.intro("tr")
 rows_note = st.empty()                    # filled once the sentence is chosen
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
 if snaps is None:
-    have = [p.name for p in cached.translators().values() if cached.snapshots(str(p), 0.0) is not None]
-    st.info(t("tr.none", name=ctx.name, have=", ".join(have) or "–"))
+    st.info(t("tr.none", name=ctx.name, have=", ".join(cached.with_snapshots()) or "–"))
     st.stop()
 
 n = len(snaps.steps)
