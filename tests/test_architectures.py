@@ -3,6 +3,7 @@ independent references, the architecture comparison's maths, and attention snaps
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,13 +195,13 @@ def test_evaluate_scores_several_translators_on_the_same_unseen_pairs(tmp_path, 
     assert items == [p for p in test if p[0] not in {s for s, _ in train}] and len(items) == lines[0]["n"]
 
 
-SHIPPED = ["zh-en-encdec", "zh-en-decoder", "zh-en-prefix"]
+# every shipped folder with a training playback
+SHIPPED = sorted(p.parent.name for p in
+                 (Path(__file__).resolve().parent.parent / "checkpoints").glob("*/training_snapshots.json"))
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_snapshots_are_the_shipped_weights_and_the_seeded_initialisation(name):
-    from pathlib import Path
-
     from viz_transformer.run.capture import HookedModel
     from viz_transformer.training.snapshots import INDEX, WEIGHTS
     path = Path(__file__).resolve().parent.parent / "checkpoints" / name

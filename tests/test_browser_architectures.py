@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
-from viz_transformer import load_checkpoint
+from viz_transformer import list_checkpoints, load_checkpoint
+from viz_transformer.core import recipes
 from viz_transformer.training.snapshots import load_training_snapshots
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
@@ -38,7 +39,8 @@ def test_compare_architectures_and_training_playback(server, page):  # noqa: F81
     _drawn(pg)
     codes = [c.inner_text().strip() for c in pg.locator('[data-testid="stMain"] [data-testid="stCode"]').all()]
     text = "我是一名工程师。"
-    expect = [load_checkpoint(root / n).run(text).output for n in ("zh-en-encdec", "zh-en-decoder", "zh-en-prefix")]
+    trio = recipes.comparison(list_checkpoints(root)).values()          # the page's own choice of models
+    expect = [load_checkpoint(info.path).run(text).output for info in trio]
     assert codes[:3] == expect
     assert _charts(pg) == 3            # the open tab: 3 source readings
     pg.get_by_role("tab", name="Masks").click()

@@ -16,7 +16,8 @@ from app_util import APP, ZH, open_app, open_tab, texts, page_file
 from viz_transformer.analysis import confidence as C
 from viz_transformer.training import calibration
 from viz_transformer.training import data as D
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, list_checkpoints, load_checkpoint
+from viz_transformer.core import recipes
 from viz_transformer.run.decoding import greedy_ids
 from viz_transformer.training.evaluation import translation_splits
 
@@ -29,8 +30,7 @@ LONG = "昨天晚上我和几个老朋友在一家新开的餐馆吃饭，我们
 
 @pytest.fixture(scope="module")
 def shipped():
-    return {name: load_checkpoint(SHIPPED / name) for name in
-            ("zh-en", "zh-en-encdec", "zh-en-decoder", "zh-en-prefix", "en-stories")}
+    return {p.name: load_checkpoint(p) for p in sorted(SHIPPED.iterdir()) if (p / "config.json").is_file()}
 
 
 def _reference(hm, text: str, tr):
@@ -97,7 +97,7 @@ def test_rare_pieces_are_counted_from_the_training_sources(shipped):
 @pytest.mark.slow          # 120 translations and a BLEU per prefix
 def test_tau_is_the_rule_in_the_docstring():
     """choose_tau against a brute force with sacrebleu's own corpus_bleu on every prefix."""
-    hm = load_checkpoint(SHIPPED / "zh-en-encdec")
+    hm = load_checkpoint(SHIPPED / "zh-en")
     train, val, _ = translation_splits(hm.meta)
     val = D.unseen_sources(val, train)[0][:120]
     texts_ = [s for s, _ in val]
@@ -127,24 +127,19 @@ def test_every_shipped_checkpoint_is_calibrated_and_its_test_split_is_evaluate_s
             assert {"prompt_ppl", "mean_logprob"} <= set(cal["thresholds"])
 
 
-@pytest.mark.parametrize("name,text,output", [
-    ("zh-en-decoder", ZH, "I'm not a fool."),
-    ("zh-en-prefix", ZH, "I'm not a stupid."),
-    ("zh-en", SCRIPT, None),
-    ("zh-en", LONG, None), ("zh-en-encdec", LONG, None), ("zh-en-decoder", LONG, None), ("zh-en-prefix", LONG, None),
-    ("zh-en-encdec", SCRIPT, None), ("zh-en-decoder", SCRIPT, None), ("zh-en-prefix", SCRIPT, None),
-    ("en-stories", ZH, None), ("en-stories", SCRIPT, None),
+@pytest.mark.parametrize("name,text", [
+    ("zh-en", SCRIPT), ("zh-en", LONG), ("zh-en-postnorm", LONG), ("zh-en-decoder", LONG), ("zh-en-prefix", LONG),
+    ("zh-en-postnorm", SCRIPT), ("zh-en-decoder", SCRIPT), ("zh-en-prefix", SCRIPT),
+    ("en-stories", ZH), ("en-stories", SCRIPT),
 ])
-def test_the_nonsense_outputs_are_flagged(shipped, name, text, output):
+def test_the_nonsense_outputs_are_flagged(shipped, name, text):
     hm = shipped[name]
     run = hm.run(text)
-    if output is not None:
-        assert run.output == output                          # the very output issue 21 reported
     assert C.assess(hm, run).flagged, (name, run.output)
 
 
 @pytest.mark.parametrize("name,text,output", [("zh-en", ZH, "I'm an engineer."), ("zh-en", "我是学生。", None),
-                                              ("zh-en-encdec", ZH, "I'm an engineer."),
+                                              ("zh-en-postnorm", ZH, "I'm an engineer."),
                                               ("en-stories", "Once upon a time", None)])
 def test_good_outputs_are_not_flagged(shipped, name, text, output):
     hm = shipped[name]
@@ -165,34 +160,40 @@ def shipped_env(monkeypatch):
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(SHIPPED))
 
 
+def _line(hm, text: str):
+    """The page's confidence line for a text, from the model's own numbers recomputed here; and the verdict."""
+    c = C.assess(hm, hm.run(text))
+    return (f"confidence: mean log-prob −{-c.mean_logprob:.2f} (p≈{math.exp(c.mean_logprob):.2f} per token) · "
+            f"{c.n_rare} of {c.n_pieces} pieces rare"), c
+
+
 def test_the_overview_shows_the_line_and_warns_only_on_nonsense(shipped_env):
-    at = _open("overview", "zh-en-decoder", ZH)
-    caption = next(c.value for c in at.caption if c.value.startswith("confidence: mean log-prob −"))
-    assert "of 3 pieces rare" in caption
+    at = _open("overview", "zh-en-decoder", SCRIPT)
+    line, c = _line(at.session_state["_viz_ctx"].hm, SCRIPT)
+    assert c.flagged and any(x.value.startswith(line) for x in at.caption), [x.value for x in at.caption]
     warn = [w.value for w in at.warning if w.value.startswith("Don't trust this output")]
-    assert len(warn) == 1 and "the model itself is unsure" in warn[0] and "BLEU" in warn[0]
+    assert len(warn) == 1 and "BLEU" in warn[0]
     at = _open("overview", "zh-en", ZH)
-    hm = at.session_state["_viz_ctx"].hm
-    c = C.assess(hm, hm.run(ZH))                                 # the model's own numbers, recomputed here
-    line = (f"confidence: mean log-prob −{-c.mean_logprob:.2f} (p≈{math.exp(c.mean_logprob):.2f} per token) · "
-            f"{c.n_rare} of {c.n_pieces} pieces rare")
-    assert any(x.value.startswith(line) for x in at.caption), [x.value for x in at.caption]
+    line, c = _line(at.session_state["_viz_ctx"].hm, ZH)
+    assert not c.flagged and any(x.value.startswith(line) for x in at.caption), [x.value for x in at.caption]
     assert not [w for w in at.warning if w.value.startswith("Don't trust")]
 
 
 def test_compare_architectures_says_which_model_to_distrust(shipped_env):
-    at = _open("architectures", "zh-en", ZH, lang="zh")
+    at = _open("architectures", "zh-en", SCRIPT, lang="zh")
     open_tab(at, "ar", "reads")
     shown = texts(at)
     assert "置信度：平均对数概率" in shown
     weak = [w.value for w in at.warning if w.value.startswith("这个模型太小或训练不足")]
-    assert len(weak) == 2                                # decoder-only and prefix LM; the encoder-decoder is fine
+    trio = [load_checkpoint(i.path) for i in recipes.comparison(list_checkpoints(SHIPPED)).values()]  # the page's
+    assert len(weak) == sum(C.assess(hm, hm.run(SCRIPT)).flagged for hm in trio) > 0
 
 
 @pytest.mark.slow          # five pages of a shipped model
 def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
-    at = _open("overview", "zh-en-decoder", ZH)
+    at = _open("overview", "zh-en-decoder", SCRIPT)           # an output the model flags (the test above)
     want = {"decoding": 1, "knockout": 2, "positions": 2, "compare": 2, "patching": 2}   # outputs on the page
+    at.session_state["pt_text_translator"] = "<script>alert(2)</script>"    # patching's second text: as many pieces
     for page, n in want.items():
         at.switch_page(page_file(page))
         at.run(timeout=120)
