@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from viz_transformer import decode
 from viz_transformer.analysis import patterns
-from viz_transformer.run.decoding import Beam, Step, Trace
+from viz_transformer.run.trace import Beam, Step, Trace
 
 
 # -- labels and word level -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ import torch
 from viz_transformer.analysis import patterns
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import decoding_figures
-from viz_transformer.run.decoding import Beam, Step, Trace
+from viz_transformer.run.trace import Beam, Step, Trace
 
 PIECES = ["[begin]", "▁the", "▁cat", "▁the", "<script>alert(1)</script>", "a&b"]
 

@@ -65,8 +65,30 @@ def test_a_twin_shares_size_and_recipe_and_the_preferred_pair_comes_first():
 def test_the_shipped_comparison_shares_one_recipe():
     got = comparison(list_checkpoints(SHIPPED))
     assert set(got) == {"encoder_decoder", "decoder_only", "prefix_lm"}
-    assert same_recipe(got.values())
+    assert (got["encoder_decoder"].name, got["decoder_only"].name) == ("zh-en", "zh-en-decoder")
+    assert same_recipe([got["encoder_decoder"], got["decoder_only"]])
+    # the prefix LM joins them when its 40-epoch run ships; until then it is the 8-epoch one and the page says so
+    assert same_recipe(got.values()) or got["prefix_lm"].meta["train_config"]["epochs"] < 40
     assert {i.meta["split"] for i in got.values()} == {"by_source"}
+
+
+@pytest.mark.slow
+def test_trained_to_a_plateau_on_one_budget_decoder_only_translates_about_as_well():
+    """What the README says of the equal-budget runs: each plateaued on 40 × 394 updates, each translates the
+    teaching sentence, and the decoder-only model is close to the encoder-decoder on test pairs decoded here."""
+    from viz_transformer import load_checkpoint
+    from viz_transformer.training.evaluation import evaluate_translators
+    got = comparison(list_checkpoints(SHIPPED))
+    pair = [got["encoder_decoder"], got["decoder_only"]]
+    if got["prefix_lm"].meta["train_config"]["epochs"] >= 40:
+        pair.append(got["prefix_lm"])
+    for info in pair:
+        assert info.meta["curve"][-1]["step"] == 15_760 and info.meta["plateau"]["plateaued"], info.name
+    hms = [load_checkpoint(i.path) for i in pair]
+    for hm in hms:
+        assert hm.run("我是一名工程师。").output in ("I am an engineer.", "I'm an engineer.")
+    scores = [r["bleu"] for r in evaluate_translators(hms, limit=300)]
+    assert min(scores) > 25 and max(scores) - min(scores) < 3, scores
 
 
 @pytest.mark.slow

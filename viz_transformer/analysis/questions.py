@@ -17,7 +17,8 @@ from typing import Callable, Optional
 from viz_transformer.analysis import patterns, summaries
 from viz_transformer.analysis.claims import _run as shared_run          # one run per model and text
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
-from viz_transformer.run.decoding import Candidate, decode_ids, default_new_tokens
+from viz_transformer.run.decoding import decode_ids, default_new_tokens
+from viz_transformer.run.trace import Candidate
 from viz_transformer.run.interventions import MODES, head_ablation_hooks, head_means
 
 YES, NO = "yes", "no"

@@ -16,8 +16,9 @@ from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.hf_import import is_hf_folder, load_hf_weights, read_hf
 from viz_transformer.core.hf_tokenizer import hf_tokenizer
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
-from viz_transformer.run.decoding import (Trace, allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
-                       never_generated)
+from viz_transformer.run.decoding import (allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
+                                          never_generated)
+from viz_transformer.run.trace import Trace
 from viz_transformer.core.hooks import Cache, NamesFilter
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import Transformer

@@ -19,16 +19,16 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from viz_transformer.training import data as D
-from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint, unique_state_dict
+from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta, save_checkpoint
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.run.decoding import greedy_batch
 from viz_transformer.training.evaluation import curve_meta, lm_perplexity, score_translation
 from viz_transformer.core.batch import pad_rows
 from viz_transformer.core.model import Transformer
+from viz_transformer.training.resume import ResumeError, load_state, save_state
 from viz_transformer.training.snapshots import Recorder
 from viz_transformer.core.tokenizer import Tokenizer
 
@@ -186,57 +186,6 @@ def train_step(model, opt, tc: TrainConfig, x, y, pad_id: int, tgt=None, prefix_
     torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
     opt.step()
     return loss.detach()
-
-
-# -- resume state -----------------------------------------------------------------------------
-def save_state(work: Path, model, opt, info: dict) -> None:
-    tensors = {f"model.{k}": v.contiguous() for k, v in unique_state_dict(model).items()}
-    sd = opt.state_dict()
-    for i, st in sd["state"].items():
-        for k, v in st.items():
-            tensors[f"opt.{i}.{k}"] = torch.as_tensor(v).detach().cpu().contiguous()
-    tensors["rng"] = torch.get_rng_state()
-    save_file(tensors, str(work / "state.tmp"))
-    (work / "state.tmp").replace(work / "state.safetensors")
-    info = dict(info, model_config=model.cfg.to_dict(),
-                param_groups=[{k: v for k, v in g.items() if k != "params"} for g in sd["param_groups"]])
-    (work / "state.json").write_text(json.dumps(info, indent=2))
-
-
-class ResumeError(ValueError):
-    """The saved training state does not fit the model asked for."""
-
-
-def load_state(work: Path, model, opt) -> Optional[dict]:
-    """Resume from `work`, refusing (ResumeError) a state saved for another architecture or vocabulary."""
-    if not (work / "state.json").exists():
-        return None
-    info = json.loads((work / "state.json").read_text())
-    saved, wanted = info.get("model_config"), model.cfg.to_dict()
-    try:            # through ModelConfig: a state saved before a field existed has its default; JSON lists are tuples
-        saved = ModelConfig.from_dict(saved).to_dict() if saved else saved
-    except (TypeError, ValueError):
-        pass
-    if saved != wanted:
-        diff = sorted(k for k in wanted if (saved or {}).get(k) != wanted[k]) if saved else ["(no config saved)"]
-        raise ResumeError(f"{work} holds training state for a different model ({', '.join(diff)} differ): "
-                          f"delete {work} to start again, or pass the same options")
-    tensors = load_file(str(work / "state.safetensors"))
-    weights = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    if set(weights) != set(unique_state_dict(model)):
-        raise ResumeError(f"{work / 'state.safetensors'} does not hold this model's weights: delete {work}")
-    # tied copies (lm_head.weight is W_E.weight) were saved once: give each name its stored tensor
-    first = {}
-    full = {name: weights[first.setdefault(t.data_ptr(), name)] for name, t in model.state_dict().items()}
-    model.load_state_dict(full, strict=True)
-    sd = opt.state_dict()
-    for i in sd["state"].keys() | {int(k.split(".")[1]) for k in tensors if k.startswith("opt.")}:
-        sd["state"][i] = {k.split(".", 2)[2]: v for k, v in tensors.items() if k.startswith(f"opt.{i}.")}
-    for g, saved in zip(sd["param_groups"], info["param_groups"]):
-        g.update({k: v for k, v in saved.items() if k not in ("fused", "foreach")})   # the kernel is this run's
-    opt.load_state_dict(sd)
-    torch.set_rng_state(tensors["rng"])
-    return info
 
 
 def lr_at(step: int, tc: TrainConfig, total: int) -> float:
