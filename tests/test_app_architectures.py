@@ -84,6 +84,30 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
     assert table.loc[table["model"] == EN["ar.short.decoder_only"], "causal"].all()
 
 
+def test_architecture_page_says_same_budget_only_when_the_models_share_one_recipe(tmp_path, ckpt_root, monkeypatch):
+    import json
+    names = ("tiny-zh-en", "tiny-zh-en-decoder", "tiny-zh-en-prefix")
+    for name in names:
+        shutil.copytree(ckpt_root / name, tmp_path / name)
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(tmp_path))
+
+    def train_for(name, epochs):
+        meta_path = tmp_path / name / "meta.json"
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta.update(split="by_source", train_config={"data": "pairs.tsv", "seed": 1234, "epochs": epochs})
+        meta_path.write_text(json.dumps(meta), encoding="utf-8")
+
+    def shown(at):
+        said = " ".join(m.value for m in at.markdown)
+        return EN["ar.fair"] in said, any(w.value == EN["ar.unfair"] for w in at.warning)
+
+    for name in names:
+        train_for(name, 8)
+    assert shown(open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (True, False)
+    train_for("tiny-zh-en-prefix", 4)          # the comparison still takes all three, but one had less training
+    assert shown(open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (False, True)
+
+
 def test_architecture_page_keeps_no_compared_models_run(env):
     """The comparison keeps its small views (arch_view); the memo shared by every session keeps the sidebar
     model's run alone, not a 512-piece run of each compared model that no page reads again, and only the

@@ -505,11 +505,12 @@ EN = {
 
     # compare architectures
     "ar.title": "Compare architectures",
-    "ar.intro": "The same sentence through three translators trained on the same data, with the same split, about "
-                "the same number of parameters and the same training budget: an **encoder-decoder** (an encoder "
-                "reads the source, a decoder writes the target and reads the source through cross-attention), a "
-                "**decoder-only** model (one causal sequence `[begin] source [sep] target [end]`) and a **prefix "
-                "LM** (the same sequence, but the source prefix attends both ways).",
+    "ar.intro": "The same sentence through three translators: an **encoder-decoder** (an encoder reads the source, "
+                "a decoder writes the target and reads the source through cross-attention), a **decoder-only** "
+                "model (one causal sequence `[begin] source [sep] target [end]`) and a **prefix LM** (the same "
+                "sequence, but the source prefix attends both ways).",
+    "ar.fair": "They were trained on the same data, with the same split, about the same number of parameters and the "
+               "same training budget, so what differs between them comes from the architecture.",
     "ar.need": "This page needs at least two translator checkpoints of different architectures (found: {have}).",
     "ar.unfair": "These translators were not trained on one recipe (the same data, split and number of updates), so their differences are not only the architecture's. Train them with the same settings to compare the architectures fairly.",
     "ar.using": "A language model is selected: comparing the translators on “{text}”.",

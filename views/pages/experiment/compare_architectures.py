@@ -16,7 +16,8 @@ from viz_transformer.plots import model_figures
 
 ctx = context.need_run()
 st.title(t("ar.title"))
-st.markdown(t("ar.intro"))
+fair = cached.translators_fair()
+st.markdown(t("ar.intro") + (" " + t("ar.fair") if fair else ""))
 models = cached.translators()
 if len(models) < 2:
     st.info(t("ar.need", have=", ".join(p.name for p in models.values()) or "–"))
@@ -24,7 +25,7 @@ if len(models) < 2:
 text = ctx.text if ctx.kind == "translator" and ctx.text.strip() else defaults.EXAMPLES["translator"][0]
 if text != ctx.text:
     st.caption(widgets.md_escape(t("ar.using", text=text)))
-if not cached.translators_fair():
+if not fair:
     st.warning(t("ar.unfair"), icon=":material/balance:")
 
 runs, facts = {}, {}            # runs: cached.arch_view, the small part of each model's run this page shows; facts: no weights
