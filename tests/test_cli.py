@@ -118,11 +118,9 @@ def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, args, needle):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
-    import sacrebleu
+def _scored_checkpoint(tmp_path):
+    """A tiny translator whose meta.json points at a small corpus: (folder, corpus, meta)."""
     from conftest import make_tiny_checkpoint
-    from viz_transformer.training import data as D
-    from viz_transformer.run.capture import load_checkpoint
     zh = ["我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。", "他是我的朋友。", "这是我的书。", "她在学校工作。"]
     pairs = [(zh[i % len(zh)], f"reference {i}.") for i in range(40)]          # these sources 5 times each
     pairs += [(f"我有{n}本书。", f"I have {n} books.") for n in "一二三四五六七八九十"]   # and 10 once
@@ -131,6 +129,43 @@ def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
     folder = make_tiny_checkpoint(tmp_path / "ckpt")
     meta = {"data": str(data), "split_seed": 3, "n_test": 10, "n_val": 5}
     (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return folder, data, meta
+
+
+def test_evaluate_with_beam_search_scores_what_the_traced_beam_search_says(tmp_path):
+    import sacrebleu
+    from viz_transformer.training import data as D
+    from viz_transformer.run.capture import load_checkpoint
+    folder, data, meta = _scored_checkpoint(tmp_path)
+    greedy = json.loads(cli("evaluate", "--checkpoint", folder).stdout)
+    r = cli("evaluate", "--checkpoint", folder, "--beam-width", "3", "--length-penalty", "0.6")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["beam_width"] == 3 and res["length_penalty"] == 0.6 and res["n"] == greedy["n"] > 0
+    # reference: the step-by-step decoder's beam search, sentence by sentence, as the app runs it
+    tr, _, te = D.split(D.read_pairs(data), 3, 10, 5)
+    unseen = [p for p in te if p[0] not in {s for s, _ in tr}]
+    hm = load_checkpoint(folder)
+    n = min(64, hm.cfg.max_len // 4)
+    hyps = [hm.tokenizer.decode(decode(hm, s, "beam", max_new_tokens=n, beam_width=3, length_penalty=0.6).generated_ids)
+            for s, _ in unseen]
+    assert res["bleu"] == round(sacrebleu.corpus_bleu(hyps, [[t for _, t in unseen]]).score, 2)
+    # width 1 is greedy decoding
+    assert json.loads(cli("evaluate", "--checkpoint", folder, "--beam-width", "1").stdout) == greedy
+    # --record keeps the score, and the command that printed it, in meta.json; the rest of meta stays
+    assert cli("evaluate", "--checkpoint", folder, "--beam-width", "3", "--length-penalty", "0.6", "--record").returncode == 0
+    kept = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    assert kept["test_beam3"]["bleu"] == res["bleu"] and kept["split_seed"] == meta["split_seed"]
+    assert kept["test_beam3"]["command"].endswith("--beam-width 3 --length-penalty 0.6 --record")
+    bad = cli("evaluate", "--checkpoint", folder, "--beam-width", "0")
+    assert bad.returncode == 2 and "beam_width" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
+    import sacrebleu
+    from viz_transformer.training import data as D
+    from viz_transformer.run.capture import load_checkpoint
+    folder, data, meta = _scored_checkpoint(tmp_path)
     r = cli("evaluate", "--checkpoint", folder)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)

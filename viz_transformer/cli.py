@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -207,6 +208,15 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _write_meta(folder, key: str, block) -> None:
+    """Set meta.json's `key` to `block` in the checkpoint `folder`, keeping everything else."""
+    from viz_transformer.core.checkpoint import META
+    path = Path(folder) / META
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta[key] = block
+    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def cmd_evaluate(args) -> int:
     """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
     only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
@@ -215,15 +225,21 @@ def cmd_evaluate(args) -> int:
     hms = [_load(c) for c in args.checkpoint]
     try:
         if all(hm.cfg.is_translator for hm in hms):
-            results = evaluate_translators(hms, args.split, args.data, args.limit)
+            results = evaluate_translators(hms, args.split, args.data, args.limit, args.beam_width, args.length_penalty)
+        elif args.beam_width != 1:
+            raise ValueError("--beam-width scores translators; a language model is scored by perplexity")
         elif len(hms) == 1:
             results = [evaluate_lm(hms[0], args.data, args.limit)]
         else:
             raise ValueError("several checkpoints are compared only when all are translators")
     except ValueError as e:
         raise UserError(str(e)) from None
-    for res in results:
+    for path, res in zip(args.checkpoint, results):
         print(json.dumps(res, ensure_ascii=False))
+        if args.record:      # "test", or "test_beam4": the score, and the command that printed it
+            key = args.split if args.beam_width == 1 else f"{args.split}_beam{args.beam_width}"
+            _write_meta(path, key, {**{k: v for k, v in res.items() if k != "checkpoint"},
+                                    "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])})
     return 0
 
 
@@ -242,7 +258,6 @@ def cmd_calibrate(args) -> int:
     """Choose the confidence thresholds on the validation split (viz_transformer/analysis/confidence.py), write
     them into the checkpoint's meta.json with how they were chosen, and print the test BLEU of the
     outputs they flag and of the rest."""
-    from viz_transformer.core.checkpoint import META
     from viz_transformer.training.calibration import calibrate
     from viz_transformer.analysis.confidence import KEY
     hm = _load(args.checkpoint)
@@ -251,10 +266,7 @@ def cmd_calibrate(args) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     if not args.dry_run:
-        path = Path(args.checkpoint) / META
-        meta = json.loads(path.read_text(encoding="utf-8"))
-        meta[KEY] = block
-        path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _write_meta(args.checkpoint, KEY, block)
     print(json.dumps({"checkpoint": hm.name, **{k: v for k, v in block.items() if k not in ("pieces", "how")}},
                      ensure_ascii=False))
     return 0
@@ -263,7 +275,6 @@ def cmd_calibrate(args) -> int:
 def cmd_init_grads(args) -> int:
     """Measure the per-layer gradient norms at initialisation with pre- and post-norm on the checkpoint's
     configuration and training split (viz_transformer/training/grad_norms.py), into meta.json."""
-    from viz_transformer.core.checkpoint import META
     from viz_transformer.training.evaluation import translation_splits
     from viz_transformer.training.grad_norms import KEY, init_gradient_norms
     hm = _load(args.checkpoint)
@@ -277,10 +288,7 @@ def cmd_init_grads(args) -> int:
                                     label_smoothing=tc.get("label_smoothing", 0.1))
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
-    path = Path(args.checkpoint) / META
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta[KEY] = block
-    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write_meta(args.checkpoint, KEY, block)
     print(json.dumps({"checkpoint": hm.name, **block}, ensure_ascii=False))
     return 0
 
@@ -326,6 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
     s.add_argument("--split", choices=("test", "val"), default="test")
     s.add_argument("--limit", type=int)
+    s.add_argument("--beam-width", type=int, default=1,
+                   help="translators: beam search of this width (default 1: greedy, as training scores)")
+    s.add_argument("--length-penalty", type=float, default=1.0, help="with --beam-width: score / length ** this")
+    s.add_argument("--record", action="store_true",
+                   help="also write each score, with this command, into its checkpoint's meta.json "
+                        "(key: the split, or e.g. test_beam4)")
     s.set_defaults(fn=cmd_evaluate)
     s = sub.add_parser("calibrate", help="choose the confidence thresholds on the validation split, into meta.json")
     s.add_argument("checkpoint")
@@ -350,6 +364,7 @@ def main(argv=None) -> int:
         from viz_transformer.training.train import main as train_main
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.fn(args)
     except UserError as e:

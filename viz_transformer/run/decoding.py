@@ -136,6 +136,21 @@ def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_t
     return [tok.decode(ids) for ids in greedy_ids(model, tok, texts, max_new_tokens, batch_size)]
 
 
+@torch.no_grad()
+def beam_batch(model: Transformer, tok: Tokenizer, texts: list[str], width: int = 4, length_penalty: float = 1.0,
+               max_new_tokens: Optional[int] = None) -> list[str]:
+    """Beam-search translations (or continuations) of many texts, as strings: the traced beam search
+    (decode_ids) of each text, one at a time, with greedy_batch's default length. Width 1 is greedy_batch."""
+    cfg = model.cfg
+    max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
+    check_decoding(cfg, cfg.out_vocab, max_new_tokens, beam_width=width, length_penalty=length_penalty)
+    if width == 1:
+        return greedy_batch(model, tok, texts, max_new_tokens)
+    return [tok.decode(decode_ids(model, tok, encode_input(tok, cfg, t, reserve=max_new_tokens), "beam",
+                                  max_new_tokens, beam_width=width, length_penalty=length_penalty).generated_ids)
+            for t in texts]
+
+
 # -- step-by-step traces ------------------------------------------------------------------------
 STRATEGIES = ("greedy", "sample", "beam")
 

@@ -16,16 +16,22 @@ import torch.nn.functional as F
 
 from viz_transformer.core.checkpoint_files import read_meta
 from viz_transformer.training import data as D
-from viz_transformer.run.decoding import greedy_batch
+from viz_transformer.run.decoding import beam_batch
 
 
-def score_translation(model, tok, pairs, limit=None, max_new_tokens=None) -> dict:
+def score_translation(model, tok, pairs, limit=None, max_new_tokens=None, beam_width: int = 1,
+                      length_penalty: float = 1.0) -> dict:
+    """Corpus BLEU and chrF (sacrebleu) of the model's translations of `pairs`: greedy, or beam search when
+    beam_width > 1 (then the result says so)."""
     import sacrebleu
     pairs = pairs[:limit] if limit else pairs
-    hyps = greedy_batch(model, tok, [s for s, _ in pairs], max_new_tokens=max_new_tokens)
+    hyps = beam_batch(model, tok, [s for s, _ in pairs], beam_width, length_penalty, max_new_tokens)
     refs = [t for _, t in pairs]
-    return {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
-            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
+    res = {"bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
+           "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
+    if beam_width > 1:
+        res.update(beam_width=beam_width, length_penalty=length_penalty)
+    return res
 
 
 @torch.no_grad()
@@ -67,12 +73,13 @@ def common_heldout(hms: list, split: str = "test", data: Optional[str] = None):
 
 
 def evaluate_translators(hms: list, split: str = "test", data: Optional[str] = None,
-                         limit: Optional[int] = None) -> list[dict]:
-    """One result per model, all on the same held-out pairs (greedy decoding)."""
+                         limit: Optional[int] = None, beam_width: int = 1, length_penalty: float = 1.0) -> list[dict]:
+    """One result per model, all on the same held-out pairs, all decoded alike (greedy, or beam search)."""
     items, dropped = common_heldout(hms, split, data)
     out = []
     for hm in hms:
-        res = score_translation(hm.model, hm.tokenizer, items, limit) if items else {"bleu": None, "chrf": None, "n": 0}
+        res = (score_translation(hm.model, hm.tokenizer, items, limit, beam_width=beam_width,
+                                 length_penalty=length_penalty) if items else {"bleu": None, "chrf": None, "n": 0})
         by = [("source" if h.meta.get("split") == "by_source" else "pair") for h in hms]
         res.update(split=split, unseen_sources_only=True, split_by=by[0], n_dropped_seen=dropped)
         if len(hms) > 1:
