@@ -140,6 +140,7 @@ def test_the_nonsense_outputs_are_flagged(shipped, name, text):
 
 @pytest.mark.parametrize("name,text,output", [("zh-en", ZH, "I'm an engineer."), ("zh-en", "我是学生。", None),
                                               ("zh-en-postnorm", ZH, "I'm an engineer."),
+                                              ("zh-en-decoder", ZH, "I'm an engineer."), ("zh-en-prefix", ZH, "I'm an engineer."),
                                               ("en-stories", "Once upon a time", None)])
 def test_good_outputs_are_not_flagged(shipped, name, text, output):
     hm = shipped[name]

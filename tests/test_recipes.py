@@ -65,26 +65,23 @@ def test_a_twin_shares_size_and_recipe_and_the_preferred_pair_comes_first():
 def test_the_shipped_comparison_shares_one_recipe():
     got = comparison(list_checkpoints(SHIPPED))
     assert set(got) == {"encoder_decoder", "decoder_only", "prefix_lm"}
-    assert (got["encoder_decoder"].name, got["decoder_only"].name) == ("zh-en", "zh-en-decoder")
-    assert same_recipe([got["encoder_decoder"], got["decoder_only"]])
-    # the prefix LM joins them when its 40-epoch run ships; until then it is the 8-epoch one and the page says so
-    assert same_recipe(got.values()) or got["prefix_lm"].meta["train_config"]["epochs"] < 40
+    assert [got[a].name for a in ("encoder_decoder", "decoder_only", "prefix_lm")] == ["zh-en", "zh-en-decoder", "zh-en-prefix"]
+    assert same_recipe(got.values())
     assert {i.meta["split"] for i in got.values()} == {"by_source"}
 
 
 @pytest.mark.slow
 def test_trained_to_a_plateau_on_one_budget_decoder_only_translates_about_as_well():
     """What the README says of the equal-budget runs: each plateaued on 40 × 394 updates, each translates the
-    teaching sentence, and the decoder-only model is close to the encoder-decoder on test pairs decoded here."""
+    teaching sentence, and the decoder-only and prefix models are close to the encoder-decoder on test pairs
+    decoded here."""
     from viz_transformer import load_checkpoint
     from viz_transformer.training.evaluation import evaluate_translators
     got = comparison(list_checkpoints(SHIPPED))
-    pair = [got["encoder_decoder"], got["decoder_only"]]
-    if got["prefix_lm"].meta["train_config"]["epochs"] >= 40:
-        pair.append(got["prefix_lm"])
-    for info in pair:
+    trio = [got["encoder_decoder"], got["decoder_only"], got["prefix_lm"]]
+    for info in trio:
         assert info.meta["curve"][-1]["step"] == 15_760 and info.meta["plateau"]["plateaued"], info.name
-    hms = [load_checkpoint(i.path) for i in pair]
+    hms = [load_checkpoint(i.path) for i in trio]
     for hm in hms:
         assert hm.run("我是一名工程师。").output in ("I am an engineer.", "I'm an engineer.")
     scores = [r["bleu"] for r in evaluate_translators(hms, limit=300)]
@@ -110,3 +107,29 @@ def test_the_shipped_post_norm_twin_is_zh_en_s_and_ends_behind_it():
     hms = [load_checkpoint(SHIPPED / x) for x in ("zh-en", "zh-en-postnorm")]
     got = evaluate_translators(hms, limit=300)
     assert got[0]["n"] == got[1]["n"] == 300 and got[1]["bleu"] < got[0]["bleu"] - 3
+
+
+TRANSLATORS = ("zh-en", "zh-en-decoder", "zh-en-prefix", "zh-en-postnorm")
+
+
+@pytest.mark.slow
+def test_every_translator_s_scores_come_from_one_command_and_the_beam_score_is_recomputed():
+    """Each translator's meta.json keeps its greedy and beam-4 test scores from one `evaluate` run over all four
+    (the same 1,500 pairs); the goals the README states hold, and zh-en's beam score is decoded again here."""
+    import json
+    from viz_transformer import load_checkpoint
+    from viz_transformer.training.evaluation import evaluate_translators
+    metas = {n: json.loads((SHIPPED / n / "meta.json").read_text(encoding="utf-8")) for n in TRANSLATORS}
+    for key in ("test", "test_beam4"):
+        commands = {metas[n][key]["command"] for n in TRANSLATORS}
+        assert len(commands) == 1, key                              # one command printed them all
+        command = commands.pop() + " "
+        assert all(f"--checkpoint checkpoints/{n} " in command for n in TRANSLATORS), command
+        assert {metas[n][key]["n"] for n in TRANSLATORS} == {1500}
+    for n in TRANSLATORS:                                           # greedy "test" is what training itself scored
+        assert metas[n]["test"]["bleu"] == metas[n]["confidence"]["test"]["all"]["bleu"]
+        assert metas[n]["test_beam4"]["beam_width"] == 4 and metas[n]["test_beam4"]["length_penalty"] == 1.0
+    beam = {n: metas[n]["test_beam4"]["bleu"] for n in TRANSLATORS}
+    assert beam["zh-en"] >= 31 and beam["zh-en-decoder"] >= 27 and beam["zh-en-prefix"] >= 27
+    got = evaluate_translators([load_checkpoint(SHIPPED / "zh-en")], beam_width=4)[0]
+    assert (got["bleu"], got["chrf"], got["n"]) == (beam["zh-en"], metas["zh-en"]["test_beam4"]["chrf"], 1500)
