@@ -222,6 +222,8 @@ def cmd_evaluate(args) -> int:
     only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
     one's split minus every source any of them trained on), one JSON line each."""
     from viz_transformer.training.evaluation import evaluate_lm, evaluate_translators
+    if args.record and args.limit:
+        raise UserError("--record keeps scores of the whole split: leave out --limit")
     hms = [_load(c) for c in args.checkpoint]
     try:
         if all(hm.cfg.is_translator for hm in hms):

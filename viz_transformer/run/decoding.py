@@ -146,8 +146,10 @@ def beam_batch(model: Transformer, tok: Tokenizer, texts: list[str], width: int 
     check_decoding(cfg, cfg.out_vocab, max_new_tokens, beam_width=width, length_penalty=length_penalty)
     if width == 1:
         return greedy_batch(model, tok, texts, max_new_tokens)
+    stopping = early_stopping_rule(cfg.early_stopping)            # the model's own rule, as decode's default
     return [tok.decode(decode_ids(model, tok, encode_input(tok, cfg, t, reserve=max_new_tokens), "beam",
-                                  max_new_tokens, beam_width=width, length_penalty=length_penalty).generated_ids)
+                                  max_new_tokens, beam_width=width, length_penalty=length_penalty,
+                                  early_stopping=stopping).generated_ids)
             for t in texts]
 
 
