@@ -93,7 +93,8 @@ def calibrate(hm, data: Optional[str] = None, limit: Optional[int] = None, log=p
     return {"thresholds": th, "how": how, "command": _command(hm, limit), "pieces": pieces, **report}
 
 
-def _first_sentence(story: str) -> str:
+def first_sentence(story: str) -> str:
+    """A story's first sentence (up to its first . ! or ?), or its first 80 characters: an LM's prompt."""
     m = re.match(r"(.+?[.!?])(\s|$)", story, re.S)
     return (m.group(1) if m else story[:80]).strip()
 
@@ -107,7 +108,7 @@ def _calibrate_lm(hm, data, limit, log) -> dict:
     val = val[:limit] if limit else val
     pieces = piece_stats(tok, train)
     n_new = default_new_tokens(cfg)
-    prompts = [_first_sentence(s) for s in val]
+    prompts = [first_sentence(s) for s in val]
     outs = greedy_ids(hm.model, tok, prompts, n_new)
     scores = batch_scores(hm, prompts, outs, n_new, batch_size=16)
     log(f"{hm.name}: {len(prompts)} validation prompts continued and scored")
