@@ -21,9 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from viz_transformer import load_checkpoint                               # noqa: E402
 from viz_transformer.run.decoding import greedy_batch                     # noqa: E402
-from viz_transformer.training import data as D                            # noqa: E402
 from viz_transformer.training.calibration import first_sentence           # noqa: E402
-from viz_transformer.training.evaluation import evaluate_lm               # noqa: E402
+from viz_transformer.training.evaluation import evaluate_lm, story_splits  # noqa: E402
 
 
 def repeated_share(text: str, n: int = 4) -> float:
@@ -44,8 +43,7 @@ def writes_a_sentence_twice(text: str) -> bool:
 
 def measure(path: str, new_tokens: int = 96) -> dict:
     hm = load_checkpoint(path)
-    m = hm.meta
-    _, val, _ = D.split(D.read_stories(m["data"]), m.get("split_seed", 1234), 0, m.get("n_val", 100))
+    _, val, _ = story_splits(hm.meta)
     outs = greedy_batch(hm.model, hm.tokenizer, [first_sentence(s) for s in val], max_new_tokens=new_tokens)
     return {"checkpoint": path, "val_perplexity": evaluate_lm(hm)["perplexity"], "stories": len(outs),
             "repeated_4grams": round(sum(map(repeated_share, outs)) / len(outs), 3),

@@ -10,6 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from viz_transformer.core.checkpoint_files import update_meta
+
 
 class UserError(Exception):
     """A mistake the user can fix: printed without a traceback."""
@@ -208,15 +210,6 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _write_meta(folder, key: str, block) -> None:
-    """Set meta.json's `key` to `block` in the checkpoint `folder`, keeping everything else."""
-    from viz_transformer.core.checkpoint import META
-    path = Path(folder) / META
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta[key] = block
-    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def cmd_evaluate(args) -> int:
     """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
     only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
@@ -240,8 +233,8 @@ def cmd_evaluate(args) -> int:
         print(json.dumps(res, ensure_ascii=False))
         if args.record:      # "test", or "test_beam4": the score, and the command that printed it
             key = args.split if args.beam_width == 1 else f"{args.split}_beam{args.beam_width}"
-            _write_meta(path, key, {**{k: v for k, v in res.items() if k != "checkpoint"},
-                                    "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])})
+            update_meta(path, **{key: {**{k: v for k, v in res.items() if k != "checkpoint"},
+                                    "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])}})
     return 0
 
 
@@ -268,7 +261,7 @@ def cmd_calibrate(args) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     if not args.dry_run:
-        _write_meta(args.checkpoint, KEY, block)
+        update_meta(args.checkpoint, **{KEY: block})
     print(json.dumps({"checkpoint": hm.name, **{k: v for k, v in block.items() if k not in ("pieces", "how")}},
                      ensure_ascii=False))
     return 0
@@ -290,7 +283,7 @@ def cmd_init_grads(args) -> int:
                                     label_smoothing=tc.get("label_smoothing", 0.1))
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
-    _write_meta(args.checkpoint, KEY, block)
+    update_meta(args.checkpoint, **{KEY: block})
     print(json.dumps({"checkpoint": hm.name, **block}, ensure_ascii=False))
     return 0
 

@@ -91,6 +91,15 @@ def read_meta(folder) -> dict:
     return _read_json(Path(folder), META)
 
 
+def update_meta(folder, **blocks) -> dict:
+    """Set these keys of the folder's meta.json (a missing file starts empty), keeping everything else;
+    returns the whole new meta."""
+    path = Path(folder) / META
+    meta = {**(read_meta(folder) if path.exists() else {}), **blocks}
+    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return meta
+
+
 def check_tokenizer_file(folder) -> Path:
     """Cheap checks of tokenizer.model before SentencePiece parses it: its size, and not a pickle."""
     path = Path(folder) / TOKENIZER

@@ -102,9 +102,8 @@ def first_sentence(story: str) -> str:
 def _calibrate_lm(hm, data, limit, log) -> dict:
     """An LM's thresholds: the validation stories' first sentences as prompts (see the module doc)."""
     meta, tok, cfg = hm.meta, hm.tokenizer, hm.cfg
-    data = data or meta.get("data")
-    train, val, _ = D.split(D.read_stories(data), meta.get("split_seed", 1234), meta.get("n_test", 0),
-                            meta.get("n_val", 100))
+    from viz_transformer.training.evaluation import story_splits
+    train, val, _ = story_splits(meta, data)
     val = val[:limit] if limit else val
     pieces = piece_stats(tok, train)
     n_new = default_new_tokens(cfg)

@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from viz_transformer.core.checkpoint_files import read_meta
+from viz_transformer.core.checkpoint_files import update_meta
 from viz_transformer.training import data as D
 from viz_transformer.run.decoding import beam_batch
 
@@ -88,12 +88,17 @@ def evaluate_translators(hms: list, split: str = "test", data: Optional[str] = N
     return out
 
 
-def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> dict:
-    m = hm.meta
-    data = data or m.get("data")
+def story_splits(meta: dict, data: Optional[str] = None):
+    """(train, val, test) stories of a language model, as its training run cut them."""
+    data = data or meta.get("data")
     if not data or not Path(data).exists():
         raise ValueError(f"training data {data!r} not found: pass --data")
-    _, val, _ = D.split(D.read_stories(data), m.get("split_seed", 1234), 0, m.get("n_val", 100))
+    return D.split(D.read_stories(data), meta.get("split_seed", 1234), meta.get("n_test", 0), meta.get("n_val", 100))
+
+
+def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> dict:
+    m = hm.meta
+    _, val, _ = story_splits(m, data)
     blocks = D.blocks(D.token_stream(val, hm.tokenizer), m.get("train_config", {}).get("block_size", 256))
     return {"perplexity": round(lm_perplexity(hm.model, blocks[:limit]), 3), "split": "val"}
 
@@ -129,6 +134,5 @@ def record_curve(out, work) -> dict:
     that ended before meta kept its curve); returns what was written."""
     history = json.loads((Path(work) / "state.json").read_text())["history"]
     kept = curve_meta(history)
-    meta = dict(read_meta(out), **kept)
-    (Path(out) / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    update_meta(out, **kept)
     return kept
