@@ -21,7 +21,11 @@ def test_byte_fallback_round_trips_without_unk(tok, text):
     assert tok.unk_id not in ids
     # SentencePiece's default normalizer (nmt_nfkc) applies NFKC (x² -> x2) and folds whitespace runs
     assert tok.decode(ids) == " ".join(unicodedata.normalize("NFKC", text).split())
-    assert any(p.startswith("<0x") for p in tok.pieces(tok.encode(text))) or text.isascii()
+    raw, shown = [tok.sp.id_to_piece(i) for i in ids], tok.pieces(ids)
+    assert not any(p.startswith("<0x") for p in shown)         # every byte run spells whole characters
+    for r, s in zip(raw, shown):
+        if r.startswith("<0x"):         # its label names a character whose UTF-8 bytes hold this byte
+            assert r[3:5].lower() in s.split("(")[0].encode("utf-8").hex()
 
 
 def test_special_tokens(tok):

@@ -1,5 +1,6 @@
-"""Byte-level BPE tokens (GPT-2, Qwen, Llama 3) as pieces a person can read: bytes back from GPT-2's
-bytes→unicode table, one label per token, and the tokens grouped so every group is whole characters.
+"""Byte-level BPE tokens (GPT-2, Qwen, Llama 3) and SentencePiece byte-fallback pieces (<0xF0>) as pieces a
+person can read: bytes back from GPT-2's bytes→unicode table or from the <0xNN> piece, one label per token,
+and the tokens grouped so every group is whole characters.
 
 A byte-level token is a string over 256 stand-in characters, one per byte ("Ġthe" is b" the"); a Chinese
 character is 3 UTF-8 bytes and often ends up split over 2–3 tokens, each of which alone decodes to "�".
@@ -7,6 +8,7 @@ Pure Python, no tokenizer library needed.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Optional
 
@@ -48,6 +50,33 @@ def _token_bytes(token: str) -> Optional[bytes]:
         return bytes_of_token(token)
     except ValueError:
         return None
+
+
+def sentencepiece_bytes(piece: str) -> Optional[bytes]:
+    """The byte a SentencePiece byte-fallback piece stands for ("<0xF0>" -> b"\\xf0"); None for any other piece
+    (shown as it is, its own group). Passed to readable_pieces and group_fragments as `to_bytes`."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return bytes([int(piece[3:5], 16)])
+        except ValueError:
+            return None
+    return None
+
+
+FRAGMENT = re.compile(r"(\\[xu][0-9a-f]+|.)\((\d+)/(\d+)\)")   # 我(1/2): one of n tokens that spell 我
+
+
+def continues_character(label: str) -> bool:
+    """A label that starts with the 2nd, 3rd, … fragment of a character ("我(2/2)", "🍎(3/4)"): it belongs to
+    the word of the label before it."""
+    m = FRAGMENT.match(label)
+    return bool(m) and m.group(2) != "1"
+
+
+def without_fragment_marks(text: str) -> str:
+    """Labels joined into one word, each split character written once: "🍎(1/4)🍎(2/4)🍎(3/4)🍎(4/4)" -> "🍎"
+    (a word that starts inside a character keeps that character)."""
+    return FRAGMENT.sub(lambda m: m.group(1) if m.group(2) == "1" or m.start() == 0 else "", text)
 
 
 def _char_length(lead: int) -> int:
@@ -97,12 +126,12 @@ def _show(ch: str) -> str:
     return ch
 
 
-def _runs(tokens: list[str]) -> list[tuple[list[int], list[bytes]]]:
+def _runs(tokens: list[str], to_bytes=_token_bytes) -> list[tuple[list[int], list[bytes]]]:
     """Consecutive byte-level tokens, broken by tokens that are not byte-level (each alone, bytes None)."""
     runs: list[tuple[list[int], list[Optional[bytes]]]] = []
     current: tuple[list[int], list[bytes]] = ([], [])
     for i, tok in enumerate(tokens):
-        b = _token_bytes(tok)
+        b = to_bytes(tok)
         if b is None:
             if current[0]:
                 runs.append(current)
@@ -123,8 +152,10 @@ def _run_units(parts: list[bytes]) -> list[tuple[list[int], Optional[str], bytes
     return [(sorted(set(owner[a:e])), ch, stream[a:e]) for a, e, ch in _units(stream)]
 
 
-def readable_pieces(tokens: list[str]) -> list[str]:
-    """One label per byte-level token, its text as a person reads it.
+def readable_pieces(tokens: list[str], to_bytes=_token_bytes) -> list[str]:
+    """One label per byte-level token, its text as a person reads it. `to_bytes` reads a token's bytes (None:
+    not a byte token, shown as it is): GPT-2's table by default, sentencepiece_bytes for SentencePiece, whose
+    byte-fallback pieces <0xF0> <0x9F> <0x8D> <0x8E> become 🍎(1/4) … 🍎(4/4) as a byte-level BPE's would.
 
     - spaces show as ▁, as SentencePiece pieces do, so "Ġthe" is "▁the" and core.tokenizer.group_words
       starts a word there; a newline shows as the two characters \\n (also \\t, \\r), other control
@@ -142,7 +173,7 @@ def readable_pieces(tokens: list[str]) -> list[str]:
       as it is.
     Labels may repeat (the app names rows and columns "i:piece", so they need not be unique)."""
     labels = [""] * len(tokens)
-    for idx, parts in _runs(tokens):
+    for idx, parts in _runs(tokens, to_bytes):
         if parts == [None]:
             labels[idx[0]] = tokens[idx[0]]
             continue
@@ -157,13 +188,13 @@ def readable_pieces(tokens: list[str]) -> list[str]:
     return labels
 
 
-def group_fragments(tokens: list[str]) -> list[list[int]]:
+def group_fragments(tokens: list[str], to_bytes=_token_bytes) -> list[list[int]]:
     """Token indices grouped so that each group's bytes decode to whole characters: a token is its own
     group unless a character is split across it and its neighbours, then they share one group
     (["æĪ", "ĳ", "æĺ¯"] -> [[0, 1], [2]]). A token that is not byte-level is a group of its own; bytes
     that form no valid character stay in the group of the token holding them."""
     groups: list[list[int]] = []
-    for idx, parts in _runs(tokens):
+    for idx, parts in _runs(tokens, to_bytes):
         if parts == [None]:
             groups.append(idx)
             continue

@@ -11,6 +11,9 @@ from typing import Iterable
 
 import sentencepiece as spm
 
+from viz_transformer.core.byte_pieces import (continues_character, readable_pieces, sentencepiece_bytes,
+                                              without_fragment_marks)
+
 PAD, UNK, BOS, EOS = "[pad]", "[unk]", "[begin]", "[end]"
 SEP = "[sep]"   # a control piece (never matched in text): between source and target in one sequence
 WORD_START = "\u2581"  # ▁, SentencePiece's marker for "a space came before this piece"
@@ -39,10 +42,11 @@ class Tokenizer:
         return self.sp.encode(text, out_type=int)
 
     def piece(self, i: int) -> str:
-        return self.sp.id_to_piece(int(i))
+        return self.pieces([i])[0]
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
+        """The pieces as the app shows them (display_pieces): byte-fallback runs as their characters."""
+        return display_pieces([self.sp.id_to_piece(int(i)) for i in ids])
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in self.specials])
@@ -69,6 +73,38 @@ class Tokenizer:
         return cls(buf.getvalue())
 
 
+def is_cjk(ch: str) -> bool:
+    """A Han, kana or Hangul character, or a full-width sign: the scripts written without spaces."""
+    return "CJK" in unicodedata.name(ch, "") or unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def one_piece_per_cjk_character(model_proto: bytes) -> bytes:
+    """The same SentencePiece model with every piece that holds a CJK character and anything else
+    (工程师, 我是一名, ▁今天, 3月) marked UNUSED: SentencePiece never emits an unused piece, so Chinese is cut
+    into single characters and no piece can glue two words together; ids and the vocabulary size stay."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+    m = pb.ModelProto()
+    m.ParseFromString(model_proto)
+    for p in m.pieces:
+        body = p.piece.lstrip(WORD_START)
+        if p.type == pb.ModelProto.SentencePiece.NORMAL and len(body) > 1 and any(map(is_cjk, body)):
+            p.type = pb.ModelProto.SentencePiece.UNUSED
+    return m.SerializeToString()
+
+
+def display_pieces(raw: list[str]) -> list[str]:
+    """SentencePiece pieces as a person reads them, one label per piece: a byte-fallback run that spells one
+    character shows that character on each of its pieces (🍎(1/4) … 🍎(4/4), as byte-level BPE tokens do:
+    byte_pieces.readable_pieces), and the word mark ▁ is dropped before a CJK character unless a Latin letter
+    or digit comes right before it: Chinese has no spaces, so there it marks only where the text began."""
+    out = readable_pieces(raw, sentencepiece_bytes)
+    for i, p in enumerate(out):
+        if len(p) > 1 and p[0] == WORD_START and is_cjk(p[1]) \
+                and not (i and out[i - 1] and out[i - 1][-1].isascii() and out[i - 1][-1].isalnum()):
+            out[i] = p[1:]
+    return out
+
+
 def source_pieces(tok, ids: Iterable[int]) -> list[str]:
     """The pieces of a text's own ids (an encoder's input): the source vocabulary's, for a translator whose
     source and target vocabularies are separate (its tokenizer has src_pieces); else tok.pieces."""
@@ -85,8 +121,7 @@ def _is_cjk_or_punct(piece: str) -> bool:
     if not body:
         return False
     ch = body[0]
-    return unicodedata.category(ch).startswith("P") or "CJK" in unicodedata.name(ch, "") \
-        or unicodedata.east_asian_width(ch) in ("W", "F")
+    return unicodedata.category(ch).startswith("P") or is_cjk(ch)
 
 
 INWORD_PUNCT = "'’.,-"    # joins two letters or digits with no space: I'm, don't, 3.14, 1,000, U.S, well-known
@@ -136,6 +171,9 @@ def group_words(pieces: list[str]) -> list[list[int]]:
     groups: list[list[int]] = []
     prev_standalone = True
     for i, p in enumerate(pieces):
+        if groups and continues_character(p):            # 🍎(2/4): the rest of a character split over pieces
+            groups[-1].append(i)
+            continue
         b = _byte_value(p)
         if b is not None:
             if 0x80 <= b < 0xC0 and i > 0 and _byte_value(pieces[i - 1]) is not None:
@@ -160,5 +198,6 @@ def group_words(pieces: list[str]) -> list[list[int]]:
 
 
 def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
-    """A readable label per word: its pieces joined, ▁ removed (bytes shown as they are)."""
-    return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
+    """A readable label per word: its pieces joined, ▁ removed, a split character written once."""
+    return [without_fragment_marks("".join(pieces[i] for i in g).replace(WORD_START, "")) or WORD_START
+            for g in groups]

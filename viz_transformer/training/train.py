@@ -30,7 +30,7 @@ from viz_transformer.core.batch import pad_rows
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.resume import ResumeError, load_state, save_state
 from viz_transformer.training.snapshots import Recorder
-from viz_transformer.core.tokenizer import Tokenizer
+from viz_transformer.core.tokenizer import Tokenizer, one_piece_per_cjk_character
 
 DEMO_ZH = ["我是一名工程师。", "我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。",
            "他是我的朋友。", "我们明天去北京。"]
@@ -65,6 +65,8 @@ class TrainConfig:
     fp16: bool = True                  # store weights as float16 (loaded as float32)
     snapshots: bool = True             # translation: record attention over training (snapshots.py)
     snapshot_bleu_n: int = 100         # validation pairs scored at each snapshot (greedy, ≤ 40 new tokens)
+    init_from: Optional[str] = None    # start from this checkpoint's weights, config and tokenizer (fine-tuning)
+    cjk_chars: bool = False            # every CJK character its own piece (tokenizer.one_piece_per_cjk_character)
     fast: bool = True                  # cheaper step: whole-epoch length buckets, logits only where scored, fused AdamW (off: as before)
 
 
@@ -229,8 +231,13 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
             raise ResumeError(f"{work} holds a tokenizer of {tok.vocab_size} pieces, not the {tc.vocab_size} asked "
                               f"for (a different model): delete {work} to start again, or pass the same options")
     else:
-        log(f"training SentencePiece ({tc.vocab_size} pieces) on {len(tok_text)} lines ...")
-        tok = Tokenizer.train(tok_text, tc.vocab_size, sep=tc.task == "translation")
+        if tc.init_from:
+            tok = load_tokenizer(tc.init_from, read_config(tc.init_from))
+        else:
+            log(f"training SentencePiece ({tc.vocab_size} pieces) on {len(tok_text)} lines ...")
+            tok = Tokenizer.train(tok_text, tc.vocab_size, sep=tc.task == "translation")
+        if tc.cjk_chars:
+            tok = Tokenizer(one_piece_per_cjk_character(tok.model_proto))
         tok.save(tok_path)
 
     kw = dict(model_kw, architecture=arch, vocab_size=tok.vocab_size, pad_id=tok.pad_id,
@@ -242,6 +249,10 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                 raise ResumeError(f"{tok_path} has no [sep] piece (made by an older version): delete {work}")
             kw["sep_id"] = tok.sep_id
     cfg = ModelConfig(**kw)
+    if tc.init_from:                       # fine-tuning: the model is the checkpoint's, whatever the flags say
+        cfg = read_config(tc.init_from)
+        if cfg.vocab_size != tok.vocab_size:
+            raise ResumeError(f"{tc.init_from} has {cfg.vocab_size} pieces, its tokenizer {tok.vocab_size}")
 
     if tc.task == "translation":
         enc = encode_translation(tok, train_items, arch, tc.max_tokens)
@@ -257,7 +268,13 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
     model = Transformer(cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model, tc)
-    info = load_state(work, model, opt) or {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
+    info = load_state(work, model, opt)
+    if info is None:
+        info = {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
+        if tc.init_from:
+            model.load_state_dict(load_weights(tc.init_from, cfg).state_dict())
+    if tc.init_from and "init_grad_norms" not in info and "init_grad_norms" in read_meta(tc.init_from):
+        info["init_grad_norms"] = read_meta(tc.init_from)["init_grad_norms"]    # measured at its random start
     if tc.task == "translation" and "init_grad_norms" not in info:
         from viz_transformer.training.grad_norms import init_gradient_norms     # (it imports this module)
         info["init_grad_norms"] = init_gradient_norms(cfg, tok, train_items, max_tokens=tc.max_tokens,
