@@ -12,10 +12,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from views.server import warmup
+from views.server import threads, warmup
 from views.shell import language, presenter, preview, registry
 from views.shell.strings import t
 
+threads.apply()                  # before anything imports torch: its intra-op threads (views/server/threads.py)
 language.resolve()
 ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
 presenter.resolve()                                                      # ?present=1: a projected class

@@ -5,8 +5,10 @@ deploy/serve.sh runs this. `streamlit run app.py` keeps working as before (it lo
 visit instead)."""
 import streamlit as st
 
+from views.server import threads
 from views.shell import prestart
 
+threads.apply()                  # before the lifespan's thread imports torch (views/server/threads.py)
 app = st.App("app.py", lifespan=prestart.lifespan)
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 # Run N app processes behind nginx on loopback, sticky sessions; Ctrl-C stops everything.
 #   deploy/serve.sh [N] [PORT]        N processes (default 2) on ports 8601.., nginx on PORT (default 8500)
 # Environment: VIZ_CHECKPOINTS (checkpoints folder), RUN_DIR (logs and nginx state; default a temp folder),
-# OMP_NUM_THREADS (default 1: N processes share the cores).
+# VIZ_THREADS or OMP_NUM_THREADS (torch's threads per process; default 1, the app's own policy:
+#   views/server/threads.py, as N processes share the cores).
 set -euo pipefail
 N=${1:-2}
 PORT=${2:-8500}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN=${RUN_DIR:-$(mktemp -d /tmp/viz-deploy.XXXXXX)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mkdir -p "$RUN/tmp"
 pids=()
 stop() {

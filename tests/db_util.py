@@ -21,6 +21,8 @@ from typing import Optional
 
 import pytest
 
+from conftest import skip_or_fail
+
 PG_USER = "vizpg"
 
 
@@ -96,10 +98,7 @@ def new_database(base_url: str) -> str:
 def pg_cluster():
     """The base URL of a throwaway PostgreSQL cluster for the session (skip, or fail in CI, without one)."""
     if pg_bindir() is None:
-        msg = "PostgreSQL is not installed (apt-get install postgresql; .ci/run does)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+        skip_or_fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
     with postgres_cluster() as url:
         yield url
 

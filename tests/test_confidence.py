@@ -76,6 +76,7 @@ def test_the_numbers_are_a_full_recompute(shipped, name, text):
     assert scores[-1][0] == pytest.approx(c.mean_logprob, abs=1e-4)
 
 
+@pytest.mark.usefixtures("training_data")      # its splits: ../shared/data
 def test_rare_pieces_are_counted_from_the_training_sources(shipped):
     hm = shipped["zh-en"]
     train, _, _ = translation_splits(hm.meta)
@@ -95,6 +96,7 @@ def test_rare_pieces_are_counted_from_the_training_sources(shipped):
 
 
 @pytest.mark.slow          # 120 translations and a BLEU per prefix
+@pytest.mark.usefixtures("training_data")      # its splits: ../shared/data
 def test_tau_is_the_rule_in_the_docstring():
     """choose_tau against a brute force with sacrebleu's own corpus_bleu on every prefix."""
     hm = load_checkpoint(SHIPPED / "zh-en")

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, STORIES, TATOEBA
 from viz_transformer import decode, load_checkpoint
 from viz_transformer.run import capture
 from viz_transformer.training import data as D
@@ -18,9 +18,7 @@ from viz_transformer.run.decoding import greedy_ids
 from viz_transformer.core.encoding import MAX_CHARS, encode_prompt, encode_source
 from viz_transformer.core.hook_names import decoder_blocks, hook_name
 
-TATOEBA = ROOT.parent / "shared" / "data" / "zh-en" / "tatoeba-cmn-eng.tsv"
-STORIES = ROOT.parent / "shared" / "data" / "lm" / "tinystories-2MiB.txt"
-needs_data = pytest.mark.skipif(not TATOEBA.exists() or not STORIES.exists(), reason="../shared/data not beside")
+needs_data = pytest.mark.usefixtures("training_data")      # skips without ../shared/data (conftest.skip_or_fail)
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,7 @@ def test_the_shipped_comparison_shares_one_recipe():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("training_data")      # evaluates on ../shared/data
 def test_trained_to_a_plateau_on_one_budget_decoder_only_translates_about_as_well():
     """What the README says of the equal-budget runs: each plateaued on 40 × 394 updates, each translates the
     teaching sentence, and the decoder-only and prefix models are close to the encoder-decoder on test pairs
@@ -89,6 +90,7 @@ def test_trained_to_a_plateau_on_one_budget_decoder_only_translates_about_as_wel
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("training_data")      # evaluates on ../shared/data
 def test_the_shipped_post_norm_twin_is_zh_en_s_and_ends_behind_it():
     """The twin ships beside zh-en (same data, split, size, 40 epochs); what its run shows, as the README and the
     norm tab state it: post-norm's best validation BLEU is far below pre-norm's, and it stays behind on test pairs
@@ -113,6 +115,7 @@ TRANSLATORS = ("zh-en", "zh-en-decoder", "zh-en-prefix", "zh-en-postnorm")
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("training_data")      # evaluates on ../shared/data
 def test_every_translator_s_scores_come_from_one_command_and_the_beam_score_is_recomputed():
     """Each translator's meta.json keeps its greedy and beam-4 test scores from one `evaluate` run over all four
     (the same 1,500 pairs); the goals the README states hold, and zh-en's beam score is decoded again here."""

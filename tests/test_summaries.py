@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from conftest import TATOEBA
 from viz_transformer import export
 from viz_transformer.training import corpora
 from viz_transformer.analysis import summaries
@@ -181,14 +182,12 @@ def test_roles_name_the_dominant_statistic_with_its_number():
     assert "1.90 of 2.00" in out.evidence[2] and "0.30" in out.evidence[3]
 
 
-def test_built_in_corpora_are_held_out_and_big_enough():
+def test_built_in_corpora_are_held_out_and_big_enough(request):
     from viz_transformer.training import data as D
     zh, en = corpora.load("zh"), corpora.load("en")
     assert len(zh) >= 200 and len(en) >= 200 and len(set(zh)) == len(zh)
-    tsv = ROOT.parent / "shared" / "data" / "zh-en" / "tatoeba-cmn-eng.tsv"
-    if not tsv.exists():
-        pytest.skip("../shared/data is not here")
-    pairs = D.read_pairs(tsv)
+    request.getfixturevalue("training_data")      # the rest needs ../shared/data: skips without it
+    pairs = D.read_pairs(TATOEBA)
     seen = {s for s, _ in D.split(pairs, 1234, 1500, 1000)[0]} | {s for s, _ in D.split_by_source(pairs, 1234, 1500, 1000)[0]}
     assert not seen & set(zh)
 

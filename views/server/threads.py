@@ -1,0 +1,49 @@
+"""The app's thread policy: torch's intra-op threads, set once at start-up, whatever command started the server.
+
+torch's default is one intra-op thread per core. A server's sessions, the browser and whatever else the machine
+runs share those cores, and an OpenMP thread that finds its core taken spins waiting for it: one en-stories run
+took 7.6-9.7 s at the default and 0.6 s at one thread beside other work (issue 38; `python
+benchmarks/bench_threads.py` measures it). So the app runs the model on one thread unless told otherwise:
+VIZ_THREADS, else OMP_NUM_THREADS (as `OMP_NUM_THREADS=4 streamlit run app.py`, and deploy/serve.sh, set it).
+
+The setting is process-wide and must come before torch's first parallel operation. app.py and serve.py call
+apply() before anything imports torch (a fresh server imports it later, with its first page or in serve.py's
+thread), so it goes in as OMP_NUM_THREADS, which torch reads when it is imported: no torch at start-up for this.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+THREADS = 1          # measured best for a server on a shared machine (bench_threads.py; README, "Benchmarks")
+
+
+def _positive(value) -> int | None:
+    """The first number of an OpenMP-style value ("4", or "4,2" for nested levels), if it is a positive integer."""
+    try:
+        n = int(str(value).split(",")[0])
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def count() -> int:
+    """How many intra-op threads: VIZ_THREADS, else OMP_NUM_THREADS, else THREADS (an invalid value is ignored,
+    as OpenMP ignores one)."""
+    for var in ("VIZ_THREADS", "OMP_NUM_THREADS"):
+        n = _positive(os.environ.get(var, ""))
+        if n is not None:
+            return n
+    return THREADS
+
+
+def apply() -> int:
+    """Set the policy for this process (and the processes it starts); returns the count. Cheap, and idempotent:
+    app.py calls it on every run, which matters once torch is imported: with OpenMP, torch.set_num_threads is
+    the default for threads that have not used torch yet, while one that has keeps its own count."""
+    n = count()
+    os.environ["OMP_NUM_THREADS"] = str(n)       # torch reads it when imported
+    torch = sys.modules.get("torch")             # already imported (a test, a notebook): set it directly
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
