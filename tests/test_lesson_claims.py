@@ -92,12 +92,14 @@ def test_the_cross_attention_head_is_the_one_whose_predicting_row_reads_the_sour
     run = hm.run("我是一名工程师。")
     fact = facts("attention-step-by-step", 5)["al"]
     j = run.tgt_pieces.index("▁engineer")                                # the row whose input is ▁engineer ...
-    row, col = j - 1, run.src_pieces.index("工程师")                      # ... and the step that predicts it
-    weights = torch.stack([run.cache[f"decoder.{l}.cross_attn.hook_pattern"][0, :, row, col]
-                           for l in range(hm.cfg.n_decoder_layers)])     # (layer, head)
+    row, cols = j - 1, [run.src_pieces.index(c) for c in "工程师"]        # ... the step that predicts it, 工 程 师
+    assert cols == list(range(cols[0], cols[0] + 3))                     # one character a piece, in order
+    weights = torch.stack([run.cache[f"decoder.{l}.cross_attn.hook_pattern"][0, :, row, cols].sum(-1)
+                           for l in range(hm.cfg.n_decoder_layers)])     # (layer, head): the word's share
     layer, head = fact.values["layer"], fact.values["head"]
     assert weights[layer, head] == weights.max() >= 0.5
-    assert run.cache[f"decoder.{layer}.cross_attn.hook_pattern"][0, head, j, col] < 0.5 * weights.max()
+    own = run.cache[f"decoder.{layer}.cross_attn.hook_pattern"][0, head, j, cols].sum()
+    assert own < 0.5 * weights.max()
     assert fact.values["input"] == run.tgt_pieces[row] and fact.values["strong"] == int((weights >= 0.5).sum())
     step = lesson_file.load_lesson("attention-step-by-step").steps[5]
     settings = lesson_file.step_settings(step, {"al": fact.values})
@@ -112,11 +114,11 @@ def test_the_lens_step_is_the_step_that_writes_engineer():
 
 def test_the_pair_is_a_real_reordering_of_pieces():
     tok = model("zh-en").tokenizer
-    a, b = (tok.pieces(tok.encode(x)) for x in ("男孩帮助了女孩。", "女孩帮助了男孩。"))
-    assert len(a) == len(b) == 6 and sorted(a) == sorted(b)
-    assert [i for i in range(len(a)) if a[i] != b[i]] == [1, 4] and a[1] == b[4] == "男孩" and a[0] == "\u2581"
-    test = permute.order_test(model("zh-en"), "男孩帮助了女孩。", "swap", max_new_tokens=1)
-    assert test.permuted_pieces == tok.pieces(tok.encode("女孩帮助了男孩。")) + ["[end]"]
+    a, b = (tok.pieces(tok.encode(x)) for x in ("我喜欢你。", "你喜欢我。"))
+    assert a == list("我喜欢你。") and b == list("你喜欢我。")                 # one character a piece
+    assert [i for i in range(len(a)) if a[i] != b[i]] == [0, 3] and a[0] == b[3] == "我"
+    test = permute.order_test(model("zh-en"), "我喜欢你。", "swap", max_new_tokens=1)
+    assert test.permuted_pieces == tok.pieces(tok.encode("你喜欢我。")) + ["[end]"]
 
 
 def test_uniform_entropy_counts_only_the_allowed_keys():
@@ -127,10 +129,10 @@ def test_uniform_entropy_counts_only_the_allowed_keys():
 
 
 def test_the_prefix_lm_layout_is_source_sep_target():
-    run = model("zh-en").run("男孩帮助了女孩。")
+    run = model("zh-en").run("我喜欢你。")
     seq, p = patterns.prefix_lm_layout(run)
     assert seq[:p] == ["[begin]", *run.src_pieces[:-1], "[sep]"] and seq[p:] == run.tgt_pieces[1:]
-    prefix = model("zh-en-prefix").run("男孩帮助了女孩。")                 # the real prefix LM: the same shape
+    prefix = model("zh-en-prefix").run("我喜欢你。")                 # the real prefix LM: the same shape
     seq2, p2 = patterns.prefix_lm_layout(prefix)
     assert seq2[p2 - 1] == "[sep]" and p2 == prefix.prefix_len
 

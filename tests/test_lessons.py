@@ -175,8 +175,8 @@ def test_lens_and_patching_pages_for_each_architecture():
             figure(at, "encoder residual stream")
     at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
     tok = at.session_state["_viz_ctx"].hm.tokenizer
-    assert len(tok.encode("我喜欢你。")) != len(tok.encode("女孩帮助了男孩。"))          # a pair that cannot be patched
-    by_key(at.text_input, "pt_text_translator").input("女孩帮助了男孩。").run(timeout=60)
+    assert len(tok.encode("我喜欢你。")) != len(tok.encode("我们明天去北京开会。"))      # a pair that cannot be patched
+    by_key(at.text_input, "pt_text_translator").input("我们明天去北京开会。").run(timeout=60)
     assert "same number of pieces" in texts(at)
 
 
@@ -216,7 +216,7 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
 
 
 def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
-    at = open_app("views/pages/look/masks.py", ckpt="zh-en", text="男孩帮助了女孩。")
+    at = open_app("views/pages/look/masks.py", ckpt="zh-en", text="我喜欢你。")
     open_tab(at, "mk", "causal")
     run = at.session_state["_viz_ctx"].run
     p = len(run.src_pieces) - 1 + 2                                     # [begin] + source (no [end]) + [sep]
@@ -229,8 +229,8 @@ def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
 
 
 def test_the_patching_table_names_a_stream_as_the_figure_does():
-    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="男孩帮助了女孩。")
-    assert at.session_state["pt_text_translator"] == "女孩帮助了男孩。"
+    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
+    assert at.session_state["pt_text_translator"] == "你喜欢我。"
     by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
     fig = figure(at, "residual stream")
     rows, cols, z = list(fig["data"][0]["y"]), list(fig["data"][0]["x"]), array(fig["data"][0]["z"])

@@ -99,14 +99,16 @@ def test_scores_tables_and_grids(zh_en):
     assert len(heads) == 72 and set(heads.columns) >= {"block", "layer", "head", "logprob", "score"}
     assert heads.attrs["output_a"] == "I love you." and heads.attrs["output_b"] == "You love me."
     resid = patching_scores(hm, *ZH_PAIR, "resid", pair=pair)
-    n_pos = len(pair.src_a)                                # ▁我 爱你 。 [end]
+    n_pos = len(pair.src_a)                                # 我 爱 你 。 [end]
     assert len(resid) == (hm.cfg.n_encoder_layers + 1) * n_pos
     grid = score_grid(resid, "resid")
     assert grid.shape == (hm.cfg.n_encoder_layers + 1, n_pos)
-    # the same piece ("。", "[end]") patched at the embeddings restores nothing: A's and B's rows are equal
-    assert grid[0, 2].item() == pytest.approx(0.0, abs=1e-5) and grid[0, 3].item() == pytest.approx(0.0, abs=1e-5)
-    assert grid[0, 0].item() > 0.05                         # ▁我 vs ▁你 matters
-    assert resid["piece"].iloc[0] == "▁我 / ▁你"
+    # the same piece (爱, "。", "[end]") patched at the embeddings restores nothing: A's and B's rows are equal
+    assert [i for i in range(n_pos) if pair.src_a[i] != pair.src_b[i]] == [0, 2]
+    for same in (1, 3, 4):
+        assert grid[0, same].item() == pytest.approx(0.0, abs=1e-5)
+    assert grid[0, 0].item() > 0.05                         # 我 vs 你 matters
+    assert resid["piece"].iloc[0] == "我 / 你"
     blocks = patching_scores(hm, *ZH_PAIR, "blocks", pair=pair)
     assert score_grid(blocks, "blocks").shape == (3, 3)
     g = score_grid(heads, "heads", "decoder.cross_attn")
@@ -115,7 +117,7 @@ def test_scores_tables_and_grids(zh_en):
 
 
 def test_bad_pairs_and_patches_say_what_is_wrong(models, zh_en):
-    a, b = "我喜欢你。", "女孩帮助了男孩。"
+    a, b = "我喜欢你。", "我们明天去北京开会。"
     n_a, n_b = (len(zh_en.tokenizer.encode(x)) + 1 for x in (a, b))          # + [end]
     assert n_a != n_b
     with pytest.raises(ValueError, match=f"same number of pieces.*{n_a}.*{n_b}"):

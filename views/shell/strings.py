@@ -385,6 +385,7 @@ EN = {
     "dc.sequence": "Decoder tokens so far",
     "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
+    "dc.reads": "Where the {heads} cross-attention heads (all layers) look hardest at this step: {items}",
     "dc.cross_title": "Cross-attention of the newest query, {query}, layer {layer}",
     "dc.self_title": "Self-attention of the newest query, {query}, layer {layer}",
     "dc.beams": "Beams",
@@ -459,8 +460,8 @@ EN = {
     "po.state_off": "positions off",
     "po.order": "The same pieces in another order",
     "po.order_help": "The text's own pieces, moved around (never re-tokenized): the special tokens, punctuation and "
-                     "a lone ▁ stay where they are. Try 男孩帮助了女孩。: swapping its first and last word piece gives "
-                     "exactly the pieces of 女孩帮助了男孩。.",
+                     "a lone ▁ stay where they are. Try 我喜欢你。: swapping its first and last word piece gives "
+                     "exactly the pieces of 你喜欢我。.",
     "po.how": "Permutation",
     "po.how.reverse": "reverse the word pieces",
     "po.how.swap": "swap the first and last word piece",
@@ -803,7 +804,7 @@ EN = {
                     "after one layer.",
     "pt.running": "Patching every component (one batched forward)…",
     "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
-    "pt.align_tip": "Try pairs such as 男孩帮助了女孩。 / 女孩帮助了男孩。 or 我是一名工程师。 / 我是一名医生。",
+    "pt.align_tip": "Try pairs such as 我喜欢你。 / 你喜欢我。 or 我是一名工程师。 / 我是一名科学家。",
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",
     "pt.output_b": "B's own output",

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 import torch
 
+from viz_transformer.analysis import alignment
 from viz_transformer.analysis import patterns
 from viz_transformer.run import lenses
 from viz_transformer.run import patching
@@ -142,21 +143,42 @@ def decoder_row(hm, text: str, block: str, layer: int, head: int, row: int) -> F
 @kind
 def cross_alignment(hm, text: str, predicts: str, source: str) -> Fact:
     """Selector: the cross-attention head whose row for the step predicting `predicts` puts the most
-    weight on the source piece `source`. Claim: that weight is at least STRONG, and the row whose input
-    is `predicts` (the step after) puts less than half as much there."""
+    weight on the pieces of the source word `source` (together). Claim: that weight is at least STRONG,
+    and the row whose input is `predicts` (the step after) puts less than half as much there."""
     run = _run(hm, text)
     r = predicting_row(run, predicts)
-    c = next(i for i, p in enumerate(run.src_pieces) if _strip(p) == _strip(source))
-    grid = patterns.block_patterns(run.cache, "decoder.cross_attn")[:, :, r, c]        # (layer, head)
+    span = alignment.source_span(run.src_pieces, source)
+    on_word = patterns.block_patterns(run.cache, "decoder.cross_attn")[:, :, :, span.start:span.stop].sum(-1)
+    grid = on_word[:, :, r]                                                              # (layer, head)
     layer, head = divmod(int(grid.argmax()), grid.shape[1])
     weight = float(grid[layer, head])
-    own = float(patterns.block_patterns(run.cache, "decoder.cross_attn")[layer, head, r + 1, c]) \
-        if r + 1 < len(run.tgt_pieces) else 0.0
+    own = float(on_word[layer, head, r + 1]) if r + 1 < len(run.tgt_pieces) else 0.0
     return Fact({"layer": layer, "head": head, "input": run.tgt_pieces[r], "predicts": predicts, "row": r,
-                 "source": run.src_pieces[c], "weight": weight, "own": own,
+                 "source": " ".join(run.src_pieces[i] for i in span), "weight": weight, "own": own,
                  "own_predicts": next_piece(run, r + 1), "strong": int((grid >= STRONG).sum()),
                  "heads": grid.numel()}, weight >= STRONG and own < weight / 2,
                 f"the row predicting {predicts} puts ≥ {STRONG} on {source}; the {predicts} row less than half that")
+
+
+@kind
+def word_alignment(hm, text: str, pairs: dict) -> Fact:
+    """For each target piece → source word in `pairs` ({"▁I": "我", "▁an": "一名", …}): the cross-attention
+    heads whose row for the step predicting that piece gives its largest weight to a piece of the source
+    word, and the strongest of them. Claim: every target piece has at least one such head."""
+    run = _run(hm, text)
+    cross = patterns.block_patterns(run.cache, "decoder.cross_attn")                    # (layer, head, q, k)
+    rows, found = [], True
+    for target, source in pairs.items():
+        r = predicting_row(run, target)
+        heads = alignment.aligned_heads(cross[:, :, r], alignment.source_span(run.src_pieces, source))
+        found = found and bool(heads)
+        best = heads[0] if heads else None
+        rows.append({"target": target, "source": source, "row": r, "heads": len(heads),
+                     "layer": best.layer if best else None, "head": best.head if best else None,
+                     "weight": best.weight if best else 0.0})
+    table = " · ".join(f"{_strip(x['target'])} ← {x['source']} ({x['heads']})" for x in rows)
+    return Fact({"rows": rows, "table": table, "heads": cross.shape[0] * cross.shape[1]}, found,
+                "each target piece has a cross-attention head whose largest weight is on its source word")
 
 
 @kind

@@ -17,11 +17,17 @@ TWIN_KEYS = ("architecture", "d_model", "n_heads", "n_encoder_layers", "n_decode
 
 
 def recipe(meta: Optional[dict]) -> Optional[tuple]:
-    """(split, the train_config values of RECIPE_KEYS), or None for a folder that does not say how it was trained."""
+    """(split, the train_config values of RECIPE_KEYS), or None for a folder that does not say how it was trained.
+    A fine-tuned model (meta.json's `init_from`, written by training.train) adds the recipe of the model it
+    started from, its peak rate and its pieces: two fine-tunes compare only when both stages match."""
     tc = (meta or {}).get("train_config")
     if not isinstance(tc, dict):
         return None
-    return (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS)
+    key = (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS)
+    base = meta.get("init_from")
+    if isinstance(base, dict):
+        key += (recipe(base), tc.get("lr"), tc.get("cjk_chars"))
+    return key
 
 
 def _usable(infos: Iterable) -> list:

@@ -12,7 +12,7 @@ from viz_transformer.analysis import patterns
 from viz_transformer.plots import heatmaps
 
 # a second text cut into as many pieces as the examples' first, so the difference view has something to show
-OTHER = {"translator": "我是一名医生。", "lm": "Once upon a time there was a little cat."}
+OTHER = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}
 
 ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run

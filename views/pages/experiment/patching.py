@@ -15,9 +15,9 @@ from viz_transformer.plots import lens_figures
 from viz_transformer.core.hook_names import parse_prefix
 
 # a second text for the examples (same number of pieces); otherwise the kind's default
-PAIRS = {"男孩帮助了女孩。": "女孩帮助了男孩。", "我爱你。": "你爱我。", "我是一名工程师。": "我是一名医生。", "我是学生。": "我是老师。",
+PAIRS = {"我喜欢你。": "你喜欢我。", "我爱你。": "你爱我。", "我是一名工程师。": "我是一名科学家。", "我是学生。": "我是老师。",
          "Once upon a time there was a little dog.": "Once upon a time there was a little cat."}
-DEFAULT = {"translator": "我是一名医生。", "lm": "Once upon a time there was a little cat."}
+DEFAULT = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}
 
 
 

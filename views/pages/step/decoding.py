@@ -11,6 +11,7 @@ from views.shell import lens_table
 from views.shell import decoding_state
 from views.shell import widgets
 from views.shell.strings import t
+from viz_transformer.analysis import alignment
 from viz_transformer.analysis import patterns
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import decoding_figures
@@ -83,6 +84,9 @@ else:
             widgets.show(heatmaps.head_rows(s.attention[cross], tr.src_pieces,
                                          t("dc.cross_title", query=row, layer=layer), t("axis.source"),
                                          t("axis.head"), t("cb.weight"), width=width), key="dc_cross")
+            reads = alignment.reads_by_piece(alignment.step_cross_weights(s, cfg.n_decoder_layers), tr.src_pieces)
+            st.markdown(widgets.md_escape(t("dc.reads", heads=cfg.n_decoder_layers * cfg.n_heads,
+                                            items=" · ".join(f"{p} × {n}" for p, n in reads))))
         widgets.show(heatmaps.head_rows(s.attention[own],
                                      patterns.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
                                      t("axis.so_far"), t("axis.head"), t("cb.weight"), width=width), key="dc_self")
