@@ -14,6 +14,7 @@ import pytest
 
 from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import decode, load_checkpoint
+from viz_transformer.core.encoding import encode_input, left_out
 
 
 @pytest.fixture
@@ -262,7 +263,8 @@ def test_long_text_is_cut_with_a_notice(env):
     n_cut = len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1)
     assert n_cut > 0
     at = open_app("views/pages/look/attention.py", text=text)
-    assert f"its last {n_cut} pieces were left out" in texts(at)
+    gone = left_out(hm.tokenizer, hm.cfg, text, encode_input(hm.tokenizer, hm.cfg, text))
+    assert gone and f"({len(gone)} characters) was left out" in texts(at)            # in characters, not pieces
     assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == hm.cfg.max_len
 
 

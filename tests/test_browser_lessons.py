@@ -42,24 +42,25 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
     n = len(lesson.steps)
     pg.goto(f"{url}/?lesson={name}&lang={lang}")
     side = pg.locator('[data-testid="stSidebar"]')
+    box = pg.locator('[data-testid="stMain"] .st-key-lesson_panel')     # the lesson stands on top of the page
     for i, step in enumerate(lesson.steps, start=1):
-        side.get_by_text(STEP[lang].format(i=i, n=n), exact=True).wait_for()
+        box.get_by_text(STEP[lang].format(i=i, n=n), exact=True).wait_for()
         _ready(pg)
-        shown = side.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
+        shown = box.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
         notes = [x for x in shown if _shown(step.note["en"]) in x or _shown(step.note["zh"]) in x]
         assert len(notes) == 2, shown                            # both notes, filled in and rendered:
         assert all("**" not in x and "{" not in x for x in notes), notes    # no markup or placeholder left
         assert _shown(step.note[lang]) in notes[0]               # the interface's language first
         if "**" in step.note[lang]:                              # emphasis became bold text
-            assert side.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
-        assert "does not hold" not in side.inner_text() and "不成立" not in side.inner_text()
+            assert box.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
+        assert "does not hold" not in box.inner_text() and "不成立" not in box.inner_text()
         assert f"step={i}" in pg.url and f"lesson={name}" in pg.url
         assert side.locator("textarea").first.input_value() == lesson_file.model_and_text(lesson, i - 1)[1]
         pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{lang}-{i}-{step.page}.png"), full_page=False)
         if "checkpoint" in step.settings and lang == "en":   # the sidebar's model caption names the architecture
             assert ARCH[step.settings["checkpoint"]] in side.inner_text()
         _no_exception(pg)
-        nxt = side.get_by_role("button", name=NEXT[lang])
+        nxt = box.get_by_role("button", name=NEXT[lang])
         if i == n:
             assert nxt.is_disabled()
         else:
@@ -118,4 +119,4 @@ def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, pa
     assert box.locator(".js-plotly-plot .main-svg").first.is_visible()
     _no_exception(pg)
     box.screenshot(path=str(ARTIFACTS / "lesson-question-revealed.png"))
-    assert pg.locator('[data-testid="stSidebar"]').get_by_text("Step 2 of 8", exact=True).is_visible()
+    assert pg.locator('[data-testid="stMain"] .st-key-lesson_panel').get_by_text("Step 2 of 8", exact=True).is_visible()

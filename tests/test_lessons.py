@@ -106,6 +106,16 @@ def test_a_lesson_walks_its_steps_and_restores_a_step():
     assert at.title[0].value == "Overview" and "Step 1 of 8" in texts(at)
 
 
+def test_the_lesson_stands_on_top_of_the_page_not_in_the_sidebar():
+    at = open_lesson("attention-step-by-step", step=2)
+    panel = next(e for e in at.main.expander if e.label.startswith("Lesson: Attention step by step"))
+    assert "Step 2 of 8" in [c.value for c in panel.caption]
+    assert {b.key for b in panel.button} >= {"ls_back", "ls_next", "ls_restore", "ls_leave"}
+    assert any("**query**" in m.value for m in panel.markdown)                  # the step's note
+    assert not [c.value for c in at.sidebar.caption if "of 8" in c.value]
+    assert not [b.key for b in at.sidebar.button if b.key and b.key.startswith("ls_") and b.key != "ls_save"]
+
+
 def test_a_step_opens_from_the_link_and_the_notes_show_both_languages():
     at = open_lesson("positions-and-masks", step=5)
     assert at.title[0].value.startswith("Activation patching") and "Step 5 of 7" in texts(at)
@@ -210,7 +220,7 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
     at.query_params.update({"lesson": "attention-step-by-step", "step": "7", "lang": "zh"})
     at.run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
-    notes = [m.value for m in at.sidebar.markdown if "“下一步”" in m.value or "“Next”" in m.value]
+    notes = [m.value for m in at.main.markdown if "“下一步”" in m.value or "“Next”" in m.value]
     assert notes and "“课程下一步”" in notes[0]                              # the interface's language first
     assert by_key(at.button, "ls_next").label == "课程下一步" and by_key(at.button, "ls_back").label == "课程上一步"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Optional
 
 import streamlit as st
@@ -12,8 +13,12 @@ from viz_transformer.analysis import confidence as C
 
 
 def of_run(hm, run, where=None, note: bool = True) -> C.Confidence:
-    """Show the line (and the warning when flagged) for a captured run's output; returns the assessment."""
-    return show(hm, C.assess(hm, run), where, note)
+    """Show the line (and the warning when flagged) for a captured run's output; returns the assessment.
+    A text that was cut is not called long again: the page's notice above says so once (views.shell.input_note)."""
+    c = C.assess(hm, run)
+    shown = replace(c, reasons=[r for r in c.reasons if r != "long_input"]) if run.n_cut else c
+    show(hm, shown, where, note)
+    return c
 
 
 def of_trace(hm, text: str, trace, where=None) -> C.Confidence:

@@ -8,6 +8,7 @@ from typing import Optional
 import streamlit as st
 
 from views.server.cached import folder_stamp
+from views.shell import input_note
 from views.shell.strings import t
 
 CTX = "_viz_ctx"
@@ -43,6 +44,5 @@ def need_run(require_text: bool = True) -> Context:
     if require_text and ctx.run is None:
         st.info(t("msg.empty"))
         st.stop()
-    if ctx.run is not None and ctx.run.n_cut:
-        st.warning(t(f"sidebar.cut.{ctx.run.cut_at}", n=ctx.run.n_cut, max_len=ctx.hm.cfg.max_len))
+    input_note.show(ctx)                     # a text cut short, or in another script than the model reads
     return ctx

@@ -1,5 +1,5 @@
-"""Lesson mode: `?lesson=NAME` puts lessons/NAME.json beside the pages (note, Back/Next, "back to the
-lesson"), and a teacher's "save as lesson step" builds a lesson file to download.
+"""Lesson mode: `?lesson=NAME` puts lessons/NAME.json on top of the pages (note, Back/Next, "back to the
+lesson", the step's question), and a teacher's "save as lesson step" builds a lesson file to download.
 
 A step's settings (views.shell.lesson_file.SETTINGS) become session-state keys through
 views/shell/view_state.py, the one table of which widget key each page uses (links use it too); the same
@@ -134,14 +134,14 @@ def _leave() -> None:
 
 def before_sidebar(page, pages: dict) -> None:
     """Open ?lesson=NAME, apply a pending step (switching to its page), and show the lesson panel at
-    the top of the sidebar. pages: lesson page name -> st.Page."""
+    the top of the page. pages: lesson page name -> st.Page."""
     name = st.query_params.get("lesson")
     state = st.session_state.get("lesson")
     if name and (state is None or state["name"] != name):
         try:
             lesson = load(name)
         except ValueError as e:
-            st.sidebar.error(t("ls.bad", error=str(e)))
+            st.error(t("ls.bad", error=str(e)))
             return
         step = st.query_params.get("step", "1")
         step = int(step) - 1 if step.isdigit() and 1 <= int(step) <= len(lesson.steps) else 0
@@ -153,7 +153,7 @@ def before_sidebar(page, pages: dict) -> None:
         lesson = load(state["name"])
     except ValueError as e:                                     # the file went away or broke meanwhile
         st.session_state.pop("lesson", None)
-        st.sidebar.error(t("ls.bad", error=str(e)))
+        st.error(t("ls.bad", error=str(e)))
         return
     i = min(state["step"], len(lesson.steps) - 1)
     step = lesson.steps[i]
@@ -175,38 +175,50 @@ def before_sidebar(page, pages: dict) -> None:
 
 
 def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken) -> None:
-    """The lesson box: title, progress, the step's note (interface language first; markdown, never HTML;
-    the facts filled in from the model), the lesson's own buttons."""
-    sb = presenter.lesson_box() if presenter.active() else st.sidebar.container(border=True, key="lesson_panel")
-    sb.markdown(f"**{t('ls.lesson')}: {lesson_file.note(lesson.title)}**")
-    if "zh" in lesson.title:
-        sb.caption(lesson.title["zh"])
-    sb.progress((i + 1) / len(lesson.steps))
-    sb.caption(t("ls.step", i=i + 1, n=len(lesson.steps)))
-    langs = sorted(step.note, key=lambda lang: lang != current())
-    for lang in langs:
+    """The lesson box at the top of the page (a student on a laptop or a phone sees it without scrolling; the
+    sidebar keeps the navigation): title, progress, the step's note in the interface language (markdown, never
+    HTML; the facts filled in from the model), the lesson's own buttons, then the note in the other language.
+    Collapsible."""
+    title, counter = lesson_file.note(lesson.title, current()), t("ls.step", i=i + 1, n=len(lesson.steps))
+    if presenter.active():
+        box = presenter.lesson_box()
+        box.markdown(f"**{t('ls.panel', title=title)}**")
+    else:
+        box = st.container(key="lesson_panel").expander(t("ls.panel", title=title), expanded=True,
+                                                        icon=":material/school:")
+    box.progress((i + 1) / len(lesson.steps))
+    box.caption(counter)
+    notes = []
+    for lang in sorted(step.note, key=lambda lang: lang != current()):
         text = step.note[lang]
         if values is not None:
-            text = lesson_file.fill(text, values)
-        elif lesson_file.PLACEHOLDER.search(text):
-            continue                                            # numbers that could not be computed: not shown
-        sb.markdown(text)
+            notes.append(lesson_file.fill(text, values))
+        elif not lesson_file.PLACEHOLDER.search(text):          # numbers that could not be computed: not shown
+            notes.append(text)
+    first = 1 if not presenter.active() else len(notes)         # the other language below the buttons
+    for text in notes[:first]:
+        box.markdown(text)
     for claim in broken:
-        sb.warning(t("ls.broken", claim=claim))
+        box.warning(t("ls.broken", claim=claim))
+    buttons(box, i, len(lesson.steps))
+    if not on_page and not presenter.active():
+        box.caption(t("ls.elsewhere"))
+    for text in notes[first:]:
+        box.markdown(text)
+
+
+def buttons(box, i: int, n: int) -> None:
+    """Back / Next (and, outside presenter mode, back to the step's view and leave), in one row that wraps."""
     if presenter.active():                                      # ← / → and two buttons in a row
-        presenter.step_buttons(sb, (t("ls.back"), _go, (i - 1,), i == 0),
-                               (t("ls.next"), _go, (i + 1,), i + 1 >= len(lesson.steps)))
+        presenter.step_buttons(box, (t("ls.back"), _go, (i - 1,), i == 0), (t("ls.next"), _go, (i + 1,), i + 1 >= n))
         return
-    # one above the other: the sidebar is too narrow for "Previous lesson step" beside "Next lesson step"
-    sb.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= len(lesson.steps),
-              type="primary", icon=":material/chevron_right:", icon_position="right", width="stretch")
-    sb.button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
-              icon=":material/chevron_left:", width="stretch")
-    sb.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:",
-              width="stretch")
-    if not on_page:
-        sb.caption(t("ls.elsewhere"))
-    sb.button(t("ls.leave"), key="ls_leave", on_click=_leave, type="tertiary")
+    row = box.container(horizontal=True, key="ls_buttons")
+    row.button(t("ls.back"), key="ls_back", on_click=_go, args=(i - 1,), disabled=i == 0,
+               icon=":material/chevron_left:")
+    row.button(t("ls.next"), key="ls_next", on_click=_go, args=(i + 1,), disabled=i + 1 >= n, type="primary",
+               icon=":material/chevron_right:", icon_position="right")
+    row.button(t("ls.restore"), key="ls_restore", on_click=_go, args=(i,), icon=":material/restart_alt:")
+    row.button(t("ls.leave"), key="ls_leave", on_click=_leave, type="tertiary", icon=":material/logout:")
 
 
 def _text(key: str) -> str:

@@ -46,9 +46,14 @@ EN = {
     "sidebar.text_help": "The model's input. A translator translates it; a language model continues it.",
     "sidebar.loading": "Loading the model…",
     "sidebar.running": "Running the model and capturing every tensor…",
-    "sidebar.cut.end": "The text was too long for this model (max_len {max_len}): its last {n} pieces were left out.",
-    "sidebar.cut.start": "The text was too long for this model (max_len {max_len}): its first {n} pieces were left "
-                         "out (a language model keeps the end of its prompt, the part it continues).",
+    "sidebar.cut.end": "Your text is longer than this model can read ({max_len} pieces at most), so it reads only the "
+                       "beginning: everything from “{cut}…” on ({chars} characters) was left out.",
+    "sidebar.cut.start": "Your text is longer than this model can read ({max_len} pieces at most), so it reads only the "
+                         "end, the part it continues: everything up to “…{cut}” ({chars} characters) was left out.",
+    "in.mismatch.translator": "This model translates text written in {model}; yours is in {text}, so expect nonsense.",
+    "in.mismatch.lm": "This model learned from text written in {model}; yours is in {text}, so expect nonsense.",
+    "in.script.han": "Chinese characters",
+    "in.script.latin": "Latin letters",
     "sidebar.model_caption": "{arch} · {layers} · {heads} heads · d_model {d_model}",
     "sidebar.layers_ed": "{enc}+{dec} layers",
     "sidebar.layers_d": "{dec} layers",
@@ -826,7 +831,7 @@ EN = {
     "pt.col.piece": "piece",
 
     # lessons
-    "ls.lesson": "Lesson",
+    "ls.panel": "Lesson: {title}",
     "ls.step": "Step {i} of {n}",
     "ls.back": "Previous lesson step",
     "ls.next": "Next lesson step",

@@ -64,12 +64,29 @@ def require_text(text) -> str:
     return text
 
 
+def _text_ids(tok, cfg, text: str) -> list[int]:
+    """The text's pieces as the model input takes them (an encoder's source without the [end] an imported
+    tokenizer puts on: encode_source puts it back last)."""
+    ids = tok.encode(require_text(text))
+    if cfg.is_encoder_decoder and not cfg.prepend_bos and ids and ids[-1] == cfg.eos_id:
+        ids = ids[:-1]
+    return ids
+
+
+def left_out(tok, cfg, text: str, inp: ModelInput) -> str:
+    """The part of `text` the model does not read, as text ("" when nothing was cut): its end for a
+    source, its start for a language model's prompt."""
+    if not inp.n_cut:
+        return ""
+    ids = _text_ids(tok, cfg, text)
+    gone = tok.decode(ids[len(ids) - inp.n_cut:] if inp.cut_at == "end" else ids[:inp.n_cut])
+    return gone.strip().strip("\ufffd")                       # a character cut between its bytes: not shown
+
+
 def encode_source(tok, cfg, text: str) -> ModelInput:
     """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training); prompt [begin] (an
     imported model's decoder start token)."""
-    ids = tok.encode(require_text(text))
-    if not cfg.prepend_bos and ids and ids[-1] == cfg.eos_id:   # an imported tokenizer put [end] on: kept last
-        ids = ids[:-1]
+    ids = _text_ids(tok, cfg, text)
     room = cfg.max_len - 1
     return ModelInput(tuple(ids[:room]) + (cfg.eos_id,), (cfg.bos_id,), None, max(0, len(ids) - room), "end")
 
@@ -78,7 +95,7 @@ def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
     """One sequence, leaving `reserve` positions free (for the tokens to generate, or a target), at least
     one piece kept. A translator ([sep] in its vocabulary): [begin] + the source's first pieces + [sep];
     a language model: [begin] + the text's last pieces, which are what it continues."""
-    ids = tok.encode(require_text(text))
+    ids = _text_ids(tok, cfg, text)
     if cfg.sep_id >= 0:
         room = max(1, cfg.max_len - 2 - reserve)
         prompt, cut_at = (cfg.bos_id, *ids[:room], cfg.sep_id), "end"
