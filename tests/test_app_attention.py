@@ -170,7 +170,8 @@ def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
     assert "the row ▁an → ▁engineer is where the model chose ▁engineer" in texts(at)
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=str(ROOT / "checkpoints" / "zh-en" / "tokenizer.model"))
-    src = sp.encode("我是一名工程师。", out_type=str) + ["[end]"]               # SentencePiece's own pieces
+    assert "".join(sp.encode("我是一名工程师。", out_type=str)) == "▁我是一名工程师。"   # SentencePiece's own pieces
+    src = [*"我是一名工程师。", "[end]"]                    # one character a piece; the ▁ of the text's start not shown
     f = figure(at, "encoder self-attention, layer 0, head 0")
     assert f["data"][0]["y"] == [f"{i}:{p}" for i, p in enumerate(src)]      # encoder rows stay plain
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)

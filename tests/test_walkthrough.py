@@ -52,7 +52,7 @@ def test_the_lesson_s_word_by_word_fact_counts_the_same_heads(run):
     pairs = {"▁I": "我", "'": "是", "▁an": "一名", "▁engineer": "工程师"}
     if "'" not in r.tgt_pieces:
         pairs["▁am"] = pairs.pop("'")
-    fact = claims.evaluate("word_alignment", hm, TEXT, {"pairs": pairs})
+    fact = claims.evaluate("word_alignment", hm, TEXT, {"targets": " ".join(pairs), "sources": " ".join(pairs.values())})
     assert fact.holds
     cross = _cross(hm, r)
     for row in fact.values["rows"]:

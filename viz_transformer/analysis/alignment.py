@@ -20,6 +20,8 @@ def source_span(pieces: list[str], word: str) -> range:
     bodies = [p.replace(WORD_START, "") for p in pieces]
     target = word.replace(WORD_START, "")
     for a in range(len(bodies)):
+        if not bodies[a]:                     # a bare ▁ starts no word
+            continue
         text = ""
         for b in range(a, len(bodies)):
             text += bodies[b]

@@ -161,10 +161,12 @@ def cross_alignment(hm, text: str, predicts: str, source: str) -> Fact:
 
 
 @kind
-def word_alignment(hm, text: str, pairs: dict) -> Fact:
-    """For each target piece → source word in `pairs` ({"▁I": "我", "▁an": "一名", …}): the cross-attention
-    heads whose row for the step predicting that piece gives its largest weight to a piece of the source
-    word, and the strongest of them. Claim: every target piece has at least one such head."""
+def word_alignment(hm, text: str, targets: str, sources: str) -> Fact:
+    """For each target piece and its source word, matched in order from two space-separated lists
+    ("▁I ▁an", "我 一名"): the cross-attention heads whose row for the step predicting that piece gives its
+    largest weight to a piece of the source word, and the strongest of them. Claim: every target piece has
+    at least one such head."""
+    pairs = dict(zip(targets.split(), sources.split(), strict=True))
     run = _run(hm, text)
     cross = patterns.block_patterns(run.cache, "decoder.cross_attn")                    # (layer, head, q, k)
     rows, found = [], True

@@ -20,6 +20,8 @@ from typing import Callable, Optional
 import torch
 from safetensors.torch import load_file, save_file
 
+from viz_transformer.core.tokenizer import display_pieces
+
 # sentence, its fixed reference translation: the frames of every snapshot are teacher-forced on these
 SNAPSHOT_PAIRS = [("我是一名工程师。", "I am an engineer."), ("我喜欢你。", "I like you."),
                   ("你喜欢我。", "You like me."), ("我是学生。", "I am a student."),
@@ -175,7 +177,8 @@ def load_training_snapshots(path) -> Optional[Snapshots]:
         tensors = load_file(str(folder / WEIGHTS))
     except (OSError, ValueError, RuntimeError) as e:
         raise ValueError(f"{folder / INDEX} or {WEIGHTS} is unreadable ({e})") from None
-    return Snapshots(index["steps"], index["texts"], index["targets"], index["src_pieces"], index["tgt_pieces"],
+    shown = lambda rows: [display_pieces(r) if r is not None else None for r in rows]   # as the app shows pieces
+    return Snapshots(index["steps"], index["texts"], index["targets"], shown(index["src_pieces"]), shown(index["tgt_pieces"]),
                      index["prompt_len"], index["loss"], index["bleu"], index["translations"], tensors,
                      index.get("shipped_step"), [tuple(x) for x in index.get("loss_curve", [])],
                      index.get("bleu_n", 0), index.get("architecture", ""), index.get("prefix_len", []))
