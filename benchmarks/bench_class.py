@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from class_util import LABELS, open_class, send, teacher_view  # noqa: E402
+from class_util import LABELS, open_class, open_teacher, send, teacher_view  # noqa: E402
 from stclient import Server, free_port  # noqa: E402
 
 OPTS = list(LABELS)
@@ -51,7 +51,7 @@ async def lesson(url: str, code: str, secret: str, n: int, window: float, seed: 
             assert not res.exceptions, res.exceptions
             return s
     students = dict(zip(picks, await asyncio.gather(*(arrive(me) for me in picks))))
-    teacher, _ = await open_class(url, f"class={code}&teacher={secret}")
+    teacher, _ = await open_teacher(url, code, secret)
     chart = next(iter(f for f in teacher.fragment_of.values() if f))
     done: dict[str, float] = {}
     submit, single_fragment, errors = [], 0, []

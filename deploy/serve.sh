@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Run N app processes behind nginx on loopback, sticky sessions; Ctrl-C stops everything.
-#   deploy/serve.sh [N] [PORT]        N processes (default 2) on ports 8601.., nginx on PORT (default 8500)
-# Environment: VIZ_CHECKPOINTS (checkpoints folder), RUN_DIR (logs and nginx state; default a temp folder),
-# VIZ_THREADS or OMP_NUM_THREADS (torch's threads per process; default 1, the app's own policy:
+# Run N app processes behind nginx, sticky sessions; Ctrl-C stops everything.
+#   deploy/serve.sh [N] [PORT]        the arguments, when given, win over VIZ_PROCESSES and VIZ_PORT
+# Environment (README "Serving a class", docs/serving-a-class.md):
+#   VIZ_PROCESSES   app processes (default 2)           VIZ_PORT      nginx's port (default 8500)
+#   VIZ_LISTEN      nginx's address: 0.0.0.0 (every interface) when VIZ_PUBLIC_URL is set, else 127.0.0.1
+#   VIZ_APP_ADDRESS the app processes' address (default 127.0.0.1: only nginx faces the network)
+#   VIZ_APP_PORT    the first app process's port (default 8601; the others follow it)
+#   VIZ_PUBLIC_URL  the address students' phones open (join links, QR codes), e.g. http://192.168.1.20:8500
+#   VIZ_CHECKPOINTS (checkpoints folder), RUN_DIR (logs and nginx state; default a temp folder),
+#   VIZ_THREADS or OMP_NUM_THREADS (torch's threads per process; default 1, the app's own policy:
 #   views/server/threads.py, as N processes share the cores).
 set -euo pipefail
-N=${1:-2}
-PORT=${2:-8500}
+N=${1:-${VIZ_PROCESSES:-2}}
+PORT=${2:-${VIZ_PORT:-8500}}
+if [ -n "${VIZ_PUBLIC_URL:-}" ]; then LISTEN=${VIZ_LISTEN:-0.0.0.0}; else LISTEN=${VIZ_LISTEN:-127.0.0.1}; fi
+APP_ADDRESS=${VIZ_APP_ADDRESS:-127.0.0.1}
+APP_PORT=${VIZ_APP_PORT:-8601}
+case "$LISTEN" in *:*) LISTEN_AT="[$LISTEN]:$PORT" ;; *) LISTEN_AT="$LISTEN:$PORT" ;; esac     # IPv6 in brackets
+case "$APP_ADDRESS" in *:*) APP_HOST="[$APP_ADDRESS]" ;; *) APP_HOST="$APP_ADDRESS" ;; esac
+case "$APP_ADDRESS" in 0.0.0.0) APP_HOST=127.0.0.1 ;; ::) APP_HOST="[::1]" ;; esac       # nginx reaches them here
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RUN=${RUN_DIR:-$(mktemp -d /tmp/viz-deploy.XXXXXX)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
@@ -19,26 +31,26 @@ stop() {
 }
 trap stop EXIT INT TERM
 servers=""
-for i in $(seq 1 "$N"); do
-  p=$((8600 + i))
-  (cd "$ROOT" && exec python -m streamlit run serve.py --server.headless true --server.address 127.0.0.1 \
+for i in $(seq 0 $((N - 1))); do
+  p=$((APP_PORT + i))
+  (cd "$ROOT" && exec python -m streamlit run serve.py --server.headless true --server.address "$APP_ADDRESS" \
      --server.port "$p" > "$RUN/app-$p.log" 2>&1) &
   pids+=($!)
-  servers+="        server 127.0.0.1:$p max_fails=0;"$'\n'
+  servers+="        server $APP_HOST:$p max_fails=0;"$'\n'
 done
-for i in $(seq 1 "$N"); do
-  p=$((8600 + i))
+for i in $(seq 0 $((N - 1))); do
+  p=$((APP_PORT + i))
   for _ in $(seq 1 240); do
-    curl -fs "http://127.0.0.1:$p/_stcore/health" > /dev/null && break
+    curl -fs "http://$APP_HOST:$p/_stcore/health" > /dev/null && break
     sleep 0.5
   done
-  curl -fs "http://127.0.0.1:$p/_stcore/health" > /dev/null || { echo "app on port $p did not start: $RUN/app-$p.log" >&2; exit 1; }
+  curl -fs "http://$APP_HOST:$p/_stcore/health" > /dev/null || { echo "app on port $p did not start: $RUN/app-$p.log" >&2; exit 1; }
 done
-sed -e "s#@RUN@#$RUN#g" -e "s#@PORT@#$PORT#g" "$ROOT/deploy/nginx.conf.template" |
+sed -e "s#@RUN@#$RUN#g" -e "s#@LISTEN@#$LISTEN_AT#g" "$ROOT/deploy/nginx.conf.template" |
   awk -v servers="$servers" '{ if ($0 == "@SERVERS@") printf "%s", servers; else print }' > "$RUN/nginx.conf"
 "$NGINX" -t -p "$RUN" -c "$RUN/nginx.conf" 2> "$RUN/nginx-test.log" || { cat "$RUN/nginx-test.log" >&2; exit 1; }
 "$NGINX" -p "$RUN" -c "$RUN/nginx.conf" -g "daemon off;" &
 pids+=($!)
-echo "serving http://127.0.0.1:$PORT with $N app processes (logs: $RUN)"
+echo "serving on $LISTEN_AT with $N app processes (logs: $RUN); students open ${VIZ_PUBLIC_URL:-http://$LISTEN_AT (set VIZ_PUBLIC_URL for phones)}"
 wait -n "${pids[@]}"
 echo "a process stopped; stopping the rest" >&2

@@ -14,10 +14,16 @@ LABELS = {"got_it": "Got it", "unsure": "Not sure", "lost": "Lost"}      # the c
 
 
 async def open_class(url: str, query: str) -> tuple[Session, object]:
-    """A session on the live class page with this query string (class=…&me=… or class=…&teacher=…)."""
+    """A session on the live class page with this query string (class=…&me=…, or teach=… for the teacher's page)."""
     s = await Session.open(url)
     s.page_name, s.query = "live_class", query + "&lang=en"
     return s, await s.rerun()
+
+
+async def open_teacher(url: str, code: str, secret: str) -> tuple[Session, object]:
+    """The teacher's page in a new browser (no session, no cookie): the teacher key typed in, as a teacher does."""
+    s, _ = await open_class(url, f"teach={code}")
+    return s, await s.rerun({"lc_key": secret}, trigger="lc_key_go")
 
 
 def radio_key(s: Session) -> str:

@@ -1,6 +1,7 @@
-"""The live class page in AppTest: a teacher starts a class (the secret only in the teacher's address, never in
-the join link), a wrong secret gets the student's view, a student's answer reaches the store, and a lesson
-question answered in a student's session (views/shell/quiz.on_answer's seam) counts in their class."""
+"""The live class page in AppTest: a teacher starts a class (the secret in the teacher's session, in no address),
+a browser without the right gets the teacher key's box (a wrong key, or the secret in an old `teacher=` link, acts on
+nothing), a student's answer reaches the store, and a lesson question answered in a student's session
+(views/shell/quiz.on_answer's seam) counts in their class."""
 from __future__ import annotations
 
 import secrets
@@ -29,9 +30,13 @@ def param(at, key: str) -> str:
     return v[0] if isinstance(v, list) else v
 
 
-def open_class(params: dict) -> AppTest:
+def open_class(params: dict, teaching: tuple = ()) -> AppTest:
+    """The live class page with this query; `teaching` = (code, secret): a session that holds the teacher's right
+    (what "Start a class", the cookie or the typed key leave in it)."""
     at = AppTest.from_file(APP, default_timeout=90)
     at.session_state["ckpt"] = "tiny-zh-en"
+    if teaching:
+        at.session_state["lc_teach"] = tuple(teaching)
     at.run()
     at.switch_page(page_file("live_class"))
     for k, v in params.items():
@@ -41,23 +46,42 @@ def open_class(params: dict) -> AppTest:
     return at
 
 
-def test_a_teacher_starts_a_class_and_the_join_link_has_no_secret(env):
+def test_a_teacher_starts_a_class_and_no_address_has_the_secret(env):
     at = open_class({})
     at.button(key="lc_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    code, secret = param(at, "class"), param(at, "teacher")
+    code, secret = at.session_state["lc_teach"]
     assert cr.is_teacher(code, secret, env) and cr.lesson_and_step(code, env)[1] == 0
+    assert at.query_params.get("teach") in (code, [code]) and "class" not in at.query_params
+    assert all(secret not in str(v) for v in at.query_params.values())
     codes = [c.value for c in at.code]
-    join = next(c for c in codes if "teacher" not in c)
-    assert f"class={code}" in join and secret not in join
+    assert f"/live_class?class={code}&lang=en" in codes and not any(secret in c for c in codes)  # join, Copy link
     assert [m.value for m in at.metric if m.label == "Answered"] == ["0 of 0"]
+    at.toggle(key="lc_key_show").set_value(True).run()               # the key, drawn only when asked for
+    assert secret in [c.value for c in at.code]
 
 
-def test_a_wrong_secret_sees_the_student_view_and_a_student_answers(env):
+def test_the_teacher_page_without_the_right_asks_for_the_key(env):
     code, secret = cr.create_class("attention-step-by-step", env)
-    at = open_class({"class": code, "teacher": "x" * 24})
-    assert "not this class's" in texts(at)
-    assert not at.metric and not at.get("plotly_chart")                 # no counts for a wrong secret
+    for params in ({"teach": code}, {"teach": code, "teacher": secret}):     # an old link's secret: ignored
+        at = open_class(params)
+        assert "type your teacher key" in texts(at) and "teacher" not in at.query_params
+        assert not at.metric and not at.get("plotly_chart") and not at.button(key="lc_key_go").disabled
+        assert not [b for b in at.button if b.key in ("lc_next", "lc_back")]
+    at.text_input(key="lc_key").input("x" * 24)
+    at.button(key="lc_key_go").click().run()
+    assert "not this class's teacher key" in texts(at) and not at.metric
+    at.text_input(key="lc_key").input(secret)
+    at.button(key="lc_key_go").click().run()
+    assert [m.value for m in at.metric if m.label == "Answered"] == ["0 of 0"]
+    at.button(key="lc_next").click().run()
+    assert cr.lesson_and_step(code, env)[1] == 1
+
+
+def test_a_student_answers(env):
+    code, secret = cr.create_class("attention-step-by-step", env)
+    at = open_class({"class": code})
+    assert not at.metric and not at.get("plotly_chart")
     me = param(at, "me")                                     # a browser id was given
     assert cr.BROWSER_ID.match(me)
     at.radio(key="lc_pick_attention-step-by-step#1:check-in").set_value("lost")
@@ -85,7 +109,7 @@ def test_a_lesson_question_answered_in_a_class_session_counts_in_the_class(env):
     me, other = secrets.token_urlsafe(12), secrets.token_urlsafe(12)
     cr.join(code, me, "", env)
     cr.join(code, other, "", env)
-    runs = [({"class": code, "me": me}, "y"), ({"class": code, "me": other, "teacher": secret}, "x"),   # teacher
+    runs = [({"class": code, "me": me}, "y"), ({"teach": code, "me": other}, "x"),                       # teacher
             ({}, "x"), ({"class": code, "me": "bad"}, "x")]                                            # no class
     for params, pick in runs:
         at = AppTest.from_function(_quiz_script)
@@ -100,19 +124,20 @@ def test_a_lesson_question_answered_in_a_class_session_counts_in_the_class(env):
 
 def test_the_class_follows_the_teachers_lesson_tab(env):
     code, secret = cr.create_class("positions-and-masks", env)
-    student_code, _ = cr.create_class("positions-and-masks", env)
+    student_code, student_secret = cr.create_class("positions-and-masks", env)
     at = AppTest.from_file(APP, default_timeout=90)
     at.session_state["ckpt"] = "tiny-zh-en"
-    for k, v in {"lesson": "positions-and-masks", "step": "3", "class": code, "teacher": secret}.items():
+    at.session_state["lc_teach"] = (code, secret)               # the teacher's browser (its cookie)
+    for k, v in {"lesson": "positions-and-masks", "step": "3", "teach": code}.items():
         at.query_params[k] = v
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert cr.lesson_and_step(code, env)[1] == 2                  # the lesson's step 3 (0-based 2)
     at.button(key="ls_next").click().run()
     assert cr.lesson_and_step(code, env)[1] == 3
-    # a student's lesson tab (no secret) or a wrong secret moves nothing
-    for params in ({"class": student_code, "me": secrets.token_urlsafe(12)},
-                   {"class": student_code, "teacher": secret}):
+    # a student's lesson tab, the teacher's lesson link in another browser, an old link's secret: nothing moves
+    for params in ({"class": student_code, "me": secrets.token_urlsafe(12)}, {"teach": student_code},
+                   {"class": student_code, "teacher": student_secret}, {"teach": student_code, "teacher": secret}):
         other = AppTest.from_file(APP, default_timeout=90)
         other.session_state["ckpt"] = "tiny-zh-en"
         for k, v in {"lesson": "positions-and-masks", "step": "4", **params}.items():
@@ -182,7 +207,7 @@ def test_a_lesson_question_in_class_options_from_the_model(env, ckpt_root, tmp_p
     assert not tab.exception, [e.value for e in tab.exception]
     want = {o: int(o == q.options[q.answer]) + int(o == wrong) for o in q.options}
     assert cr.counts(code, secret, qid, list(q.options), env) == want
-    teacher = open_class({"class": code, "teacher": secret})
+    teacher = open_class({"teach": code}, teaching=(code, secret))
     spec = json.loads(teacher.get("plotly_chart")[0].proto.spec)
     assert [int(v) for v in spec["data"][0]["y"]] == [want[o] for o in q.options]
     teacher.button(key="lc_next").click().run()                  # step 2 has no question: the check-in poll

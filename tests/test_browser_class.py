@@ -67,11 +67,16 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
             teacher.goto(f"{server.url}/live_class")
             _ready(teacher)
             teacher.get_by_role("button", name="Start a class").click()
-            teacher.wait_for_url(re.compile(r"teacher="))
+            teacher.wait_for_url(re.compile(r"teach="))
             _ready(teacher)
-            code = re.search(r"class=([A-Z0-9]{8})", teacher.url).group(1)
-            secret = re.search(r"teacher=([^&]+)", teacher.url).group(1)
+            code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
             join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
+            teacher.get_by_text("Your teacher key").click()              # the key, shown only when asked for
+            teacher.get_by_text("Show the key").click()
+            secret = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
+            '[data-testid="stCode"]').first.inner_text().strip()
+            teacher.get_by_text("Show the key").click()
+            assert secret not in teacher.url
             assert f"class={code}" in join and "teacher" not in join and secret not in join
             teacher.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link").click()
             copied = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.inner_text()
@@ -120,7 +125,7 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
             server.proc.wait(timeout=20)
             server = Server(ROOT, ckpt_root, port=port, log=ARTIFACTS / f"class-server2-{kind}.log",
                             env=env).__enter__()
-            teacher.reload()
+            teacher.reload()                                             # the right is in the browser's cookie
             _ready(teacher)
             _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
             teacher.get_by_role("button", name="Previous step").click()

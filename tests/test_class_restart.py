@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from class_util import open_class, send, teacher_view
+from class_util import open_class, open_teacher, send, teacher_view
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
 from views.server import classroom as cr
 from views.server import db
@@ -36,7 +36,7 @@ def test_answers_survive_a_killed_server(db_url, ckpt_root, tmp_path):     # noq
             res = await send(s, picks[me])
             assert not res.exceptions and len(res.fragments) == 1, res.exceptions     # the box alone reran
             assert any("Your answer" in e.alert.body for e in res.of("alert")), "no confirmation shown"
-        t, res = await open_class(url, f"class={code}&teacher={secret}")
+        t, res = await open_teacher(url, code, secret)
         assert teacher_view(res) == ([picks_count(picks, o) for o in OPTS], "3 of 3")
         await t.click("lc_next")                                 # the class moves to step 2
         for me, s in students.items():
@@ -55,7 +55,7 @@ def test_answers_survive_a_killed_server(db_url, ckpt_root, tmp_path):     # noq
         first.proc.wait(timeout=20)
     with Server(ROOT, ckpt_root, log=tmp_path / "server2.log", env=env) as second:
         async def after(url):
-            _, res = await open_class(url, f"class={code}&teacher={secret}")
+            _, res = await open_teacher(url, code, secret)
             return teacher_view(res), res
         (ys, answered), res = asyncio.run(after(second.url))
     assert not res.exceptions, res.exceptions

@@ -65,7 +65,7 @@ hits = sa.Table(                # the rate limit's counters: one row per browser
 MESSAGES = {            # ClassError's key -> its one-line English message (the page shows strings' "lc.err.KEY")
     "code": "a class code is {n} letters and digits, e.g. {example}",
     "no_class": "there is no class {code}: check the code with your teacher",
-    "teacher": "only the class's teacher can do this (open the teacher's link)",
+    "teacher": "only the class's teacher can do this (type the teacher key on the teacher's page)",
     "browser": "this browser's id is malformed: reopen the class's join link",
     "rate": "too many answers from this browser: wait {seconds} seconds",
     "choice": "that answer is not one of this question's options",

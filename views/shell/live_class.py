@@ -2,9 +2,10 @@
 its code, anonymously, and answer the current step's question; the teacher's chart of the answers
 refreshes by itself (a fragment that reruns every second, never the page).
 
-Who is who comes from the address: `?class=CODE` is a student (their browser's random id is `me=`,
-written into their own address on the first visit so a reload keeps it), `?class=CODE&teacher=SECRET`
-is the teacher. The store is views/server/classroom.py.
+Who is who: `?class=CODE` is a student (their browser's random id is `me=`, written into their own address on
+the first visit so a reload keeps it); `?teach=CODE` is the teacher's page, which acts only in a session holding the
+teacher's right (views/shell/class_control.py: the session and a cookie, never the address). Join links and the QR
+code are built from VIZ_PUBLIC_URL (views/shell/class_address.py). The store is views/server/classroom.py.
 
 A step's question comes from QUESTION_SOURCES (the first that gives one): the lesson step's own question
 (views/shell/quiz.py; options computed by the model), else the check-in poll ("Got it / Not sure / Lost").
@@ -12,7 +13,6 @@ An answer given in a student's lesson tab reaches the class through quiz.on_answ
 """
 from __future__ import annotations
 
-import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -21,13 +21,15 @@ from typing import Callable, Optional
 import streamlit as st
 
 from views.server import classroom as cr
-from views.shell import lesson_file, lesson_mode, links, qr, quiz, widgets
+from views.shell import class_address as ca
+from views.shell import class_control, lesson_file, lesson_mode, qr, quiz, widgets
 from views.shell.strings import EN, current, t
 from viz_transformer.plots import question_figures
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
 STUDENT_EVERY = 3.0           # s between two looks at the class's current step
-CLASS, TEACHER, ME = "class", "teacher", "me"      # query params (TEACHER is what "Copy link" strips)
+CLASS, TEACH, ME = ca.CLASS, ca.TEACH, ca.ME      # query params; none of them is a secret
+OLD_TEACHER = "teacher"       # the secret was once in the address: dropped from it on sight, never read
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,21 @@ def _n_steps(lesson: str) -> int:
 
 
 def _link(path: str, **params) -> str:
-    base = re.sub(r"/live_class/?$", "", (st.context.url or "").rstrip("/"))    # the app's root: drop the page
-    return links.address(f"{base}{path}", params)
+    """A link for this browser's own next tab: on the address it already uses (the teacher's cookie lives there)."""
+    return ca.link(ca.app_root(st.context.url), path, **params)
+
+
+def join_link(code: str) -> str:
+    """The class's join link for students' phones (VIZ_PUBLIC_URL, else this page's address; a bad setting is said
+    in one line and this page's address is used)."""
+    try:
+        base = ca.public_base(st.context.url)
+    except ValueError as e:
+        st.warning(str(e), icon=":material/warning:")
+        base = ca.app_root(st.context.url)
+    if ca.needs_warning(st.context.url):
+        st.warning(t("lc.loopback", env=ca.ENV), icon=":material/smartphone:")
+    return ca.join_link(base, code, current())
 
 
 # ---- the teacher ------------------------------------------------------------------------------------------
@@ -102,7 +117,8 @@ def start() -> None:
         lesson = widgets.select(st, t("lc.lesson"), names, key="lc_lesson")
         if st.button(t("lc.start"), key="lc_start", type="primary", icon=":material/play_arrow:"):
             code, secret = cr.create_class(lesson)
-            st.query_params.update({CLASS: code, TEACHER: secret})
+            class_control.grant(code, secret)               # the right stays in this session, not the address
+            st.query_params[TEACH] = code
             st.rerun()
     with right.container(border=True):
         st.subheader(t("lc.join_title"))
@@ -118,11 +134,8 @@ def start() -> None:
 def teacher(code: str, secret: str, lesson: str, step: int) -> None:
     n = _n_steps(lesson)
     st.subheader(t("lc.teacher_title", code=code, lesson=lesson))
-    join = _link("/live_class", **{CLASS: code, "lang": current()})
-    qr.class_banner(code, join)              # the code in very large type and the join link's QR code
-    with st.expander(t("lc.teacher_link"), icon=":material/key:"):
-        st.caption(t("lc.teacher_link_help"))
-        st.code(_link("/live_class", **{CLASS: code, TEACHER: secret, "lang": current()}), language=None)
+    qr.class_banner(code, join_link(code))   # the code in very large type and the join link's QR code
+    class_control.show_key(secret)
     b1, b2, b3, _ = st.columns([1.5, 1.3, 2.4, 0.8], vertical_alignment="center")
     go_to = None
     if b1.button(t("lc.back"), key="lc_back", disabled=step <= 0, icon=":material/chevron_left:"):
@@ -134,9 +147,10 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
         cr.set_step(code, secret, go_to)
         st.rerun()
     b3.link_button(t("lc.open_step", i=step + 1, n=n),          # the class follows that tab's lesson steps
-                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, TEACHER: secret}),
+                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{TEACH: code}),
                    icon=":material/open_in_new:")
     live_chart(code, secret, question(lesson, step), step, n)
+    class_control.keep_in_browser(code, secret)      # last: an element drawn once must not shift the others
 
 
 @st.fragment(run_every=TEACHER_EVERY)
@@ -175,15 +189,17 @@ def browser_id() -> str:
 
 
 def remember() -> None:
-    """Call on every run (app.py), before lesson mode: who this session is in a class, from the address, kept in
-    the session (a page switch drops the address's other parameters). A student's class and browser id, so a
-    lesson tab opened from the class still answers as that student; the teacher's class and secret, so the
-    class follows the teacher's own lesson tab (follow_lesson)."""
-    code, me, secret = st.query_params.get(CLASS), st.query_params.get(ME), st.query_params.get(TEACHER)
+    """Call on every run (app.py), before lesson mode: who this session is in a class, kept in the session (a page
+    switch drops the address's other parameters). A student's class and browser id from the address, so a lesson
+    tab opened from the class still answers as that student; `teach=CODE` in a browser that holds the teacher's
+    right (class_control.granted), so the class follows the teacher's own lesson tab (follow_lesson)."""
+    if OLD_TEACHER in st.query_params:
+        del st.query_params[OLD_TEACHER]
+    code, me, teach = st.query_params.get(CLASS), st.query_params.get(ME), st.query_params.get(TEACH)
     try:
-        if code and secret and cr.is_teacher(code, secret):
-            st.session_state["lc_teach"] = (cr.normal_code(code), secret)
-        elif code and me and secret is None and cr.BROWSER_ID.match(me):
+        if teach:
+            class_control.granted(cr.normal_code(teach))
+        elif code and me and cr.BROWSER_ID.match(me):
             st.session_state["lc_class"], st.session_state["lc_me"] = cr.normal_code(code), me
     except cr.ClassError:
         pass
@@ -192,7 +208,7 @@ def remember() -> None:
 def follow_lesson() -> None:
     """Call after lesson mode (app.py): in the teacher's session, the class moves to the step the teacher's
     lesson shows (the teacher walks the lesson; the students' boxes follow)."""
-    teach, lesson = st.session_state.get("lc_teach"), st.session_state.get("lesson")
+    teach, lesson = st.session_state.get(class_control.SESSION), st.session_state.get("lesson")
     if not (isinstance(teach, tuple) and isinstance(lesson, dict) and isinstance(lesson.get("step"), int)):
         return
     try:
@@ -200,7 +216,7 @@ def follow_lesson() -> None:
         if name == lesson.get("name") and step != lesson["step"]:
             cr.set_step(teach[0], teach[1], lesson["step"])
     except cr.ClassError:
-        st.session_state.pop("lc_teach", None)
+        st.session_state.pop(class_control.SESSION, None)
 
 
 def record_quiz_answer(question_id: str, options: list[str], choice: str) -> None:
@@ -272,8 +288,10 @@ def send(code: str, me: str, q: Question, pick) -> None:
 
 
 def show() -> None:
-    """The page: start or join a class, or the class as its teacher or a student sees it."""
-    code = st.query_params.get(CLASS)
+    """The page: start or join a class, the class as its teacher sees it (`teach=CODE`, in a browser that holds
+    the right; elsewhere the teacher key's box), or as a student sees it (`class=CODE`)."""
+    teach = st.query_params.get(TEACH)
+    code = teach or st.query_params.get(CLASS)
     if not code:
         start()
         return
@@ -284,13 +302,12 @@ def show() -> None:
         st.error(say(e))
         start()
         return
-    secret = st.query_params.get(TEACHER)
-    if secret is not None:
-        if cr.is_teacher(code, secret):
-            teacher(code, secret, lesson, step)
-            return
-        st.error(t("lc.bad_secret"))
-    student(code, lesson)
+    if not teach:
+        student(code, lesson)
+    elif (secret := class_control.granted(code)) is not None:
+        teacher(code, secret, lesson, step)
+    else:
+        class_control.key_form(code)
 
 
 if not any(getattr(h, "__module__", "") == __name__ and getattr(h, "__name__", "") == "record_quiz_answer"

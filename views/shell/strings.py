@@ -939,9 +939,17 @@ EN = {
     "lc.join": "Join",
     "lc.teacher_title": "Class {code} · {lesson}",
     "lc.join_link": "Students join with the code, or with this link:",
-    "lc.teacher_link": "Your teacher link (keep it to yourself)",
-    "lc.teacher_link_help": "This link lets whoever has it run the class. Bookmark it to come back; never show it to "
-                            "the class.",
+    "lc.loopback": "Phones cannot open this address (it is this computer's own): set {env} to the address students "
+                   "reach, e.g. `{env}=http://192.168.1.20:8501`, and restart the app.",
+    "lc.key_title": "Your teacher key (keep it to yourself)",
+    "lc.key_help": "Only this browser can run the class, also after a reload. To run it from another browser or "
+                   "device, open this page's address there and type the key. Never show it to the class.",
+    "lc.key_show": "Show the key",
+    "lc.key_needed": "Class {code}: to run it from this browser, type your teacher key (shown under \"Your teacher "
+                     "key\" where you started the class). Students join with the join link instead.",
+    "lc.key": "Teacher key",
+    "lc.key_go": "Run the class",
+    "lc.key_wrong": "That is not this class's teacher key.",
     "lc.back": "Previous step",
     "lc.next": "Next step",
     "lc.open_step": "Open step {i} of {n} in the lesson",
@@ -962,10 +970,9 @@ EN = {
     "lc.send": "Send",
     "lc.pick_first": "Pick an answer first.",
     "lc.sent": "Your answer: {choice}. You can change it until the teacher moves on.",
-    "lc.bad_secret": "This teacher link is not this class's: you see the class as a student.",
     "lc.err.code": "A class code is {n} letters and digits, e.g. {example}.",
     "lc.err.no_class": "There is no class {code}: check the code with your teacher.",
-    "lc.err.teacher": "Only the class's teacher can do this (open the teacher's link).",
+    "lc.err.teacher": "Only the class's teacher can do this (type the teacher key on the teacher's page).",
     "lc.err.browser": "This browser's id is malformed: open the class's join link again.",
     "lc.err.rate": "Too many answers from this browser: wait {seconds} seconds.",
     "lc.err.choice": "That answer is not one of this question's options.",

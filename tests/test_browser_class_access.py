@@ -1,0 +1,221 @@
+"""A live class in a real room, in Chromium: the join link and its QR code point at VIZ_PUBLIC_URL although the
+teacher opened the app on 127.0.0.1 (the QR code read back from its image); without the setting the teacher is told,
+in one line, in both languages; and no address the teacher's projected page or a student's page ever shows lets a
+fresh browser act as the teacher (the right lives in the teacher's session and cookie), while the teacher's own
+reload keeps it and the teacher key typed into another browser gives it back."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from stclient import Server, free_port  # noqa: E402
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
+READY = ("() => { const r = document.querySelector('[data-test-script-state]');"
+         " return r && r.getAttribute('data-test-script-state') === 'notRunning'"
+         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
+PUBLIC = "http://192.0.2.10:8765/viz"         # TEST-NET-1: an address no test machine is
+WARN = {"en": "Phones cannot open this address", "zh": "手机打不开这个地址"}
+TEACHER_BUTTONS = ("Next step", "Previous step", "Run the class")    # the last one is the key's box: not acting
+LESSON = "room-test"          # three plain steps (the check-in poll): the test needs no model-computed facts
+STEPS = [{"page": page, "note": {"en": f"Step on {page}.", "zh": f"{page} 这一步。"}}
+         for page in ("masks", "positions", "masks")]
+
+
+@pytest.fixture
+def lessons(tmp_path) -> dict:
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    (folder / f"{LESSON}.json").write_text(json.dumps({"title": {"en": "Room test"}, "steps": STEPS}), "utf-8")
+    return {"VIZ_LESSONS": str(folder)}
+
+
+def settle(pg) -> None:
+    pg.wait_for_timeout(400)
+    pg.wait_for_function(READY, timeout=TIMEOUT_MS)
+    pg.wait_for_timeout(300)
+
+
+def new_page(browser, width=1366, height=768):
+    pg = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    return pg
+
+
+def start_class(pg, url: str) -> str:
+    """The teacher starts a class on the first lesson; its code."""
+    pg.goto(url)
+    settle(pg)
+    pg.get_by_role("button", name="Start a class").click()
+    pg.wait_for_url(re.compile(r"teach="))
+    settle(pg)
+    pg.get_by_role("button", name="Next step").wait_for()
+    return re.search(r"teach=([A-Z0-9]{8})", pg.url).group(1)
+
+
+def qr_text(pg) -> str:
+    """What the page's QR code says, read back from the PNG the browser was sent."""
+    from PIL import Image
+    src = pg.locator('[data-testid="stImage"] img').first.get_attribute("src")
+    image = Image.open(io.BytesIO(pg.request.get(urljoin(pg.url, src)).body())).convert("L")
+    import zxingcpp                                   # requirements-dev.txt: a decoder independent of segno
+    found = zxingcpp.read_barcodes(image)
+    assert len(found) == 1, found
+    return found[0].text
+
+
+def test_the_qr_code_holds_the_public_address(ckpt_root, lessons):
+    from playwright.sync_api import sync_playwright
+    ARTIFACTS.mkdir(exist_ok=True)
+    with Server(ROOT, ckpt_root, port=free_port(), log=ARTIFACTS / "class-public.log",
+                env={"VIZ_PUBLIC_URL": PUBLIC + "/", **lessons}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        teacher = new_page(browser)
+        assert server.url.startswith("http://127.0.0.1:")
+        code = start_class(teacher, f"{server.url}/live_class?lang=en")
+        join = f"{PUBLIC}/live_class?class={code}&lang=en"
+        assert qr_text(teacher) == join
+        assert join in teacher.locator('[data-testid="stCode"]').all_inner_texts()
+        assert teacher.get_by_text(WARN["en"]).count() == 0
+        browser.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_without_the_setting_a_loopback_teacher_is_warned(lang, ckpt_root, lessons):
+    from playwright.sync_api import sync_playwright
+    ARTIFACTS.mkdir(exist_ok=True)
+    with Server(ROOT, ckpt_root, log=ARTIFACTS / f"class-loopback-{lang}.log", env={"VIZ_PUBLIC_URL": "", **lessons}) as server, \
+            sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        teacher = new_page(browser)
+        teacher.goto(f"{server.url}/live_class?lang={lang}")
+        settle(teacher)
+        teacher.get_by_role("button", name={"en": "Start a class", "zh": "开始上课"}[lang]).click()
+        teacher.wait_for_url(re.compile(r"teach="))
+        settle(teacher)
+        warning = teacher.locator('[data-testid="stAlert"]').filter(has_text=WARN[lang])
+        warning.wait_for()
+        assert warning.count() == 1 and "VIZ_PUBLIC_URL" in warning.inner_text()
+        code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
+        assert qr_text(teacher) == f"{server.url}/live_class?class={code}&lang={lang}"
+        teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-loopback-{lang}.png"))
+        browser.close()
+
+
+def addresses(pg, copy_link: bool = True) -> set[str]:
+    """Every address the page shows or links to: its own, each link's, each code block that is one (the join link,
+    "Copy link"), the QR code's."""
+    got = {pg.url, *pg.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")}
+    button = pg.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link")
+    if copy_link and button.count() and pg.viewport_size["width"] > 800:      # a phone's sidebar is folded away
+        button.click()
+        pg.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.wait_for()
+        got |= set(pg.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').all_inner_texts())
+        pg.keyboard.press("Escape")
+    got |= {c for c in pg.locator('[data-testid="stMain"] [data-testid="stCode"]').all_inner_texts() if "?" in c}
+    if pg.locator('[data-testid="stImage"] img').count():
+        got.add(qr_text(pg))
+    return {urljoin(pg.url, a.strip()) for a in got}
+
+
+def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, lessons):     # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    from views.server import classroom as cr
+    from views.server import db
+    ARTIFACTS.mkdir(exist_ok=True)
+    kind = db_url.split(":")[0].split("+")[0]
+    eng = db.engine(db_url)
+    with Server(ROOT, ckpt_root, log=ARTIFACTS / f"class-access-{kind}.log",
+                env={"VIZ_DATABASE_URL": db_url, "VIZ_PUBLIC_URL": "", **lessons}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        teacher = new_page(browser)
+        code = start_class(teacher, f"{server.url}/live_class?lang=en")
+        seen = addresses(teacher)                                    # the projected page, as started
+        teacher.get_by_text("Your teacher key").click()
+        teacher.get_by_text("Show the key").click()
+        key = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
+            '[data-testid="stCode"]').first
+        key.wait_for()
+        secret = key.inner_text().strip()
+        assert cr.is_teacher(code, secret, eng)
+        teacher.get_by_text("Show the key").click()                  # folded again before projecting
+        teacher.get_by_role("button", name="Next step").click()
+        teacher.get_by_text("Step 2 of 3").first.wait_for()
+        settle(teacher)
+        seen |= addresses(teacher)
+        teacher.reload()                                             # the teacher's reload keeps the right
+        settle(teacher)
+        teacher.get_by_role("button", name="Next step").wait_for()
+        now = addresses(teacher)
+        seen |= now
+        lesson_tab = next(a for a in now if "lesson=" in a and "teach=" in a)     # at the class's step 2
+        tab = teacher.context.new_page()                             # the teacher's lesson tab, same browser
+        tab.goto(lesson_tab)
+        settle(tab)
+        seen |= addresses(tab)
+        tab.close()
+
+        join = f"{server.url}/live_class?class={code}&lang=en"
+        assert join in seen
+        students = [new_page(browser, 390, 844), new_page(browser)]
+        students[0].goto(join)
+        students[1].goto(f"{server.url}/live_class")
+        settle(students[1])
+        students[1].get_by_role("textbox", name="Class code").fill(code)
+        students[1].get_by_role("button", name="Join").click()
+        for s in students:
+            s.get_by_text("Step 2 of 3").first.wait_for()
+            settle(s)
+            assert secret not in s.content()
+            seen |= addresses(s)
+            s.goto(next(a for a in addresses(s, copy_link=False) if "lesson=" in a))   # their lesson tab
+            settle(s)
+            seen |= addresses(s)
+        assert not [a for a in seen if secret in a], "an address carries the teacher's secret"
+        assert cr.lesson_and_step(code, eng) == (LESSON, 1)
+
+        ours = sorted(a for a in seen if urlsplit(a).netloc == urlsplit(server.url).netloc)
+        assert any("teach=" in a for a in ours) and any("class=" in a for a in ours)
+        for address in ours:                                         # a student's fresh browser opens each
+            pg = new_page(browser)
+            pg.goto(address)
+            settle(pg)
+            main = pg.locator('[data-testid="stMain"]')
+            for name in TEACHER_BUTTONS[:2]:
+                assert main.get_by_role("button", name=name, exact=True).count() == 0, (address, name)
+            assert main.get_by_text("Answered", exact=True).count() == 0, address          # the teacher's counts
+            if main.get_by_role("button", name="Run the class").count():                   # guessing the key
+                main.get_by_label("Teacher key").fill("A" * 24)
+                main.get_by_role("button", name="Run the class").click()
+                main.get_by_text("not this class's teacher key").wait_for()
+            if pg.get_by_role("button", name="Next lesson step").count():                 # walking the lesson
+                pg.get_by_role("button", name="Next lesson step").first.click()
+                settle(pg)
+            assert pg.locator('[data-testid="stException"]').count() == 0, address
+            pg.context.close()
+            assert cr.lesson_and_step(code, eng) == (LESSON, 1), address  # nobody moved it
+
+        other = new_page(browser)                                    # the teacher's second device: the key
+        other.goto(f"{server.url}/live_class?teach={code}&lang=en")
+        settle(other)
+        other.get_by_label("Teacher key").fill(secret)
+        other.get_by_role("button", name="Run the class").click()
+        other.get_by_role("button", name="Next step").click()
+        other.get_by_text("Step 3 of 3").first.wait_for()
+        assert cr.lesson_and_step(code, eng) == (LESSON, 2)
+        assert secret not in other.url
+        browser.close()
+    db.dispose()
