@@ -54,12 +54,38 @@ def test_present_1_gives_large_type_collapsed_sidebar_and_arrow_keys_through_the
 
 def test_without_present_the_page_is_as_before_and_present_0_ends_it():
     at = _open(None)
-    assert not _style(at) and not [b for b in at.button if b.key in ("pr_back", "pr_next")]
+    assert presenter.STYLE not in _style(at) and not [b for b in at.button if b.key in ("pr_back", "pr_next")]
     assert "present" not in at.query_params
     at = _open("1")
     at.query_params["present"] = "0"
     at.run()
-    assert at.session_state["present"] is False and "present" not in at.query_params and not _style(at)
+    assert at.session_state["present"] is False and "present" not in at.query_params
+    assert presenter.STYLE not in _style(at)
+
+
+def test_a_zoomed_figure_is_the_same_figure_k_times_larger():
+    from viz_transformer.plots import heatmaps, style
+    fig = heatmaps.attention_heatmap(np.full((4, 4), 0.25), list("abcd"), list("abcd"), "one head")
+    big = style.zoomed(fig, 2.5)
+    assert (big.layout.width, big.layout.height) == (round(2.5 * fig.layout.width), round(2.5 * fig.layout.height))
+    for side in "lrtb":
+        assert getattr(big.layout.margin, side) == pytest.approx(2.5 * getattr(fig.layout.margin, side))
+    assert big.layout.font.size == 2.5 * 12                                   # ticks and titles follow it
+    assert big.data[0].textfont.size == 2.5 * fig.data[0].textfont.size        # the numbers in the cells
+    bar, small = big.data[0].colorbar, fig.data[0].colorbar
+    assert (bar.len, bar.thickness) == pytest.approx((2.5 * small.len, 2.5 * small.thickness))
+    assert big.layout.xaxis.title.text == fig.layout.xaxis.title.text and style.zoomed(fig, 1) is fig
+
+
+def test_presenting_draws_a_small_heatmap_larger():
+    sizes = {}
+    for present in (None, "1"):
+        at = _open(present)
+        at.switch_page("views/pages/look/attention.py").run()
+        fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if '"heatmap"' in c.proto.spec)
+        sizes[present] = fig["layout"]["width"], fig["layout"]["font"]["size"] if present else 12
+    (w, font), (w1, font1) = sizes[None], sizes["1"]
+    assert w1 / w == pytest.approx(font1 / font, rel=0.01) and w1 / w >= 1.5
 
 
 def test_presenting_a_lesson_puts_its_note_on_the_page_and_the_arrows_step_it(tmp_path, monkeypatch):

@@ -17,15 +17,22 @@ LINKS = [("pos", "views/pages/look/positional_encoding.py", "nav.positional"),  
          ("attn", "views/pages/look/attention.py", "nav.attention"), ("qkv", "views/pages/step/step_by_step.py", "nav.steps"),
          ("mask", "views/pages/look/masks.py", "nav.masks")]
 CROSS = [("cross", "views/pages/look/attention.py", "nav.attention")]            # encoder-decoders only
+# A page link's label stays on one line and is cut at its column's edge ("positional encoding → Positional enc"
+# at 1366 px): these wrap instead. A fixed string, no user content.
+WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { white-space: normal; overflow: visible; }
+</style>"""
 OUTPUT_END = [("softmax", "views/pages/step/decoding.py", "nav.decoding"), ("heads", "views/pages/experiment/knockout.py", "nav.knockout")]
 
 
-def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None):
+def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
+         tokenizer: str = "sentencepiece"):
     """Title, intro, the diagram (src_len / tgt_len: the encoder's and the decoder's positions; src_len None
-    for a one-sequence model) with `note` under its caption, and the links. Returns the column beside the
-    diagram, under the links, for the caller's part (the model's output)."""
+    for a one-sequence model) with `note` under its caption, and the links. tokenizer: what cuts the text
+    (patterns.tokenizer_kind), named in the intro. Returns the column beside the diagram, under the links, for
+    the caller's part (the model's output)."""
     st.title(t("ov.title"))
-    page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm)
+    page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm, tokenizer=t("ov.tok." + tokenizer),
+                     norm=t("ov.ln." + cfg.norm_type))
     st.subheader(t("ov.diagram"))
     st.caption(t("ov.diagram_help"))
     labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
@@ -39,8 +46,10 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
         page_parts.show(diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title), key="ov_diagram")
     with right:
         st.markdown(f"**{t('ov.open')}**")
-        for short, page, nav in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
-            st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)),
-                         icon=":material/arrow_forward:")
+        st.html(WRAP)
+        with st.container(key="ov_links"):
+            for short, page, nav in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
+                st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)),
+                             icon=":material/arrow_forward:")
         st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
     return right

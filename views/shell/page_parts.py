@@ -11,6 +11,7 @@ from typing import Optional
 
 import streamlit as st
 
+from views.shell import presenter
 from views.shell.strings import LATEX, t
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -36,6 +37,7 @@ def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw
         on_select = functools.partial(_on_select, key)
     if on_select is not None:
         kw["on_select"] = on_select
+    fig = presenter.figure(fig)                               # ?present=1: as large as a projector's screen allows
     width = "content" if fig.layout.width else "stretch"      # a heatmap is as wide as its cells need
     out = st.plotly_chart(fig, theme=None, width=width, config=PLOTLY_CONFIG, key=key, **kw)
     if html:
@@ -48,11 +50,12 @@ def show(fig, key: Optional[str] = None, html: bool = True, on_select=None, **kw
     return out
 
 
-def intro(page: str, extra: Optional[str] = None, latex: Optional[str] = None) -> None:
-    """A page's opening: its two or three sentences ("{page}.intro"), then its formula when it has one."""
-    st.caption(t(f"{page}.intro"))
+def intro(page: str, extra: Optional[str] = None, latex: Optional[str] = None, **kw) -> None:
+    """A page's opening: its two or three sentences ("{page}.intro", formatted with kw), then its formula when
+    it has one."""
+    st.caption(t(f"{page}.intro", **kw))
     if extra:
-        st.caption(t(extra))
+        st.caption(t(extra, **kw))
     formula(latex or page)
 
 

@@ -4,9 +4,11 @@ figure to a screen, and ← / → to step through the lesson (or, with no lesson
 Large type: the page's root font size goes from 16 to FONT_PX pixels; Streamlit sizes all its type in rem.
 One figure to a screen: the page scrolls element by element (CSS scroll snapping: a wheel turn or PageDown
 brings the next paragraph or figure to just under the header, so a figure is seen whole, top first; proximity
-snapping to the figures alone did not engage in Chromium). Figures are not stretched to the screen's height:
-a CSS zoom broke Plotly's own sizing, and a chart box a screen high made Plotly spread a heatmap of square
-cells over it with most of it off screen.
+snapping to the figures alone did not engage in Chromium). Figures are not stretched by CSS (a CSS zoom broke
+Plotly's own sizing, and a chart box a screen high made Plotly spread a heatmap of square cells over it with
+most of it off screen): `figure` draws each one larger on the server, its cells, fonts and margins alike
+(plots.style.zoomed), as far as it fits a projector's screen (figure_rules.zoom), and figures that would stand
+side by side stand one under another.
 The mode is kept in st.session_state["present"] and written back to the address on every run, so it
 survives navigating (as ?lang= does); ?present=0 ends it.
 """
@@ -15,9 +17,15 @@ from __future__ import annotations
 import streamlit as st
 
 from views.shell.strings import t
+from viz_transformer.plots import figure_rules
+from viz_transformer.plots.style import zoomed
 
 KEY = "present"                    # st.session_state[KEY]: True while presenting
 FONT_PX = 24                       # the page's root font size (Streamlit's is 16): all its type is in rem
+SCREEN_PX = (1920, 1080)           # the projector figures are drawn for (a smaller screen caps them to its column)
+# Where a figure may go on it: the main column (wide layout, sidebar collapsed: 5rem of padding each side) and
+# the screen under the header (3.75rem), less the figure's download button under it (2.5rem).
+AREA_PX = (SCREEN_PX[0] - 2 * 5 * FONT_PX, SCREEN_PX[1] - (3.75 + 2.5) * FONT_PX)
 # A fixed string, no user content. The header bar is 3.75rem: what is scrolled to starts just under it.
 STYLE = f"""<style>
 html {{ font-size: {FONT_PX}px !important; }}
@@ -42,6 +50,13 @@ def resolve() -> bool:
 
 def active() -> bool:
     return st.session_state.get(KEY) is True
+
+
+def figure(fig):
+    """A figure as presenter mode draws it: zoomed to fill a projector's screen (nothing outside the mode)."""
+    if not active():
+        return fig
+    return zoomed(fig, figure_rules.zoom(fig.layout.width, fig.layout.height or 450, *AREA_PX))
 
 
 def sidebar_state() -> str:

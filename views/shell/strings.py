@@ -101,7 +101,7 @@ EN = {
 
     # overview
     "ov.title": "Overview",
-    "ov.intro": "What this checkpoint is, how your text is cut into SentencePiece pieces, and what the model "
+    "ov.intro": "What this checkpoint is, how your text is cut into {tokenizer} pieces, and what the model "
                 "makes of it. Every other page looks inside this one forward pass.",
     "ov.arch": "Architecture as configured",
     "ov.arch.encoder_decoder": "encoder-decoder (translator)",
@@ -141,7 +141,13 @@ EN = {
                     "{u:.1f} BLEU ({nu}).",
     "cf.val_lm": " It flags {f} of {n} validation prompts.",
     "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
-                 "every tensor for your text. Each layer computes (LN = layer normalisation, MHA = multi-head attention):",
+                 "every tensor for your text. Each layer computes (LN = {norm}, MHA = multi-head attention):",
+    "ov.tok.sentencepiece": "SentencePiece",
+    "ov.tok.byte_bpe": "byte-level BPE",
+    "ov.tok.bpe": "BPE",
+    "ov.tok.wordpiece": "WordPiece",
+    "ov.ln.layer": "layer normalisation (LayerNorm)",
+    "ov.ln.rms": "RMSNorm, root-mean-square normalisation",
     "ov.diagram": "The model as a diagram, with your text's shapes",
     "ov.diagram_help": "Data flows upward. One layer is drawn once inside the dashed frame; N× says how many are "
                        "stacked. Blue: the shape of the tensor on each arrow for your text ([tokens × d_model]). "
@@ -150,8 +156,8 @@ EN = {
     "ov.diagram_title": "{arch}: {layers}, {heads} heads, d_model {d_model}, {norm}",
     "ov.norm_short.pre": "pre-norm",
     "ov.norm_short.post": "post-norm",
-    "ov.norm.pre": "pre-norm (LayerNorm before each sublayer, and a final LayerNorm)",
-    "ov.norm.post": "post-norm (LayerNorm after each residual add)",
+    "ov.norm.pre": "pre-norm ({norm} before each sublayer, and a final {norm})",
+    "ov.norm.post": "post-norm ({norm} after each residual add)",
     "ov.open": "Open a block:",
     "ov.link": "{block} → {page}",
     "ov.settings": "Every setting",
@@ -163,7 +169,7 @@ EN = {
     "ov.f.d_head": "d_head (= d_k)",
     "ov.f.d_ff": "d_ff",
     "ov.f.activation": "activation",
-    "ov.f.norm": "layer normalisation",
+    "ov.f.norm": "normalisation",
     "ov.f.positional": "positional encoding",
     "ov.f.max_len": "max_len",
     "ov.f.vocab": "vocabulary size",
@@ -187,10 +193,12 @@ EN = {
     "ov.loss_x": "training step",
     "ov.loss_y": "loss",
     "ov.no_curve": "This checkpoint records no loss curve, only the final metrics above.",
+    "ov.epoch_curve": "One point per epoch: the training loss at the end of each epoch, as meta.json records it.",
     "dg.input.source": "source token ids",
     "dg.input.target": "[begin] + output so far",
     "dg.input.sequence": "one sequence (token ids)",
     "dg.tok_embed": "Token embedding × √d_model",
+    "dg.tok_embed.unscaled": "Token embedding",
     "dg.pos": "+ Positional encoding ({kind})",
     "dg.norm.rms": "RMSNorm",
     "dg.add_norm.rms": "Add & RMSNorm",
@@ -645,6 +653,7 @@ EN = {
     "tr.roles_nothing": "No head of {block} keeps a clear role to the end of training: at the last step every head "
                         "spreads its weight (the grey cells' numbers show how far each stays below {th:.0%}).",
     # figures everywhere
+    "w.choose": "Choose an option",
     "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
     "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",
     "fig.html": "HTML",

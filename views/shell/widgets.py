@@ -7,7 +7,7 @@ from typing import Optional
 
 import streamlit as st
 
-from views.shell import registry
+from views.shell import presenter, registry
 from views.shell.page_parts import formula, intro, md_escape, show  # noqa: F401  (widgets.show: the pages' name)
 from views.shell.strings import t
 from viz_transformer.analysis import patterns
@@ -16,9 +16,11 @@ from viz_transformer.core.hook_names import parse_prefix
 
 
 def select(where, label: str, options: list, key: str, default=None, **kw):
-    """A selectbox whose remembered value is reset when the options change (e.g. another checkpoint)."""
+    """A selectbox whose remembered value is reset when the options change (e.g. another checkpoint); its
+    placeholder (shown while one types to search) in the interface's language, not Streamlit's English."""
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
+    kw.setdefault("placeholder", t("w.choose"))
     return where.selectbox(label, options, key=key, **kw)
 
 
@@ -58,8 +60,11 @@ def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, de
 
 def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tuple[list, int]:
     """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
-    cells stay readable (figure_rules.side_by_side), else one under another at the full width."""
+    cells stay readable (figure_rules.side_by_side), else one under another at the full width; one under
+    another while presenting (one figure to a screen, each as large as the screen allows)."""
     width = figure_rules.side_by_side(n, rows, cols, label_px)
+    if presenter.active():
+        return [st.container() for _ in range(n)], figure_rules.FIGURE_PX
     if n > 1 and width < figure_rules.FIGURE_PX:
         return list(st.columns(n)), width
     return [st.container() for _ in range(n)], width

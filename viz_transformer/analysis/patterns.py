@@ -73,6 +73,20 @@ def training_summary(meta: dict) -> dict:
     return {k: meta[k] for k in keep if k in meta and meta[k] is not None}
 
 
+def tokenizer_kind(tok) -> str:
+    """What cuts a text into pieces: "sentencepiece" (this project's models, Marian), "byte_bpe" (GPT-2,
+    Qwen), "bpe" (Llama, Mistral: BPE over characters), "wordpiece"; a tokenizer without `kind` is ours."""
+    return getattr(tok, "kind", "sentencepiece")
+
+
+def epoch_curve(meta: dict) -> list[tuple[int, float]]:
+    """meta.json's training loss at the end of each epoch, [(step, train_loss), ...] (train.py records it in
+    meta["curve"] with the validation scores); [] when none is recorded."""
+    curve = meta.get("curve") if isinstance(meta.get("curve"), list) else []
+    return [(h["step"], h["train_loss"]) for h in curve if isinstance(h, dict)
+            and isinstance(h.get("step"), (int, float)) and isinstance(h.get("train_loss"), (int, float))]
+
+
 def headline_metrics(summary: dict) -> dict[str, str]:
     """A few numbers worth a glance: test (else validation) BLEU/chrF or loss, and the epoch."""
     out = {}

@@ -33,6 +33,11 @@ class HFTokenizer:
         except (ValueError, UnicodeDecodeError, Exception) as e:      # the Rust side raises its own Exception
             raise ck.CheckpointError(f"{path} is not a valid tokenizer.json ({str(e)[:200]}){ck._sniff(path)}") from None
         self.byte_level = (spec.get("decoder") or {}).get("type") == "ByteLevel"
+        model = str((spec.get("model") or {}).get("type", "BPE"))
+        # what cuts a text into pieces, as the Overview names it: GPT-2 and Qwen byte-level BPE; Llama and
+        # Mistral BPE over characters (SentencePiece's, byte fallback); a Unigram model is SentencePiece's
+        self.kind = ("byte_bpe" if self.byte_level else "sentencepiece" if model == "Unigram"
+                     else "wordpiece" if model == "WordPiece" else "bpe")
         specials = {t["id"] for t in spec.get("added_tokens") or [] if t.get("special")}
         self.specials = specials
         self.pad_id = cfg.pad_id if cfg is not None else -1
@@ -73,6 +78,7 @@ class MarianTokenizer:
     source.spm, as Hugging Face does), or, when tokenizer_config.json says separate_vocabs, a target vocabulary
     of its own: target_vocab.json, whose pieces the decoder's ids are and which target.spm decodes."""
     bans_specials = False
+    kind = "sentencepiece"
 
     def __init__(self, folder: Path, cfg=None, banned=()):
         import sentencepiece as spm

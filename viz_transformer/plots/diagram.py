@@ -19,7 +19,7 @@ from viz_transformer.plots.style import escape
 
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
-    "tok_embed": "Token embedding × √d_model", "pos": "+ Positional encoding ({kind})",
+    "tok_embed": "Token embedding × √d_model", "tok_embed.unscaled": "Token embedding", "pos": "+ Positional encoding ({kind})",
     "pos.sinusoidal": "sinusoidal", "pos.learned": "learned", "pos.sinusoidal_halves": "sinusoidal, sines first",
     "pos.rope": "none added: RoPE rotates q and k in every self-attention",
     "norm": "LayerNorm", "add": "⊕ Add (residual)", "add_norm": "Add & LayerNorm",
@@ -66,7 +66,8 @@ def column_kinds(cfg: ModelConfig, column: str) -> list[str]:
 
 def _label(labels: dict, kind: str, cfg: ModelConfig, column: str) -> str:
     labels = {**LABELS, **labels}
-    variants = [f"{kind}.rms"] * (cfg.norm_type == "rms") + [f"{kind}.gated"] * (cfg.ffn == "gated")
+    variants = ([f"{kind}.rms"] * (cfg.norm_type == "rms") + [f"{kind}.gated"] * (cfg.ffn == "gated")
+                + [f"{kind}.unscaled"] * (not cfg.scale_embeddings))      # GPT-2, Llama, Qwen2: no × √d_model
     lab = next((labels[v] for v in variants if v in labels), labels.get(kind, kind))
     if kind == "input":
         lab = labels["input." + ("source" if column == "encoder" else "target" if cfg.is_encoder_decoder

@@ -30,6 +30,17 @@ VALUE_PX = 10         # font size of the numbers printed in cells
 TITLE_LINE_PX = 22    # one more title line needs this much more top margin
 
 
+MOST_ZOOM = 3.0       # a projected figure grows at most this much (a 4 × 4 heatmap's 40 px cells: 120 px)
+
+
+def zoom(fig_w: float | None, fig_h: float, area_w: float, area_h: float, most: float = MOST_ZOOM) -> float:
+    """How much larger a figure laid out fig_w × fig_h px (fig_w None: as wide as the main column, laid out for
+    FIGURE_PX) is drawn where a figure may take area_w × area_h px (a projector's main column and screen
+    under the header): as much as fits both, at most `most`, never smaller than laid out. Everything in it
+    grows alike (style.zoomed), so the rules above hold at any zoom."""
+    return max(1.0, min(most, area_w / (fig_w or FIGURE_PX), area_h / max(fig_h, 1.0)))
+
+
 def colorbar_px(title: str, tick_labels: list[str]) -> float:
     """Width of a vertical colour bar: bar, padding, its tick labels, or its title above it if wider."""
     ticks = max((text_px(s) for s in tick_labels), default=text_px("-0.5"))

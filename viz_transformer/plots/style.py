@@ -69,3 +69,59 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
     return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+
+
+# -- a figure drawn larger (presenter mode) ---------------------------------------------------------------
+_PLOTLY_PX = {"font.size": 12, "height": 450, "hoverlabel.font.size": 13,       # plotly.js's defaults, written out
+              "margin": dict(l=80, r=80, t=100, b=80),                          # so that they grow too
+              "colorbar": dict(thickness=30, xpad=10, ypad=10)}
+_PX_KEYS = {"standoff", "thickness", "ticklen", "tickwidth", "borderwidth", "xpad", "ypad", "tracegroupgap",
+            "arrowwidth", "xshift", "yshift", "outlinewidth", "xgap", "ygap"}                   # px wherever they stand
+_PX_IN = {"margin": {"l", "r", "t", "b", "pad"}, "pad": {"l", "r", "t", "b"}, "line": {"width"},
+          "marker": {"size"}}                                                   # px inside these dicts only
+
+
+def _grow(d, k: float, parent: str = "") -> None:
+    """Every pixel size in a figure's dict (layout and traces, the template's defaults too) times k."""
+    if isinstance(d, list):
+        for v in d:
+            _grow(v, k, parent)
+        return
+    if not isinstance(d, dict):
+        return
+    for key, v in d.items():
+        px = (key in _PX_KEYS or key in _PX_IN.get(parent, ()) or (key == "size" and parent.endswith("font"))
+              or (key == "len" and d.get("lenmode") == "pixels"))
+        if px and isinstance(v, (int, float)) and not isinstance(v, bool):
+            d[key] = v * k
+        elif px and isinstance(v, list) and all(isinstance(x, (int, float)) for x in v):
+            d[key] = [x * k for x in v]                                        # marker sizes, one a point
+        else:
+            _grow(v, k, key)
+
+
+def zoomed(fig: go.Figure, k: float) -> go.Figure:
+    """The same figure k times larger: its size, margins, fonts, colour bar, lines and markers, so everything
+    the legibility rules (figure_rules) decided for it keeps its proportions: cells k times larger, labels
+    k times larger and as far apart as before. A figure without a width stays as wide as its column. k = 1:
+    the figure itself."""
+    if k == 1:
+        return fig
+    d = fig.to_dict()
+    lay = d.setdefault("layout", {})
+    lay.setdefault("font", {}).setdefault("size", _PLOTLY_PX["font.size"])
+    lay.setdefault("hoverlabel", {}).setdefault("font", {}).setdefault("size", _PLOTLY_PX["hoverlabel.font.size"])
+    lay["margin"] = {**_PLOTLY_PX["margin"], **lay.get("margin", {})}
+    lay.setdefault("height", _PLOTLY_PX["height"])
+    for tr in d.get("data", []):
+        if "colorbar" in tr:
+            tr["colorbar"] = {**_PLOTLY_PX["colorbar"], **tr["colorbar"]}
+    _grow(d, k)
+    for key in ("width", "height"):
+        if lay.get(key):
+            lay[key] = int(round(lay[key] * k))
+    for ann in lay.get("annotations", []):             # an arrow's tail given in px from its head
+        for a, ref in (("ax", "axref"), ("ay", "ayref")):
+            if isinstance(ann.get(a), (int, float)) and ann.get(ref, "pixel") == "pixel":
+                ann[a] *= k
+    return go.Figure(d)

@@ -1,5 +1,5 @@
 """Page: the checkpoint's architecture as a diagram with the text's shapes, how it was trained, the text
-as SentencePiece pieces, and the model's output."""
+as its tokenizer's pieces, and the model's output."""
 import streamlit as st
 
 from views.server import cached
@@ -14,14 +14,16 @@ from viz_transformer.plots import heatmaps
 ctx = context.need_run()
 hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 
-right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids))
+right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
+                           tokenizer=patterns.tokenizer_kind(hm.tokenizer))
 with right:
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
     confidence_note.of_run(hm, run)
     with st.expander(t("ov.settings")):
         facts = hm.describe()
+        norm = t("dg.norm.rms" if cfg.norm_type == "rms" else "dg.norm")          # LayerNorm or RMSNorm
         for k, name in (("architecture", "ov.arch."), ("norm", "ov.norm."), ("positional", "pe.kind.")):
-            facts[k] = t(name + str(facts[k]))
+            facts[k] = t(name + str(facts[k]), norm=norm)
         st.dataframe({t("ov.fact"): [t("ov.f." + k) for k in facts], t("ov.value"): [str(v) for v in facts.values()]},
                      hide_index=True, height=38 + 35 * len(facts))
 
@@ -40,10 +42,14 @@ for row in range(0, len(shown), 4):              # four to a row: long numbers s
     for where, (k, v) in zip(st.columns(4), shown[row:row + 4]):
         where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
-if snaps is not None and snaps.loss_curve:
-    steps, losses = zip(*snaps.loss_curve)
+fine = snaps.loss_curve if snaps is not None else None
+curve = fine or patterns.epoch_curve(meta)       # the snapshots' fine curve, else meta.json's one point an epoch
+if curve:
+    steps, losses = zip(*curve)
     widgets.show(heatmaps.curves(steps, {t("ov.loss_y"): losses}, t("ov.loss_title"), t("ov.loss_x"), t("ov.loss_y"),
                               height=300), key="ov_loss")
+    if not fine:
+        st.caption(t("ov.epoch_curve"))
 else:
     st.caption(t("ov.no_curve"))
 
@@ -52,10 +58,9 @@ st.subheader(t("ov.pieces"))
 st.caption(t("ov.pieces_help"))
 cols = {"pos": t("ov.col.pos"), "piece": t("ov.col.piece"), "id": t("ov.col.id"), "word": t("ov.col.word"),
         "starts": t("ov.col.starts")}
-parts = [("encoder", run.src_ids, run.src_pieces), ("decoder", run.tgt_ids, run.tgt_pieces)]
-for (part, ids, pieces), where in zip(parts, st.columns(2)):
-    if ids is None:
-        continue
+parts = [(part, ids, pieces) for part, ids, pieces in (("encoder", run.src_ids, run.src_pieces),
+                                                        ("decoder", run.tgt_ids, run.tgt_pieces)) if ids is not None]
+for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one sequence: one table, full width
     with where:
         st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
         rows = patterns.pieces_table(ids, pieces)
