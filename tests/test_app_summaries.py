@@ -46,7 +46,7 @@ def test_head_stats_of_this_text_match_a_hand_entropy(env):
     row = df[(df["block"] == "encoder self-attention") & (df["layer"] == 1) & (df["head"] == 3)].iloc[0]
     assert row["entropy"] == pytest.approx(want, rel=1e-6)
     assert {"role", "evidence"} <= set(df.columns)
-    assert "Measured over 1 sentence(s)." in texts(at)
+    assert "Measured over 1 sentence." in texts(at)
     grid = figure(at, "encoder self-attention: entropy per head")
     assert array(grid["data"][0]["z"])[1, 3] == pytest.approx(want, rel=1e-5)
 
@@ -59,7 +59,7 @@ def test_head_stats_over_pasted_sentences_with_a_progress_pass(env):
     assert "Press the button" in texts(at)
     by_key(at.button, "hs_run").click().run(timeout=60)
     assert not at.exception
-    assert "Measured over 3 sentence(s)." in texts(at)
+    assert "Measured over 3 sentences." in texts(at)
     hm = load_checkpoint(env / "tiny-zh-en")
     want = np.mean([hm.run(s).cache["decoder.0.cross_attn.hook_pattern"][0, 2].max(-1).values.mean().item()
                     for s in sentences])

@@ -1,19 +1,24 @@
 """The two interface languages: the tables agree key for key and placeholder for placeholder, every page
 opened with ?lang=zh shows Chinese (no English interface word left, token pieces and code names aside),
-and the sidebar switch changes the language while keeping the page, the text and the model."""
+and the sidebar switch changes the language while keeping the page, the text and the model. Each Chinese string
+records the English it translates (a changed English string is named until re-translated), and a count prints
+"1 piece", "2 pieces"."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import runpy
 import string
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ZH as SENTENCE, by_key, figures, open_app, page_file
-from views.shell import strings
+from views.shell import strings, strings_check
 from views.shell.strings import EN
 from views.shell.strings_zh import ZH
+from views.shell.strings_zh_source import SOURCE
 from viz_transformer import load_checkpoint
 
 PAGES = ["overview", "attention", "masks", "positional", "step_by_step", "decoding", "knockout", "positions",
@@ -29,7 +34,9 @@ ALLOWED = {"softmax", "sentencepiece", "bleu", "chrf", "top", "json", "html", "c
 
 
 def placeholders(s: str) -> list:
-    return sorted({(name, spec) for _, name, spec, _ in string.Formatter().parse(s) if name is not None})
+    """The format fields of s; a plural word {n:piece|pieces} is English grammar, not a placeholder."""
+    return sorted({(name, spec) for _, name, spec, _ in string.Formatter().parse(s)
+                   if name is not None and "|" not in spec})
 
 
 def test_both_tables_have_the_same_keys_in_the_same_order():
@@ -55,6 +62,121 @@ def test_a_missing_chinese_key_falls_back_to_english(monkeypatch):
     monkeypatch.delitem(ZH, "ov.title")
     assert strings.t("ov.title") == EN["ov.title"]
     assert strings.t("ov.pieces") == ZH["ov.pieces"]
+
+
+# -- strings that cannot go stale -------------------------------------------------------------------------
+def sha8(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+
+
+def test_every_chinese_string_translates_todays_english():
+    found = strings_check.problems(EN, ZH, SOURCE)
+    assert not found, "\n".join(found)
+
+
+def test_a_changed_english_string_is_named_until_its_chinese_is_recorded_again():
+    assert SOURCE["nav.masks"] == sha8("Masks")
+    en = {**EN, "nav.masks": "Attention masks"}                  # an English string changed by hand
+    zh = {k: v for k, v in ZH.items() if k != "ov.title"}
+    found = strings_check.problems(en, zh, SOURCE)
+    assert [line.split(":")[0] for line in found] == ["ov.title", "nav.masks"]
+    assert "missing from ZH" in found[0] and "'Attention masks'" in found[1] and "'掩码'" in found[1]
+    fixed = strings_check.updated(en, ZH, SOURCE, ["nav.masks"])    # what --update nav.masks records
+    assert fixed == {**SOURCE, "nav.masks": sha8("Attention masks")}
+    assert not strings_check.problems(en, ZH, fixed)
+
+
+def test_update_writes_a_table_that_reads_back(tmp_path):
+    en, zh = {"a.one": "One", "a.two": "Two {n}", "a.gone": "x"}, {"a.one": "一", "a.two": "二 {n}"}
+    path = tmp_path / "source.py"
+    strings_check.write(strings_check.updated(en, zh, {"a.gone": "00000000"}), path)
+    assert runpy.run_path(str(path))["SOURCE"] == {"a.one": sha8("One"), "a.two": sha8("Two {n}")}
+    with pytest.raises(KeyError):
+        strings_check.updated(en, zh, {}, ["a.gone"])
+
+
+# -- plural words -----------------------------------------------------------------------------------------
+@pytest.fixture
+def english(monkeypatch):
+    monkeypatch.setattr(strings, "current", lambda: "en")
+
+
+@pytest.mark.parametrize("key, kw, text", [
+    ("hs.n", {"n": 1}, "Measured over 1 sentence."),
+    ("hs.n", {"n": 2}, "Measured over 2 sentences."),
+    ("hs.n", {"n": 0}, "Measured over 0 sentences."),
+    ("ls.draft", {"n": 1}, "1 step in this lesson so far."),
+    ("dc.cut", {"new": 1, "n": 1}, "To leave room for 1 new token, the prompt was cut: its first 1 piece is not used here."),
+    ("dc.cut", {"new": 20, "n": 2},
+     "To leave room for 20 new tokens, the prompt was cut: its first 2 pieces are not used here."),
+    ("cf.line_empty", {"rare": 1, "n": 1}, "confidence: no output token to score · 1 of 1 piece rare"),
+    ("cf.line_empty", {"rare": 1, "n": 2}, "confidence: no output token to score · 1 of 2 pieces rare"),
+    ("cf.why.rare_input", {"rare": 1, "n": 3, "unseen": 0},
+     "1 of the input's 3 pieces is rare in its training data (0 never seen)"),
+    ("ko.n_off", {"n": 1, "total": 1}, "1 of 1 head knocked out."),
+    ("ko.n_off", {"n": 1, "total": 8}, "1 of 8 heads knocked out."),
+    ("sidebar.layers_d", {"dec": 1}, "1 layer"),
+    ("lc.err.rate", {"seconds": 1}, "Too many answers from this browser: wait 1 second."),
+    ("ar.trust.weak", {"bleu": 3.2, "epochs": "?"}, "Too small or too undertrained to trust on this sentence: it is "
+     "unsure here, and its test BLEU is only 3.2 after ? epochs (under 20: even the gist is hard to get)."),
+])
+def test_a_count_of_one_takes_the_singular(english, key, kw, text):
+    assert strings.t(key, **kw) == text
+
+
+def test_a_count_keeps_its_own_format():
+    assert strings.fill("after {k:,} {k:update|updates}", k=1234) == "after 1,234 updates"
+    assert strings.fill("after {k:,} {k:update|updates}", k=1) == "after 1 update"
+
+
+def test_chinese_has_no_plural_words(monkeypatch):
+    assert not any(strings.PLURAL.search(v) for v in ZH.values())
+    monkeypatch.setattr(strings, "current", lambda: "zh")
+    assert strings.t("hs.n", n=1) == ZH["hs.n"].format(n=1)
+
+
+def test_the_diagram_gets_its_plural_words_chosen_and_its_other_fields_left():
+    assert strings.plurals(EN["dg.self_attn"], h=1) == "Multi-head self-attention · {h} head"
+    assert strings.plurals(EN["dg.cross_attn"], h=4).format(h=4) == "Cross-attention (K, V from the encoder) · 4 heads"
+    assert strings.plurals(EN["dg.ffn.gated"], h=1) == EN["dg.ffn.gated"]
+
+
+def test_every_plural_word_follows_a_count_the_string_prints():
+    for key, s in EN.items():
+        fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(s) if name is not None]
+        counts = {name for name, spec in fields if "|" not in spec}
+        for name, spec in fields:
+            if "|" in spec:
+                assert strings.PLURAL.search("{%s:%s}" % (name, spec)) and name in counts, (key, name, spec)
+
+
+def test_other_strings_format_as_before(english):
+    # t is plain str.format for every string without a plural word
+    for key, s in EN.items():
+        names = {name for _, name, _, _ in string.Formatter().parse(s) if name}
+        if names and not strings.PLURAL.search(s):
+            kw = dict.fromkeys(names, 1)
+            assert strings.t(key, **kw) == s.format(**kw), key
+
+
+# a count printed before a plural noun, at most two words between: "{n} pieces", "({n} training pairs)"
+COUNT_NOUN = re.compile(r"\{(\w+)(?::[^{}|]*)?\}((?: (?!and |of |or |to |in |on )[a-z][\w-]*){0,2}?) ([a-z]\w*[^s\W]s)\b")
+VERBS = {"has", "keeps", "puts", "continues", "looks", "reads", "says", "shows", "takes", "gives", "means"}
+NOT_A_COUNT = {"sidebar.layers_ed": "a sum of two counts: 1+1 layers",
+               "ov.intro": "{tokenizer} is a name: SentencePiece pieces",
+               "ar.checkpoint": "a model's parameter count, never 1"}
+
+
+def bare_counts(s: str) -> list[str]:
+    return [m[0] for m in COUNT_NOUN.finditer(s) if m[3] not in VERBS] + re.findall(r"\w+\(s\)", s)
+
+
+def test_no_english_count_is_followed_by_a_plural_noun_without_the_rule():
+    assert bare_counts("its first {n} pieces, ({n:,} training pairs), {n} step(s)") == \
+        ["{n} pieces", "{n:,} training pairs", "step(s)"]
+    assert not bare_counts("its first {n} {n:piece|pieces}; {block} keeps {a} and keys")
+    bare = {k: bare_counts(s) for k, s in EN.items() if k not in NOT_A_COUNT and bare_counts(s)}
+    assert not bare, f"write {{n}} {{n:piece|pieces}}: {bare}"
 
 
 # -- the app in Chinese ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Optional
 import streamlit as st
 
 from views.shell import page_parts
-from views.shell.strings import has, t
+from views.shell.strings import has, plurals, t
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots import diagram
 
@@ -35,7 +35,8 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
                      norm=t("ov.ln." + cfg.norm_type))
     st.subheader(t("ov.diagram"))
     st.caption(t("ov.diagram_help"))
-    labels = {k: t("dg." + k) for k in diagram.LABELS if has("dg." + k)}
+    # templates the diagram fills in itself: only their plural words are chosen here
+    labels = {k: plurals(t("dg." + k), h=cfg.n_heads) for k in diagram.LABELS if has("dg." + k)}
     labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
     layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
               else t("sidebar.layers_d", dec=cfg.n_decoder_layers))

@@ -7,9 +7,14 @@ The Chinese table ZH (views/shell/strings_zh.py) has exactly EN's keys and forma
 (tests/test_i18n.py checks it): a key added here must be added there too. The language of a session is
 st.session_state["lang"] ("en" or "zh"), set from ?lang= and the sidebar switch (views/shell/language.py);
 a key missing from ZH falls back to English.
+A count printed before a noun picks the noun's form with {n:piece|pieces} ("1 piece", "2 pieces"; see plurals).
+Each Chinese entry records which English text it translates (strings_zh_source.py): after changing an English
+string, re-translate it and run `python -m views.shell.strings_check --update KEY` (tests/test_i18n.py checks).
 Figure texts are plain (they are escaped by viz_transformer.plots.heatmaps); markdown strings are marked md.
 """
 from __future__ import annotations
+
+import re
 
 EN = {
     # navigation
@@ -46,23 +51,25 @@ EN = {
     "sidebar.text_help": "The model's input. A translator translates it; a language model continues it.",
     "sidebar.loading": "Loading the model…",
     "sidebar.running": "Running the model and capturing every tensor…",
-    "sidebar.cut.end": "Your text is longer than this model can read ({max_len} pieces at most), so it reads only the "
-                       "beginning: everything from “{cut}…” on ({chars} characters) was left out.",
-    "sidebar.cut.start": "Your text is longer than this model can read ({max_len} pieces at most), so it reads only the "
-                         "end, the part it continues: everything up to “…{cut}” ({chars} characters) was left out.",
+    "sidebar.cut.end": "Your text is longer than this model can read ({max_len} {max_len:piece|pieces} at most), so it "
+                       "reads only the beginning: everything from “{cut}…” on ({chars} {chars:character|characters}) "
+                       "was left out.",
+    "sidebar.cut.start": "Your text is longer than this model can read ({max_len} {max_len:piece|pieces} at most), so it "
+                         "reads only the end, the part it continues: everything up to “…{cut}” ({chars} "
+                         "{chars:character|characters}) was left out.",
     "in.mismatch.translator": "This model translates text written in {model}; yours is in {text}, so expect nonsense.",
     "in.mismatch.lm": "This model learned from text written in {model}; yours is in {text}, so expect nonsense.",
     "in.script.han": "Chinese characters",
     "in.script.latin": "Latin letters",
-    "sidebar.model_caption": "{arch} · {layers} · {heads} heads · d_model {d_model}",
+    "sidebar.model_caption": "{arch} · {layers} · {heads} {heads:head|heads} · d_model {d_model}",
     "sidebar.layers_ed": "{enc}+{dec} layers",
-    "sidebar.layers_d": "{dec} layers",
+    "sidebar.layers_d": "{dec} {dec:layer|layers}",
 
     # shared messages
     "msg.empty": "Type a sentence in the sidebar (or pick an example) to see inside the model.",
     "req.large": "This model is large ({params} M parameters): what follows takes seconds, so it runs when you ask.",
     "pt.run": "Patch every component",
-    "pt.progress": "Patching: {done} of {total} runs",
+    "pt.progress": "Patching: {done} of {total} {total:run|runs}",
     "po.run": "Run without positions and the order test",
     "cp.run": "Run the second text",
     "mk.run": "Run the two texts as one batch",
@@ -123,8 +130,8 @@ EN = {
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
-    "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} pieces rare",
-    "cf.line_empty": "confidence: no output token to score · {rare} of {n} pieces rare",
+    "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} {n:piece|pieces} rare",
+    "cf.line_empty": "confidence: no output token to score · {rare} of {n} {n:piece|pieces} rare",
     "cf.line_ppl": " · prompt perplexity {ppl:,.1f}",
     "cf.uncalibrated": " (no thresholds for this checkpoint yet: `python -m viz_transformer calibrate`)",
     "cf.help": "The model's own confidence: the mean log-probability it gave each token of this output (0 = certain; "
@@ -134,12 +141,13 @@ EN = {
     "cf.sep": "; ",
     "cf.why.low_confidence": "the model itself is unsure of it (mean log-prob {lp}, below {tau}: its validation "
                              "outputs under that, taken together, score under 10 BLEU, which is almost useless)",
-    "cf.why.rare_input": "{rare} of the input's {n} pieces are rare in its training data ({unseen} never seen)",
-    "cf.why.long_input": "the input has {n} pieces, longer than anything it was trained on (at most {longest})",
+    "cf.why.rare_input": "{rare} of the input's {n} {n:piece|pieces} {rare:is|are} rare in its training data "
+                         "({unseen} never seen)",
+    "cf.why.long_input": "the input has {n} {n:piece|pieces}, longer than anything it was trained on (at most {longest})",
     "cf.why.unusual_prompt": "the prompt is unlike the stories it learned from (perplexity {ppl:,.0f}, above {th:,.0f})",
-    "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} sentences), the others "
-                    "{u:.1f} BLEU ({nu}).",
-    "cf.val_lm": " It flags {f} of {n} validation prompts.",
+    "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} "
+                    "{nf:sentence|sentences}), the others {u:.1f} BLEU ({nu}).",
+    "cf.val_lm": " It flags {f} of {n} validation {n:prompt|prompts}.",
     "ov.intro2": "The diagram is this checkpoint's own architecture, read from its config.json, with the shape of "
                  "every tensor for your text. Each layer computes (LN = {norm}, MHA = multi-head attention):",
     "ov.tok.sentencepiece": "SentencePiece",
@@ -153,7 +161,7 @@ EN = {
                        "stacked. Blue: the shape of the tensor on each arrow for your text ([tokens × d_model]). "
                        "Brown: what a block computes inside (heads × [queries × keys], or the feed-forward hidden "
                        "layer). Grey lines: the residual connections.",
-    "ov.diagram_title": "{arch}: {layers}, {heads} heads, d_model {d_model}, {norm}",
+    "ov.diagram_title": "{arch}: {layers}, {heads} {heads:head|heads}, d_model {d_model}, {norm}",
     "ov.norm_short.pre": "pre-norm",
     "ov.norm_short.post": "post-norm",
     "ov.norm.pre": "pre-norm ({norm} before each sublayer, and a final {norm})",
@@ -209,10 +217,10 @@ EN = {
     "dg.norm": "LayerNorm",
     "dg.add": "⊕ Add (residual)",
     "dg.add_norm": "Add & LayerNorm",
-    "dg.self_attn": "Multi-head self-attention · {h} heads",
-    "dg.masked_attn": "Masked multi-head self-attention · {h} heads",
-    "dg.prefix_attn": "Multi-head self-attention (prefix mask) · {h} heads",
-    "dg.cross_attn": "Cross-attention (K, V from the encoder) · {h} heads",
+    "dg.self_attn": "Multi-head self-attention · {h} {h:head|heads}",
+    "dg.masked_attn": "Masked multi-head self-attention · {h} {h:head|heads}",
+    "dg.prefix_attn": "Multi-head self-attention (prefix mask) · {h} {h:head|heads}",
+    "dg.cross_attn": "Cross-attention (K, V from the encoder) · {h} {h:head|heads}",
     "dg.ffn": "Feed-forward ({act}) · d_ff {d_ff}",
     "dg.final_norm": "Final LayerNorm",
     "dg.linear": "Linear → vocabulary ({v})",
@@ -254,12 +262,13 @@ EN = {
     "at.model_view_title": "{block}: all layers × heads",
     "at.model_view_cb": "max weight in block",
     "at.model_view_hover": "click to open",
-    "at.downsampled": "{n} tokens: each tile is shrunk to {m}×{m} cells (each cell = the max of its block).",
+    "at.downsampled": "{n} {n:token|tokens}: each tile is shrunk to {m}×{m} {m:cell|cells} (each cell = the max of "
+                      "its block).",
     "at.line_view": "Line view",
     "at.line_heads": "Heads to draw",
     "at.line_min": "Hide lines lighter than",
     "at.line_window": "Tokens shown (window)",
-    "at.line_capped": "Showing queries {qa}–{qb} and keys {ka}–{kb}, at most {m} lines per head.",
+    "at.line_capped": "Showing queries {qa}–{qb} and keys {ka}–{kb}, at most {m} {m:line|lines} per head.",
     "at.line_title": "{block}, layer {layer}: lines from queries (left) to keys (right)",
 
     # step by step
@@ -317,11 +326,11 @@ EN = {
     "mk.prefix": "Prefix-LM mask",
     "mk.prefix_help": "Inside the prefix every token sees every other; after it, causal.",
     "mk.prefix_len": "Prefix length",
-    "mk.prefix_title": "Prefix-LM mask, prefix = {p} tokens",
+    "mk.prefix_title": "Prefix-LM mask, prefix = {p} {p:token|tokens}",
     "mk.prefix_layout": "Your sentence laid out as a prefix-LM translator sees it: one sequence [begin] + source + "
-                        "[sep] + translation. The prefix is the first {p} positions ([begin], the source, [sep]); "
+                        "[sep] + translation. The prefix is the first {p} {p:position|positions} ([begin], the source, [sep]); "
                         "the slider tries other lengths.",
-    "mk.prefix_layout_lm": "The prefix is the prompt ([begin] + your text, the first {p} positions); the "
+    "mk.prefix_layout_lm": "The prefix is the prompt ([begin] + your text, the first {p} {p:position|positions}); the "
                            "continuation after it is causal. The slider tries other lengths.",
     "mk.cross": "Cross-attention mask",
     "mk.cross_help": "Decoder queries look at encoder keys: only the source's [pad] keys are masked.",
@@ -345,7 +354,7 @@ EN = {
                 "The sinusoidal encoding:",
     "pe.uses": "This checkpoint uses **{kind}** positions (d_model = {d}, max_len = {L}).",
     "pe.n": "Positions shown",
-    "pe.sin_title": "Sinusoidal encoding: {n} positions × {d} dimensions",
+    "pe.sin_title": "Sinusoidal encoding: {n} {n:position|positions} × {d} {d:dimension|dimensions}",
     "pe.learned_title": "Learned position embeddings of this checkpoint",
     "pe.dims": "Dimensions to draw as curves",
     "pe.curves_title": "Chosen dimensions over position",
@@ -361,7 +370,7 @@ EN = {
     "pe.kind.rope": "rotary (RoPE)",
     "pe.kind.sinusoidal_halves": "sinusoidal (sines first)",
     "pe.rope.intro": "Nothing is added to the embeddings. In every self-attention, RoPE rotates each head's q and k: the pair of dimensions (i, i + d/2) turns by the angle pos · θᵢ, θᵢ = {theta}^(−2i/{d}) (scaling: {kind}). The dot product of a rotated q and k then depends on their positions only through the offset i − j.",
-    "pe.rope.angles_title": "cos(pos · θᵢ) for {n} positions × {h} dimension pairs",
+    "pe.rope.angles_title": "cos(pos · θᵢ) for {n} {n:position|positions} × {h} dimension {h:pair|pairs}",
     "pe.rope.pair": "dimension pair i",
     "pe.rope.kept": "q and k both moved by s (offset {d} kept)",
     "pe.rope.moved": "only q moved by s",
@@ -398,7 +407,8 @@ EN = {
     "dc.sequence": "Decoder tokens so far",
     "dc.chosen": "Step {i}: the query of {query} chose {piece} (p = {p})",
     "dc.cands_title": "Top candidates at step {i}",
-    "dc.reads": "Where the {heads} cross-attention heads (all layers) look hardest at this step: {items}",
+    "dc.reads": "Where the {heads} cross-attention {heads:head|heads} (all layers) {heads:looks|look} hardest at this "
+                "step: {items}",
     "dc.cross_title": "Cross-attention of the newest query, {query}, layer {layer}",
     "dc.self_title": "Self-attention of the newest query, {query}, layer {layer}",
     "dc.beams": "Beams",
@@ -407,7 +417,8 @@ EN = {
     "dc.dropped": "dropped",
     "dc.finished": "finished",
     "dc.done": "Finished: {text}",
-    "dc.cut": "To leave room for {new} new tokens, the prompt was cut: its first {n} pieces are not used here.",
+    "dc.cut": "To leave room for {new} new {new:token|tokens}, the prompt was cut: its first {n} {n:piece|pieces} "
+              "{n:is|are} not used here.",
     "axis.candidate": "candidate token",
     "axis.probability": "probability",
     "axis.step": "step",
@@ -431,7 +442,7 @@ EN = {
     "ko.all_layer": "all of L{layer}",
     "ko.all_layer_help": "Knock out every head of layer {layer} of this block",
     "ko.clear": "Keep every head",
-    "ko.n_off": "{n} of {total} heads knocked out.",
+    "ko.n_off": "{n} of {total} {total:head|heads} knocked out.",
     "ko.none_off": "No head is knocked out yet: both sides are the same model.",
     "ko.before": "Original model",
     "ko.after": "With the heads knocked out",
@@ -515,7 +526,7 @@ EN = {
     "ar.part.source": "source",
     "ar.part.target": "[sep] + target",
     "mk.prefix_applied": "The prefix mask this model applied (its decoder.0.self_attn.hook_mask): bidirectional over "
-                         "the {p} positions of [begin] + source + [sep], causal after them.",
+                         "the {p} {p:position|positions} of [begin] + source + [sep], causal after {p:it|them}.",
 
     # compare architectures
     "ar.title": "Compare architectures",
@@ -533,7 +544,7 @@ EN = {
     "ar.depth.last": "last layer",
     "ar.checkpoint": "{name} · {n:,} parameters",
     "ar.trust.weak": "Too small or too undertrained to trust on this sentence: it is unsure here, and its test BLEU is "
-                     "only {bleu} after {epochs} epochs (under 20: even the gist is hard to get).",
+                     "only {bleu} after {epochs} {epochs:epoch|epochs} (under 20: even the gist is hard to get).",
     "ar.trust.unsure": "Not to be trusted on this sentence: a good model in general (test BLEU {bleu}), but unsure here.",
     "ar.row.output": "The translation each one produced (greedy)",
     "ar.row.reads": "Where the target reads the source",
@@ -582,7 +593,7 @@ EN = {
     "ar.twin": "The two runs side by side",
     "ar.twin_pre": "pre-norm ({name})",
     "ar.twin_post": "post-norm ({name})",
-    "ar.twin_reads": "**What the runs show.** Best validation BLEU: post-norm **{post_best:.1f}** (update {post_best_step:,}), pre-norm **{pre_best:.1f}** (update {pre_best_step:,}): a difference of {diff:+.1f}. Post-norm first reached {level:.1f} BLEU (90% of the lower best) after {post_to:,} updates, pre-norm after {pre_to:,}. At the end of the warm-up (update {warmup:,}) the training loss was {post_loss_s} for post-norm and {pre_loss_s} for pre-norm.",
+    "ar.twin_reads": "**What the runs show.** Best validation BLEU: post-norm **{post_best:.1f}** (update {post_best_step:,}), pre-norm **{pre_best:.1f}** (update {pre_best_step:,}): a difference of {diff:+.1f}. Post-norm first reached {level:.1f} BLEU (90% of the lower best) after {post_to:,} {post_to:update|updates}, pre-norm after {pre_to:,}. At the end of the warm-up (update {warmup:,}) the training loss was {post_loss_s} for post-norm and {pre_loss_s} for pre-norm.",
     "ar.twin_no_curve": "{pre} or {post} keeps no validation curve in its meta.json, so the runs cannot be compared here.",
     "ar.twin_no_snapshots": "The two runs share no recorded training step, so their attention cannot be shown at the same step.",
     "ar.twin_step": "training step (both runs)",
@@ -592,8 +603,8 @@ EN = {
     "ar.twin_same": "The same sentence, `{name}`, {head}, at the same training step ({step:,}) in both models; rows say what each step predicts next.",
     "ar.twin_x": "training step (update)",
     "ar.twin_heat": "{model}, step {step:,}",
-    "ar.norm_fig": "Gradient norm of each layer at initialisation ({name}'s configuration, {n} training pairs, mean of "
-                   "{seeds} initialisations)",
+    "ar.norm_fig": "Gradient norm of each layer at initialisation ({name}'s configuration, {n} training {n:pair|pairs}, mean of "
+                   "{seeds} {seeds:initialisation|initialisations})",
     "ar.norm_x": "layer (input → output)",
     "ar.norm_y": "‖gradient of the layer's parameters‖",
     "ar.norm_pre": "pre-norm: x + f(LN(x))",
@@ -613,7 +624,7 @@ EN = {
     "ar.col.heads": "heads",
     "ar.col.n": "n (pattern size)",
     "ar.col.m": "m (pieces measured)",
-    "ar.rank_window": "Past {m} pieces the singular values are measured on {m} evenly spaced pieces (the same ones as queries and keys, so a causal pattern stays triangular): an SVD costs n³, and 150 of them at 512 pieces took seconds.",
+    "ar.rank_window": "Past {m} {m:piece|pieces} the singular values are measured on {m} evenly spaced {m:piece|pieces} (the same ones as queries and keys, so a causal pattern stays triangular): an SVD costs n³, and 150 of them at 512 pieces took seconds.",
     "ar.col.causal": "causal",
     "ar.col.effective_rank": "effective rank (mean)",
     "ar.col.smallest_sv_ratio": "smallest singular value ÷ largest",
@@ -629,18 +640,18 @@ EN = {
     "tr.step": "Training step (★ = the weights that ship)",
     "tr.m_step": "step",
     "tr.m_loss": "training loss",
-    "tr.m_bleu": "validation BLEU ({n} pairs)",
+    "tr.m_bleu": "validation BLEU ({n} {n:pair|pairs})",
     "tr.m_shipped": "shipped step",
     "tr.translation": "The model's greedy translation at this step",
     "tr.heatmap": "{name}, {head}, step {step}",
     "tr.model_view": "All heads of {block}, step {step}",
     "tr.curves": "Loss and BLEU over training (the red line: this step)",
     "tr.x": "training step (log scale; step 0 drawn at 0.5)",
-    "tr.how": "{n} snapshots, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
+    "tr.how": "{n} {n:snapshot|snapshots}, stored in the checkpoint folder as float16 (training_snapshots.safetensors + .json), "
               "read with viz_transformer.training.snapshots.load_training_snapshots.",
     "tr.roles": "Roles as they form",
     "tr.roles_intro": "Each head's role at every recorded step, from the same head statistics as the Head statistics "
-                      "page (averaged over the {n} fixed sentences): previous token, first token, self, end token or "
+                      "page (averaged over the {n} fixed {n:sentence|sentences}): previous token, first token, self, end token or "
                       "broad, when its statistic carries at least {th:.0%} of the weight. The number in each cell is "
                       "the evidence: the role's statistic (for broad: the entropy, in nats), or the largest one when "
                       "no role is clear (grey). The red frame is the step shown above.",
@@ -690,13 +701,14 @@ EN = {
     "hs.source.text": "this text",
     "hs.source.builtin": "built-in held-out corpus",
     "hs.source.own": "your own sentences",
-    "hs.builtin_help": "{n} sentences the model never trained on ({lang}); see viz_transformer/training/corpora/SOURCES.md.",
+    "hs.builtin_help": "{n} {n:sentence|sentences} the model never trained on ({lang}); "
+                       "see viz_transformer/training/corpora/SOURCES.md.",
     "hs.lang.zh": "Chinese: Tatoeba test sources and 3AM captions",
     "hs.lang.en": "English: held-out TinyStories sentences",
     "hs.upload": "Upload a text file (one sentence a line)",
     "hs.paste": "…or paste sentences, one a line",
     "hs.bad_file": "That file is not UTF-8 text: {error}",
-    "hs.run": "Measure over {n} sentences",
+    "hs.run": "Measure over {n} {n:sentence|sentences}",
     "hs.progress": "Measuring: sentence {done} of {total}",
     "hs.not_yet": "Press the button to measure every head over the corpus (cached afterwards).",
     "hs.defs": "What the numbers mean",
@@ -718,7 +730,7 @@ EN = {
     "hs.sink_strongest": "Strongest: layer {layer}, head {head} puts {share} of its attention on position 0 ({piece}); "
                          "its next most attended position is {k} ({other}), {other_share}.",
     "hs.csv": "Download the table as CSV",
-    "hs.n": "Measured over {n} sentence(s).",
+    "hs.n": "Measured over {n} {n:sentence|sentences}.",
     "hs.col.role": "role",
     "hs.col.evidence": "evidence",
     "hs.col.n_sentences": "sentences",
@@ -786,7 +798,7 @@ EN = {
     "ln.axis.row": "residual stream",
     "ln.cb": "P(final token)",
     "ln.hover_top": "top token",
-    "ln.output_line": "Right of the dashed line the predictions are the output ({n} steps).",
+    "ln.output_line": "Right of the dashed line the predictions are the output ({n} {n:step|steps}).",
     "ln.window": "Positions {a} … {b} of {n}, around the marked step (move the step to move the window).",
     "ln.step": "Decoding step",
     "ln.step_help": "The step whose query is framed in the grid; the table lists each layer's top tokens there.",
@@ -859,7 +871,7 @@ EN = {
     "ls.note_en": "Note for this step (English)",
     "ls.note_zh": "Note for this step (中文)",
     "ls.save": "Save as lesson step",
-    "ls.draft": "{n} step(s) in this lesson so far.",
+    "ls.draft": "{n} {n:step|steps} in this lesson so far.",
     "ls.download": "Download the lesson file",
     "ls.clear": "Start a new lesson",
     "link.copy": "Copy link",
@@ -921,7 +933,7 @@ EN = {
     "pv.loading": "Loading the model: its output appears here in a few seconds, and the rest of the page with it.",
     "pv.first_step_ed": "Meanwhile the diagram shows the decoder at its first step: it has read only [begin] so far, "
                         "and grows by one position with every token the model writes.",
-    "pv.first_step_one": "Meanwhile the diagram shows the decoder at its first step: the {n} positions of the input, "
+    "pv.first_step_one": "Meanwhile the diagram shows the decoder at its first step: the {n} {n:position|positions} of the input, "
                          "before any output; it grows by one position with every token the model writes.",
     "pr.back_page": "Previous page",
     "pr.next_page": "Next page",
@@ -979,11 +991,11 @@ EN = {
     "lc.send": "Send",
     "lc.pick_first": "Pick an answer first.",
     "lc.sent": "Your answer: {choice}. You can change it until the teacher moves on.",
-    "lc.err.code": "A class code is {n} letters and digits, e.g. {example}.",
+    "lc.err.code": "A class code is {n} {n:letter|letters} and digits, e.g. {example}.",
     "lc.err.no_class": "There is no class {code}: check the code with your teacher.",
     "lc.err.teacher": "Only the class's teacher can do this (type the teacher key on the teacher's page).",
     "lc.err.browser": "This browser's id is malformed: open the class's join link again.",
-    "lc.err.rate": "Too many answers from this browser: wait {seconds} seconds.",
+    "lc.err.rate": "Too many answers from this browser: wait {seconds} {seconds:second|seconds}.",
     "lc.err.choice": "That answer is not one of this question's options.",
     "lc.err.join": "Join the class first (open its join link).",
 }
@@ -1035,11 +1047,27 @@ def table(lang: str) -> dict:
     return ZH if lang == "zh" else EN
 
 
+# {n:piece|pieces}: the word that goes with the count n, the first for exactly 1, the second otherwise
+# (English only: Chinese needs none). The count itself is printed by its own field: "{n} {n:piece|pieces}".
+PLURAL = re.compile(r"\{(\w+):([^{}|:]*)\|([^{}|:]*)\}")
+
+
+def plurals(s: str, **counts) -> str:
+    """s with each {n:one|other} replaced by its word for counts["n"]; fields whose count is not given stay
+    (the diagram fills the rest of its labels itself)."""
+    return PLURAL.sub(lambda m: m[0] if m[1] not in counts else m[2] if counts[m[1]] == 1 else m[3], s)
+
+
+def fill(s: str, **kw) -> str:
+    """s formatted with kw, its plural words chosen by their counts."""
+    return plurals(s, **kw).format(**kw)
+
+
 def t(key: str, **kw) -> str:
     """The string for `key` in the session's language, formatted with kw. A key missing from ZH falls
     back to English; a key missing everywhere shows itself (easy to spot)."""
     s = table(current()).get(key, EN.get(key, key))
-    return s.format(**kw) if kw else s
+    return fill(s, **kw) if kw else s
 
 
 from views.shell.strings_zh import ZH  # noqa: E402  (the second table; it imports nothing from here)

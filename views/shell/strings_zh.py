@@ -3,6 +3,9 @@
 Terms follow the Chinese tutorials the app serves (../shared/seeds): 查询/键/值 (Q/K/V), 缩放点积注意力,
 多头注意力, 掩码, 因果掩码, 填充掩码, 前缀解码器, 位置编码, 交叉注意力, 编码器/解码器, 残差连接, 层归一化,
 贪心搜索, 束搜索, 采样, 温度. A SentencePiece piece is a 子词; capture names stay verbatim (they are code).
+English plural words ({n:piece|pieces}) have no Chinese counterpart: write {n} 个子词. strings_zh_source.py
+records the English each entry translates: after re-translating KEY, run
+`python -m views.shell.strings_check --update KEY`.
 """
 
 ZH = {
