@@ -270,18 +270,22 @@ def compare_cell(hm, text: str, other: str, block: str, layer: int, head: int) -
 
 @kind
 def patching_resid(hm, text: str, other: str) -> Fact:
-    """Residual-stream patching from text into other: the two positions that restore most are the moved
-    pieces, and no single cell restores all of it (best < PARTIAL)."""
+    """Residual-stream patching from text into other: the two positions where one patched cell changes the
+    output most (the largest |score|: restoring it, or making it worse) are the moved pieces, and no single
+    cell restores all of it (best < PARTIAL). `worst` is the lowest score: a moved piece patched alone can
+    leave a sentence with the same word twice."""
     df = patching.patching_scores(hm, text, other, "resid")
     best = df.loc[df["score"].idxmax()]
-    by_pos = df.groupby("pos")["score"].max().sort_values(ascending=False)
+    by_pos = df["score"].abs().groupby(df["pos"]).max().sort_values(ascending=False)
     moved = {i for i, (x, y) in enumerate(zip(df.attrs["pieces_a"], df.attrs["pieces_b"])) if x != y}
     layer = patching.resid_layer(int(best["layer"]))
     return Fact({"score": float(best["score"]), "pos": int(best["pos"]), "piece": best["piece"],
                  "moved": " / ".join(df.attrs["pieces_a"][i] for i in sorted(moved)),
-                 "layer": -1 if layer is None else layer, "output": df.attrs["output_a"]},
+                 "layer": -1 if layer is None else layer, "output": df.attrs["output_a"],
+                 "worst": float(df["score"].min())},
                 set(by_pos.index[:len(moved)]) == moved and layer is not None and float(best["score"]) < PARTIAL,
-                f"the moved positions restore most; the best single cell (after a layer) restores < {PARTIAL}")
+                f"patching the moved positions changes the output most; the best single cell (after a layer) "
+                f"restores < {PARTIAL}")
 
 
 @kind
