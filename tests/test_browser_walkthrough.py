@@ -44,7 +44,7 @@ def test_the_walkthrough_step_by_step_in_both_languages(server):  # noqa: F811
     base = f"checkpoint=zh-en&text={quote(TEXT)}"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1366, "height": 1500})
+        pg = browser.new_page(viewport={"width": 1366, "height": 2600})   # the whole step in one picture
         pg.set_default_timeout(WAIT_MS)
         for lang, table in (("en", EN), ("zh", ZH)):
             reads = table["dc.reads"].split("{heads}")[0]
