@@ -6,7 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, server  # noqa: F401  (server is a fixture)
+from browser_util import open_drawn as _open
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
@@ -29,14 +30,7 @@ def test_byte_pieces_show_as_their_characters_on_the_attention_page(server):  # 
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         pg = browser.new_page(viewport={"width": 1366, "height": 1400})
         pg.set_default_timeout(WAIT_MS)
-        pg.goto(f"{url}/attention?checkpoint={name}&text={quote(TEXT)}")
-        pg.wait_for_function("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-                             " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
-                             " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
-                             " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW + "; }")
-        pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
-        pg.wait_for_timeout(1500)                            # plotly draws after the script has finished
-        assert pg.locator('[data-testid="stException"]').count() == 0
+        _open(pg, f"{url}/attention?checkpoint={name}&text={quote(TEXT)}")
         ticks = " ".join(pg.locator('[data-testid="stPlotlyChart"] .xtick text, '
                                     '[data-testid="stPlotlyChart"] .ytick text').all_text_contents())
         pg.screenshot(path=str(out / "attention-apple.png"), full_page=True)

@@ -7,7 +7,8 @@ from urllib.parse import quote
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, server  # noqa: F401  (server is a fixture)
+from browser_util import open_drawn as _open
+from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
 from views.shell.strings import EN
 from views.shell.strings_zh import ZH
 
@@ -16,22 +17,6 @@ pytestmark = [pytest.mark.browser,
 
 TEXT = "我是一名工程师。"
 WAIT_MS = 240_000
-READY = ("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-         " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
-         " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
-         " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW +
-         " && Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
-         ".every(c => c.querySelector('.main-svg')); }")
-
-
-def _open(pg, url: str) -> str:
-    pg.goto(url)
-    pg.wait_for_function(READY)
-    pg.wait_for_timeout(800)                   # plotly lays out after the script has finished
-    assert pg.locator('[data-testid="stException"]').count() == 0, url
-    return pg.locator('[data-testid="stMain"]').inner_text()
-
-
 def test_the_walkthrough_step_by_step_in_both_languages(server):  # noqa: F811
     from playwright.sync_api import sync_playwright
     from viz_transformer import load_checkpoint
