@@ -69,3 +69,14 @@ def test_reads_by_piece_counts_every_head_once():
     assert alignment.source_span(["▁", "工", "程", "师", "。"], "工程师") == range(1, 4)
     with pytest.raises(ValueError, match="spells"):
         alignment.source_span(["工", "师"], "工程师")
+
+
+def test_the_readme_s_knock_out_example_says_what_the_model_says(run):
+    import re
+    from viz_transformer import head_ablation_hooks
+    hm, _ = run
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r'hm\.run\("我是一名工程师。", fwd_hooks=off\)\.output\s+# "(.+?)"', readme).group(1)
+    off = head_ablation_hooks([("decoder.1.cross_attn", 3)], mode="zero", cfg=hm.cfg)
+    assert "decoder.1.cross_attn\", 3)]" in readme.replace("'", '"')
+    assert hm.run(TEXT, fwd_hooks=off).output == said
