@@ -116,11 +116,11 @@ def test_the_lesson_stands_on_top_of_the_page_not_in_the_sidebar():
     assert not [b.key for b in at.sidebar.button if b.key and b.key.startswith("ls_") and b.key != "ls_save"]
 
 
-def test_a_step_opens_from_the_link_and_the_notes_show_both_languages():
+def test_a_step_opens_from_the_link_and_the_note_is_in_the_interface_s_language():
     at = open_lesson("positions-and-masks", step=5)
     assert at.title[0].value.startswith("Activation patching") and "Step 5 of 7" in texts(at)
     shown = texts(at)
-    assert "Activation patching" in shown and "激活修补" in shown
+    assert "**Activation patching**" in shown and "激活修补" not in shown          # the note once, in English
     assert at.session_state["pt_over"] == "resid"
     figure(at, "residual stream at one position")
 
@@ -221,7 +221,8 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
     at.run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
     notes = [m.value for m in at.main.markdown if "“下一步”" in m.value or "“Next”" in m.value]
-    assert notes and "“课程下一步”" in notes[0]                              # the interface's language first
+    assert notes and "“课程下一步”" in notes[0]                              # the interface's language ...
+    assert not any("“Next”" in n for n in notes)                            # ... only
     assert by_key(at.button, "ls_next").label == "课程下一步" and by_key(at.button, "ls_back").label == "课程上一步"
 
 

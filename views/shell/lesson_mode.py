@@ -177,8 +177,8 @@ def before_sidebar(page, pages: dict) -> None:
 def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken) -> None:
     """The lesson box at the top of the page (a student on a laptop or a phone sees it without scrolling; the
     sidebar keeps the navigation): title, progress, the step's note in the interface language (markdown, never
-    HTML; the facts filled in from the model), the lesson's own buttons, then the note in the other language.
-    Collapsible."""
+    HTML; the facts filled in from the model; the other language's only when the lesson has none in this one),
+    then the lesson's own buttons. Collapsible."""
     title, counter = lesson_file.note(lesson.title, current()), t("ls.step", i=i + 1, n=len(lesson.steps))
     if presenter.active():
         box = presenter.lesson_box()
@@ -195,16 +195,13 @@ def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: b
             notes.append(lesson_file.fill(text, values))
         elif not lesson_file.PLACEHOLDER.search(text):          # numbers that could not be computed: not shown
             notes.append(text)
-    first = 1 if not presenter.active() else len(notes)         # the other language below the buttons
-    for text in notes[:first]:
+    for text in notes[:1]:
         box.markdown(text)
     for claim in broken:
         box.warning(t("ls.broken", claim=claim))
     buttons(box, i, len(lesson.steps))
     if not on_page and not presenter.active():
         box.caption(t("ls.elsewhere"))
-    for text in notes[first:]:
-        box.markdown(text)
 
 
 def buttons(box, i: int, n: int) -> None:
