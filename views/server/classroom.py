@@ -4,6 +4,7 @@
     join(code, browser_id, "Mei")                              # a student: a random id per browser, a nickname
     answer(code, browser_id, "q1", "B", ["A", "B", "C"])       # validated, one answer per student and question
     counts(code, secret, "q1")                                 # {"A": 0, "B": 1, "C": 0} for the teacher only
+    reveal(code, secret, "q1"); revealed(code, "q1")           # the answer shown to all: no more answers to q1
 
 Every call is one short transaction, so N processes (or machines on one PostgreSQL) see the same class.
 Errors a person can cause are ClassError with a one-line message; the page shows it.
@@ -54,6 +55,12 @@ answers = sa.Table(
     sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
     sa.Column("at", sa.Float, nullable=False),
 )
+reveals = sa.Table(             # the questions whose answer the teacher has shown the class
+    "class_reveals", db.METADATA,
+    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+    sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+    sa.Column("at", sa.Float, nullable=False),
+)
 hits = sa.Table(                # the rate limit's counters: one row per browser and window
     "class_hits", db.METADATA,
     sa.Column("browser", sa.String(43), primary_key=True),
@@ -74,6 +81,7 @@ MESSAGES = {            # ClassError's key -> its one-line English message (the 
     "step": "a step is 0 … {last}",
     "question": "a question id is 1 … {n} characters",
     "options": "a question has 1 … {n} options of 1 … {chars} characters",
+    "revealed": "the answer is shown: this question takes no more answers",
 }
 
 
@@ -205,9 +213,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
            eng: Optional[sa.Engine] = None) -> None:
     """Record a student's answer to `question` (their latest one counts). The choice must be one of the
     question's options; the student must have joined; the browser's rate limit applies."""
-    code, browser = normal_code(code), _check_browser(browser)
-    if not isinstance(question, str) or not 0 < len(question) <= QUESTION_MAX:
-        raise ClassError("question", n=QUESTION_MAX)
+    code, browser, question = normal_code(code), _check_browser(browser), _check_question(question)
     if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
             or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
         raise ClassError("options", n=OPTIONS_MAX, chars=CHOICE_MAX)
@@ -218,10 +224,35 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
         if conn.execute(sa.select(members.c.browser).where(members.c.code == code,
                                                            members.c.browser == browser)).first() is None:
             raise ClassError("join")
+        if conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
+                                                        reveals.c.question == question)).first() is not None:
+            raise ClassError("revealed")
         _rate(conn, browser, now)
         _upsert(conn, answers, ["code", "browser", "question"],
                 {"code": code, "browser": browser, "question": question, "choice": choice, "at": now},
                 {"choice": choice, "at": now})
+
+
+def _check_question(question) -> str:
+    if not isinstance(question, str) or not 0 < len(question) <= QUESTION_MAX:
+        raise ClassError("question", n=QUESTION_MAX)
+    return question
+
+
+def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> None:
+    """The teacher shows the class the answer to `question`; from then on it takes no more answers."""
+    code, question = _need_teacher(code, secret, eng), _check_question(question)
+    with _eng(eng).begin() as conn:
+        _upsert(conn, reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
+                {"question": question})
+
+
+def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
+    """Whether the teacher has shown the answer to `question` (anyone in the class may know this)."""
+    code, question = normal_code(code), _check_question(question)
+    with _eng(eng).connect() as conn:
+        return conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
+                                                            reveals.c.question == question)).first() is not None
 
 
 def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> Optional[str]:

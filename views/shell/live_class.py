@@ -22,7 +22,7 @@ import streamlit as st
 
 from views.server import classroom as cr
 from views.shell import class_address as ca
-from views.shell import class_control, lesson_file, lesson_mode, qr, quiz, widgets
+from views.shell import class_control, lesson_file, lesson_mode, presenter, qr, quiz, widgets
 from views.shell.strings import EN, current, t
 from viz_transformer.plots import question_figures
 
@@ -38,6 +38,7 @@ class Question:
     prompt: str                       # markdown from the lesson or the strings, never user text
     options: tuple[str, ...]          # what is stored
     labels: tuple[str, ...]           # what is shown, one per option
+    answer: Optional[str] = None      # the right option, shown when the teacher reveals it; None for a poll
 
 
 def check_in(lesson: str, step: int) -> Question:
@@ -57,7 +58,7 @@ def lesson_question(lesson: str, step: int) -> Optional[Question]:
         return None
     q, prompt = got
     return Question(quiz.question_id(lesson, step), lesson_file.note(prompt, current()), tuple(q.options),
-                    tuple(quiz.option_label(o) for o in q.options))
+                    tuple(quiz.option_label(o) for o in q.options), q.options[q.answer])
 
 
 QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [lesson_question, check_in]
@@ -78,6 +79,39 @@ def answers_figure(q: Question, counts: dict[str, int], title: str):
     return question_figures.answer_counts(q.labels, [counts.get(o, 0) for o in q.options], title)
 
 
+def reveal_button(code: str, secret: str, q: Question, where=st, **kw) -> None:
+    """The teacher's "Reveal the answer" (nothing for a poll, which has no right answer); once pressed, every page
+    of the class shows the answer and the question takes no more answers."""
+    if q.answer is None:
+        return
+    if where.button(t("lc.reveal"), key="lc_reveal", icon=":material/visibility:", disabled=cr.revealed(code, q.id),
+                 **kw):
+        try:
+            cr.reveal(code, secret, q.id)
+        except cr.ClassError as e:
+            st.error(say(e))
+
+
+def revealed_answer(code: str, q: Question, mine: Optional[str] = None) -> bool:
+    """The answer, once the teacher has revealed it (and, for a student, whether theirs was right); whether it is."""
+    if q.answer is None or not cr.revealed(code, q.id):
+        return False
+    label = dict(zip(q.options, q.labels))
+    right = widgets.md_escape(label.get(q.answer, q.answer))
+    if mine is None:
+        st.success(t("lc.answer_is", answer=right), icon=":material/lightbulb:")
+    elif mine == q.answer:
+        st.success(t("lc.answer_right", answer=right), icon=":material/check_circle:")
+    else:
+        st.info(t("lc.answer_wrong", answer=right, choice=widgets.md_escape(label.get(mine, mine))),
+                icon=":material/lightbulb:")
+    return True
+
+
+def _present() -> None:
+    st.session_state[presenter.KEY] = True
+
+
 def _n_steps(lesson: str) -> int:
     try:
         return len(lesson_mode.load(lesson).steps)
@@ -85,7 +119,7 @@ def _n_steps(lesson: str) -> int:
         return 1
 
 
-def _link(path: str, **params) -> str:
+def own_link(path: str, **params) -> str:
     """A link for this browser's own next tab: on the address it already uses (the teacher's cookie lives there)."""
     return ca.link(ca.app_root(st.context.url), path, **params)
 
@@ -136,7 +170,7 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
     st.subheader(t("lc.teacher_title", code=code, lesson=lesson))
     qr.class_banner(code, join_link(code))   # the code in very large type and the join link's QR code
     class_control.show_key(secret)
-    b1, b2, b3, _ = st.columns([1.5, 1.3, 2.4, 0.8], vertical_alignment="center")
+    b1, b2, b3, b4 = st.columns([1.5, 1.3, 2.4, 1.6], vertical_alignment="center")
     go_to = None
     if b1.button(t("lc.back"), key="lc_back", disabled=step <= 0, icon=":material/chevron_left:"):
         go_to = step - 1
@@ -147,15 +181,20 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
         cr.set_step(code, secret, go_to)
         st.rerun()
     b3.link_button(t("lc.open_step", i=step + 1, n=n),          # the class follows that tab's lesson steps
-                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{TEACH: code}),
+                   own_link("/", lesson=lesson, step=step + 1, lang=current(), **{TEACH: code}),
                    icon=":material/open_in_new:")
-    live_chart(code, secret, question(lesson, step), step, n)
+    b4.button(t("lc.present"), key="lc_present", on_click=_present, icon=":material/co_present:")
+    q = question(lesson, step)
+    reveal_button(code, secret, q)
+    live_chart(code, secret, q, step, n)
     class_control.keep_in_browser(code, secret)      # last: an element drawn once must not shift the others
 
 
 @st.fragment(run_every=TEACHER_EVERY)
-def live_chart(code: str, secret: str, q: Question, step: int, n: int) -> None:
-    """How many answered and how: reread from the database every TEACHER_EVERY seconds."""
+def live_chart(code: str, secret: str, q: Question, step: int, n: int,
+               area: Optional[tuple[float, float]] = None) -> None:
+    """How many answered and how: reread from the database every TEACHER_EVERY seconds. area: the px a presented
+    chart may fill (default: a projector's screen)."""
     try:
         counts, names = cr.counts(code, secret, q.id, list(q.options)), cr.roster(code, secret)
         now_step = cr.lesson_and_step(code)[1]
@@ -166,10 +205,12 @@ def live_chart(code: str, secret: str, q: Question, step: int, n: int) -> None:
         st.rerun(scope="app")
     answered = sum(counts.values())
     st.markdown(q.prompt)
+    revealed_answer(code, q)
     m1, m2 = st.columns(2)
     m1.metric(t("lc.answered"), t("lc.answered_n", k=answered, n=len(names)))
     m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
-    widgets.show(answers_figure(q, counts, t("lc.chart_title", i=step + 1)), key="lc_chart", html=False)
+    with presenter.within(*(area or presenter.AREA_PX)):
+        widgets.show(answers_figure(q, counts, t("lc.chart_title", i=step + 1)), key="lc_chart", html=False)
     st.caption(t("lc.updated", time=time.strftime("%H:%M:%S")))
     if names:
         with st.expander(t("lc.roster", n=len(names))):
@@ -260,18 +301,21 @@ def answer_box(code: str, me: str, n: int) -> None:
         st.error(say(e))
         return
     q = question(lesson, step)
+    shown = q.answer is not None and cr.revealed(code, q.id)
     st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
     st.link_button(t("lc.open_step", i=step + 1, n=n),
-                   _link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
+                   own_link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
                    icon=":material/open_in_new:")
     st.markdown(q.prompt)
     label = dict(zip(q.options, q.labels))
     pick = st.radio(t("lc.your_pick"), q.options, index=None, key=f"lc_pick_{q.id}",      # labels are markdown:
-                    format_func=lambda o: widgets.md_escape(label.get(o, o)), label_visibility="collapsed")  # a piece
-
-    if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:"):
+                    format_func=lambda o: widgets.md_escape(label.get(o, o)), label_visibility="collapsed",  # a piece
+                    disabled=shown)
+    if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:", disabled=shown):
         send(code, me, q, pick)
     mine = cr.my_answer(code, me, q.id)
+    if revealed_answer(code, q, mine):
+        return
     if mine is not None:
         st.success(t("lc.sent", choice=widgets.md_escape(label.get(mine, mine))), icon=":material/check:")
 
@@ -287,9 +331,10 @@ def send(code: str, me: str, q: Question, pick) -> None:
         st.error(say(e))
 
 
-def show() -> None:
+def show(teacher_view: Callable[[str, str, str, int], None] = teacher) -> None:
     """The page: start or join a class, the class as its teacher sees it (`teach=CODE`, in a browser that holds
-    the right; elsewhere the teacher key's box), or as a student sees it (`class=CODE`)."""
+    the right, drawn by teacher_view(code, secret, lesson, step); elsewhere the teacher key's box), or as a student
+    sees it (`class=CODE`)."""
     teach = st.query_params.get(TEACH)
     code = teach or st.query_params.get(CLASS)
     if not code:
@@ -305,7 +350,7 @@ def show() -> None:
     if not teach:
         student(code, lesson)
     elif (secret := class_control.granted(code)) is not None:
-        teacher(code, secret, lesson, step)
+        teacher_view(code, secret, lesson, step)
     else:
         class_control.key_form(code)
 

@@ -14,8 +14,12 @@ survives navigating (as ?lang= does); ?present=0 ends it.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import streamlit as st
 
+from views.shell.class_address import TEACH
 from views.shell.strings import t
 from viz_transformer.plots import figure_rules
 from viz_transformer.plots.style import zoomed
@@ -26,6 +30,7 @@ SCREEN_PX = (1920, 1080)           # the projector figures are drawn for (a smal
 # Where a figure may go on it: the main column (wide layout, sidebar collapsed: 5rem of padding each side) and
 # the screen under the header (3.75rem), less the figure's download button under it (2.5rem).
 AREA_PX = (SCREEN_PX[0] - 2 * 5 * FONT_PX, SCREEN_PX[1] - (3.75 + 2.5) * FONT_PX)
+_AREA: ContextVar[tuple[float, float]] = ContextVar("presenter_area", default=AREA_PX)   # within(): a smaller one
 # A fixed string, no user content. The header bar is 3.75rem: what is scrolled to starts just under it.
 STYLE = f"""<style>
 html {{ font-size: {FONT_PX}px !important; }}
@@ -56,7 +61,17 @@ def figure(fig):
     """A figure as presenter mode draws it: zoomed to fill a projector's screen (nothing outside the mode)."""
     if not active():
         return fig
-    return zoomed(fig, figure_rules.zoom(fig.layout.width, fig.layout.height or 450, *AREA_PX))
+    return zoomed(fig, figure_rules.zoom(fig.layout.width, fig.layout.height or 450, *_AREA.get()))
+
+
+@contextmanager
+def within(width: float, height: float):
+    """Figures drawn inside are zoomed to fit width x height px (a column of a screen shared with other things)."""
+    token = _AREA.set((width, height))
+    try:
+        yield
+    finally:
+        _AREA.reset(token)
 
 
 def sidebar_state() -> str:
@@ -90,8 +105,8 @@ def _go_page(name: str) -> None:
 
 def page_steps(current, pages: dict) -> None:
     """With no lesson open: ← / → open the previous / next page of the navigation. pages: name -> st.Page."""
-    if not active() or st.session_state.get("lesson") is not None:
-        return
+    if not active() or st.session_state.get("lesson") is not None or st.query_params.get(TEACH):
+        return                         # a lesson's, or a presented class's own ← / → (views/shell/class_present.py)
     goto = st.session_state.pop("_pr_goto", None)
     if goto in pages and pages[goto].title != current.title:
         st.switch_page(pages[goto])

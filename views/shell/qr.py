@@ -20,6 +20,11 @@ STYLE = """<style>
 .st-key-class_code p { font-size: clamp(2.5rem, 6vw, 7rem); white-space: nowrap; line-height: 1.1; font-weight: 700; letter-spacing: 0.12em;
   font-family: "Source Code Pro", monospace; margin: 0; }
 </style>"""
+CARD_STYLE = """<style>
+.st-key-class_card_code p { font-size: 3.5rem; white-space: nowrap; line-height: 1.1; font-weight: 700;
+  letter-spacing: 0.1em; font-family: "Source Code Pro", monospace; margin: 0; }
+</style>"""
+CARD_PX = 360           # about how wide the card's QR code is drawn
 
 
 def make(url: str) -> segno.QRCode:
@@ -66,3 +71,20 @@ def class_banner(code: str, join_url: str) -> None:
     with right:
         # its own size, lossless: a resized or JPEG image blurs the modules
         st.image(image, width="content", output_format="PNG")
+
+
+def class_card(code: str, join_url: str) -> None:
+    """The class banner stacked for a side column (the "present this class" view): the code, the QR code of
+    join_url under it, then the address as text."""
+    try:
+        image = png(join_url, scale=scale_for(join_url, side_px=CARD_PX))
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    st.html(CARD_STYLE)
+    st.caption(t("qr.code"))
+    with st.container(key="class_card_code"):
+        st.markdown(md_escape(str(code)))
+    st.image(image, width="content", output_format="PNG")
+    st.caption(t("qr.scan"))
+    st.code(join_url.strip(), language=None, wrap_lines=True)

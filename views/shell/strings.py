@@ -998,6 +998,13 @@ EN = {
     "lc.err.rate": "Too many answers from this browser: wait {seconds} {seconds:second|seconds}.",
     "lc.err.choice": "That answer is not one of this question's options.",
     "lc.err.join": "Join the class first (open its join link).",
+    "lc.err.revealed": "The answer is shown: this question takes no more answers.",
+    "lc.reveal": "Reveal the answer",
+    "lc.answer_is": "The answer: **{answer}**.",
+    "lc.answer_right": "The answer: **{answer}**. You got it right.",
+    "lc.answer_wrong": "The answer: **{answer}**. You answered {choice}.",
+    "lc.present": "Present this class",
+    "pc.open_figure": "Open this step's figure",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

@@ -824,4 +824,11 @@ ZH = {
     "lc.err.rate": "这个浏览器提交得太频繁了：请等 {seconds} 秒。",
     "lc.err.choice": "这个回答不是本题的选项之一。",
     "lc.err.join": "请先加入课堂（打开加入链接）。",
+    "lc.err.revealed": "答案已经公布：这道题不再收答案。",
+    "lc.reveal": "公布答案",
+    "lc.answer_is": "答案：**{answer}**。",
+    "lc.answer_right": "答案：**{answer}**。你答对了。",
+    "lc.answer_wrong": "答案：**{answer}**。你的答案是 {choice}。",
+    "lc.present": "投影这堂课",
+    "pc.open_figure": "打开这一步的图",
 }

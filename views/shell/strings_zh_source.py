@@ -798,4 +798,11 @@ SOURCE = {
     "lc.err.rate": "5b9bff36",
     "lc.err.choice": "e0d0fb09",
     "lc.err.join": "f2ab5a36",
+    "lc.err.revealed": "fc5004b6",
+    "lc.reveal": "15758365",
+    "lc.answer_is": "bffce15b",
+    "lc.answer_right": "34d188bc",
+    "lc.answer_wrong": "bf527ca8",
+    "lc.present": "138c8946",
+    "pc.open_figure": "eede9bad",
 }

@@ -1,10 +1,12 @@
 """Page: a live class. A teacher starts one on a lesson; students join with its code and answer each step's
-question; the teacher's chart refreshes by itself (views/shell/live_class.py)."""
+question; the teacher's chart refreshes by itself (views/shell/live_class.py). In presenter mode the teacher's
+page is "present this class" (views/shell/class_present.py)."""
 import streamlit as st
 
-from views.shell import live_class
+from views.shell import class_present, live_class, presenter
 from views.shell.strings import t
 
-st.title(t("lc.title"))
-st.caption(t("lc.intro"))
-live_class.show()
+if not presenter.active():
+    st.title(t("lc.title"))
+    st.caption(t("lc.intro"))
+live_class.show(class_present.show if presenter.active() else live_class.teacher)
