@@ -211,12 +211,14 @@ def test_shipped_snapshots_are_the_shipped_weights_and_the_seeded_initialisation
     k = snaps.shipped_index
     torch.manual_seed(hm.meta["train_config"]["seed"])
     fresh = HookedModel(Transformer(hm.cfg), hm.tokenizer)
+    tuned = "init_from" in hm.meta          # a fine-tune starts from a trained model, not from the seeded init
     for j, (text, ref) in enumerate(SNAPSHOT_PAIRS[:3]):
         shipped, init = hm.run(text, target=ref), fresh.run(text, target=ref)
         assert snaps.tgt_pieces[j] == shipped.tgt_pieces
         for name_ in snaps.names():
             assert torch.allclose(snaps.pattern(k, j, name_), shipped.cache[name_][0], atol=2e-2), name_
-            assert torch.allclose(snaps.pattern(0, j, name_), init.cache[name_][0], atol=2e-3), name_
+            at_init = torch.allclose(snaps.pattern(0, j, name_), init.cache[name_][0], atol=2e-3)
+            assert at_init != tuned, name_
 
 
 def test_rank_window_keeps_causal_structure_and_matches_a_direct_svd():
