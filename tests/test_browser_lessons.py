@@ -48,9 +48,9 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
         _ready(pg)
         shown = box.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
         notes = [x for x in shown if _shown(step.note["en"]) in x or _shown(step.note["zh"]) in x]
-        assert len(notes) == 2, shown                            # both notes, filled in and rendered:
+        assert len(notes) == 1, shown                            # one note, filled in and rendered:
         assert all("**" not in x and "{" not in x for x in notes), notes    # no markup or placeholder left
-        assert _shown(step.note[lang]) in notes[0]               # the interface's language first
+        assert _shown(step.note[lang]) in notes[0]               # in the interface's language
         if "**" in step.note[lang]:                              # emphasis became bold text
             assert box.locator('[data-testid="stMarkdownContainer"] strong').count() > 0
         assert "does not hold" not in box.inner_text() and "不成立" not in box.inner_text()
