@@ -85,7 +85,7 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
     import secrets
     from collections import Counter
 
-    from class_util import open_class, send, teacher_view
+    from class_util import open_class, open_teacher, send, teacher_view
     from views.server import classroom as cr
     from views.server import db
     url, run, db_url = balanced
@@ -96,7 +96,7 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
     async def lesson():
         students = [(await open_class(url, f"class={code}&me={me}"))[0] for me in picks]
         sent = await asyncio.gather(*(send(s, picks[me]) for s, me in zip(students, picks)))
-        _, res = await open_class(url, f"class={code}&teacher={secret}")
+        _, res = await open_teacher(url, code, secret)              # the teacher page, the key typed in
         return students, sent, res
     students, sent, res = asyncio.run(lesson())
     assert not any(r.exceptions for r in sent)
