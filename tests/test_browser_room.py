@@ -34,18 +34,19 @@ def tab(page):       # noqa: F811
     context.close()
 
 
-def _heatmap(tab, url: str, present: bool) -> tuple[int, dict]:
-    tab.goto(f"{url}/attention?text={urllib.parse.quote(TEXT)}" + ("&present=1" if present else ""))
+def _heatmap(tab, url: str, present: bool, lang: str = "en") -> tuple[int, dict]:
+    tab.goto(f"{url}/attention?text={urllib.parse.quote(TEXT)}&lang={lang}" + ("&present=1" if present else ""))
     tab.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"] .hm')")
     _ready(tab)
     i = tab.evaluate(HEATMAP)
     return i, tab.evaluate(MEASURE, i)
 
 
-def test_a_presented_heatmap_fills_the_projector(server, tab):     # noqa: F811
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_presented_heatmap_fills_the_projector(server, tab, lang):     # noqa: F811
     url, _ = server
-    _, small = _heatmap(tab, url, present=False)
-    i, big = _heatmap(tab, url, present=True)
+    _, small = _heatmap(tab, url, present=False, lang=lang)
+    i, big = _heatmap(tab, url, present=True, lang=lang)
     assert big["rows"] == small["rows"] <= 8, (small, big)                # the same small matrix
     grow = big["plot"]["w"] / small["plot"]["w"]
     assert grow >= 2.5 and big["plot"]["w"] >= 400, (small, big)          # cells 2.5× wider or more
@@ -57,7 +58,7 @@ def test_a_presented_heatmap_fills_the_projector(server, tab):     # noqa: F811
     chart = tab.locator('[data-testid="stPlotlyChart"]').nth(i)
     chart.scroll_into_view_if_needed()
     tab.wait_for_timeout(800)
-    tab.screenshot(path=str(OUT / "heatmap-1920x1080.png"))
+    tab.screenshot(path=str(OUT / f"heatmap-{lang}-1920x1080.png"))
     report = tab.evaluate(MEASURER, {"tol": grow})[i]     # the rules hold, zoomed (their 1 px tolerance with it)
     assert not report["problems"], report["problems"]
     assert tab.locator('[data-testid="stException"]').count() == 0
