@@ -305,3 +305,34 @@ def test_a_state_saved_before_the_newer_config_fields_resumes(tmp_path, pairs_ts
     path.write_text(json.dumps(info))
     assert T.main(translation_args(pairs_tsv, tmp_path, epochs=3)) == 2
     assert "ffn differ" in capsys.readouterr().err
+
+
+@pytest.mark.train
+def test_a_fine_tune_starts_from_the_checkpoint_and_cuts_chinese_one_character_a_piece(tmp_path, pairs_tsv,
+                                                                                     monkeypatch):
+    from viz_transformer.core.recipes import recipe
+    from viz_transformer.core.tokenizer import WORD_START, is_cjk
+    base = tmp_path / "base"
+    assert T.main(translation_args(pairs_tsv, base, epochs=1)) == 0
+    tuned = tmp_path / "tuned"
+    args = translation_args(pairs_tsv, tuned, epochs=1) + ["--init-from", str(base / "out"), "--cjk-chars",
+                                                           "--d-model", "48"]      # the model flags are ignored
+    start = {k: v.clone() for k, v in load_checkpoint(base / "out").model.state_dict().items()}
+    real_step, first = T.train_step, {}
+
+    def spy(model, *a, **kw):                  # the weights the first update starts from
+        first.setdefault("sd", {k: v.detach().clone() for k, v in model.state_dict().items()})
+        return real_step(model, *a, **kw)
+    monkeypatch.setattr(T, "train_step", spy)
+    assert T.main(args) == 0
+    assert first["sd"].keys() == start.keys()
+    assert all(torch.allclose(first["sd"][k], start[k]) for k in start)       # the checkpoint's weights, as saved
+    hm, before = load_checkpoint(tuned / "out"), load_checkpoint(base / "out")
+    assert hm.cfg.d_model == before.cfg.d_model == 32 and hm.cfg.vocab_size == before.cfg.vocab_size
+    raw = [hm.tokenizer.sp.id_to_piece(i) for i in hm.tokenizer.encode("我们喜欢苹果。")]
+    assert [p.lstrip(WORD_START) for p in raw if any(map(is_cjk, p))] == list("我们喜欢苹果。")
+    assert hm.tokenizer.encode("I like tea.") == before.tokenizer.encode("I like tea.")
+    record = hm.meta["init_from"]
+    assert record["checkpoint"] == str(base / "out") and record["command"] == before.meta["command"]
+    assert record["weights_sha256"] == before.meta["weights_sha256"]
+    assert recipe(hm.meta) != recipe(before.meta) and recipe(hm.meta)[-1] is True

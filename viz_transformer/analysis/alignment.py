@@ -10,8 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from viz_transformer.core.hook_names import hook_name
-
-WORD_START = "\u2581"
+from viz_transformer.core.tokenizer import WORD_START
 
 
 def source_span(pieces: list[str], word: str) -> range:

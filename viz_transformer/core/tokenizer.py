@@ -147,9 +147,8 @@ def _inside_word(pieces: list[str], i: int) -> bool:
 
 
 def _byte_value(piece: str):
-    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
-        return int(piece[3:5], 16)
-    return None
+    b = sentencepiece_bytes(piece)
+    return b[0] if b else None
 
 
 def _byte_char(pieces: list[str], i: int) -> str:

@@ -199,10 +199,10 @@ def lr_at(step: int, tc: TrainConfig, total: int) -> float:
     return tc.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def base_record(folder) -> dict:
-    """What meta.json keeps of the checkpoint a fine-tuning run started from (`init_from`): where it was, how it
-    was made (its own `init_from` too, for a chain), what it scored and its weights' checksum."""
-    bm = read_meta(folder)
+def base_record(folder, bm: dict) -> dict:
+    """What meta.json keeps of the checkpoint a fine-tuning run started from (`init_from`), out of its meta.json
+    `bm`: where it was, how it was made (its own `init_from` too, for a chain), what it scored and its weights'
+    checksum."""
     keep = ("command", "train_config", "split", "train_seconds", "val", "test", "test_beam4", "curve", "plateau",
             "weights_sha256", "init_from")
     return {"checkpoint": str(folder), **{k: bm[k] for k in keep if k in bm}}
@@ -282,9 +282,10 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         info = {"epoch": 0, "step": 0, "best": None, "history": [], "seconds": 0.0}
         if tc.init_from:
             model.load_state_dict(load_weights(tc.init_from, cfg).state_dict())
-            info["init_from"] = base_record(tc.init_from)      # read now: the folder may be replaced later
-    if tc.init_from and "init_grad_norms" not in info and "init_grad_norms" in read_meta(tc.init_from):
-        info["init_grad_norms"] = read_meta(tc.init_from)["init_grad_norms"]    # measured at its random start
+            base = read_meta(tc.init_from)                     # read now: the folder may be replaced later
+            info["init_from"] = base_record(tc.init_from, base)
+            if "init_grad_norms" in base:
+                info["init_grad_norms"] = base["init_grad_norms"]       # measured at its random start
     if tc.task == "translation" and "init_grad_norms" not in info:
         from viz_transformer.training.grad_norms import init_gradient_norms     # (it imports this module)
         info["init_grad_norms"] = init_gradient_norms(cfg, tok, train_items, max_tokens=tc.max_tokens,
@@ -366,7 +367,7 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
                     "train_seconds": round(info["seconds"]), "train_config": dataclasses.asdict(tc)}
             if "init_grad_norms" in info:
                 meta["init_grad_norms"] = info["init_grad_norms"]
-            if tc.init_from:
+            if "init_from" in info:
                 meta["init_from"] = info["init_from"]
             meta.update(curve_meta(info["history"]))
             save_checkpoint(out, model.cpu(), tok, meta, fp16=tc.fp16)
