@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Session  # noqa: E402
+from stclient import Session
 
 LABELS = {"got_it": "Got it", "unsure": "Not sure", "lost": "Lost"}      # the check-in poll in English
 

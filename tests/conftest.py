@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from viz_transformer.core.checkpoint import save_checkpoint  # noqa: E402
-from viz_transformer.core.config import ModelConfig  # noqa: E402
-from viz_transformer.core.model import Transformer  # noqa: E402
-from viz_transformer.core.tokenizer import Tokenizer  # noqa: E402
+from viz_transformer.core.checkpoint import save_checkpoint
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.tokenizer import Tokenizer
 
 CORPORA = ROOT.parent / "shared" / "data"       # the training corpora: beside the checkout, never in it (README, Credits)
 TATOEBA = CORPORA / "zh-en" / "tatoeba-cmn-eng.tsv"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -18,8 +17,7 @@ from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Server, free_port  # noqa: E402
+from stclient import Server, free_port
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

@@ -4,7 +4,6 @@ then, with no click, the full Overview with the model's own translation. Both en
 lifespan starts the loading) and app.py (the first visit does); in English and in Chinese."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, TIMEOUT_MS, _usa
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "checkpoints"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Server  # noqa: E402
+from stclient import Server
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

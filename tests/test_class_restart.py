@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,8 +16,7 @@ from views.server import classroom as cr
 from views.server import db
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Server  # noqa: E402
+from stclient import Server
 
 pytestmark = pytest.mark.browser      # a real server (tests/conftest.py makes it slow too)
 OPTS = ["got_it", "unsure", "lost"]

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Server, student  # noqa: E402
+from stclient import Server, student
 
 pytestmark = pytest.mark.browser          # a real server (websocket sessions, no Chromium)
 

@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections import defaultdict
@@ -20,8 +19,7 @@ import pytest
 from conftest import ROOT
 from test_concurrency import TEXTS, alone, direct, seen  # noqa: F401 - fixtures
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import free_port, student  # noqa: E402
+from stclient import free_port, student
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = [pytest.mark.browser,          # a real server: two app processes behind nginx

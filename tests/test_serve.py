@@ -4,15 +4,13 @@ sees the loading note and then the page, never an error; one who comes after it 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from stclient import Server, Session  # noqa: E402
+from stclient import Server, Session
 
 pytestmark = pytest.mark.browser           # a real server (tests/conftest.py marks these slow too)
 LOADING = ("Loading the model", "正在加载模型")
