@@ -336,3 +336,16 @@ def test_a_fine_tune_starts_from_the_checkpoint_and_cuts_chinese_one_character_a
     assert record["checkpoint"] == str(base / "out") and record["command"] == before.meta["command"]
     assert record["weights_sha256"] == before.meta["weights_sha256"]
     assert recipe(hm.meta) != recipe(before.meta) and recipe(hm.meta)[-1] is True
+
+
+@pytest.mark.train
+def test_a_fine_tune_of_a_one_sequence_translator_keeps_its_architecture(tmp_path, pairs_tsv):
+    """The flags' default architecture is encoder-decoder; a fine-tune of a decoder-only checkpoint must encode its
+    pairs as one sequence and train that model, not fail on the first batch."""
+    base, tuned = tmp_path / "base", tmp_path / "tuned"
+    assert T.main(translation_args(pairs_tsv, base, epochs=1) + ["--architecture", "decoder_only",
+                                                                 "--n-decoder-layers", "1"]) == 0
+    assert T.main(translation_args(pairs_tsv, tuned, epochs=1) + ["--init-from", str(base / "out"),
+                                                                  "--cjk-chars"]) == 0
+    hm = load_checkpoint(tuned / "out")
+    assert hm.cfg.architecture == "decoder_only" and hm.cfg.to_dict() == load_checkpoint(base / "out").cfg.to_dict()

@@ -233,6 +233,8 @@ def train(tc: TrainConfig, model_kw: dict, command: str = "") -> Path:
         arch = model_kw.get("architecture") or "decoder_only"
         if arch == "encoder_decoder":
             arch = "decoder_only"
+    if tc.init_from:                       # fine-tuning: the checkpoint's architecture, whatever the flags say
+        arch = read_config(tc.init_from).architecture
     tok_path = work / "tokenizer.model"
     if tok_path.exists():
         tok = Tokenizer.load(tok_path)
