@@ -1,10 +1,10 @@
 """viz_transformer's explorer: `streamlit run app.py`, then open the printed URL.
 
 This file owns what every page shares (the language, the sidebar: checkpoint, text, the cached run) and
-the navigation, grouped by what a student does (the pages are listed in views/shell/registry.py); each page in
-views/pages/ reads the shared Context with views.shell.context.need_run(). Add ?lang=zh to the address for the
-Chinese interface. Every page keeps its view in the address (views/shell/links.py): a copied link opens
-the same view. The pages live in views/pages/, not in a pages/ folder beside this file: that switches
+the navigation, grouped by what a student does (the pages are listed in viz_explorer/kit/registry.py); each page in
+viz_explorer/pages/ reads the shared Context with viz_explorer.kit.context.need_run(). Add ?lang=zh to the address for the
+Chinese interface. Every page keeps its view in the address (viz_explorer/lessons/links.py): a copied link opens
+the same view. The pages live in viz_explorer/pages/, not in a pages/ folder beside this file: that switches
 Streamlit to its legacy multipage mode until st.navigation first runs, so a deep link opened
 first after a restart (and every AppTest rerun) would run the page without this file.
 """
@@ -12,11 +12,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from views.server import threads, warmup
-from views.shell import language, presenter, preview, registry
-from views.shell.strings import t
+from viz_explorer.server import threads
+from viz_explorer.startup import warmup
+from viz_explorer.kit import language, presenter, registry
+from viz_explorer.startup import preview
+from viz_explorer.kit.strings import t
 
-threads.apply()                  # before anything imports torch: its intra-op threads (views/server/threads.py)
+threads.apply()                  # before anything imports torch: its intra-op threads (viz_explorer/server/threads.py)
 language.resolve()
 ICON = str(Path(__file__).resolve().parent / "views" / "icon.png")      # shipped: a :material: page icon is an SVG
 presenter.resolve()                                                      # ?present=1: a projected class
@@ -33,7 +35,7 @@ def page(spec: registry.PageSpec) -> st.Page:
 SECTIONS = {t(group): [page(spec) for spec in specs] for group, specs in registry.SECTIONS.items()}
 LESSON_PAGES = {spec.name: p for spec, p in zip(registry.PAGES, (p for g in SECTIONS.values() for p in g))}
 
-first = st.empty()                                    # every run's first element: see views/shell/preview.py
+first = st.empty()                                    # every run's first element: see viz_explorer/startup/preview.py
 sent = warmup.plotly_first(first)                     # a fresh server: plotly.js loads before anything else
 current = st.navigation(SECTIONS, expanded=True)      # every page listed, none behind "View more"
 language.switch()
@@ -42,8 +44,10 @@ if preview.shown(current, first, sent):   # a fresh server's Overview: what need
 first.empty()
 early = warmup.plotly_early(t("warmup.loading"))   # a fresh server: plotly.js loads while torch is imported
 try:
-    from views.server import memory  # noqa: E402  (these import torch)
-    from views.shell import context, lesson_mode, links, live_class, session_guard, sidebar  # noqa: E402
+    from viz_explorer.server import memory  # noqa: E402  (these import torch)
+    from viz_explorer.kit import context, session_guard, sidebar
+    from viz_explorer.lessons import lesson_mode, links
+    from viz_explorer.classroom import live_class  # noqa: E402
 finally:
     warmup.imported(early)
 session_guard.clean_text()

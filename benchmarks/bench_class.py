@@ -106,7 +106,7 @@ def main() -> None:
     data = tempfile.mkdtemp(prefix="viz-class-bench-")
     os.environ.setdefault("VIZ_DATA", data)           # the bench's store and the servers' are the same database
     os.environ["VIZ_CHECKPOINTS"] = args.checkpoints
-    from views.server import classroom as cr
+    from viz_explorer.classroom import store as cr
     code, secret = cr.create_class("attention-step-by-step")
     proc = server = None
     try:

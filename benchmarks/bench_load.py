@@ -81,7 +81,7 @@ def profile_summary(raw: Path, top: int = 25) -> None:
     for f, c in incl.most_common(400):
         name = f.split(" (")[0]
         where = f[f.find("(") + 1: f.rfind(")")] if "(" in f else ""
-        if any(s in where for s in ("views/", "viz_transformer/", "app.py", "plotly/", "streamlit/elements",
+        if any(s in where for s in ("viz_explorer/", "viz_transformer/", "app.py", "plotly/", "streamlit/elements",
                                     "streamlit/runtime/caching", "pandas/", "torch/")):
             print(f"  {100 * c / total:5.1f}%  {name:40s} {where}")
             top -= 1

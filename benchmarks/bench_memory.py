@@ -25,15 +25,15 @@ from texts import text_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)
-SETTLE_S = 3.0                           # idle seconds before the second sample: > views.server.memory.MIN_INTERVAL
+SETTLE_S = 3.0                           # idle seconds before the second sample: > viz_explorer.server.memory.MIN_INTERVAL
 GOAL_MIB, GOAL_TEXTS = 600, 50           # issue 25: a class server's RSS after 50 long texts
 
 
 def page_titles() -> list[str]:
-    """The English titles of every page of the navigation, in order (views/shell/registry.py, as app.py
+    """The English titles of every page of the navigation, in order (viz_explorer/kit/registry.py, as app.py
     builds it; parsing app.py for page("...") calls found none once app.py built them from the registry)."""
-    from views.shell.registry import PAGES
-    from views.shell.strings import EN
+    from viz_explorer.kit.registry import PAGES
+    from viz_explorer.kit.strings import EN
     return [EN[p.title] for p in PAGES]
 
 

@@ -86,7 +86,7 @@ class PausedTraining:
 
 
 def walk(browser, server: Server, text: str, only: list[str], log=print) -> tuple[list[dict], dict]:
-    from views.shell.registry import PAGES
+    from viz_explorer.kit.registry import PAGES
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     traffic = Traffic(page)
     page.goto(server.url)

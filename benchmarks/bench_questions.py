@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from views.shell import lesson_file  # noqa: E402
+from viz_explorer.lessons import lesson_file  # noqa: E402
 from viz_transformer import load_checkpoint  # noqa: E402
 from viz_transformer.analysis import claims, questions  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""How many intra-op threads the app's model runs should use (issue 38; the policy: views/server/threads.py).
+"""How many intra-op threads the app's model runs should use (issue 38; the policy: viz_explorer/server/threads.py).
 
     python benchmarks/bench_threads.py [--checkpoint checkpoints/en-stories ...] [--rounds 5] [--json PATH]
 
@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from viz_transformer import load_checkpoint  # noqa: E402
-from views.server.defaults import EXAMPLES  # noqa: E402
+from viz_explorer.server.defaults import EXAMPLES  # noqa: E402
 
 DEFAULT = torch.get_num_threads()        # torch's own choice in this process (the cores, or OMP_NUM_THREADS)
 

@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 def walk(root: Path, n_texts: int = 3, pieces: int = 512) -> dict:
     """{"first": {page: [s per text]}, "again": {page: s}, "knockout": s} for the tree at root."""
     import bench_memory as bm
-    from views.shell.strings import EN
+    from viz_explorer.kit.strings import EN
     tok, titles = bm._tokenizer(root / "checkpoints"), bm.page_titles()
     out = {"first": {t: [] for t in titles}, "again": {}, "knockout": 0.0}
 

@@ -11,7 +11,7 @@ Each start is a new server process (stclient.Server's command line, OMP_NUM_THRE
 context. The page is opened as soon as the port answers. "Drawn": the app root's data-test-script-state has
 been "running" and is "notRunning" again, no stSkeleton is left, every stPlotlyChart has its .main-svg, and
 two animation frames have passed (the frame holding all that was painted). Goal: <= 3.5 s (issue 25),
-the median of 5. On a fresh process that is the Overview's preview (views/shell/preview.py: what needs no
+the median of 5. On a fresh process that is the Overview's preview (viz_explorer/startup/preview.py: what needs no
 model, with a note that it is loading); "Complete": drawn as above, and the model's output is shown (a code
 block with text in it: the preview has none), which the preview becomes by itself.
 """

@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from views.shell import strings, strings_zh
+    from viz_explorer.kit import strings, strings_zh
 
     def t(key, lang):
         return (strings_zh.ZH if lang == "zh" else strings.EN)[key]

@@ -43,7 +43,7 @@ _IDLE = """  const root = () => document.querySelector('[data-test-script-state]
                      && !document.querySelector('[data-stale="true"]') && drawn();
 """
 
-# A click on a tab, then wait until drawn. A lazy tab (views/widgets.lazy_tabs) reruns the script; a plain
+# A click on a tab, then wait until drawn. A lazy tab (viz_explorer/kit/widgets.lazy_tabs) reruns the script; a plain
 # st.tabs does not: it is drawn when no run has started after quietMs and its panel has content.
 _TAB = """async ([i, quietMs, timeoutMs]) => {
 """ + _IDLE + """  const panel = () => [...document.querySelectorAll('[data-testid="stMain"] [role="tabpanel"]')]

@@ -53,7 +53,7 @@ class Result:
                 "text": [e.markdown.body for e in self.of("markdown")]}
 
 
-POLL_S = 0.25            # views/shell/preview.py's run_every
+POLL_S = 0.25            # viz_explorer/startup/preview.py's run_every
 
 
 class Session:
@@ -167,7 +167,7 @@ class Session:
         return res
 
     async def _after_preview(self, res: Result, timeout: float) -> Result:
-        """A fresh server's first Overview is a preview without the sidebar (views/shell/preview.py); its
+        """A fresh server's first Overview is a preview without the sidebar (viz_explorer/startup/preview.py); its
         fragment's run_every reruns the app once the model is ready. Do what the browser does: run that
         fragment every POLL_S until the full page (with the sidebar's text box) has come."""
         fid = self.auto_rerun

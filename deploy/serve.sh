@@ -9,7 +9,7 @@
 #   VIZ_PUBLIC_URL  the address students' phones open (join links, QR codes), e.g. http://192.168.1.20:8500
 #   VIZ_CHECKPOINTS (checkpoints folder), RUN_DIR (logs and nginx state; default a temp folder),
 #   VIZ_THREADS or OMP_NUM_THREADS (torch's threads per process; default 1, the app's own policy:
-#   views/server/threads.py, as N processes share the cores).
+#   viz_explorer/server/threads.py, as N processes share the cores).
 set -euo pipefail
 N=${1:-${VIZ_PROCESSES:-2}}
 PORT=${2:-${VIZ_PORT:-8500}}

@@ -12,17 +12,17 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 ZH = "我是一名工程师。"
-PAGES = ["views/pages/look/overview.py", "views/pages/look/attention.py", "views/pages/step/step_by_step.py",
-         "views/pages/look/masks.py", "views/pages/look/positional_encoding.py", "views/pages/step/decoding.py"]
+PAGES = ["viz_explorer/pages/look/overview.py", "viz_explorer/pages/look/attention.py", "viz_explorer/pages/step/step_by_step.py",
+         "viz_explorer/pages/look/masks.py", "viz_explorer/pages/look/positional_encoding.py", "viz_explorer/pages/step/decoding.py"]
 
 
 def page_file(name: str) -> str:
-    """A page's script from its name in the navigation (views/shell/registry.py): "masks" -> views/pages/look/masks.py."""
-    from views.shell.registry import PAGES as SPECS, page_path
+    """A page's script from its name in the navigation (viz_explorer/kit/registry.py): "masks" -> viz_explorer/pages/look/masks.py."""
+    from viz_explorer.kit.registry import PAGES as SPECS, page_path
     return next(page_path(p) for p in SPECS if p.name == name)
 
 
-def open_app(page: str = "views/pages/look/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,
+def open_app(page: str = "viz_explorer/pages/look/overview.py", ckpt: str = "tiny-zh-en", text=ZH, lang: str | None = None,
              timeout: int = 60) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=timeout)
     if lang is not None:
@@ -32,7 +32,7 @@ def open_app(page: str = "views/pages/look/overview.py", ckpt: str = "tiny-zh-en
     if text is not None:
         at.session_state["text"] = text
     at.run(timeout=timeout)
-    if page != "views/pages/look/overview.py":
+    if page != "viz_explorer/pages/look/overview.py":
         at.switch_page(page)
         at.run(timeout=timeout)
     assert not at.exception, [e.value for e in at.exception]
@@ -69,8 +69,8 @@ def by_key(widgets, key):
 
 
 def open_tab(at, prefix: str, name: str) -> AppTest:
-    """Open a tab of a page with lazy tabs (views.shell.widgets.lazy_tabs) and rerun."""
-    from views.shell.widgets import tab_label
+    """Open a tab of a page with lazy tabs (viz_explorer.kit.widgets.lazy_tabs) and rerun."""
+    from viz_explorer.kit.widgets import tab_label
     at.session_state[f"{prefix}_tab"] = tab_label(prefix, name)
     at.run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]

@@ -110,5 +110,5 @@ def db_url(request, tmp_path):
         yield f"sqlite:///{tmp_path / 'viz.sqlite3'}"
     else:
         yield new_database(request.getfixturevalue("pg_cluster"))
-    from views.server import db
+    from viz_explorer.server import db
     db.dispose()

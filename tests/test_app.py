@@ -38,22 +38,22 @@ def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monke
 
 def test_every_page_opens_with_figures(env):
     # the figures each page (or each tab of it) promises, found by their titles (not by a count)
-    expected = {("views/pages/look/attention.py", None): ["layer 0, head 0", "all layers × heads", "lines from queries"],
-                ("views/pages/step/step_by_step.py", "qkv"): ["Q: queries", "K: keys", "V: values"],
-                ("views/pages/step/step_by_step.py", "scores"): ["Q Kᵀ", "softmax over each row"],
-                ("views/pages/step/step_by_step.py", "output"): ["this head's output", "Weights of query"],
-                ("views/pages/step/step_by_step.py", "why"): ["Variance of q·k"],
-                ("views/pages/look/masks.py", "padding"): ["Padding mask captured at", "Cross-attention mask"],
-                ("views/pages/look/masks.py", "causal"): ["Causal mask", "Prefix-LM mask"],
-                ("views/pages/look/masks.py", "applied"): ["Scores before the mask", "Scores after the mask", "Pattern after"],
-                ("views/pages/look/positional_encoding.py", None): ["Sinusoidal encoding", "Chosen dimensions over position", "PE(i)·PE(j)"],
-                ("views/pages/step/decoding.py", None): []}
+    expected = {("viz_explorer/pages/look/attention.py", None): ["layer 0, head 0", "all layers × heads", "lines from queries"],
+                ("viz_explorer/pages/step/step_by_step.py", "qkv"): ["Q: queries", "K: keys", "V: values"],
+                ("viz_explorer/pages/step/step_by_step.py", "scores"): ["Q Kᵀ", "softmax over each row"],
+                ("viz_explorer/pages/step/step_by_step.py", "output"): ["this head's output", "Weights of query"],
+                ("viz_explorer/pages/step/step_by_step.py", "why"): ["Variance of q·k"],
+                ("viz_explorer/pages/look/masks.py", "padding"): ["Padding mask captured at", "Cross-attention mask"],
+                ("viz_explorer/pages/look/masks.py", "causal"): ["Causal mask", "Prefix-LM mask"],
+                ("viz_explorer/pages/look/masks.py", "applied"): ["Scores before the mask", "Scores after the mask", "Pattern after"],
+                ("viz_explorer/pages/look/positional_encoding.py", None): ["Sinusoidal encoding", "Chosen dimensions over position", "PE(i)·PE(j)"],
+                ("viz_explorer/pages/step/decoding.py", None): []}
     at = open_app()
     for (page, tab), titles in expected.items():
         at.switch_page(page)
         at.run(timeout=60)
         if tab:
-            open_tab(at, {"views/pages/step/step_by_step.py": "st", "views/pages/look/masks.py": "mk"}[page], tab)
+            open_tab(at, {"viz_explorer/pages/step/step_by_step.py": "st", "viz_explorer/pages/look/masks.py": "mk"}[page], tab)
         assert not at.exception, (page, [e.value for e in at.exception])
         shown = [f["layout"]["title"]["text"] for f in figures(at)]
         for want in titles:
@@ -64,7 +64,7 @@ def test_every_page_opens_with_figures(env):
 
 
 def test_a_tabbed_page_runs_and_draws_the_open_tab_only(env):
-    at = open_app("views/pages/look/masks.py")
+    at = open_app("viz_explorer/pages/look/masks.py")
     open_tab(at, "mk", "causal")
     shown = [f["layout"]["title"]["text"] for f in figures(at)]
     assert len(shown) == 2 and not any("Padding" in s or "Scores" in s for s in shown), shown
@@ -83,7 +83,7 @@ def test_switching_pages_keeps_text_and_model(env):
         assert not at.exception
         assert at.session_state["ckpt"] == "tiny-lm" and at.session_state["text"] == text
         assert by_key(at.sidebar.text_area, "text").value == text
-        if page == "views/pages/look/attention.py":
+        if page == "viz_explorer/pages/look/attention.py":
             # the LM's run shows the prompt, then the continuation it generated
             run = load_checkpoint(env / "tiny-lm").run(text)
             x = figure(at, "decoder self-attention")["data"][0]["x"]
@@ -104,7 +104,7 @@ def test_overview_shows_pieces_ids_and_translation(env):
 
 # -- masks ---------------------------------------------------------------------------------------
 def test_masks_page_padding_causal_prefix_and_applied(env):
-    at = open_app("views/pages/look/masks.py", text="他是我的朋友，我们明天去北京。")
+    at = open_app("viz_explorer/pages/look/masks.py", text="他是我的朋友，我们明天去北京。")
     pad = figure(at, "Padding mask captured at encoder.0.self_attn.hook_mask")
     z, cols = array(pad["data"][0]["z"]), pad["data"][0]["x"]
     is_pad = np.array([c.endswith(":[pad]") for c in cols])
@@ -127,7 +127,7 @@ def test_masks_page_padding_causal_prefix_and_applied(env):
 
 
 def test_masks_page_for_a_language_model_has_no_cross_attention(env):
-    at = open_app("views/pages/look/masks.py", ckpt="tiny-lm", text="I am a student.")
+    at = open_app("viz_explorer/pages/look/masks.py", ckpt="tiny-lm", text="I am a student.")
     assert "A decoder-only model has no cross-attention." in texts(at)
     open_tab(at, "mk", "applied")
     assert figure(at, "decoder.0.self_attn.hook_mask")
@@ -135,7 +135,7 @@ def test_masks_page_for_a_language_model_has_no_cross_attention(env):
 
 # -- positional -----------------------------------------------------------------------------------
 def test_positional_page_sinusoidal_and_learned(env):
-    at = open_app("views/pages/look/positional_encoding.py")
+    at = open_app("viz_explorer/pages/look/positional_encoding.py")
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert not any("Learned" in t for t in titles)
     f = figure(at, "Sinusoidal encoding")
@@ -148,7 +148,7 @@ def test_positional_page_sinusoidal_and_learned(env):
     at.run(timeout=60)
     assert array(figure(at, "Sinusoidal encoding: 20 positions")["data"][0]["z"]).shape[0] == 20
 
-    at = open_app("views/pages/look/positional_encoding.py", ckpt="tiny-lm", text="Hi.")
+    at = open_app("viz_explorer/pages/look/positional_encoding.py", ckpt="tiny-lm", text="Hi.")
     lm = load_checkpoint(env / "tiny-lm")
     learned = array(figure(at, "Learned position embeddings")["data"][0]["z"])
     assert np.allclose(learned, lm.model.embed.pos.weight[: len(learned)].detach(), atol=1e-6)
@@ -156,7 +156,7 @@ def test_positional_page_sinusoidal_and_learned(env):
 
 # -- step-through decoding ---------------------------------------------------------------------------
 def test_decoding_next_back_and_what_each_step_shows(env):
-    at = open_app("views/pages/step/decoding.py")
+    at = open_app("viz_explorer/pages/step/decoding.py")
     hm = load_checkpoint(env / "tiny-zh-en")
     ref = decode(hm, ZH, max_new_tokens=20)
     assert "Step 0 of" in at.get("progress")[0].proto.text
@@ -181,7 +181,7 @@ def test_decoding_next_back_and_what_each_step_shows(env):
 
 
 def test_decoding_strategies(env):
-    at = open_app("views/pages/step/decoding.py")
+    at = open_app("viz_explorer/pages/step/decoding.py")
     by_key(at.button_group, "dc_strategy").set_value("sample").run(timeout=60)
     assert {s.key for s in at.slider} >= {"dc_temp", "dc_top_p"}
     at.button(key="dc_next").click().run(timeout=60)
@@ -198,7 +198,7 @@ def test_decoding_strategies(env):
 
 
 def test_decoding_continues_the_text_for_a_language_model(env):
-    at = open_app("views/pages/step/decoding.py", ckpt="tiny-lm", text="The cat sat")
+    at = open_app("viz_explorer/pages/step/decoding.py", ckpt="tiny-lm", text="The cat sat")
     hm = load_checkpoint(env / "tiny-lm")
     prompt = ["[begin]"] + hm.tokenizer.pieces(hm.tokenizer.encode("The cat sat"))
     assert at.code[0].value.strip() == " ".join(prompt) + " ‖"
@@ -212,7 +212,7 @@ def test_decoding_a_long_prompt_says_how_much_was_cut(env):
     hm = load_checkpoint(env / "tiny-lm")
     text = "The cat sat on the mat and looked at the bird. " * 6
     n = len(hm.tokenizer.encode(text))
-    at = open_app("views/pages/step/decoding.py", ckpt="tiny-lm", text=text)
+    at = open_app("viz_explorer/pages/step/decoding.py", ckpt="tiny-lm", text=text)
     room = hm.cfg.max_len - 1 - 20                       # the page's default: 20 new tokens
     assert f"its first {n - room} pieces are not used here" in texts(at)
     # an LM keeps the end of its prompt: the decoder sequence ends with the text's last pieces
@@ -227,7 +227,7 @@ def test_empty_text_asks_for_text_on_every_page(env):
         at.switch_page(page)
         at.run(timeout=60)
         assert not at.exception
-        if page != "views/pages/look/positional_encoding.py":      # positional encodings need no text
+        if page != "viz_explorer/pages/look/positional_encoding.py":      # positional encodings need no text
             assert "Type a sentence" in texts(at), page
             assert figures(at) == []
 
@@ -248,9 +248,9 @@ def test_markup_and_emoji_are_shown_as_text(env):
         for f in figures(at):
             dumped = json.dumps(f, ensure_ascii=False)
             assert "<0x" not in dumped and "<script" not in dumped, (page, f["layout"]["title"]["text"])
-        if page == "views/pages/look/attention.py":
+        if page == "viz_explorer/pages/look/attention.py":
             assert "1:&lt;" in figure(at, "layer 0, head 0")["data"][0]["x"]
-    at.switch_page("views/pages/step/decoding.py")
+    at.switch_page("viz_explorer/pages/step/decoding.py")
     at.run(timeout=60)
     for _ in range(3):
         at.button(key="dc_next").click().run(timeout=60)
@@ -264,7 +264,7 @@ def test_long_text_is_cut_with_a_notice(env):
     text = "我是一名工程师。" * 30
     n_cut = len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1)
     assert n_cut > 0
-    at = open_app("views/pages/look/attention.py", text=text)
+    at = open_app("viz_explorer/pages/look/attention.py", text=text)
     gone = left_out(hm.tokenizer, hm.cfg, text, encode_input(hm.tokenizer, hm.cfg, text))
     assert gone and f"({len(gone)} characters) was left out" in texts(at)            # in characters, not pieces
     assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == hm.cfg.max_len
@@ -295,9 +295,9 @@ def test_broken_checkpoint_is_listed_and_the_others_keep_working(ckpt_root, tmp_
 
 
 # -- the lab: knock out heads, positions on/off, compare two inputs -------------------------------------
-LAB_PAGES = {"views/pages/experiment/knockout.py": ["before and after", "After knock-out"],
-             "views/pages/experiment/positions_on_off.py": ["positions on:", "positions off:"],
-             "views/pages/experiment/compare_inputs.py": ["Text 1:", "Text 2:"]}
+LAB_PAGES = {"viz_explorer/pages/experiment/knockout.py": ["before and after", "After knock-out"],
+             "viz_explorer/pages/experiment/positions_on_off.py": ["positions on:", "positions off:"],
+             "viz_explorer/pages/experiment/compare_inputs.py": ["Text 1:", "Text 2:"]}
 
 
 def _bars(at):
@@ -324,7 +324,7 @@ def test_lab_pages_open_for_a_translator_and_a_language_model(env, ckpt, text):
 
 def test_knockout_toggle_changes_the_after_probabilities(env):
     from viz_transformer.run.decoding import never_generated
-    at = open_app("views/pages/experiment/knockout.py")
+    at = open_app("viz_explorer/pages/experiment/knockout.py")
     before, after, x = _bars(at)
     assert np.allclose(before, after)                      # nothing knocked out yet
     hm = load_checkpoint(env / "tiny-zh-en")
@@ -358,7 +358,7 @@ def test_knockout_toggle_changes_the_after_probabilities(env):
 
 
 def test_knockout_ranking_has_one_row_per_head(env):
-    at = open_app("views/pages/experiment/knockout.py")
+    at = open_app("viz_explorer/pages/experiment/knockout.py")
     hm = load_checkpoint(env / "tiny-zh-en")
     cfg = hm.cfg
     n = (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers) * cfg.n_heads
@@ -373,7 +373,7 @@ def test_knockout_ranking_has_one_row_per_head(env):
 
 
 def test_positions_page_shows_the_bag_of_pieces(env):
-    at = open_app("views/pages/experiment/positions_on_off.py")
+    at = open_app("viz_explorer/pages/experiment/positions_on_off.py")
     table = at.dataframe[0].value
     gaps = dict(zip(table["positions"], table["gap"].astype(float)))
     assert gaps["positions off"] < 1e-4 < gaps["positions on"]
@@ -390,7 +390,7 @@ def test_positions_page_shows_the_bag_of_pieces(env):
 
 
 def test_compare_page_difference_and_why_none(env):
-    at = open_app("views/pages/experiment/compare_inputs.py")
+    at = open_app("viz_explorer/pages/experiment/compare_inputs.py")
     assert figure(at, "Text 2: encoder self-attention, layer 0, head 0")
     hm = load_checkpoint(env / "tiny-zh-en")
     other = "我是一名工程师！"                  # as many pieces as ZH (the last one differs)

@@ -12,13 +12,13 @@ import pytest
 import viz_transformer.training.train as T
 from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
-from views.shell import widgets
-from views.shell.strings import EN
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import EN
 from viz_transformer.training.snapshots import load_training_snapshots
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
 
-NEW_PAGES = ["views/pages/experiment/compare_architectures.py", "views/pages/train/attention_over_training.py"]
+NEW_PAGES = ["viz_explorer/pages/experiment/compare_architectures.py", "viz_explorer/pages/train/attention_over_training.py"]
 
 
 @pytest.fixture
@@ -32,21 +32,21 @@ def env(ckpt_root, monkeypatch):
 def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
     hm = load_checkpoint(env / ckpt)
     run = hm.run(ZH)
-    lab = ["views/pages/experiment/knockout.py", "views/pages/experiment/positions_on_off.py", "views/pages/experiment/compare_inputs.py", "views/pages/experiment/rollout.py", "views/pages/experiment/head_stats.py",
-           "views/pages/train/export.py", "views/pages/step/logit_lens.py", "views/pages/experiment/patching.py"]
+    lab = ["viz_explorer/pages/experiment/knockout.py", "viz_explorer/pages/experiment/positions_on_off.py", "viz_explorer/pages/experiment/compare_inputs.py", "viz_explorer/pages/experiment/rollout.py", "viz_explorer/pages/experiment/head_stats.py",
+           "viz_explorer/pages/train/export.py", "viz_explorer/pages/step/logit_lens.py", "viz_explorer/pages/experiment/patching.py"]
     for page in PAGES + lab + NEW_PAGES:
         at = open_app(page, ckpt)
         assert not at.exception, (page, [e.value for e in at.exception])
-        prefix = {"views/pages/step/step_by_step.py": "st", "views/pages/look/masks.py": "mk", "views/pages/experiment/compare_architectures.py": "ar"}.get(page)
+        prefix = {"viz_explorer/pages/step/step_by_step.py": "st", "viz_explorer/pages/look/masks.py": "mk", "viz_explorer/pages/experiment/compare_architectures.py": "ar"}.get(page)
         for tab in widgets.TABS.get(prefix, ()):                # every tab of a tabbed page runs too
             open_tab(at, prefix, tab)
-        if page == "views/pages/look/overview.py":
+        if page == "viz_explorer/pages/look/overview.py":
             assert run.output in [c.value for c in at.code]                    # the translation, not a continuation
             assert "Translation" in texts(at) or any("Translation" in s.value for s in at.subheader)
 
 
 def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
-    at = open_app("views/pages/look/attention.py", "tiny-zh-en-decoder")
+    at = open_app("viz_explorer/pages/look/attention.py", "tiny-zh-en-decoder")
     run = load_checkpoint(env / "tiny-zh-en-decoder").run(ZH)
     fig = next(f for f in figures(at) if f["layout"].get("shapes"))
     lines = sorted(s["x0"] for s in fig["layout"]["shapes"] if s.get("x0") == s.get("x1"))
@@ -56,7 +56,7 @@ def test_attention_page_marks_source_and_target_of_the_one_sequence(env):
 
 
 def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
-    at = open_app("views/pages/look/masks.py", "tiny-zh-en-prefix")
+    at = open_app("viz_explorer/pages/look/masks.py", "tiny-zh-en-prefix")
     open_tab(at, "mk", "causal")
     run = load_checkpoint(env / "tiny-zh-en-prefix").run(ZH)
     expect = run.cache["decoder.0.self_attn.hook_mask"][0, 0].numpy().astype(float)
@@ -67,7 +67,7 @@ def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
 
 
 def test_architecture_page_shows_each_models_translation_and_source_reading(env):
-    at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
+    at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
     outputs = [c.value for c in at.code]
     for name in ("tiny-zh-en", "tiny-zh-en-decoder", "tiny-zh-en-prefix"):
         run = load_checkpoint(env / name).run(ZH)
@@ -103,21 +103,21 @@ def test_architecture_page_says_same_budget_only_when_the_models_share_one_recip
 
     for name in names:
         train_for(name, 8)
-    assert shown(open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (True, False)
+    assert shown(open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (True, False)
     train_for("tiny-zh-en-prefix", 4)          # the comparison still takes all three, but one had less training
-    assert shown(open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (False, True)
+    assert shown(open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (False, True)
 
 
 def test_architecture_page_keeps_no_compared_models_run(env):
     """The comparison keeps its small views (arch_view); the memo shared by every session keeps the sidebar
     model's run alone, not a 512-piece run of each compared model that no page reads again, and only the
     sidebar's model stays loaded."""
-    from views.server import cached
+    from viz_explorer.server import cached
     cached.memo().clear()
     cached.arch_view.clear()
     cached.load_model.clear()
     cached._kept.clear()
-    at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
+    at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
     assert not at.exception
     outputs = [c.value for c in at.code]
     for name in ("tiny-zh-en-decoder", "tiny-zh-en-prefix"):                # shown, computed from a run not kept
@@ -145,7 +145,7 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))
     snaps = load_training_snapshots(snap_root / "tiny-trained")
-    at = open_app("views/pages/train/attention_over_training.py", "tiny-trained")
+    at = open_app("viz_explorer/pages/train/attention_over_training.py", "tiny-trained")
     name = "decoder.0.self_attn.hook_pattern"
     heat = figure(at, f"{name}, head 0, step 0")
     assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(0, 0, name)[0].numpy(), atol=1e-3)
@@ -157,7 +157,7 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     curves = figure(at, "Loss and BLEU")
     assert any(s.get("x0") == step1 for s in curves["layout"]["shapes"])          # the current step is marked
     shutil.copytree(snap_root / "tiny-trained", snap_root / "tiny-trained-copy", dirs_exist_ok=True)
-    at2 = open_app("views/pages/train/attention_over_training.py", "tiny-zh-en")
+    at2 = open_app("viz_explorer/pages/train/attention_over_training.py", "tiny-zh-en")
     hint = next(i.value for i in at2.info if "has no recorded training snapshots" in i.value)
     have = sorted(p.parent.name for p in snap_root.glob("*/training_snapshots.json"))
     assert have == ["tiny-trained", "tiny-trained-copy"]        # a second of one architecture is named too

@@ -28,7 +28,7 @@ def env(ckpt_root, monkeypatch):
 
 # -- attention: heads and layers -----------------------------------------------------------------
 def test_attention_heatmap_follows_head_and_layer(env):
-    at = open_app("views/pages/look/attention.py")
+    at = open_app("viz_explorer/pages/look/attention.py")
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     f = figure(at, "encoder self-attention, layer 0, head 0")
     assert np.allclose(array(f["data"][0]["z"]), run.cache["encoder.0.self_attn.hook_pattern"][0, 0], atol=1e-6)
@@ -56,7 +56,7 @@ def test_attention_heatmap_follows_head_and_layer(env):
 
 def test_attention_word_level_toggle(env):
     text = "I am an engineer."
-    at = open_app("views/pages/look/attention.py", ckpt="tiny-lm", text=text)
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="tiny-lm", text=text)
     run = load_checkpoint(env / "tiny-lm").run(text)
     n_pieces = len(run.tgt_pieces)
     assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == n_pieces
@@ -71,7 +71,7 @@ def test_attention_word_level_toggle(env):
 
 def test_max_over_heads_at_word_level_groups_each_head_before_the_max(env):
     text = "I am an engineer."
-    at = open_app("views/pages/look/attention.py", ckpt="tiny-lm", text=text)
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="tiny-lm", text=text)
     by_key(at.selectbox, "at_head").set_value("max")
     by_key(at.toggle, "at_words").set_value(True)
     at.run(timeout=60)
@@ -88,7 +88,7 @@ def test_max_over_heads_at_word_level_groups_each_head_before_the_max(env):
 
 
 def test_line_view_draws_the_chosen_heads(env):
-    at = open_app("views/pages/look/attention.py")
+    at = open_app("viz_explorer/pages/look/attention.py")
     f = figure(at, "lines from queries")
     assert [a["text"] for a in f["layout"]["annotations"]] == ["head 0"]
     by_key(at.multiselect, "at_line_heads_0").set_value([0, 2])
@@ -102,7 +102,7 @@ def test_line_view_of_cross_attention_keeps_every_query_while_the_keys_scroll(en
     run = load_checkpoint(env / "tiny-zh-en").run(text)
     T, S, W = len(run.tgt_pieces), len(run.src_pieces), 48                  # W: the page's line window
     assert T < W < S
-    at = open_app("views/pages/look/attention.py", text=text)
+    at = open_app("viz_explorer/pages/look/attention.py", text=text)
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.slider, "at_line_start").set_value(S - W).run(timeout=60)
     f = figure(at, "lines from queries")
@@ -121,7 +121,7 @@ def test_step_by_step_agrees_with_pytorch_sdpa_and_reacts_to_the_divisor(env):
     (its own default 1/√d_k) on the captured q, k, v and mask. Not against the captured hook_pattern: an app
     run is compacted, and its pattern is recomputed on read by the same attention() the page uses."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    at = open_app("views/pages/step/step_by_step.py")
+    at = open_app("viz_explorer/pages/step/step_by_step.py")
     assert figure(at, "Q: queries") and not any("softmax" in f["layout"]["title"]["text"] for f in figures(at))
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     q, k, v, mask = patterns.head_qkv(run.cache, "decoder.self_attn", 0, 0)
@@ -152,7 +152,7 @@ def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
     run = load_checkpoint(env / "tiny-zh-en").run(text)
     T, S, W = len(run.tgt_pieces), len(run.src_pieces), figure_rules.max_cells()     # W: the page's window
     assert T < W < S
-    at = open_app("views/pages/step/step_by_step.py", text=text)
+    at = open_app("viz_explorer/pages/step/step_by_step.py", text=text)
     by_key(at.selectbox, "st_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.slider, "st_start").set_value(S - W).run(timeout=60)
     open_tab(at, "st", "scores")
@@ -166,7 +166,7 @@ def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
 
 def test_the_attention_page_names_each_decoder_row_by_what_it_predicts():
     """The shipped zh-en on 我是一名工程师。: the cross-attention row of ▁an is where the model chose ▁engineer."""
-    at = open_app("views/pages/look/attention.py", ckpt="zh-en")
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="zh-en")
     assert "the row ▁an → ▁engineer is where the model chose ▁engineer" in texts(at)
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=str(ROOT / "checkpoints" / "zh-en" / "tokenizer.model"))
@@ -189,7 +189,7 @@ def test_step_through_decoding_in_chinese_names_the_row_being_decoded():
     at.query_params["lang"] = "zh"
     at.session_state["ckpt"], at.session_state["text"] = "zh-en", ZH
     at.run(timeout=90)
-    at.switch_page("views/pages/step/decoding.py")
+    at.switch_page("viz_explorer/pages/step/decoding.py")
     at.run(timeout=90)
     for _ in range(5):                                     # step 5 chose ▁engineer from the row of ▁an
         at.button(key="dc_next").click().run(timeout=90)

@@ -1,7 +1,7 @@
 """The live class page in AppTest: a teacher starts a class (the secret in the teacher's session, in no address),
 a browser without the right gets the teacher key's box (a wrong key, or the secret in an old `teacher=` link, acts on
 nothing), a student's answer reaches the store, and a lesson question answered in a student's session
-(views/shell/quiz.on_answer's seam) counts in their class."""
+(viz_explorer/lessons/quiz.on_answer's seam) counts in their class."""
 from __future__ import annotations
 
 import secrets
@@ -10,9 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, page_file, texts
-from views.server import classroom as cr
-from views.server import db
-from views.shell.widgets import md_escape
+from viz_explorer.classroom import store as cr
+from viz_explorer.server import db
+from viz_explorer.kit.widgets import md_escape
 
 OPTS = ["got_it", "unsure", "lost"]
 
@@ -98,7 +98,7 @@ def test_a_student_answers(env):
 def _quiz_script():
     import streamlit as st
 
-    from views.shell import live_class
+    from viz_explorer.classroom import live_class
     live_class.remember()
     if st.button("answer", key="go"):
         live_class.record_quiz_answer("lesson#2:q", ["x", "y"], st.session_state.get("pick", "y"))
@@ -168,7 +168,8 @@ QUIZ_LESSON = {"title": {"en": "Quiz in class"}, "steps": [
 def _quiz_hook_script():
     import streamlit as st
 
-    from views.shell import live_class, quiz
+    from viz_explorer.classroom import live_class
+    from viz_explorer.lessons import quiz
     live_class.remember()
     if st.button("answer", key="go"):          # what the lesson tab's quiz does when a student picks
         quiz.answer(st.session_state["qid"], st.session_state["options"], st.session_state["pick"])
@@ -177,7 +178,7 @@ def _quiz_hook_script():
 def test_a_lesson_question_in_class_options_from_the_model(env, ckpt_root, tmp_path, monkeypatch):
     import json
 
-    from views.shell import quiz
+    from viz_explorer.lessons import quiz
     from viz_transformer import load_checkpoint
     from viz_transformer.analysis import questions
     (tmp_path / "lessons").mkdir()

@@ -25,7 +25,7 @@ def env(ckpt_root, monkeypatch):
 # -- Play: once the last step is drawn, the button says Play again ----------------------------------
 def test_decoding_play_ends_with_a_play_button(env):
     n = len(decode(load_checkpoint(env / "tiny-zh-en"), ZH, max_new_tokens=20).steps)
-    at = open_app("views/pages/step/decoding.py")
+    at = open_app("viz_explorer/pages/step/decoding.py")
     assert at.button(key="dc_play").label == "Play"
     at.session_state["dc_step"] = n - 1
     at.button(key="dc_play").click().run(timeout=60)           # plays the last step, then stops
@@ -38,7 +38,7 @@ def test_decoding_play_ends_with_a_play_button(env):
 def test_training_play_ends_with_a_play_button(snap_root, ckpt_root, monkeypatch):  # noqa: F811
     shutil.copytree(ckpt_root / "tiny-zh-en", snap_root / "tiny-zh-en", dirs_exist_ok=True)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(snap_root))
-    at = open_app("views/pages/train/attention_over_training.py", "tiny-trained")
+    at = open_app("viz_explorer/pages/train/attention_over_training.py", "tiny-trained")
     n = len(at.select_slider(key="tr_slider").options)
     at.session_state["tr_step"] = n - 2
     by_key(at.button, "tr_play").click().run(timeout=60)
@@ -66,7 +66,7 @@ def _close(shown: str, p: float) -> bool:
 def test_decoding_shows_a_sampled_tokens_probability_to_3_significant_figures(env):
     hm = load_checkpoint(env / "tiny-zh-en")
     ref = decode(hm, ZH, strategy="sample", temperature=2.0, top_k=0, top_p=1.0, seed=0, max_new_tokens=20)
-    at = open_app("views/pages/step/decoding.py")
+    at = open_app("viz_explorer/pages/step/decoding.py")
     by_key(at.button_group, "dc_strategy").set_value("sample").run(timeout=60)
     by_key(at.slider, "dc_temp").set_value(2.0).run(timeout=60)
     at.button(key="dc_next").click().run(timeout=60)
@@ -83,7 +83,7 @@ def test_lens_table_and_grid_show_probabilities_in_the_one_format(env):
     hm = load_checkpoint(env / "tiny-zh-en")
     run = hm.run(ZH)
     view = lenses.lens_view(hm, run, lenses.logit_lens(hm, run))
-    at = open_app("views/pages/step/logit_lens.py")
+    at = open_app("viz_explorer/pages/step/logit_lens.py")
     table = at.dataframe[0].value
     final = [c for c in table.columns if c.startswith("P(")][0]
     col = lenses.view_column(view, view.output_start)
@@ -97,7 +97,7 @@ def test_lens_table_and_grid_show_probabilities_in_the_one_format(env):
 
 # -- knock-out ranking: sorted, one colour scale -----------------------------------------------------
 def test_knockout_ranking_is_sorted_and_its_grids_share_one_scale(env):
-    at = open_app("views/pages/experiment/knockout.py")
+    at = open_app("viz_explorer/pages/experiment/knockout.py")
     at.button(key="ko_rank").click().run(timeout=60)
     table = at.dataframe[0].value
     delta = table["Δ log-probability"].to_numpy()
@@ -113,7 +113,7 @@ def test_knockout_ranking_is_sorted_and_its_grids_share_one_scale(env):
 # -- head statistics: role and evidence in view, no blank grid, one scale -----------------------------
 def test_head_stats_table_shows_role_and_evidence_first_pinned_in_view(env):
     import json
-    at = open_app("views/pages/experiment/head_stats.py")
+    at = open_app("viz_explorer/pages/experiment/head_stats.py")
     proto = at.dataframe[0].proto
     assert list(proto.column_order)[:5] == ["block", "layer", "head", "role", "evidence"]
     columns = json.loads(proto.columns)
@@ -123,7 +123,7 @@ def test_head_stats_table_shows_role_and_evidence_first_pinned_in_view(env):
 
 
 def test_head_stats_grid_of_a_statistic_cross_attention_lacks_is_a_note(env):
-    at = open_app("views/pages/experiment/head_stats.py")
+    at = open_app("viz_explorer/pages/experiment/head_stats.py")
     def stat_grids():           # the statistic's grids, not the attention-sink grids under them
         return [f for f in figures(at) if "position 0" not in f["layout"]["title"]["text"].replace("<br>", " ")]
 
@@ -155,10 +155,10 @@ def _open_zh(page: str, text: str = ZH):
 RAW = re.compile(r"(encoder|decoder)(\.\d+)?\.(self|cross)_attn")
 
 
-@pytest.mark.parametrize("page, press", [("views/pages/experiment/knockout.py", "ko_rank"), ("views/pages/experiment/head_stats.py", None),
-                                         ("views/pages/experiment/patching.py", None)])
+@pytest.mark.parametrize("page, press", [("viz_explorer/pages/experiment/knockout.py", "ko_rank"), ("viz_explorer/pages/experiment/head_stats.py", None),
+                                         ("viz_explorer/pages/experiment/patching.py", None)])
 def test_chinese_tables_name_blocks_in_chinese(env, page, press):
-    from views.shell.strings_zh import ZH as ZH_STRINGS
+    from viz_explorer.kit.strings_zh import ZH as ZH_STRINGS
     at = _open_zh(page)
     if "patching" in page:                    # a second text the tiny tokenizer cuts into as many pieces
         at.session_state["pt_text_translator"] = "我是一名工作师。"

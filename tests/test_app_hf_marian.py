@@ -35,7 +35,7 @@ def test_attention_page_labels_each_side_with_its_own_pieces(env):
     run = hm.run(TEXT)
     assert run.src_pieces == hm.tokenizer.src_pieces(hm.tokenizer.encode(TEXT))
     assert run.src_pieces != hm.tokenizer.pieces(hm.tokenizer.encode(TEXT))    # the vocabularies really differ
-    at = open_app("views/pages/look/attention.py", ckpt=NAME, text=TEXT)
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt=NAME, text=TEXT)
     f = figure(at, "encoder self-attention, layer 0, head 0")
     assert f["data"][0]["x"] == [html.escape(f"{i}:{p}", quote=False) for i, p in enumerate(run.src_pieces)]
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn")
@@ -48,7 +48,7 @@ def test_attention_page_labels_each_side_with_its_own_pieces(env):
 
 def test_decoding_page_beam_search_with_the_generation_config(env):
     hm = load_checkpoint(env / NAME)
-    at = open_app("views/pages/step/decoding.py", ckpt=NAME, text=TEXT)
+    at = open_app("viz_explorer/pages/step/decoding.py", ckpt=NAME, text=TEXT)
     by_key(at.button_group, "dc_strategy").set_value("beam").run(timeout=60)
     assert by_key(at.slider, "dc_width").value == hm.cfg.num_beams == 4
     ref = decode(hm, TEXT, "beam", beam_width=4, max_new_tokens=20)

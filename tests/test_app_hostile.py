@@ -19,15 +19,15 @@ WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "n
 
 
 def app_pages() -> list[str]:
-    """The page scripts app.py lists in st.navigation: views/shell/registry.py's (no streamlit import)."""
-    from views.shell.registry import PAGES as SPECS, page_path
+    """The page scripts app.py lists in st.navigation: viz_explorer/kit/registry.py's (no streamlit import)."""
+    from viz_explorer.kit.registry import PAGES as SPECS, page_path
     pages = [page_path(p) for p in SPECS]
     assert pages and all((ROOT / p).is_file() for p in pages), pages
     return pages
 
 
 PAGES = app_pages()
-REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # views/shell/session_guard.py makes them U+FFFD
+REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # viz_explorer/kit/session_guard.py makes them U+FFFD
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def raw_html(at) -> list[str]:
 
 
 # pages that do not read the sidebar's text: an unusable text is not refused there
-TEXT_FREE = ("views/pages/look/positional_encoding.py", "views/pages/class/live_class.py")
+TEXT_FREE = ("viz_explorer/pages/look/positional_encoding.py", "viz_explorer/pages/class/live_class.py")
 
 
 def visit_every_page(at, what) -> None:

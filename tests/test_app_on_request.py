@@ -1,4 +1,4 @@
-"""A large model's extra runs wait for a click (views/shell/on_request.py): with the threshold lowered so that a
+"""A large model's extra runs wait for a click (viz_explorer/kit/on_request.py): with the threshold lowered so that a
 tiny checkpoint counts as large, the positions, comparison and patching pages open without running anything
 beyond the sidebar's run, show a button, and once it is pressed show what a small model shows at once."""
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.app_util import figures, open_app
-from views.shell import on_request
+from viz_explorer.kit import on_request
 
-PAGES = {"views/pages/experiment/positions_on_off.py": "req_positions",
-         "views/pages/experiment/compare_inputs.py": "req_compare",
-         "views/pages/experiment/patching.py": "req_patching"}
+PAGES = {"viz_explorer/pages/experiment/positions_on_off.py": "req_positions",
+         "viz_explorer/pages/experiment/compare_inputs.py": "req_compare",
+         "viz_explorer/pages/experiment/patching.py": "req_patching"}
 
 
 @pytest.fixture

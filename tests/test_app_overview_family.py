@@ -15,8 +15,8 @@ from conftest import make_tiny_checkpoint
 from viz_transformer.core import checkpoint_files
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots import diagram
-from views.shell.strings import EN
-from views.shell.strings_zh import ZH
+from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH
 
 CURVE = [{"epoch": e, "step": 40 * e, "train_loss": 5.0 / e, "perplexity": 90.0 / e} for e in (1, 2, 3, 4)]
 

@@ -18,7 +18,7 @@ def env(ckpt_root, monkeypatch):
 
 
 def test_rollout_page_shows_attribution_as_the_hand_product(env):
-    at = open_app("views/pages/experiment/rollout.py")
+    at = open_app("viz_explorer/pages/experiment/rollout.py")
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     hat = [0.5 * run.cache[f"encoder.{i}.self_attn.hook_pattern"][0].double().mean(0).numpy() + 0.5 * np.eye(len(run.src_pieces))
            for i in range(2)]
@@ -31,14 +31,14 @@ def test_rollout_page_shows_attribution_as_the_hand_product(env):
 
 
 def test_rollout_page_for_a_language_model(env):
-    at = open_app("views/pages/experiment/rollout.py", ckpt="tiny-lm", text="Once upon a time")
+    at = open_app("viz_explorer/pages/experiment/rollout.py", ckpt="tiny-lm", text="Once upon a time")
     z = array(figure(at, "Rollout of the decoder")["data"][0]["z"])
     assert np.allclose(z.sum(-1), 1, atol=1e-5)
     assert not [f for f in at.get("plotly_chart") if "attribution" in f.proto.spec]
 
 
 def test_head_stats_of_this_text_match_a_hand_entropy(env):
-    at = open_app("views/pages/experiment/head_stats.py")
+    at = open_app("viz_explorer/pages/experiment/head_stats.py")
     df = at.dataframe[0].value
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)
     p = run.cache["encoder.1.self_attn.hook_pattern"][0, 3].double().numpy()
@@ -52,7 +52,7 @@ def test_head_stats_of_this_text_match_a_hand_entropy(env):
 
 
 def test_head_stats_over_pasted_sentences_with_a_progress_pass(env):
-    at = open_app("views/pages/experiment/head_stats.py")
+    at = open_app("viz_explorer/pages/experiment/head_stats.py")
     by_key(at.segmented_control, "hs_source").set_value("own").run()
     sentences = ["我是学生。", "我爱你。", "今天天气很好。"]
     by_key(at.text_area, "hs_paste").input("\n".join(sentences) + "\n\n").run()
@@ -69,7 +69,7 @@ def test_head_stats_over_pasted_sentences_with_a_progress_pass(env):
 
 
 def test_a_clicked_head_opens_on_the_attention_page(env):
-    at = open_app("views/pages/experiment/head_stats.py")
+    at = open_app("viz_explorer/pages/experiment/head_stats.py")
     at.session_state["hs_open"] = ("decoder.cross_attn", 1, 3)    # what a click on that grid cell stores
     at.run()
     assert not at.exception
@@ -78,7 +78,7 @@ def test_a_clicked_head_opens_on_the_attention_page(env):
 
 
 def test_export_page_offers_the_run_and_the_report(env):
-    at = open_app("views/pages/train/export.py")
+    at = open_app("viz_explorer/pages/train/export.py")
     keys = {b.key for b in at.get("download_button")}
     assert {"ex_npz", "ex_json", "ex_report"} <= keys
     assert by_key(at.multiselect, "ex_heads").value == [("encoder.self_attn", 1, 0), ("decoder.self_attn", 1, 0),

@@ -24,7 +24,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "他是我的朋友。"
 TIMEOUT_MS = 90_000          # the machine may be busy training: be patient
-# A fresh server's first Overview is a preview while the model loads (views/shell/preview.py): its loading status
+# A fresh server's first Overview is a preview while the model loads (viz_explorer/startup/preview.py): its loading status
 # spins until the full page replaces it by itself.
 NO_PREVIEW = "!document.querySelector('[data-testid=\"stExpanderIconSpinner\"]')"
 

@@ -131,8 +131,8 @@ def addresses(pg, copy_link: bool = True) -> set[str]:
 def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, lessons):     # noqa: F811
     from playwright.sync_api import sync_playwright
 
-    from views.server import classroom as cr
-    from views.server import db
+    from viz_explorer.classroom import store as cr
+    from viz_explorer.server import db
     ARTIFACTS.mkdir(exist_ok=True)
     kind = db_url.split(":")[0].split("+")[0]
     eng = db.engine(db_url)

@@ -7,7 +7,7 @@ import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM, page, server  # noqa: F401  (fixtures)
 from test_browser_lessons import STEP, _ready, _shown
-from views.shell import lesson_file
+from viz_explorer.lessons import lesson_file
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

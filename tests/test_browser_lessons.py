@@ -7,7 +7,7 @@ import re
 import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM, _no_exception, _settle, page, server  # noqa: F401  (fixtures)
-from views.shell import lesson_file
+from viz_explorer.lessons import lesson_file
 
 ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
 pytestmark = [pytest.mark.browser,

@@ -11,7 +11,7 @@ import pytest
 
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _no_exception, server  # noqa: F401  (fixture)
 from test_browser_lessons import _ready
-from views.shell import registry
+from viz_explorer.kit import registry
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

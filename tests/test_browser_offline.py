@@ -34,5 +34,5 @@ def test_no_request_leaves_the_server(server):  # noqa: F811
     fetched = [u for u in seen if not u.startswith(("data:", "blob:"))]
     remote = sorted({u for u in fetched if urlparse(u).hostname != "127.0.0.1"})
     assert not remote, remote
-    assert urlparse(icon).hostname == "127.0.0.1", icon                       # the shipped views/icon.png
+    assert urlparse(icon).hostname == "127.0.0.1", icon                       # the shipped viz_explorer/icon.png
     assert any("MaterialSymbols" in u for u in fetched)          # the navigation's icons: Streamlit's own font

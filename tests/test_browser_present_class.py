@@ -85,8 +85,8 @@ def press(pg, key: str) -> None:
 def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url, ckpt_root, lessons):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
-    from views.server import classroom as cr
-    from views.server import db
+    from viz_explorer.classroom import store as cr
+    from viz_explorer.server import db
     from viz_transformer import load_checkpoint
     from viz_transformer.analysis import questions
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""A fresh server's first visitor (views/shell/preview.py): the Overview's model-free part at once (the diagram,
+"""A fresh server's first visitor (viz_explorer/startup/preview.py): the Overview's model-free part at once (the diagram,
 with the encoder length SentencePiece gives and the decoder at its first step) and a loading note, no error;
 then, with no click, the full Overview with the model's own translation. Both entries: serve.py (st.App's
 lifespan starts the loading) and app.py (the first visit does); in English and in Chinese."""
@@ -35,7 +35,7 @@ def test_a_fresh_server_previews_the_overview_then_completes_it(tmp_path, entry,
     if not _usable(REAL / "zh-en"):
         pytest.skip("the shipped zh-en checkpoint is missing")
     from playwright.sync_api import sync_playwright
-    from views.server import defaults
+    from viz_explorer.server import defaults
     text = defaults.EXAMPLES["translator"][0]
     src_len, output = _expected(text)
     ARTIFACTS.mkdir(exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM, page, server  # noqa: F401  (fixtures)
 from test_browser_lessons import _ready
-from views.shell import presenter
+from viz_explorer.kit import presenter
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

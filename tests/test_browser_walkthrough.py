@@ -9,8 +9,8 @@ import pytest
 
 from browser_util import open_drawn as _open
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
-from views.shell.strings import EN
-from views.shell.strings_zh import ZH
+from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

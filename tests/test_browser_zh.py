@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, server  # noqa: F401  (server is a fixture)
-from views.shell.strings_zh import ZH
+from viz_explorer.kit.strings_zh import ZH
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

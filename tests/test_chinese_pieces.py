@@ -10,7 +10,7 @@ import pytest
 
 from viz_transformer.core.checkpoint_files import load_tokenizer, read_config_json
 from viz_transformer.core.tokenizer import WORD_START, Tokenizer, is_cjk, one_piece_per_cjk_character
-from views.server.defaults import EXAMPLES, SECOND
+from viz_explorer.server.defaults import EXAMPLES, SECOND
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = "我是一名工程师"                  # the tutorials' walk-through, as they write it (no full stop)

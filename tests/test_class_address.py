@@ -1,4 +1,4 @@
-"""The live class's addresses (views/shell/class_address.py): join links and QR codes are built from
+"""The live class's addresses (viz_explorer/server/class_address.py): join links and QR codes are built from
 VIZ_PUBLIC_URL when it is set, else from the teacher's page; loopback pages are told apart; no link carries more
 than the class code and the language. Expected strings are written out by hand."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from views.shell import class_address as ca
+from viz_explorer.server import class_address as ca
 
 PAGE = "http://127.0.0.1:8501/live_class"
 PUBLIC = {"VIZ_PUBLIC_URL": "http://192.168.1.20:8500"}

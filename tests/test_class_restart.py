@@ -12,8 +12,8 @@ import pytest
 
 from class_util import open_class, open_teacher, send, teacher_view
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from views.server import classroom as cr
-from views.server import db
+from viz_explorer.classroom import store as cr
+from viz_explorer.server import db
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server

@@ -1,4 +1,4 @@
-"""The live class's store (views/server/classroom.py) on SQLite and on a throwaway PostgreSQL: codes, the
+"""The live class's store (viz_explorer/classroom/store.py) on SQLite and on a throwaway PostgreSQL: codes, the
 teacher's secret, answers validated and counted, nicknames, the per-browser rate limit, classes kept apart."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from views.server import classroom as cr
-from views.server import db
+from viz_explorer.classroom import store as cr
+from viz_explorer.server import db
 
 OPTS = ["A", "B", "C"]
 

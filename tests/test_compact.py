@@ -8,7 +8,7 @@ import torch
 
 from viz_transformer.run.derived_cache import DerivedCache, compact_run
 from viz_transformer.run.interventions import head_ablation_hooks, positions_off_hooks
-from views.server.byte_lru import nbytes
+from viz_explorer.server.byte_lru import nbytes
 
 TEXTS = {"tiny-zh-en": "我是一名工程师。", "tiny-lm": "Once upon a time there was a dog.",
          "tiny-prefix": "Once upon a time."}

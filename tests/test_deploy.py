@@ -84,8 +84,8 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
     from collections import Counter
 
     from class_util import open_class, open_teacher, send, teacher_view
-    from views.server import classroom as cr
-    from views.server import db
+    from viz_explorer.classroom import store as cr
+    from viz_explorer.server import db
     url, run, db_url = balanced
     code, secret = cr.create_class("attention-step-by-step", db.engine(db_url))
     opts = ["got_it", "unsure", "lost"]

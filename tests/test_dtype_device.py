@@ -73,7 +73,7 @@ def test_bad_settings_are_refused(folder):
 
 
 def test_the_app_reads_its_settings_from_the_environment(monkeypatch):
-    from views.server.cached import weight_settings
+    from viz_explorer.server.cached import weight_settings
     monkeypatch.delenv("VIZ_DTYPE", raising=False)
     monkeypatch.delenv("VIZ_DEVICE", raising=False)
     assert weight_settings() == ("float32", "auto")

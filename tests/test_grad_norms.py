@@ -15,7 +15,7 @@ from viz_transformer.analysis import architectures as A
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.model import Transformer
 from viz_transformer.training import grad_norms as G
-from views.shell.strings import EN
+from viz_explorer.kit.strings import EN
 
 PAIRS = [("我是学生。", "I am a student."), ("我爱你。", "I love you."), ("他是我的朋友。", "He is my friend."),
          ("今天天气很好。", "The weather is nice today.")]
@@ -72,7 +72,7 @@ def test_norm_tab_draws_the_measurement_stored_in_meta(ckpt_root, tmp_path, monk
     meta = json.loads((root / "tiny-zh-en" / "meta.json").read_text(encoding="utf-8"))
     (root / "tiny-zh-en" / "meta.json").write_text(json.dumps({**meta, G.KEY: grads}), encoding="utf-8")
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
-    at = open_app("views/pages/experiment/compare_architectures.py", "tiny-zh-en")
+    at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
     open_tab(at, "ar", "norm")
     assert not at.exception
     fig = next(f for f in figures(at) if "Gradient norm" in f["layout"]["title"]["text"])

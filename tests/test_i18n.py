@@ -15,10 +15,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ZH as SENTENCE, by_key, figures, open_app, page_file
-from views.shell import strings, strings_check
-from views.shell.strings import EN
-from views.shell.strings_zh import ZH
-from views.shell.strings_zh_source import SOURCE
+from viz_explorer.kit import strings, strings_check
+from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH
+from viz_explorer.kit.strings_zh_source import SOURCE
 from viz_transformer import load_checkpoint
 
 PAGES = ["overview", "attention", "masks", "positional", "step_by_step", "decoding", "knockout", "positions",
@@ -41,7 +41,7 @@ def placeholders(s: str) -> list:
 
 def test_both_tables_have_the_same_keys_in_the_same_order():
     missing, extra = [k for k in EN if k not in ZH], [k for k in ZH if k not in EN]
-    assert not missing, f"translate these keys into views/shell/strings_zh.py: {missing}"
+    assert not missing, f"translate these keys into viz_explorer/kit/strings_zh.py: {missing}"
     assert not extra, f"keys only in ZH (removed from EN?): {extra}"
     assert list(EN) == list(ZH)
 
@@ -272,7 +272,7 @@ def test_the_switch_changes_language_and_keeps_page_text_and_model(env):
     at.session_state["ckpt"] = "tiny-lm"
     at.session_state["text"] = "The cat sat on the mat."
     at.run(timeout=90)
-    at.switch_page("views/pages/look/masks.py")
+    at.switch_page("viz_explorer/pages/look/masks.py")
     at.run(timeout=90)
     assert at.title[0].value == EN["mk.title"]
     assert at.query_params.get("lang") in ("en", ["en"])

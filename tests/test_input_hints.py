@@ -11,8 +11,8 @@ import pytest
 
 from app_util import ZH, open_app, texts
 from conftest import EN, ZH as ZH_SENTENCES, tiny_tokenizer
-from views.shell.strings import EN as EN_STRINGS
-from views.shell.strings_zh import ZH as ZH_STRINGS
+from viz_explorer.kit.strings import EN as EN_STRINGS
+from viz_explorer.kit.strings_zh import ZH as ZH_STRINGS
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import scripts
 from viz_transformer.analysis.confidence import KEY, piece_stats
@@ -94,16 +94,16 @@ def test_latin_letters_into_a_chinese_source_get_one_plain_line(env):
 
 def test_chinese_into_the_english_language_model_gets_one_plain_line(env):
     line = EN_STRINGS["in.mismatch.lm"].format(model="Latin letters", text="Chinese characters")
-    at = open_app("views/pages/look/attention.py", ckpt="en-lm", text=ZH)
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="en-lm", text=ZH)
     assert [w.value for w in at.warning].count(line) == 1
-    at = open_app("views/pages/look/attention.py", ckpt="en-lm", text="Once upon a time there was a dog.")
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="en-lm", text="Once upon a time there was a dog.")
     assert line not in texts(at)
 
 
 def test_a_cut_text_is_said_once_in_plain_words(env):
     hm = load_checkpoint(env / "short")
     text = "".join(f"第{i}句。" for i in range(40)) + "最后一句在这里。"
-    at = open_app("views/pages/experiment/knockout.py", ckpt="short", text=text)
+    at = open_app("viz_explorer/pages/experiment/knockout.py", ckpt="short", text=text)
     gone = left_out(hm.tokenizer, hm.cfg, text, encode_input(hm.tokenizer, hm.cfg, text))
     said = [w.value for w in at.warning if "left out" in w.value or "longer" in w.value]
     assert len(said) == 1, said                            # not again beside each of the two outputs

@@ -15,7 +15,7 @@ from app_util import ROOT
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import patterns
 from viz_transformer.analysis import claims
-from views.shell import lesson_file
+from viz_explorer.lessons import lesson_file
 from viz_transformer.run import permute
 from viz_transformer.core.masks import causal_mask
 

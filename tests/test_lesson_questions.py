@@ -9,7 +9,7 @@ import pytest
 
 from app_util import APP, ROOT, by_key, figures, open_app, texts
 from streamlit.testing.v1 import AppTest
-from views.shell import lesson_file, quiz
+from viz_explorer.lessons import lesson_file, quiz
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import claims, questions
 
@@ -122,7 +122,7 @@ def test_a_student_answers_and_reveals_and_the_class_hook_hears_it(lessons, tiny
 
 def test_the_writer_adds_a_question_to_a_step(ckpt_root, monkeypatch):
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    at = open_app("views/pages/step/step_by_step.py", ckpt="tiny-zh-en")
+    at = open_app("viz_explorer/pages/step/step_by_step.py", ckpt="tiny-zh-en")
     by_key(at.selectbox, "ls_q_kind").set_value("head_role").run(timeout=60)
     by_key(at.text_input, "ls_q_zh").input("这个头在做什么？").run(timeout=60)
     by_key(at.button, "ls_save").click().run(timeout=60)

@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ROOT, array, by_key, figure, open_app, open_tab, texts
-from views.shell.strings import EN
+from viz_explorer.kit.strings import EN
 from viz_transformer.run import capture
-from views.shell import lesson_file
+from viz_explorer.lessons import lesson_file
 
 SHIPPED = ["attention-step-by-step", "positions-and-masks"]
 
@@ -94,7 +94,7 @@ def test_a_lesson_walks_its_steps_and_restores_a_step():
     _next(at)                                          # step 2: the step-by-step page, encoder head 0
     assert at.title[0].value == "Attention step by step" and "Step 2 of 8" in texts(at)
     assert at.session_state["st_block"] == "encoder.self_attn" and at.session_state["st_layer"] == 0
-    shown = dict(at.query_params)             # lesson mode's keys, and the view's own settings (views/shell/links.py)
+    shown = dict(at.query_params)             # lesson mode's keys, and the view's own settings (viz_explorer/lessons/links.py)
     assert {k: shown[k] for k in ("lesson", "step", "block", "layer")} == {
         "lesson": "attention-step-by-step", "step": "2", "block": "encoder.self_attn", "layer": "0"}
     by_key(at.selectbox, "st_layer").set_value(2).run(timeout=120)         # the student explores
@@ -131,12 +131,12 @@ def test_a_bad_lesson_link_says_why():
 
 
 def test_save_as_lesson_step_builds_a_lesson_file():
-    at = open_app("views/pages/look/attention.py", ckpt="tiny-zh-en")
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt="tiny-zh-en")
     by_key(at.selectbox, "at_block").set_value("decoder.cross_attn").run(timeout=60)
     by_key(at.selectbox, "at_layer").set_value(1).run(timeout=60)
     by_key(at.text_input, "ls_note_en").input("Cross-attention lines up the words.").run(timeout=60)
     by_key(at.button, "ls_save").click().run(timeout=60)
-    at.switch_page("views/pages/experiment/knockout.py").run(timeout=60)
+    at.switch_page("viz_explorer/pages/experiment/knockout.py").run(timeout=60)
     by_key(at.button, "ko_all_decoder.cross_attn_0").click().run(timeout=60)         # knock out layer 0's heads
     by_key(at.button, "ls_save").click().run(timeout=60)
     draft = at.session_state["lesson_draft"]
@@ -169,7 +169,7 @@ def test_every_student_on_a_step_costs_one_run(monkeypatch, tmp_path):
 def test_lens_and_patching_pages_for_each_architecture():
     for ckpt, text, other in [("tiny-zh-en", "我是学生。", None), ("tiny-lm", "The cat sat.", None),
                               ("tiny-prefix", "I love you.", None), ("zh-en", "我爱你。", "你爱我。")]:
-        at = open_app("views/pages/step/logit_lens.py", ckpt=ckpt, text=text)
+        at = open_app("viz_explorer/pages/step/logit_lens.py", ckpt=ckpt, text=text)
         fig = figure(at, "Logit lens")
         n_rows = at.session_state["_viz_ctx"].hm.cfg.n_decoder_layers + 1
         assert len(fig["data"][0]["y"]) == n_rows
@@ -177,13 +177,13 @@ def test_lens_and_patching_pages_for_each_architecture():
         assert len(fig["data"][0]["x"]) == min(20, len(run.tgt_ids))     # a window of positions when long
         assert any("→" in x and str(run.prompt_len - 1) in x for x in fig["data"][0]["x"])   # step 1 is shown
         assert len(at.dataframe[0].value) == n_rows                    # the marked step, row by row
-        at.switch_page("views/pages/experiment/patching.py").run(timeout=60)
+        at.switch_page("viz_explorer/pages/experiment/patching.py").run(timeout=60)
         assert not at.exception, [e.value for e in at.exception]
         if other:
             figure(at, "score of patching each head")
             by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
             figure(at, "encoder residual stream")
-    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
+    at = open_app("viz_explorer/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
     tok = at.session_state["_viz_ctx"].hm.tokenizer
     assert len(tok.encode("我喜欢你。")) != len(tok.encode("我们明天去北京开会。"))      # a pair that cannot be patched
     by_key(at.text_input, "pt_text_translator").input("我们明天去北京开会。").run(timeout=60)
@@ -191,7 +191,7 @@ def test_lens_and_patching_pages_for_each_architecture():
 
 
 def test_the_step_through_page_reads_each_step_with_the_lens():
-    at = open_app("views/pages/step/decoding.py", ckpt="zh-en", text="我是一名工程师。")
+    at = open_app("viz_explorer/pages/step/decoding.py", ckpt="zh-en", text="我是一名工程师。")
     by_key(at.button, "dc_next").click().run(timeout=60)
     by_key(at.button, "dc_next").click().run(timeout=60)
     fig = figure(at, "Step 2: what each layer predicts")
@@ -227,7 +227,7 @@ def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
 
 
 def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
-    at = open_app("views/pages/look/masks.py", ckpt="zh-en", text="我喜欢你。")
+    at = open_app("viz_explorer/pages/look/masks.py", ckpt="zh-en", text="我喜欢你。")
     open_tab(at, "mk", "causal")
     run = at.session_state["_viz_ctx"].run
     p = len(run.src_pieces) - 1 + 2                                     # [begin] + source (no [end]) + [sep]
@@ -240,7 +240,7 @@ def test_the_prefix_lm_example_is_the_source_then_sep_then_the_target():
 
 
 def test_the_patching_table_names_a_stream_as_the_figure_does():
-    at = open_app("views/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
+    at = open_app("viz_explorer/pages/experiment/patching.py", ckpt="zh-en", text="我喜欢你。")
     assert at.session_state["pt_text_translator"] == "你喜欢我。"
     by_key(at.button_group, "pt_over").set_value("resid").run(timeout=60)
     fig = figure(at, "residual stream")
@@ -255,7 +255,7 @@ def test_the_patching_table_names_a_stream_as_the_figure_does():
 
 def test_the_entropy_reference_counts_the_row_s_allowed_keys():
     import math
-    at = open_app("views/pages/step/step_by_step.py", ckpt="zh-en", text="我是一名工程师。")
+    at = open_app("viz_explorer/pages/step/step_by_step.py", ckpt="zh-en", text="我是一名工程师。")
     by_key(at.selectbox, "st_block").set_value("decoder.self_attn").run(timeout=60)
     at.session_state["st_row"] = 4
     open_tab(at, "st", "output")

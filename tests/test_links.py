@@ -1,4 +1,4 @@
-"""Links to a view (views/shell/links.py): every setting through the query and back, bad values left at
+"""Links to a view (viz_explorer/lessons/links.py): every setting through the query and back, bad values left at
 their defaults with one line, a long text by its id in the database, and in the app: a link opened in a
 fresh session shows its settings, the address bar follows the view, lesson parameters and secrets."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, open_app, page_file
-from views.server import db
-from views.shell import lesson_file, links, view_state
-from views.shell.strings import EN
+from viz_explorer.server import db
+from viz_explorer.lessons import lesson_file, links, view_state
+from viz_explorer.kit.strings import EN
 
 # one valid, non-default value of every setting (a new setting without one fails the first test)
 SAMPLES = {"checkpoint": "zh-en", "text": "我爱你 & you? 100% #1 a+b=c\nnext line", "block": "decoder.cross_attn",

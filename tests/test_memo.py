@@ -1,4 +1,4 @@
-"""The byte-bounded memo (views.server.byte_lru): sizes against an independent count (tensor.nbytes,
+"""The byte-bounded memo (viz_explorer.server.byte_lru): sizes against an independent count (tensor.nbytes,
 ndarray.nbytes), least-recently-used eviction against a reference model, one computation per key
 under threads, and the budget never exceeded."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from views.server.byte_lru import ByteLRU, nbytes
+from viz_explorer.server.byte_lru import ByteLRU, nbytes
 
 
 @dataclass

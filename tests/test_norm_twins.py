@@ -10,13 +10,13 @@ import pytest
 
 import viz_transformer.training.train as T
 from app_util import array, by_key, figure, open_app, open_tab, texts
-from views.server import cached
+from viz_explorer.server import cached
 from viz_transformer import load_checkpoint
 from viz_transformer.training.snapshots import load_training_snapshots
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
 
-PAGE = "views/pages/experiment/compare_architectures.py"
+PAGE = "viz_explorer/pages/experiment/compare_architectures.py"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, ZH, by_key, texts
-from views.shell import presenter, qr
+from viz_explorer.kit import presenter
+from viz_explorer.classroom import qr
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +82,7 @@ def test_presenting_draws_a_small_heatmap_larger():
     sizes = {}
     for present in (None, "1"):
         at = _open(present)
-        at.switch_page("views/pages/look/attention.py").run()
+        at.switch_page("viz_explorer/pages/look/attention.py").run()
         fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if '"heatmap"' in c.proto.spec)
         sizes[present] = fig["layout"]["width"], fig["layout"]["font"]["size"] if present else 12
     (w, font), (w1, font1) = sizes[None], sizes["1"]
@@ -143,7 +144,7 @@ def test_bad_addresses_get_one_line():
 
 
 def _banner(code, url):
-    from views.shell import qr as q
+    from viz_explorer.classroom import qr as q
     q.class_banner(code, url)
 
 

@@ -1,4 +1,4 @@
-"""A fresh server's first Overview (views/shell/preview.py): what it draws before the model is loaded is read
+"""A fresh server's first Overview (viz_explorer/startup/preview.py): what it draws before the model is loaded is read
 without torch, and agrees with the model once loaded; the light modules never import torch."""
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from views.server import defaults, warmup
-from views.shell import preview
+from viz_explorer.server import defaults
+from viz_explorer.startup import warmup
+from viz_explorer.startup import preview
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHT = ["viz_transformer.plots.diagram", "viz_transformer.core.checkpoint_files", "viz_transformer.core.encoding",
-         "views.server.defaults", "views.server.warmup", "views.shell.page_parts", "views.shell.overview_head",
-         "views.shell.preview", "views.shell.prestart"]
+         "viz_explorer.server.defaults", "viz_explorer.startup.warmup", "viz_explorer.kit.page_parts", "viz_explorer.kit.overview_head",
+         "viz_explorer.startup.preview", "viz_explorer.startup.prestart"]
 
 
 @pytest.mark.slow          # a fresh python process
 def test_the_light_modules_leave_torch_out():
     code = (f"import sys\nfor m in {LIGHT!r}: __import__(m)\n"
-            "from views.shell import preview\nmade = preview.sketch()\n"
+            "from viz_explorer.startup import preview\nmade = preview.sketch()\n"
             "print('torch' in sys.modules, made is not None)\n"
             "from viz_transformer import load_checkpoint, CheckpointError\n"      # the package's names still work
             "print('torch' in sys.modules, load_checkpoint.__module__, CheckpointError.__name__)")
@@ -127,7 +128,7 @@ def test_no_blank_chart_while_the_light_part_imports(fresh_warmup):
 
 
 def test_the_heavy_part_waits_for_the_preview_drawn(monkeypatch):
-    from views.shell import prestart
+    from viz_explorer.startup import prestart
     for name in ("_visitor", "_seen"):
         monkeypatch.setattr(prestart, name, threading.Event())
     prestart.visited(preview=True)            # sent: the heavy part still waits for the browser's poll

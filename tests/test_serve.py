@@ -1,5 +1,5 @@
 """The class server (`streamlit run serve.py`): the same app as app.py, with torch and the default model loaded
-in a thread before the first visitor (views/shell/prestart.py). A visitor who comes while that thread works
+in a thread before the first visitor (viz_explorer/startup/prestart.py). A visitor who comes while that thread works
 sees the loading note and then the page, never an error; one who comes after it finds everything loaded."""
 from __future__ import annotations
 

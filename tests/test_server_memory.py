@@ -1,4 +1,4 @@
-"""views.server.memory: the garbage page runs leave behind (reference cycles) is collected soon after a run, also
+"""viz_explorer.server.memory: the garbage page runs leave behind (reference cycles) is collected soon after a run, also
 when a run ends too soon after the last collection and nothing runs afterwards. Checked with weak references
 to cycles, which only a full collection frees."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from views.server import memory
+from viz_explorer.server import memory
 
 
 class Node:

@@ -14,8 +14,8 @@ from app_util import ZH, array, by_key, figures, open_app
 from viz_transformer.analysis.sinks import run_sink_shares, share_of, sink_shares, strongest, without_sink
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers, per_head
 from viz_transformer.plots.summary_figures import sink_grid
-from views.shell.strings import EN
-from views.shell.strings_zh import ZH as ZH_STRINGS
+from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH as ZH_STRINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,7 +165,7 @@ def heatmap_of(at, title: str) -> dict:
 @pytest.mark.parametrize("lang,table", [(None, EN), ("zh", ZH_STRINGS)])
 def test_attention_toggle_shows_the_pattern_without_position_0(env, lang, table):
     from viz_transformer import load_checkpoint
-    at = open_app("views/pages/look/attention.py", lang=lang)
+    at = open_app("viz_explorer/pages/look/attention.py", lang=lang)
     pattern = load_checkpoint(env / "tiny-zh-en").run(ZH).cache["encoder.0.self_attn.hook_pattern"][0, 0].double().numpy()
     base = table["at.heatmap_title"].format(block=table["block.encoder.self_attn"], layer=0,
                                             head=table["at.head_n"].format(h=0))

@@ -1,4 +1,4 @@
-"""The app sets torch's intra-op threads itself (views/server/threads.py, issue 38), whatever command started it:
+"""The app sets torch's intra-op threads itself (viz_explorer/server/threads.py, issue 38), whatever command started it:
 one thread, the count measured best on a busy machine (benchmarks/bench_threads.py), unless VIZ_THREADS or
 OMP_NUM_THREADS says otherwise. The expectations are the numbers the README states, not the module's constant."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_an_app_run_sets_one_thread_even_after_torch_was_imported(no_thread_env)
                                       ({"OMP_NUM_THREADS": "4,2"}, 4),          # OpenMP's nested form: the first
                                       ({"VIZ_THREADS": "many"}, ONE), ({"OMP_NUM_THREADS": "0"}, ONE), ({}, ONE)])
 def test_the_count_honours_an_explicit_setting(monkeypatch, env, want):
-    from views.server import threads
+    from viz_explorer.server import threads
     for var in ("VIZ_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():

@@ -1,4 +1,4 @@
-"""The fresh-process warm-up (views/server/warmup.py: a blank chart, code and a formula) is sent before torch is
+"""The fresh-process warm-up (viz_explorer/startup/warmup.py: a blank chart, code and a formula) is sent before torch is
 imported and gone when the run ends; a process that already has torch sends none."""
 import subprocess
 import sys
@@ -40,7 +40,7 @@ def test_the_warmup_chart_is_removed_when_the_first_run_ends():
 def test_a_warm_process_sends_no_warmup_chart(monkeypatch):
     import streamlit  # noqa: F401
     import torch  # noqa: F401
-    from views.server import warmup
+    from viz_explorer.startup import warmup
     calls = []
     monkeypatch.setattr(warmup.st, "empty", lambda: calls.append(1))
     assert warmup.plotly_early() is None and not calls

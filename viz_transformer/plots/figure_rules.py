@@ -3,7 +3,7 @@
 A figure is laid out on the server for the width it will get (`FIGURE_PX`, the page's main column, or a
 share of it when figures stand side by side), so the browser never squeezes it:
 - a heatmap cell is between MIN_CELL and MAX_CELL px; a matrix whose cells would be smaller shows a window
-  of at most `max_cells(width)` rows/columns (the page offers a slider: views.shell.widgets.window), never
+  of at most `max_cells(width)` rows/columns (the page offers a slider: viz_explorer.kit.widgets.window), never
   smaller cells;
 - tick labels are thinned so neighbours stay apart (plot_margins.every_kth), cell numbers are printed only
   when the widest one fits in a cell;

@@ -1,0 +1,73 @@
+"""The teacher's right to act on a live class: held in the teacher's browser session (st.session_state) and in a
+cookie of that browser, never in an address, so nothing projected, photographed or shared carries it.
+
+- "Start a class" grants it to the session that started the class and writes the cookie (`viz_teach_CODE`,
+  SameSite=Strict, 12 h): a reload or a new tab of the same browser (the lesson tab) keeps it.
+- Another browser or device takes it back with the teacher key (the class's secret), typed into the teacher's page;
+  the key is shown only on demand, folded away, never in a link.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import streamlit as st
+
+from viz_explorer.classroom import store as cr
+from viz_explorer.kit.strings import t
+
+SESSION = "lc_teach"               # session_state: (class code, its secret) of the class this session teaches
+COOKIE = "viz_teach_{code}"        # the same browser's other tabs and reloads
+COOKIE_S = 12 * 3600               # a cookie outlives a lesson, not a week
+WRITTEN = "lc_cookie_written"      # session_state: the class codes whose cookie this session has written
+SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")      # what a code or a secret (token_urlsafe) is made of
+
+
+def grant(code: str, secret: str) -> None:
+    """This session teaches `code` (after Start, or a key typed in); its cookie is written on the next page."""
+    st.session_state[SESSION] = (code, secret)
+
+
+def granted(code: str) -> Optional[str]:
+    """The secret of `code` if this session may act as its teacher (from its session, else from its browser's
+    cookie, which then fills the session); None otherwise."""
+    held = st.session_state.get(SESSION)
+    if isinstance(held, tuple) and len(held) == 2 and held[0] == code and cr.is_teacher(code, held[1]):
+        return held[1]
+    kept = st.context.cookies.get(COOKIE.format(code=code))
+    if isinstance(kept, str) and cr.is_teacher(code, kept):
+        grant(code, kept)
+        return kept
+    return None
+
+
+def keep_in_browser(code: str, secret: str) -> None:
+    """Write the cookie once per session (a script in the page: Streamlit cannot set a cookie otherwise)."""
+    written = st.session_state.setdefault(WRITTEN, [])
+    if code in written or st.context.cookies.get(COOKIE.format(code=code)) == secret:
+        return
+    if not (SAFE.match(code) and SAFE.match(secret)):
+        return
+    written.append(code)
+    secure = "+(location.protocol==='https:'?';secure':'')"
+    st.html(f"<script>document.cookie='{COOKIE.format(code=code)}={secret};path=/;max-age={COOKIE_S};"
+            f"samesite=strict'{secure};</script>", unsafe_allow_javascript=True)
+
+
+def key_form(code: str) -> None:
+    """The teacher's page in a browser without the right: type the teacher key to take the class back."""
+    st.info(t("lc.key_needed", code=code), icon=":material/lock:")
+    typed = st.text_input(t("lc.key"), key="lc_key", type="password", max_chars=64)
+    if st.button(t("lc.key_go"), key="lc_key_go", icon=":material/key:"):
+        if isinstance(typed, str) and cr.is_teacher(code, typed.strip()):
+            grant(code, typed.strip())
+            st.rerun()
+        st.error(t("lc.key_wrong"))
+
+
+def show_key(secret: str) -> None:
+    """The teacher key, folded away and drawn only when asked (a projected page shows the fold, not the key)."""
+    with st.expander(t("lc.key_title"), icon=":material/key:"):
+        st.caption(t("lc.key_help"))
+        if st.toggle(t("lc.key_show"), key="lc_key_show"):
+            st.code(secret, language=None)

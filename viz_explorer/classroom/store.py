@@ -1,0 +1,282 @@
+"""The live classes' store: classes, their students and answers, in the app's database (viz_explorer.server.db).
+
+    code, secret = create_class("attention-step-by-step")     # the teacher's; only a hash of the secret is kept
+    join(code, browser_id, "Mei")                              # a student: a random id per browser, a nickname
+    answer(code, browser_id, "q1", "B", ["A", "B", "C"])       # validated, one answer per student and question
+    counts(code, secret, "q1")                                 # {"A": 0, "B": 1, "C": 0} for the teacher only
+    reveal(code, secret, "q1"); revealed(code, "q1")           # the answer shown to all: no more answers to q1
+
+Every call is one short transaction, so N processes (or machines on one PostgreSQL) see the same class.
+Errors a person can cause are ClassError with a one-line message; the page shows it.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import time
+import unicodedata
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from viz_explorer.server import db
+
+ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # 32 symbols: no I, O, 0, 1 (read aloud, typed from a board)
+CODE_LEN = 8                    # 32**8 = 2**40 codes
+BROWSER_ID = re.compile(r"^[A-Za-z0-9_-]{16,43}$")
+NICK_MAX = 24                   # characters
+CHOICE_MAX, QUESTION_MAX, OPTIONS_MAX = 200, 128, 26
+RATE_WINDOW, RATE_MAX = 10, 20  # at most 20 actions (joins, answers) per browser per 10 s window
+MAX_STEP = 4096
+
+classes = sa.Table(
+    "classes", db.METADATA,
+    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+    sa.Column("secret_hash", sa.String(64), nullable=False),          # sha256 of the teacher's secret
+    sa.Column("lesson", sa.String(64), nullable=False),
+    sa.Column("step", sa.Integer, nullable=False, server_default=sa.text("0")),
+    sa.Column("created", sa.Float, nullable=False),
+)
+members = sa.Table(
+    "class_members", db.METADATA,
+    sa.Column("code", sa.String(CODE_LEN), sa.ForeignKey("classes.code"), primary_key=True),
+    sa.Column("browser", sa.String(43), primary_key=True),
+    sa.Column("nickname", sa.String(NICK_MAX), nullable=False, server_default=""),
+    sa.Column("joined", sa.Float, nullable=False),
+)
+answers = sa.Table(
+    "class_answers", db.METADATA,
+    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+    sa.Column("browser", sa.String(43), primary_key=True),
+    sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+    sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+)
+reveals = sa.Table(             # the questions whose answer the teacher has shown the class
+    "class_reveals", db.METADATA,
+    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+    sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+    sa.Column("at", sa.Float, nullable=False),
+)
+hits = sa.Table(                # the rate limit's counters: one row per browser and window
+    "class_hits", db.METADATA,
+    sa.Column("browser", sa.String(43), primary_key=True),
+    sa.Column("window", sa.Integer, primary_key=True),
+    sa.Column("n", sa.Integer, nullable=False),
+)
+
+
+MESSAGES = {            # ClassError's key -> its one-line English message (the page shows strings' "lc.err.KEY")
+    "code": "a class code is {n} letters and digits, e.g. {example}",
+    "no_class": "there is no class {code}: check the code with your teacher",
+    "teacher": "only the class's teacher can do this (type the teacher key on the teacher's page)",
+    "browser": "this browser's id is malformed: reopen the class's join link",
+    "rate": "too many answers from this browser: wait {seconds} seconds",
+    "choice": "that answer is not one of this question's options",
+    "join": "join the class first (open its join link)",
+    "lesson": "{lesson} is not a lesson name",
+    "step": "a step is 0 … {last}",
+    "question": "a question id is 1 … {n} characters",
+    "options": "a question has 1 … {n} options of 1 … {chars} characters",
+    "revealed": "the answer is shown: this question takes no more answers",
+}
+
+
+class ClassError(ValueError):
+    """Something a person did that the class refuses: `key` names it (MESSAGES), `kw` fills it in; str() is
+    the one-line English message."""
+
+    def __init__(self, key: str, **kw):
+        super().__init__(MESSAGES[key].format(**kw))
+        self.key, self.kw = key, kw
+
+
+def _eng(eng: Optional[sa.Engine]) -> sa.Engine:
+    return eng or db.engine()
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _upsert(conn, table: sa.Table, keys: list[str], values: dict, update: dict):
+    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table).values(**values)
+    return conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=update))
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
+
+
+def normal_code(code) -> str:
+    """A typed class code as stored (upper case, spaces and dashes dropped); ClassError if it cannot be one."""
+    c = re.sub(r"[\s-]", "", code).upper() if isinstance(code, str) else ""
+    if len(c) != CODE_LEN or any(ch not in ALPHABET for ch in c):
+        raise ClassError("code", n=CODE_LEN, example=new_code())
+    return c
+
+
+def nickname(text) -> str:
+    """A nickname as stored: control and format characters out, spaces collapsed, at most NICK_MAX characters."""
+    if not isinstance(text, str):
+        return ""
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C")
+    return " ".join(text.split())[:NICK_MAX]
+
+
+def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str]:
+    """A new class on `lesson` at step 0: (code, the teacher's secret). The secret is not stored."""
+    if not isinstance(lesson, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,63}$", lesson):
+        raise ClassError("lesson", lesson=repr(lesson))
+    secret = secrets.token_urlsafe(18)
+    for _ in range(5):                       # a clash among 2**40 codes is rare; try again if it happens
+        code = new_code()
+        try:
+            with _eng(eng).begin() as conn:
+                conn.execute(classes.insert().values(code=code, secret_hash=_hash(secret), lesson=lesson, step=0,
+                                                     created=time.time()))
+            return code, secret
+        except sa.exc.IntegrityError:
+            continue
+    raise RuntimeError("no free class code after 5 tries")
+
+
+def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int]:
+    """(lesson, current step) of a class; ClassError when there is no such class."""
+    code = normal_code(code)
+    with _eng(eng).connect() as conn:
+        row = conn.execute(sa.select(classes.c.lesson, classes.c.step).where(classes.c.code == code)).first()
+    if row is None:
+        raise ClassError("no_class", code=code)
+    return row[0], row[1]
+
+
+def is_teacher(code: str, secret, eng: Optional[sa.Engine] = None) -> bool:
+    """Whether `secret` is this class's teacher secret (constant-time comparison of the hashes)."""
+    if not isinstance(secret, str) or not secret or len(secret) > 64:
+        return False
+    with _eng(eng).connect() as conn:
+        row = conn.execute(sa.select(classes.c.secret_hash).where(classes.c.code == normal_code(code))).first()
+    return row is not None and hmac.compare_digest(row[0], _hash(secret))
+
+
+def _need_teacher(code: str, secret, eng) -> str:
+    code = normal_code(code)
+    if not is_teacher(code, secret, eng):
+        raise ClassError("teacher")
+    return code
+
+
+def set_step(code: str, secret: str, step: int, eng: Optional[sa.Engine] = None) -> None:
+    """The teacher moves the class to `step` (0-based); the students follow."""
+    code = _need_teacher(code, secret, eng)
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < MAX_STEP:
+        raise ClassError("step", last=MAX_STEP - 1)
+    with _eng(eng).begin() as conn:
+        conn.execute(classes.update().where(classes.c.code == code).values(step=step))
+
+
+def _check_browser(browser) -> str:
+    if not isinstance(browser, str) or not BROWSER_ID.match(browser):
+        raise ClassError("browser")
+    return browser
+
+
+def _rate(conn, browser: str, now: float) -> None:
+    """Count one action of `browser` in the database (so the limit holds across processes); refuse past it."""
+    window = int(now // RATE_WINDOW)
+    _upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1})
+    n = conn.execute(sa.select(hits.c.n).where(hits.c.browser == browser, hits.c.window == window)).scalar_one()
+    if n > RATE_MAX:
+        raise ClassError("rate", seconds=RATE_WINDOW)
+    if n == 1:                                   # a browser's first action in a window: forget its old windows
+        conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
+
+
+def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = None) -> str:
+    """A student joins (or renames themself in) a class; returns the nickname as stored."""
+    code, browser, nick = normal_code(code), _check_browser(browser), nickname(nick)
+    lesson_and_step(code, eng)
+    now = time.time()
+    with _eng(eng).begin() as conn:
+        _rate(conn, browser, now)
+        _upsert(conn, members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
+                                                     "joined": now}, {"nickname": nick})
+    return nick
+
+
+def answer(code: str, browser: str, question: str, choice: str, options: list[str],
+           eng: Optional[sa.Engine] = None) -> None:
+    """Record a student's answer to `question` (their latest one counts). The choice must be one of the
+    question's options; the student must have joined; the browser's rate limit applies."""
+    code, browser, question = normal_code(code), _check_browser(browser), _check_question(question)
+    if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
+            or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
+        raise ClassError("options", n=OPTIONS_MAX, chars=CHOICE_MAX)
+    if not isinstance(choice, str) or choice not in options:
+        raise ClassError("choice")
+    now = time.time()
+    with _eng(eng).begin() as conn:
+        if conn.execute(sa.select(members.c.browser).where(members.c.code == code,
+                                                           members.c.browser == browser)).first() is None:
+            raise ClassError("join")
+        if conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
+                                                        reveals.c.question == question)).first() is not None:
+            raise ClassError("revealed")
+        _rate(conn, browser, now)
+        _upsert(conn, answers, ["code", "browser", "question"],
+                {"code": code, "browser": browser, "question": question, "choice": choice, "at": now},
+                {"choice": choice, "at": now})
+
+
+def _check_question(question) -> str:
+    if not isinstance(question, str) or not 0 < len(question) <= QUESTION_MAX:
+        raise ClassError("question", n=QUESTION_MAX)
+    return question
+
+
+def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> None:
+    """The teacher shows the class the answer to `question`; from then on it takes no more answers."""
+    code, question = _need_teacher(code, secret, eng), _check_question(question)
+    with _eng(eng).begin() as conn:
+        _upsert(conn, reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
+                {"question": question})
+
+
+def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
+    """Whether the teacher has shown the answer to `question` (anyone in the class may know this)."""
+    code, question = normal_code(code), _check_question(question)
+    with _eng(eng).connect() as conn:
+        return conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
+                                                            reveals.c.question == question)).first() is not None
+
+
+def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
+    """This browser's own answer to `question` in this class, None if it has not answered."""
+    code, browser = normal_code(code), _check_browser(browser)
+    with _eng(eng).connect() as conn:
+        return conn.execute(sa.select(answers.c.choice).where(
+            answers.c.code == code, answers.c.browser == browser, answers.c.question == question)).scalar()
+
+
+def counts(code: str, secret: str, question: str, options: list[str],
+           eng: Optional[sa.Engine] = None) -> dict[str, int]:
+    """The teacher's view of a question: option -> how many students chose it (every option listed)."""
+    code = _need_teacher(code, secret, eng)
+    with _eng(eng).connect() as conn:
+        rows = conn.execute(sa.select(answers.c.choice, sa.func.count()).where(
+            answers.c.code == code, answers.c.question == question).group_by(answers.c.choice)).all()
+    got = dict(rows)
+    return {o: int(got.get(o, 0)) for o in options}
+
+
+def roster(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list[str]:
+    """The teacher's list of the nicknames who joined, in joining order ("" for none given)."""
+    code = _need_teacher(code, secret, eng)
+    with _eng(eng).connect() as conn:
+        return [r[0] for r in conn.execute(sa.select(members.c.nickname).where(members.c.code == code)
+                                           .order_by(members.c.joined, members.c.browser))]

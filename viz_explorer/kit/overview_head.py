@@ -1,0 +1,56 @@
+"""The Overview's opening, which needs no model, only its config: the title, the intro, the architecture
+diagram with the text's shapes and the links to the page of each block. The Overview page draws it, and so
+does a fresh server's first page while the model is still loading (viz_explorer/startup/preview.py). Light: no torch.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from viz_explorer.kit import page_parts
+from viz_explorer.kit.strings import has, plurals, t
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.plots import diagram
+
+LINKS = [("pos", "viz_explorer/pages/look/positional_encoding.py", "nav.positional"),   # (block, page, its title)
+         ("attn", "viz_explorer/pages/look/attention.py", "nav.attention"), ("qkv", "viz_explorer/pages/step/step_by_step.py", "nav.steps"),
+         ("mask", "viz_explorer/pages/look/masks.py", "nav.masks")]
+CROSS = [("cross", "viz_explorer/pages/look/attention.py", "nav.attention")]            # encoder-decoders only
+# A page link's label stays on one line and is cut at its column's edge ("positional encoding → Positional enc"
+# at 1366 px): these wrap instead. A fixed string, no user content.
+WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { white-space: normal; overflow: visible; }
+</style>"""
+OUTPUT_END = [("softmax", "viz_explorer/pages/step/decoding.py", "nav.decoding"), ("heads", "viz_explorer/pages/experiment/knockout.py", "nav.knockout")]
+
+
+def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
+         tokenizer: str = "sentencepiece"):
+    """Title, intro, the diagram (src_len / tgt_len: the encoder's and the decoder's positions; src_len None
+    for a one-sequence model) with `note` under its caption, and the links. tokenizer: what cuts the text
+    (patterns.tokenizer_kind), named in the intro. Returns the column beside the diagram, under the links, for
+    the caller's part (the model's output)."""
+    st.title(t("ov.title"))
+    page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm, tokenizer=t("ov.tok." + tokenizer),
+                     norm=t("ov.ln." + cfg.norm_type))
+    st.subheader(t("ov.diagram"))
+    st.caption(t("ov.diagram_help"))
+    # templates the diagram fills in itself: only their plural words are chosen here
+    labels = {k: plurals(t("dg." + k), h=cfg.n_heads) for k in diagram.LABELS if has("dg." + k)}
+    labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
+    layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
+              else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
+    title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+              d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
+    left, right = st.columns([5, 2])
+    with left:
+        page_parts.show(diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title), key="ov_diagram")
+    with right:
+        st.markdown(f"**{t('ov.open')}**")
+        st.html(WRAP)
+        with st.container(key="ov_links"):
+            for short, page, nav in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
+                st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)),
+                             icon=":material/arrow_forward:")
+        st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
+    return right

@@ -1,0 +1,59 @@
+"""The pages, in sidebar order, and the tabs of the pages that have them: the one list app.py builds the
+navigation from, lessons name pages by, and lazy tabs are keyed by. No streamlit import, so the lesson
+file format can check a lesson against it anywhere.
+
+A page's name is its address (`/attention`) and what a lesson step's "page" says; its file lives in
+viz_explorer/pages/<group>/. To add a page: write the script there, add one PageSpec here, add its title
+string ("nav.NAME") to viz_explorer/kit/strings.py and strings_zh.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str          # url path and lesson page name
+    file: str          # the script, relative to viz_explorer/pages/
+    title: str         # strings key of its title
+    icon: str          # a material icon name
+
+
+SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group -> its pages
+    "nav.sec.look": (
+        PageSpec("overview", "look/overview.py", "nav.overview", "info"),
+        PageSpec("attention", "look/attention.py", "nav.attention", "grid_view"),
+        PageSpec("masks", "look/masks.py", "nav.masks", "visibility_off"),
+        PageSpec("positional", "look/positional_encoding.py", "nav.positional", "waves")),
+    "nav.sec.step": (
+        PageSpec("step_by_step", "step/step_by_step.py", "nav.steps", "calculate"),
+        PageSpec("decoding", "step/decoding.py", "nav.decoding", "skip_next"),
+        PageSpec("lens", "step/logit_lens.py", "nav.lens", "layers")),
+    "nav.sec.experiment": (
+        PageSpec("knockout", "experiment/knockout.py", "nav.knockout", "block"),
+        PageSpec("positions", "experiment/positions_on_off.py", "nav.positions", "swap_horiz"),
+        PageSpec("compare", "experiment/compare_inputs.py", "nav.compare", "compare"),
+        PageSpec("patching", "experiment/patching.py", "nav.patching", "healing"),
+        PageSpec("architectures", "experiment/compare_architectures.py", "nav.architectures", "account_tree"),
+        PageSpec("rollout", "experiment/rollout.py", "nav.rollout", "stacked_line_chart"),
+        PageSpec("head_stats", "experiment/head_stats.py", "nav.stats", "analytics")),
+    "nav.sec.train": (
+        PageSpec("training", "train/attention_over_training.py", "nav.training", "movie"),
+        PageSpec("export", "train/export.py", "nav.export", "download")),
+    "nav.sec.class": (
+        PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups"),),
+}
+PAGES: tuple[PageSpec, ...] = tuple(p for group in SECTIONS.values() for p in group)
+DEFAULT = "overview"
+
+# pages with lazy tabs: page name -> (the tabs' key prefix, the tab names in order)
+TABBED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "step_by_step": ("st", ("qkv", "scores", "output", "why")),
+    "masks": ("mk", ("padding", "causal", "applied")),
+    "architectures": ("ar", ("reads", "masks", "rank", "norm")),
+}
+
+
+def page_path(spec: PageSpec) -> str:
+    """The script's path as app.py hands it to st.Page (relative to the app's folder)."""
+    return f"viz_explorer/pages/{spec.file}"

@@ -1,0 +1,83 @@
+"""The shared sidebar: pick a checkpoint and a text, load the model, run the text (cached)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from viz_explorer.server.cached import load_model, run_text
+from viz_explorer.server import defaults
+from viz_explorer.server.defaults import EXAMPLES, checkpoints_root
+from viz_explorer.kit.context import Context
+from viz_explorer.kit.strings import t
+from viz_transformer import CheckpointError, list_checkpoints
+
+
+def _kind_of(info) -> str:
+    return defaults.kind(info.config if info is not None else None)
+
+
+def _on_checkpoint_change(infos: dict) -> None:
+    """Keep the text unless it is one of the other kind's examples (then offer this kind's)."""
+    kind = _kind_of(infos.get(st.session_state.get("ckpt")))
+    other = EXAMPLES["lm" if kind == "translator" else "translator"]
+    if st.session_state.get("text") in other:
+        st.session_state["text"] = EXAMPLES[kind][0]
+
+
+def _on_example() -> None:
+    if st.session_state.get("example"):
+        st.session_state["text"] = st.session_state["example"]
+    st.session_state["example"] = None
+
+
+def checkpoint_names() -> list[str]:
+    """The checkpoints the sidebar offers."""
+    return [i.name for i in list_checkpoints(checkpoints_root())]
+
+
+def sidebar() -> Context:
+    """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text."""
+    sb = st.sidebar
+    infos = {i.name: i for i in list_checkpoints(checkpoints_root())}   # checks each weights header
+    if not infos:
+        sb.error(t("sidebar.no_checkpoints", root=checkpoints_root()))
+        return Context("", None, "", error=t("sidebar.no_checkpoints", root=checkpoints_root()))
+    names = list(infos)
+    good = [n for n in names if infos[n].error is None]
+    if st.session_state.get("ckpt") not in names:
+        st.session_state["ckpt"] = defaults.CHECKPOINT if defaults.CHECKPOINT in good else (good or names)[0]
+    name = sb.selectbox(t("sidebar.checkpoint"), names, key="ckpt", help=t("sidebar.checkpoint_help",
+                        root=checkpoints_root()), on_change=_on_checkpoint_change, args=(infos,),
+                        format_func=lambda n: n if infos[n].error is None else t("sidebar.broken_mark", name=n))
+    broken = [n for n in names if infos[n].error]
+    if broken:
+        with sb.expander(t("sidebar.broken_title"), expanded=infos[name].error is not None):
+            for n in broken:
+                st.text(f"{n}: {infos[n].error}")
+    info = infos[name]
+    kind = _kind_of(info)
+    st.session_state.setdefault("text", EXAMPLES[kind][0])
+    sb.pills(t("sidebar.examples"), EXAMPLES[kind], key="example", on_change=_on_example)
+    text = sb.text_area(t("sidebar.text"), key="text", help=t("sidebar.text_help"), height=100)
+    ctx = Context(name, info.path, text)
+    if info.error:
+        ctx.error = info.error
+        return ctx
+    try:
+        with st.spinner(t("sidebar.loading")):
+            ctx.hm = load_model(str(info.path), ctx.stamp)
+    except (CheckpointError, OSError, RuntimeError, ValueError) as e:
+        ctx.error = str(e)
+        return ctx
+    cfg = ctx.hm.cfg
+    layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
+              else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
+    sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+                 d_model=cfg.d_model))
+    if text.strip():
+        try:
+            with st.spinner(t("sidebar.running")):
+                ctx.run = run_text(str(info.path), ctx.stamp, text)
+        except (CheckpointError, RuntimeError, ValueError, OSError) as e:   # e.g. files rewritten mid-load
+            ctx.error, ctx.error_title = str(e), "msg.failed"
+            return ctx
+    return ctx

@@ -1,0 +1,99 @@
+"""Small widgets every page uses: pickers that survive a checkpoint change, heatmap windows, lazy tabs; and
+(from viz_explorer/kit/page_parts.py, light enough for a fresh server's first page) figures with one config, a
+page's intro and formula, markdown that shows user text literally."""
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from viz_explorer.kit import presenter, registry
+from viz_explorer.kit.page_parts import formula, intro, md_escape, show  # noqa: F401  (widgets.show: the pages' name)
+from viz_explorer.kit.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.plots import figure_rules
+from viz_transformer.core.hook_names import parse_prefix
+
+
+def select(where, label: str, options: list, key: str, default=None, **kw):
+    """A selectbox whose remembered value is reset when the options change (e.g. another checkpoint); its
+    placeholder (shown while one types to search) in the interface's language, not Streamlit's English."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    kw.setdefault("placeholder", t("w.choose"))
+    return where.selectbox(label, options, key=key, **kw)
+
+
+def block_label(block: str) -> str:
+    return t(f"block.{block}")
+
+
+def prefix_label(prefix: str) -> str:
+    """A block prefix in a table ("decoder.1.cross_attn", with its own layer column) as its block's label."""
+    return block_label(parse_prefix(prefix)[0])
+
+
+def head_label(h) -> str:
+    return t(f"head.{h}") if isinstance(h, str) else t("at.head_n", h=h)
+
+
+def query_axis(block: str) -> str:
+    """The query axis title: a decoder row is named by its input and the token it predicts."""
+    return t("axis.query" if block == "encoder.self_attn" else "axis.query_next")
+
+
+def rows_note(run) -> None:
+    """A page intro's one sentence on decoder rows, with a row of this run as its example."""
+    row, piece = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    st.caption(t("rows.intro", row=md_escape(row), piece=md_escape(piece)))
+
+
+def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
+    """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
+    blocks = patterns.available_blocks(cfg)
+    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=block_label)
+    layer = select(where_cols[1], t("layer"), list(range(patterns.n_layers(cfg, block))), f"{prefix}_layer")
+    heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
+    head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)
+    return block, layer, head
+
+
+def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tuple[list, int]:
+    """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
+    cells stay readable (figure_rules.side_by_side), else one under another at the full width; one under
+    another while presenting (one figure to a screen, each as large as the screen allows)."""
+    width = figure_rules.side_by_side(n, rows, cols, label_px)
+    if presenter.active():
+        return [st.container() for _ in range(n)], figure_rules.FIGURE_PX
+    if n > 1 and width < figure_rules.FIGURE_PX:
+        return list(st.columns(n)), width
+    return [st.container() for _ in range(n)], width
+
+
+def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None):
+    """((qa, qb), (ka, kb)): all positions while a heatmap holds them at readable cells
+    (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown."""
+    size = figure_rules.max_cells(width)
+    n = max(n_query, n_key)
+    if n <= size:
+        return (0, n_query), (0, n_key)
+    start = (where or st).slider(t("fig.window", m=size), 0, n - size, 0, key=key)
+    (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, start, size)
+    st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+    return (qa, qb), (ka, kb)
+
+
+# -- tabs whose content runs only when open ----------------------------------------------------------
+TABS = dict(registry.TABBED.values())              # tab key prefix -> tab names
+
+
+def tab_label(prefix: str, name: str) -> str:
+    return t(f"{prefix}.tab.{name}")
+
+
+def lazy_tabs(prefix: str) -> dict:
+    """The tabs of a page with many figures, {name: container}; only the open one's content runs (and
+    is drawn): each figure costs the browser ~0.1 s, and a page of 8–10 took 1.3–2 s to draw. Open tab
+    in session_state[f"{prefix}_tab"] (its label); lessons choose it by name (viz_explorer/lessons/lesson_mode.py)."""
+    names = TABS[prefix]
+    return dict(zip(names, st.tabs([tab_label(prefix, n) for n in names], key=f"{prefix}_tab", on_change="rerun")))

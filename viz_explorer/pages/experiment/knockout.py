@@ -1,0 +1,107 @@
+"""Page: knock attention heads out and compare the output, its token probabilities and the attention;
+rank every head by what knocking it out alone does."""
+import streamlit as st
+
+from viz_explorer.server import cached
+from viz_explorer.kit import callbacks
+from viz_explorer.kit import confidence_note
+from viz_explorer.kit import context
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.run import forced
+from viz_transformer.run import interventions
+from viz_transformer.plots import heatmaps
+from viz_transformer.run.decoding import never_generated
+from viz_transformer.core.hook_names import block_prefix, parse_prefix, per_head
+
+ctx = context.need_run()
+hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
+path = str(ctx.path)
+st.title(t("ko.title"))
+widgets.intro("ko")
+widgets.rows_note(run)
+blocks = patterns.available_blocks(cfg)
+
+
+def _options(block: str) -> list[str]:
+    return [callbacks.ko_cell(layer, h) for layer in range(patterns.n_layers(cfg, block)) for h in range(cfg.n_heads)]
+
+
+mode = st.segmented_control(t("ko.mode"), list(interventions.MODES), default="zero", required=True, key="ko_mode",
+                            format_func=callbacks.label("ko.mode."), help=t("ko.mode_help"))
+heads = []
+for block in blocks:
+    key, options = f"ko_pick_{block}", _options(block)
+    st.session_state[key] = [o for o in (st.session_state.get(key) or []) if o in options]   # another checkpoint
+    picked = st.pills(t("ko.pick", block=widgets.block_label(block)), options, selection_mode="multi", key=key)
+    heads += [(block_prefix(block, i // cfg.n_heads), i % cfg.n_heads) for i in map(options.index, picked)]
+    c = st.columns(patterns.n_layers(cfg, block) + 4)
+    for layer in range(patterns.n_layers(cfg, block)):
+        c[layer].button(t("ko.all_layer", layer=layer), key=f"ko_all_{block}_{layer}", on_click=callbacks.ko_add,
+                        args=(block, [(layer, h) for h in range(cfg.n_heads)]), help=t("ko.all_layer_help", layer=layer))
+total = sum(patterns.n_layers(cfg, b) for b in blocks) * cfg.n_heads
+c = st.columns([4, 1])
+c[0].caption(t("ko.n_off", n=len(heads), total=total) if heads else t("ko.none_off"))
+c[1].button(t("ko.clear"), key="ko_clear", on_click=callbacks.ko_clear, args=(blocks,), disabled=not heads)
+
+key = tuple(sorted(heads))
+try:
+    after, after_logits = cached.ablated(path, ctx.stamp, ctx.text, key, mode)
+except ValueError as e:
+    st.error(str(e))
+    st.stop()
+
+left, right = st.columns(2)
+for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
+    where.markdown(f"**{t(title)}**")
+    where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+    confidence_note.of_run(hm, r, where)
+
+ids, start = forced.output_labels(run)
+banned = never_generated(hm.tokenizer)
+before_p = forced.token_probabilities(run.logits, ids, start, banned)
+after_p = forced.token_probabilities(after_logits, ids, start, banned)
+widgets.show(heatmaps.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
+                                     t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
+                                     t("axis.probability")), key="ko_probs")
+st.caption(t("ko.probs_help"))
+
+# -- the attention the remaining heads computed ----------------------------------------------------
+st.subheader(t("ko.attention"))
+block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
+if (block_prefix(block, layer), head) in heads:
+    st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
+q_pieces, k_pieces = patterns.query_labels(after, block), patterns.block_pieces(after, block)[1]
+mat = patterns.head_pattern(after.cache, block, layer, head)
+widgets.show(heatmaps.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
+                                     layer=layer, head=widgets.head_label(head)), t("axis.key"),
+                                     widgets.query_axis(block), colorbar=t("cb.weight")), key="ko_attention")
+
+# -- ranking ----------------------------------------------------------------------------------------
+st.subheader(t("ko.rank"))
+st.caption(t("ko.rank_help"))
+rank_key = (path, ctx.stamp, ctx.text, mode)
+if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/leaderboard:"):
+    bar = st.progress(0.0, text=t("ko.rank_progress", done=0, total="…"))
+    progress = lambda done, n: bar.progress(done / n, text=t("ko.rank_progress", done=done, total=n))  # noqa: E731
+    means = cached.head_means(path, ctx.stamp, ctx.text) if mode == "mean" else None
+    # kept in the session (not st.cache_*: the progress bar inside would be replayed on a cache hit)
+    st.session_state["ko_ranking"] = (rank_key, interventions.rank_heads(hm, ctx.run.input, mode, progress, means))
+    bar.empty()
+ranked = st.session_state.get("ko_ranking")
+if ranked is not None and ranked[0] == rank_key:
+    df = ranked[1].sort_values("delta_logprob", kind="stable", ignore_index=True)     # the largest drop first
+    cols = {"block": t("ko.col.block"), "layer": t("ko.col.layer"), "head": t("ko.col.head"),
+            "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
+    shown = df.assign(block=[widgets.prefix_label(p) for p in df["block"]])
+    st.dataframe(shown.rename(columns=cols), hide_index=True, key="ko_table")
+    limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
+
+    for block in blocks:
+        grid = per_head(df, block, "delta_logprob", patterns.n_layers(cfg, block), cfg.n_heads)
+        off = [(parse_prefix(p)[1], h) for p, h in heads if parse_prefix(p)[0] == block]
+        widgets.show(heatmaps.head_grid(grid, t("ko.rank_title", block=widgets.block_label(block), mode=t(f"ko.mode.{mode}")),
+                                     t("axis.layer"), t("axis.head"), t("cb.delta"), marked=off,
+                                     hover=t("ko.rank_hover"), limit=limit),
+                     key=f"ko_grid_{block}", on_select=callbacks.ko_pick(block), selection_mode="points")

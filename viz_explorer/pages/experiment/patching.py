@@ -1,0 +1,104 @@
+"""Page: activation patching, text B run with one component taken from text A."""
+import streamlit as st
+
+from viz_explorer.server import cached
+from viz_explorer.kit import callbacks
+from viz_explorer.kit import confidence_note
+from viz_explorer.kit import context
+from viz_explorer.kit import on_request
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.run import patching
+from viz_transformer.plots import heatmaps
+from viz_transformer.plots import lens_figures
+from viz_transformer.core.hook_names import parse_prefix
+
+# a second text for the examples (same number of pieces); otherwise the kind's default
+PAIRS = {"我喜欢你。": "你喜欢我。", "我爱你。": "你爱我。", "我是一名工程师。": "我是一名科学家。", "我是学生。": "我是老师。",
+         "Once upon a time there was a little dog.": "Once upon a time there was a little cat."}
+DEFAULT = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}
+
+
+
+def stream_label(i: int) -> str:
+    """Residual stream i as the figure's rows and the table both name it: embeddings, or after layer i - 1."""
+    layer = patching.resid_layer(i)
+    return t("pt.row.embed") if layer is None else t("pt.row.layer", i=layer)
+
+
+ctx = context.need_run()
+cfg = ctx.hm.cfg
+path = str(ctx.path)
+st.title(t("pt.title"))
+st.caption(t("pt.intro"))
+
+c = st.columns(2)
+c[0].text_input(t("pt.first"), ctx.text, disabled=True)
+key = f"pt_text_{ctx.kind}"
+if st.session_state.get("pt_for") != (ctx.kind, ctx.text) and ctx.text in PAIRS:   # a new example: its pair
+    st.session_state[key] = PAIRS[ctx.text]
+st.session_state["pt_for"] = (ctx.kind, ctx.text)
+st.session_state.setdefault(key, DEFAULT[ctx.kind])
+other = c[1].text_input(t("pt.other"), key=key)
+over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", required=True, key="pt_over",
+                            format_func=callbacks.label("pt.over."), help=t("pt.over_help"))
+if not other.strip():
+    st.info(t("pt.empty"))
+    st.stop()
+if not on_request.asked(ctx.hm, "patching", (ctx.name, ctx.text, other, over), t("pt.run")):
+    st.stop()
+bar = st.progress(0.0, text=t("pt.running"))
+try:
+    df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over, progress=lambda done, n: bar.progress(
+        done / n, text=t("pt.progress", done=done, total=n)))
+except ValueError as e:
+    bar.empty()
+    st.warning(t("pt.align"))
+    st.code(str(e), language=None, wrap_lines=True)
+    st.caption(t("pt.align_tip"))
+    st.stop()
+
+bar.empty()
+a = df.attrs
+c = st.columns(2)
+for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
+                               (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other, runs=2))):
+    where.markdown(f"**{t(title)}**")
+    where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
+    confidence_note.of_run(ctx.hm, r, where)
+st.caption(t("pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
+if df["score"].isna().all():
+    st.warning(t("pt.same"))
+    st.stop()
+
+if over == "heads":
+    limit = float(df["score"].abs().max())                     # one colour scale for every block
+    for block in patterns.available_blocks(cfg):
+        grid = patching.score_grid(df, "heads", block)
+        widgets.show(heatmaps.head_grid(grid, t("pt.heads_title", block=widgets.block_label(block)), t("axis.layer"),
+                                     t("axis.head"), t("pt.cb"), hover=t("pt.hover"), limit=limit),
+                     key=f"pt_grid_{block}")
+elif over == "blocks":
+    kinds = list(dict.fromkeys(parse_prefix(p)[0] for p in df["block"]))
+    widgets.show(lens_figures.score_heatmap(patching.score_grid(df, "blocks"),
+                                          [t("pt.row.layer", i=i) for i in range(int(df["layer"].max()) + 1)],
+                                          [widgets.block_label(k) for k in kinds], t("pt.blocks_title"),
+                                          t("pt.axis.block"), t("axis.layer"), t("pt.cb")), key="pt_blocks")
+else:
+    grid = patching.score_grid(df, "resid")
+    rows = [stream_label(i) for i in range(grid.shape[0])]
+    pieces = list(dict.fromkeys(zip(df["pos"], df["piece"])))
+    widgets.show(lens_figures.score_heatmap(grid, rows, [f"{q}:{p}" for q, p in pieces],
+                                          t("pt.resid_title", part=a["part"]), t("pt.axis.pos"), t("axis.layer"),
+                                          t("pt.cb")), key="pt_resid")
+
+st.subheader(t("pt.top"))
+cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
+cols.update({c: t(f"ko.col.{c}") for c in ("block", "layer", "head")},        # a resid row keeps its capture name
+            name=t("pt.col.hook"), pos=t("pt.col.pos"), piece=t("pt.col.piece"))
+top = df.sort_values("score", ascending=False).head(10)
+if over == "resid":
+    top = top.assign(layer=[stream_label(int(i)) for i in top["layer"]])
+top = top.assign(block=[widgets.prefix_label(p) for p in top["block"]]) if "block" in top else top
+st.dataframe(top.rename(columns=cols), hide_index=True, key="pt_table")

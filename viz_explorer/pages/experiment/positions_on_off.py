@@ -1,0 +1,68 @@
+"""Page: the same text with and without positional encoding: output and one head's attention side by
+side, and the order test (the text's pieces permuted: a bag of vectors without positions)."""
+import streamlit as st
+
+from viz_explorer.server import cached
+from viz_explorer.kit import callbacks
+from viz_explorer.kit import confidence_note
+from viz_explorer.kit import context
+from viz_explorer.kit import on_request
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.run import permute
+from viz_transformer.plots import heatmaps
+
+ctx = context.need_run()
+cfg, run = ctx.hm.cfg, ctx.run
+path = str(ctx.path)
+st.title(t("po.title"))
+widgets.intro("po")
+widgets.rows_note(run)
+if not cfg.is_encoder_decoder:
+    st.caption(t("po.intro_lm"))
+
+if not on_request.asked(ctx.hm, "positions", (ctx.name, ctx.text), t("po.run")):
+    st.stop()
+with st.spinner(t("sidebar.running")):
+    off = cached.positions_off(path, ctx.stamp, ctx.text)
+block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "po")
+shown = {}
+for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
+    with where:
+        st.markdown(f"**{t('po.' + state)}**")
+        st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        confidence_note.of_run(ctx.hm, r)
+        shown[state] = (patterns.query_labels(r, block), patterns.block_pieces(r, block)[1],
+                        patterns.head_pattern(r.cache, block, layer, head))
+(qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
+                                    "po_window")
+cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
+for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
+    with where:
+        widgets.show(heatmaps.attention_heatmap(mat[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
+                                             t("po.att_title", state=t(f"po.state_{state}"),
+                                               block=widgets.block_label(block), layer=layer,
+                                               head=widgets.head_label(head)),
+                                             t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"), q_start=qa,
+                                             k_start=ka, width=width), key=f"po_att_{state}")
+
+# -- the order test -------------------------------------------------------------------------------
+st.subheader(t("po.order"))
+st.caption(t("po.order_help"))
+how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="reverse", required=True, key="po_how",
+                           format_func=callbacks.label("po.how."))
+try:
+    with st.spinner(t("sidebar.running")):
+        tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
+except ValueError as e:
+    st.info(t("po.too_short", error=e))
+    st.stop()
+on = tests["on"]
+st.code(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", language=None,
+        wrap_lines=True)
+st.markdown(t("po.gap", part=t(f"dg.{on.part}")))
+st.dataframe([{t("po.col.state"): t(f"po.gap_{s}"), t("po.col.gap"): f"{r.gap:.2e}", t("po.col.output"): r.output,
+               t("po.col.permuted_output"): r.permuted_output} for s, r in tests.items()],
+             hide_index=True, key="po_gaps")
+st.caption(t("po.gap_caption"))

@@ -1,0 +1,83 @@
+"""Page: one head's heatmap (optionally renormalised without the position-0 sink), the model view (all layers ×
+heads), the line view, word level."""
+import streamlit as st
+
+from viz_explorer.kit import callbacks
+from viz_explorer.kit import context
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_transformer.analysis import patterns
+from viz_transformer.analysis import architectures
+from viz_transformer.analysis import sinks
+from viz_transformer.plots import heatmaps
+from viz_transformer.plots import model_figures
+
+TILE = 32          # model-view tile size (cells) above which patterns are max-pooled ...
+GRID_CELLS = 144   # ... halved beyond this many heads in all: 24 × 14 tiles are ~70 px wide, 2 px a cell at 32
+LINE_WINDOW = 48   # at most this many tokens per column in the line view
+MAX_LINES = 300    # per head
+
+ctx = context.need_run()
+run, cfg = ctx.run, ctx.hm.cfg
+st.title(t("at.title"))
+widgets.intro("at")
+widgets.rows_note(run)
+
+c = st.columns([3, 1, 2, 1.4])
+block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)
+words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
+no_sink = st.toggle(t("at.no_sink"), key="at_no_sink", help=t("at.no_sink_help"))
+
+pats = patterns.block_patterns(run.cache, block)                     # (L, H, q, k)
+q_pieces, k_pieces = patterns.block_pieces(run, block)
+shown = sinks.without_sink(pats[layer], [0]) if no_sink else pats[layer]   # each head's pieces, before words/mean
+mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
+qp = patterns.query_labels(run, block, words)                       # a decoder row: "▁an → ▁engineer"
+title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
+if no_sink:
+    title = t("at.no_sink_title", title=title)
+    share = sinks.share_of(sinks.sink_shares(run.cache, block, patterns.n_layers(cfg, block)), layer, head)
+    st.caption(t("at.no_sink_note" if isinstance(head, int) else "at.no_sink_note_heads",
+                 share=f"{share:.0%}" if share == share else "–", piece=widgets.md_escape(k_pieces[0])))
+fig = heatmaps.attention_heatmap(mat, qp, kp, title, t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"))
+seg = architectures.segments(run, cfg)
+if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target
+    st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))
+    model_figures.mark_segments(fig, [seg.source_start, seg.source_end],
+                               ["", t("ar.part.source"), t("ar.part.target")])
+widgets.show(fig, key="at_heatmap")
+
+# -- model view: click a tile to open that head -------------------------------------------------
+st.subheader(t("at.model_view"))
+st.caption(t("at.model_view_help"))
+tile = TILE if pats.shape[0] * pats.shape[1] <= GRID_CELLS else TILE // 2
+if max(len(q_pieces), len(k_pieces)) > tile:
+    st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=tile))
+
+
+sel = (layer, head) if isinstance(head, int) else None
+widgets.show(heatmaps.model_view(patterns.model_view_tiles(pats, tile), t("at.model_view_title",
+            block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
+            colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
+            key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")
+
+# -- line view ------------------------------------------------------------------------------------
+st.subheader(t("at.line_view"))
+c = st.columns([2, 1, 2])
+default = [head] if isinstance(head, int) else [0]
+heads = c[0].multiselect(t("at.line_heads"), list(range(cfg.n_heads)), default=default, max_selections=4,
+                         format_func=widgets.head_label, key=f"at_line_heads_{head}")
+min_w = c[1].slider(t("at.line_min"), 0.0, 0.5, 0.05, 0.01, key="at_line_min")
+lq, lk = (qp, kp)
+n = max(len(lq), len(lk))
+(qa, qb), (ka, kb) = (0, len(lq)), (0, len(lk))
+if n > LINE_WINDOW:
+    start = c[2].slider(t("at.line_window"), 0, n - LINE_WINDOW, 0, key="at_line_start")
+    (qa, qb), (ka, kb) = patterns.axis_windows(len(lq), len(lk), start, LINE_WINDOW)
+    st.caption(t("at.line_capped", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1, m=MAX_LINES))
+if heads:
+    mats = [patterns.head_matrix(pats[layer], h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
+    widgets.show(heatmaps.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
+                                 t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
+                                 k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=widgets.query_axis(block),
+                                 key_label=t("axis.key"), colorbar=t("cb.weight")), key="at_lines")

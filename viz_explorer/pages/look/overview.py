@@ -1,0 +1,67 @@
+"""Page: the checkpoint's architecture as a diagram with the text's shapes, how it was trained, the text
+as its tokenizer's pieces, and the model's output."""
+import streamlit as st
+
+from viz_explorer.server import cached
+from viz_explorer.kit import confidence_note
+from viz_explorer.kit import context
+from viz_explorer.kit import overview_head
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import has, t
+from viz_transformer.analysis import patterns
+from viz_transformer.plots import heatmaps
+
+ctx = context.need_run()
+hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
+
+right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
+                           tokenizer=patterns.tokenizer_kind(hm.tokenizer))
+with right:
+    st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+    confidence_note.of_run(hm, run)
+    with st.expander(t("ov.settings")):
+        facts = hm.describe()
+        norm = t("dg.norm.rms" if cfg.norm_type == "rms" else "dg.norm")          # LayerNorm or RMSNorm
+        for k, name in (("architecture", "ov.arch."), ("norm", "ov.norm."), ("positional", "pe.kind.")):
+            facts[k] = t(name + str(facts[k]), norm=norm)
+        st.dataframe({t("ov.fact"): [t("ov.f." + k) for k in facts], t("ov.value"): [str(v) for v in facts.values()]},
+                     hide_index=True, height=38 + 35 * len(facts))
+
+# -- training: readable metrics and the loss curve when the checkpoint has one --------------------------
+st.subheader(t("ov.training"))
+meta = hm.meta or {}
+if meta.get("trained_at"):
+    st.caption(widgets.md_escape(t("ov.trained", when=meta["trained_at"], data=meta.get("data", "–"),
+                                   task=t("ov.task." + meta["task"]) if has("ov.task." + str(meta.get("task")))
+                                   else meta.get("task", "–"))))
+metrics = patterns.training_metrics(meta)
+fmt = {"params": lambda v: f"{v:,.0f}", "items": lambda v: f"{v:,.0f}", "epoch": lambda v: f"{v:.0f}",
+       "seconds": lambda v: t("ov.m.minutes", m=v / 60)}
+shown = list(metrics.items())
+for row in range(0, len(shown), 4):              # four to a row: long numbers stay whole
+    for where, (k, v) in zip(st.columns(4), shown[row:row + 4]):
+        where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
+snaps = cached.snapshots(str(ctx.path), ctx.stamp)
+fine = snaps.loss_curve if snaps is not None else None
+curve = fine or patterns.epoch_curve(meta)       # the snapshots' fine curve, else meta.json's one point an epoch
+if curve:
+    steps, losses = zip(*curve)
+    widgets.show(heatmaps.curves(steps, {t("ov.loss_y"): losses}, t("ov.loss_title"), t("ov.loss_x"), t("ov.loss_y"),
+                              height=300), key="ov_loss")
+    if not fine:
+        st.caption(t("ov.epoch_curve"))
+else:
+    st.caption(t("ov.no_curve"))
+
+# -- the text as pieces ---------------------------------------------------------------------------------
+st.subheader(t("ov.pieces"))
+st.caption(t("ov.pieces_help"))
+cols = {"pos": t("ov.col.pos"), "piece": t("ov.col.piece"), "id": t("ov.col.id"), "word": t("ov.col.word"),
+        "starts": t("ov.col.starts")}
+parts = [(part, ids, pieces) for part, ids, pieces in (("encoder", run.src_ids, run.src_pieces),
+                                                        ("decoder", run.tgt_ids, run.tgt_pieces)) if ids is not None]
+for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one sequence: one table, full width
+    with where:
+        st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
+        rows = patterns.pieces_table(ids, pieces)
+        st.dataframe({cols[k]: [r[k] for r in rows] for k in cols}, hide_index=True, height=min(600, 38 + 35 * len(rows)))

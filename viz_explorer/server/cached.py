@@ -1,0 +1,344 @@
+"""The app's caches: one loaded model per checkpoint folder, and the runs and traces made with it.
+
+Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
+that grows with a text (runs, traces, batches, lens tables, patching scores, reports) lives in one memo
+shared by every session and bounded in bytes (VIZ_CACHE_MB, default DEFAULT_CACHE_MB), least recently
+used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import streamlit as st
+
+from viz_transformer import decode, load_checkpoint
+from viz_explorer.server import allocator
+from viz_transformer.analysis import patterns
+from viz_transformer.analysis import sinks
+from viz_transformer.analysis import summaries
+from viz_transformer.core import recipes
+from viz_transformer.core.hook_names import n_layers
+from viz_transformer.run import forced
+from viz_transformer.run import interventions
+from viz_transformer.run import lenses
+from viz_transformer.run import patching
+from viz_transformer.run import permute
+from viz_transformer.run import capture as runs
+from viz_transformer.run.derived_cache import compact_run, patterns_only
+from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
+from viz_explorer.server.byte_lru import ByteLRU
+from viz_explorer.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.training.snapshots import has_training_snapshots
+from viz_transformer.training.snapshots import load_training_snapshots
+
+
+
+def folder_stamp(path) -> float:
+    """Newest mtime of a checkpoint folder's files: part of every cache key."""
+    if path is None:
+        return 0.0
+    return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
+
+
+DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page computes from it (its run is 26-33 MiB),
+                              # or hundreds of sentences (benchmarks/bench_memory.py: the server's RSS)
+
+
+def cache_budget() -> int:
+    """The memo's size in bytes: VIZ_CACHE_MB (MiB), else DEFAULT_CACHE_MB."""
+    raw = os.environ.get("VIZ_CACHE_MB", "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_CACHE_MB
+    except ValueError:
+        mb = DEFAULT_CACHE_MB
+    return int(max(mb, 0) * 2**20)
+
+
+@st.cache_resource(show_spinner=False)
+def memo() -> ByteLRU:
+    """The memo every session shares. Tensors of 1 MiB and more get their own mappings, so what the memo
+    drops goes back to the system; smaller freed pages are handed back after each eviction."""
+    allocator.fix_mmap_threshold()
+    return ByteLRU(cache_budget(), on_evict=allocator.release_free_memory)
+
+
+def heavy(fn):
+    """Memoize fn in the shared byte-bounded memo, keyed by its name and arguments."""
+    @functools.wraps(fn)
+    def cached(*args, **kw):
+        return memo().get((fn.__name__, args, tuple(sorted(kw.items()))), lambda: fn(*args, **kw))
+    return cached
+
+
+def weight_settings() -> tuple[str, str]:
+    """(dtype, device) for loading: VIZ_DTYPE (float32, the default, or bfloat16: half the memory) and VIZ_DEVICE
+    (auto, the default: a GPU when torch sees one; cpu; cuda). An unknown value, or cuda on a machine without a
+    GPU, falls back to the default (the app still starts)."""
+    dtype = os.environ.get("VIZ_DTYPE", "").strip().lower() or "float32"
+    device = os.environ.get("VIZ_DEVICE", "").strip().lower() or "auto"
+    dtype = dtype if dtype in WEIGHT_DTYPES else "float32"
+    try:
+        pick_device(device)
+    except ValueError:
+        device = "auto"
+    return dtype, device
+
+
+_kept: set = set()          # (path, stamp) of every model load_model has loaded (and keeps)
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def load_model(path: str, stamp: float):
+    """The models the pages run (the sidebar's, ~30 MB each for ours) stay loaded. The architecture
+    comparison does not keep its three: it reads each once per text (model_once, model_facts)."""
+    dtype, device = weight_settings()
+    _kept.add((path, stamp))
+    return load_checkpoint(path, dtype=dtype, device=device)
+
+
+def model_once(path: str, stamp: float):
+    """The model for a view cached whole (arch_view): the kept one when a page has loaded it, else one loaded
+    for this call and not kept. The comparison's three translators had stayed loaded for good, 88 MiB of a
+    class server's memory for a page read once per text; a load is 0.14 s (load_weights skips random init)."""
+    if (path, stamp) in _kept:
+        return load_model(path, stamp)
+    dtype, device = weight_settings()
+    return load_checkpoint(path, dtype=dtype, device=device)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a page says of a model without its weights: its config, meta.json and parameter count."""
+    cfg: ModelConfig
+    meta: dict
+    n_params: int
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def model_facts(path: str, stamp: float) -> ModelFacts:
+    from viz_transformer import list_checkpoints
+    from viz_transformer.core.checkpoint import n_parameters
+    info = next(i for i in list_checkpoints(Path(path).parent) if i.path == Path(path))
+    return ModelFacts(info.config, info.meta or {}, n_parameters(info.config))
+
+
+RUN_ROOM = 1.5    # the memo's budget grows, if it must, to 1.5 runs of the largest model asked for: the run and
+                  # what pages compute from it (a lean intervened run is about a third of a run), never one
+                  # evicting the other on the way through the pages
+
+
+def _run_key(path: str, stamp: float, text: str) -> tuple:
+    return ("run_text", (path, stamp, text), ())
+
+
+def run_text(path: str, stamp: float, text: str, runs: int = 1):
+    """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
+    128 tokens is a few hundred MB, more than the default budget: every page would run the model again).
+    runs: how many texts' runs the calling page reads together (2 on the pages that compare two texts)."""
+    return memo().get(_run_key(path, stamp, text), lambda: compact_run(load_model(path, stamp).run(text)),
+                      room=runs - 1 + RUN_ROOM)
+
+
+def run_once(path: str, stamp: float, text: str, hm=None):
+    """The text's run as run_text keeps it when a page made it already; else a run of `hm` (default: the kept
+    model) that is not kept (a view cached whole, like arch_view, reads it once: the memo held every compared
+    model's 512-piece run, up to 67 MiB each, for no later reader)."""
+    kept = memo().peek(_run_key(path, stamp, text))
+    return kept if kept is not None else (hm or load_model(path, stamp)).run(text)
+
+
+@heavy
+def trace(path: str, stamp: float, text: str, **params):
+    """decode(); a greedy trace the text's run already made (its continuation) is read off that run."""
+    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, **params)
+
+
+def _is_mask(name: str) -> bool:
+    return name.endswith(".hook_mask")
+
+
+@heavy
+def padded(path: str, stamp: float, text: str, other: str):
+    """The two-text batch of the masks page, which reads only its masks."""
+    return runs.padded_batch(load_model(path, stamp), text, other, names_filter=_is_mask)
+
+
+@st.cache_data(show_spinner=False)
+def qk_variance() -> dict:
+    return patterns.qk_variance()
+
+
+# -- the lab: intervened runs, keyed by what was knocked out ------------------------------------------
+@heavy
+def head_means(path: str, stamp: float, text: str):
+    return interventions.head_means(load_model(path, stamp), text)
+
+
+def ablation_hooks(path: str, stamp: float, text: str, heads: tuple, mode: str) -> list:
+    means = head_means(path, stamp, text) if mode == "mean" and heads else None
+    return interventions.head_ablation_hooks(list(heads), mode, means, cfg=load_model(path, stamp).cfg)
+
+
+def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
+    """(the intervened run, the logits of the original run's exact ids under the same ablation).
+    With no head knocked out that is the original run and its own logits: no second model run."""
+    if not heads:
+        run = run_text(path, stamp, text)
+        return run, run.logits
+    return _ablated(path, stamp, text, heads, mode)
+
+
+@heavy
+def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
+    hm = load_model(path, stamp)
+    hooks = ablation_hooks(path, stamp, text, heads, mode)
+    return (compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks)),      # its page reads the output
+            forced.forced_logits(hm, run_text(path, stamp, text), hooks))                # and patterns alone
+
+
+@heavy
+def positions_off(path: str, stamp: float, text: str):
+    """The run with every position signal taken out: its page reads the output and the patterns alone."""
+    hm = load_model(path, stamp)
+    return compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=interventions.positions_off_hooks(hm)))
+
+
+@heavy
+def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
+    hm = load_model(path, stamp)
+    own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
+    return permute.order_test(hm, run_text(path, stamp, text).input, how,
+                          () if positions else interventions.positions_off_hooks(hm), output=own)
+
+
+# -- models side by side, and attention over training ------------------------------------------------
+@st.cache_resource(show_spinner=False, max_entries=4)
+def snapshots(path: str, stamp: float):
+    return load_training_snapshots(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def training_roles(path: str, stamp: float):
+    """Every head's role at every recorded training step (analysis.summaries.roles_over_training)."""
+    return summaries.roles_over_training(snapshots(path, stamp))
+
+
+def with_snapshots() -> list[str]:
+    """The names of every listed checkpoint that has a training playback (training_snapshots.json), in the
+    catalog's order; only the files' presence is checked."""
+    from viz_transformer import list_checkpoints
+    return [info.name for info in list_checkpoints(checkpoints_root())
+            if info.error is None and has_training_snapshots(info.path)]
+
+
+def translators() -> dict[str, Path]:
+    """One usable translator checkpoint per architecture, in reading order: those trained on one recipe (data,
+    split, budget) first (core.recipes.comparison)."""
+    from viz_transformer import list_checkpoints
+    return {arch: info.path for arch, info in recipes.comparison(list_checkpoints(checkpoints_root())).items()}
+
+
+def translators_fair() -> bool:
+    """Whether the comparison's translators share one recipe, so their differences are the architecture's."""
+    from viz_transformer import list_checkpoints
+    return recipes.same_recipe(recipes.comparison(list_checkpoints(checkpoints_root())).values())
+
+
+def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:
+    """(pre, post): a pre-norm translator and its post-norm twin (same architecture, size, data, split and
+    budget; issue 23), the one whose pre-norm model is `prefer` first; or None."""
+    from viz_transformer import list_checkpoints
+    pair = recipes.norm_pair(list_checkpoints(checkpoints_root()), prefer.name if prefer else None)
+    return (pair[0].path, pair[1].path) if pair else None
+
+
+@st.cache_data(show_spinner=False, max_entries=8)       # ~0.6 MiB each for a 512-piece text
+def arch_view(path: str, stamp: float, text: str) -> dict:
+    """What the architecture comparison shows of one model's run, small enough to keep: the output, where
+    the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
+    the segments, the singular values of every self-attention pattern (architectures.self_spectra). Three
+    models' full runs did not fit the memo together, and each visit re-ran them."""
+    from viz_transformer.analysis import architectures
+    from viz_transformer.analysis import confidence
+    hm = model_once(path, stamp)
+    cfg, run = hm.cfg, run_once(path, stamp, text, hm)
+    reads = {layer: architectures.source_attention(run, cfg, layer) for layer in {0, cfg.n_decoder_layers - 1}}
+    blocks = ["encoder.self_attn", "decoder.self_attn"] if cfg.is_encoder_decoder else ["decoder.self_attn"]
+    masks = {b: (run.cache[architectures.hook_name(b, 0, "hook_mask")][0, 0].clone(),
+                 run.src_pieces if b == "encoder.self_attn" else run.tgt_pieces) for b in blocks}
+    return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
+            "confidence": confidence.assess(hm, run),
+            "spectra": architectures.self_spectra(run, cfg),
+            "example": patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
+
+
+def rank_tables(views: dict):
+    """Effective rank of every self-attention head of each model (one DataFrame); views: {arch: arch_view}."""
+    import pandas as pd
+    from viz_transformer.analysis import architectures
+    return pd.concat([architectures.spectra_table(v["spectra"], arch) for arch, v in views.items()],
+                     ignore_index=True)
+
+
+def spectra(views: dict, depth: str) -> dict:
+    """{(architecture, block): singular values [head, m]} of the first or last layer of each self-attention block."""
+    out = {}
+    for arch, v in views.items():
+        for block in dict.fromkeys(b for b, _ in v["spectra"]):
+            layer = max(l for b, l in v["spectra"] if b == block) if depth == "last" else 0
+            out[(arch, block)] = v["spectra"][(block, layer)][0].numpy()
+    return out
+
+
+# -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
+@st.cache_resource(show_spinner=False)
+def corpus_results() -> dict:
+    """(path, stamp, corpus digest) -> head-statistics table, shared by every session; the page fills it
+    (an st.cache_* function around the pass would replay its progress bar on every hit)."""
+    return {}
+
+
+@heavy
+def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
+    from viz_transformer.report import build_report
+    return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
+# -- per-head summaries of the sidebar run (every head of every layer: seconds on a large model) --------
+@heavy
+def head_stats(path: str, stamp: float, text: str):
+    return summaries.head_stats(run_text(path, stamp, text))
+
+
+@heavy
+def sink_shares(path: str, stamp: float, text: str, block: str):
+    return sinks.sink_shares(run_text(path, stamp, text).cache, block, n_layers(load_model(path, stamp).cfg, block))
+
+
+# -- logit lens and activation patching ---------------------------------------------------------------
+@heavy
+def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
+    """The lens summary (lenses.LensView) of the sidebar run: top tokens and P(final token) per cell,
+    read out at the positions of `window` (a, b) only."""
+    hm, run = load_model(path, stamp), run_text(path, stamp, text)
+    return lenses.lens_view(hm, run, window=window)
+
+
+@heavy
+def trace_lens(path: str, stamp: float, text: str, step: int, **params):
+    """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
+    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
+
+
+@heavy
+def pair(path: str, stamp: float, text_a: str, text_b: str):
+    return patching.prepare_pair(load_model(path, stamp), run_text(path, stamp, text_a).input, text_b)
+
+
+def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str, progress=None):
+    """Memoized like @heavy; progress(done, total) is called while it computes (not part of the key)."""
+    return memo().get(("patching_scores", (path, stamp, text_a, text_b, over), ()), lambda: patching.patching_scores(
+        load_model(path, stamp), text_a, text_b, over, pair=pair(path, stamp, text_a, text_b), progress=progress))

@@ -1,0 +1,24 @@
+"""What a fresh session starts on: the checkpoints folder, the checkpoint picked first, the example texts.
+Light (no torch), so a fresh server's first page can read them while the model is still loading."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKPOINT = "zh-en"             # picked first when it loads; else the first that does (viz_explorer/kit/sidebar.py)
+EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天天气很好。", "我的猫喜欢睡觉。",
+                           "你叫什么名字？"],
+            "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
+                   "Lily wanted to play in the park, but it was raining."]}
+SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见面，然后一起坐火车去北京。"],   # padding demo:
+          "lm": ["Hi.", "The little dog ran to the park and played with his friends all day."]}  # one is picked
+
+
+def checkpoints_root() -> Path:
+    return Path(os.environ.get("VIZ_CHECKPOINTS") or ROOT / "checkpoints")
+
+
+def kind(cfg) -> str:
+    """Which examples a model gets: "translator" or "lm" (a config of None: "lm")."""
+    return "translator" if cfg is not None and cfg.is_translator else "lm"
