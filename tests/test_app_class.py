@@ -57,8 +57,12 @@ def test_a_teacher_starts_a_class_and_no_address_has_the_secret(env):
     codes = [c.value for c in at.code]
     assert f"/live_class?class={code}&lang=en" in codes and not any(secret in c for c in codes)  # join, Copy link
     assert [m.value for m in at.metric if m.label == "Answered"] == ["0 of 0"]
-    at.toggle(key="lc_key_show").set_value(True).run()               # the key, drawn only when asked for
+    at.button(key="lc_key_show").click().run()                       # the key, drawn only when asked for
     assert secret in [c.value for c in at.code]
+    at.run()                                                         # and kept through a rerun (the live chart's)
+    assert secret in [c.value for c in at.code]
+    at.button(key="lc_key_show").click().run()                       # folded again
+    assert secret not in [c.value for c in at.code]
 
 
 def test_the_teacher_page_without_the_right_asks_for_the_key(env):

@@ -143,13 +143,13 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         code = start_class(teacher, f"{server.url}/live_class?lang=en")
         seen = addresses(teacher)                                    # the projected page, as started
         teacher.get_by_text("Your teacher key").click()
-        teacher.get_by_text("Show the key").click()
+        teacher.get_by_role("button", name="Show the key").click()
         key = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
             '[data-testid="stCode"]').first
         key.wait_for()
         secret = key.inner_text().strip()
         assert cr.is_teacher(code, secret, eng)
-        teacher.get_by_text("Show the key").click()                  # folded again before projecting
+        teacher.get_by_role("button", name="Hide the key").click()   # folded again before projecting
         teacher.get_by_role("button", name="Next step").click()
         teacher.get_by_text("Step 2 of 3").first.wait_for()
         settle(teacher)

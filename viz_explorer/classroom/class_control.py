@@ -18,6 +18,7 @@ from viz_explorer.kit.strings import t
 
 SESSION = "lc_teach"               # session_state: (class code, its secret) of the class this session teaches
 COOKIE = "viz_teach_{code}"        # the same browser's other tabs and reloads
+KEY_SHOWN = "lc_key_shown"         # session_state: the teacher asked to see the key
 COOKIE_S = 12 * 3600               # a cookie outlives a lesson, not a week
 WRITTEN = "lc_cookie_written"      # session_state: the class codes whose cookie this session has written
 SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")      # what a code or a secret (token_urlsafe) is made of
@@ -66,8 +67,16 @@ def key_form(code: str) -> None:
 
 
 def show_key(secret: str) -> None:
-    """The teacher key, folded away and drawn only when asked (a projected page shows the fold, not the key)."""
+    """The teacher key, folded away and drawn only when asked (a projected page shows the fold, not the key). The
+    choice is a plain session value flipped by a button, not a toggle: the live chart's fragment reruns every second,
+    and a widget outside it can lose its value to such a rerun (the key hid itself again)."""
+    shown = bool(st.session_state.get(KEY_SHOWN))
     with st.expander(t("lc.key_title"), icon=":material/key:"):
         st.caption(t("lc.key_help"))
-        if st.toggle(t("lc.key_show"), key="lc_key_show"):
+        st.button(t("lc.key_hide" if shown else "lc.key_show"), key="lc_key_show", on_click=_flip_key)
+        if shown:
             st.code(secret, language=None)
+
+
+def _flip_key() -> None:
+    st.session_state[KEY_SHOWN] = not st.session_state.get(KEY_SHOWN)

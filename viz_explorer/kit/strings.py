@@ -966,6 +966,7 @@ EN = {
     "lc.key_help": "Only this browser can run the class, also after a reload. To run it from another browser or "
                    "device, open this page's address there and type the key. Never show it to the class.",
     "lc.key_show": "Show the key",
+    "lc.key_hide": "Hide the key",
     "lc.key_needed": "Class {code}: to run it from this browser, type your teacher key (shown under \"Your teacher "
                      "key\" where you started the class). Students join with the join link instead.",
     "lc.key": "Teacher key",

@@ -767,6 +767,7 @@ SOURCE = {
     "lc.key_title": "0d10e472",
     "lc.key_help": "308adcb4",
     "lc.key_show": "f7975bfb",
+    "lc.key_hide": "13623104",
     "lc.key_needed": "6e13d23d",
     "lc.key": "6caa1cd2",
     "lc.key_go": "a780ba0e",
