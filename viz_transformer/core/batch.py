@@ -38,6 +38,7 @@ class Batch:
     prefix_len: PrefixLen = None
     src_len: Optional[tuple[int, ...]] = None     # each row's length before padding (None: no padding)
     dec_len: Optional[tuple[int, ...]] = None
+    types: Optional[torch.Tensor] = None          # [B, S] segment ids of an encoder-only model's src
 
     def __len__(self) -> int:
         return self.dec.shape[0]
@@ -49,6 +50,7 @@ class Batch:
         src = None if self.src is None else self.src.expand(n, -1)
         prefix = self.prefix_len.expand(n) if isinstance(self.prefix_len, torch.Tensor) else self.prefix_len
         return replace(self, src=src, dec=self.dec.expand(n, -1), prefix_len=prefix,
+                       types=None if self.types is None else self.types.expand(n, -1),
                        src_len=None if self.src_len is None else self.src_len * n,
                        dec_len=None if self.dec_len is None else self.dec_len * n)
 
@@ -69,13 +71,18 @@ def make_batch(cfg, inputs: Sequence[ModelInput], outputs: Optional[Sequence[Seq
     if inputs[0].prefix_len is not None:
         lens = [inp.prefix_len for inp in inputs]
         prefix = lens[0] if len(set(lens)) == 1 else torch.tensor(lens)
-    return Batch(src, pad_rows(dec, pad), prefix, src_len, tuple(len(r) for r in dec))
+    types = None
+    if inputs[0].segments is not None:
+        types = pad_rows([list(inp.segments) for inp in inputs], 0)
+    return Batch(src, pad_rows(dec, pad), prefix, src_len, tuple(len(r) for r in dec), types)
 
 
-def one_row(src_ids: Optional[Sequence[int]], dec_ids: Sequence[int], prefix_len: Optional[int] = None) -> Batch:
+def one_row(src_ids: Optional[Sequence[int]], dec_ids: Sequence[int], prefix_len: Optional[int] = None,
+            segments: Optional[Sequence[int]] = None) -> Batch:
     """A batch of one from ids already made (a Run's or a Trace's)."""
     src = None if src_ids is None else torch.tensor([list(src_ids)], dtype=torch.long)
-    return Batch(src, torch.tensor([list(dec_ids)], dtype=torch.long), prefix_len)
+    types = None if segments is None else torch.tensor([list(segments)], dtype=torch.long)
+    return Batch(src, torch.tensor([list(dec_ids)], dtype=torch.long).reshape(1, -1), prefix_len, types=types)
 
 
 def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
@@ -85,14 +92,19 @@ def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
     if model.cfg.is_encoder_decoder and batch.src is None:
         raise ValueError("an encoder-decoder model needs the source ids as well as the decoder input")
     with torch.no_grad(), hooks_active(model.resolve_hooks(fwd_hooks)):
-        args = (batch.src, batch.dec) if batch.src is not None else (batch.dec,)
+        if model.cfg.is_encoder_only:             # one sequence, read both ways: the src and its segments
+            args, kw = (batch.src,), {"types": batch.types}
+        else:
+            args = (batch.src, batch.dec) if batch.src is not None else (batch.dec,)
+            kw = {"prefix_len": batch.prefix_len}
         if capture:
-            return model.run_with_cache(*args, prefix_len=batch.prefix_len, names_filter=names_filter)
-        return model(*args, prefix_len=batch.prefix_len), None
+            return model.run_with_cache(*args, names_filter=names_filter, **kw)
+        return model(*args, **kw), None
 
 
 def start_cache(model, batch: Batch):
-    """The KV cache for decoding on from the batch's prompts: the encoder run once on its source."""
+    """The KV cache for decoding on from the batch's prompts: the encoder run once on its source (an
+    encoder-only model refuses: it does not generate)."""
     prefix = batch.prefix_len
     if isinstance(prefix, torch.Tensor):
         if len(set(prefix.tolist())) != 1:

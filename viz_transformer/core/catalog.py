@@ -12,6 +12,7 @@ from typing import Optional
 
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core import hf_import as hf
+from viz_transformer.core import st_folder as st
 from viz_transformer.core.config import ModelConfig
 
 
@@ -73,8 +74,10 @@ def _check_hf(folder: Path, root: Path) -> tuple[ModelConfig, dict]:
     cfg, meta = hf.read_hf(folder)
     ck.model_bytes(cfg, folder / "config.json")
     for shard in hf._shards(folder):
-        ck._header(shard)
+        ck._header(shard, dtypes=hf.HEADER_DTYPES)
     tok = "source.spm" if meta.get("model_type") == "marian" else "tokenizer.json"
+    if cfg.is_encoder_only and not (folder / tok).exists():
+        tok = "vocab.txt"                                      # BERT's WordPiece vocabulary alone
     if not hf._file(folder, tok).is_file():
         raise ck.CheckpointError(f"{folder} is missing {tok}")
     return cfg, meta
@@ -94,6 +97,7 @@ def list_checkpoints(root=ck.DEFAULT_ROOT) -> list[CheckpointInfo]:
     for name, folder in _entries(root):
         info = CheckpointInfo(name, folder)
         try:
+            folder = st.transformer_folder(folder)       # a sentence-transformers folder: its transformer module
             if hf.is_hf_folder(folder):
                 info.config, info.meta = _check_hf(folder, root)
             else:

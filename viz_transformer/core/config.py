@@ -7,16 +7,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm")
+ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm", "encoder_only")
 POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves")
 NORMS = ("pre", "post")
 NORM_TYPES = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
+HEADS = ("linear", "mlm", "none")
 FFNS = ("mlp", "gated")
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 EARLY_STOPPING = ("true", "false", "never")
 LIMITS = {"vocab_size": 1 << 18, "tgt_vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
-          "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16, "head_dim": 1024}  # model this app can show
+          "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16, "head_dim": 1024,  # model this app can show
+          "type_vocab_size": 1024, "pos_offset": 1024}
 
 
 def early_stopping_rule(value) -> str:
@@ -34,8 +36,8 @@ class ModelConfig:
     tgt_vocab_size: int = 0           # the target's vocabulary (decoder embedding, output); 0: shared with the source
     d_model: int = 256
     n_heads: int = 8
-    n_encoder_layers: int = 3         # ignored (must be 0) unless architecture == encoder_decoder
-    n_decoder_layers: int = 3
+    n_encoder_layers: int = 3         # must be 0 for decoder_only and prefix_lm
+    n_decoder_layers: int = 3         # must be 0 for encoder_only
     d_ff: int = 1024
     activation: str = "relu"          # relu | gelu
     dropout: float = 0.1
@@ -43,7 +45,7 @@ class ModelConfig:
     positional: str = "sinusoidal"    # sinusoidal | learned | rope | sinusoidal_halves (Marian's layout)
     norm: str = "pre"                 # pre: x + f(LN(x)); post: LN(x + f(x))
     tie_embeddings: bool = True       # source, target and output share one matrix
-    architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm
+    architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm | encoder_only (BERT)
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
@@ -81,6 +83,12 @@ class ModelConfig:
     length_penalty: float = 1.0       # beam search ranks an ended hypothesis by score / length ** length_penalty
     max_new_tokens: int = 0           # tokens generated when a call names none; 0: max_length's rule, else 40
     max_length: int = 0               # a generation config's max_length: prompt + new tokens; 0: none
+    # -- encoder-only models (the BERT family) --
+    embed_norm: bool = False          # a norm over token + position + segment embeddings (BERT's embeddings.LayerNorm)
+    type_vocab_size: int = 0          # segment (token_type) embeddings added to the input; 0: none
+    pos_offset: int = 0               # the first position's row of a learned table (RoBERTa: pad_id + 1 = 2)
+    head: str = "linear"              # linear: logits = unembed(x); mlm: the masked-LM head's dense, activation
+                                      # and norm first, a bias after; none: no trained head (logits = x · W_Eᵀ)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -101,6 +109,10 @@ class ModelConfig:
     @property
     def is_encoder_decoder(self) -> bool:
         return self.architecture == "encoder_decoder"
+
+    @property
+    def is_encoder_only(self) -> bool:
+        return self.architecture == "encoder_only"
 
     @property
     def is_translator(self) -> bool:
@@ -124,6 +136,10 @@ class ModelConfig:
         check(self.norm_type in NORM_TYPES, f"norm_type {self.norm_type!r} not in {NORM_TYPES}")
         check(self.ffn in FFNS, f"ffn {self.ffn!r} not in {FFNS}")
         check(self.rope_type in ROPE_TYPES, f"rope_type {self.rope_type!r} not in {ROPE_TYPES}")
+        check(self.head in HEADS, f"head {self.head!r} not in {HEADS}")
+        check(self.head == "linear" or self.is_encoder_only, "head mlm and none are for encoder_only models")
+        check(self.type_vocab_size >= 0 and self.pos_offset >= 0, "type_vocab_size and pos_offset must be ≥ 0")
+        check(self.pos_offset == 0 or self.positional == "learned", "pos_offset needs learned positions")
         check(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
         check(self.head_dim > 0 or self.d_model % self.n_heads == 0,
               f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}), or head_dim set")
@@ -144,10 +160,15 @@ class ModelConfig:
                                                                                   "rope_factor must be positive")
         check(self.vocab_size > max(self.pad_id, self.bos_id, self.eos_id), "vocab_size too small for special ids")
         check(self.out_vocab > max(self.pad_id, self.bos_id, self.eos_id), "tgt_vocab_size too small for special ids")
-        check(self.n_decoder_layers >= 1, "need at least one decoder layer")
+        if self.is_encoder_only:
+            check(self.n_encoder_layers >= 1, "encoder_only needs at least one encoder layer")
+            check(self.n_decoder_layers == 0, "encoder_only has no decoder: set n_decoder_layers to 0")
+            check(self.sep_id < 0, "sep_id is for decoder-only and prefix-LM translators")
+        else:
+            check(self.n_decoder_layers >= 1, "need at least one decoder layer")
         if self.is_encoder_decoder:
             check(self.n_encoder_layers >= 1, "encoder_decoder needs at least one encoder layer")
-        else:
+        elif not self.is_encoder_only:
             check(self.n_encoder_layers == 0, f"{self.architecture} has no encoder: set n_encoder_layers to 0")
         check(0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)")
         check(self.max_len >= 2, "max_len must be at least 2")

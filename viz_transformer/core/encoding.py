@@ -26,6 +26,7 @@ class ModelInput:
     prefix_len: Optional[int]        # prefix LM: the positions every position may see (= len(prompt))
     n_cut: int = 0                   # pieces dropped to fit max_len
     cut_at: str = "end"              # "end": the end of the text was dropped (source); "start": its start (prompt)
+    segments: Optional[tuple[int, ...]] = None   # an encoder-only model's segment id per src piece (0: A, 1: B)
 
     @property
     def ids(self) -> list[int]:
@@ -107,8 +108,32 @@ def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
     return ModelInput(None, prompt, prefix_len, max(0, len(ids) - room), cut_at)
 
 
+def encode_encoder(tok, cfg, text: str, pair: Optional[str] = None) -> ModelInput:
+    """Encoder-only (BERT): the text, or the sentence pair (text, pair), or "A [SEP] B" typed as one text,
+    with the special tokens and segment ids the tokenizer's post-processor gives; a text too long keeps its
+    first max_len - 1 pieces and its final [SEP]. No decoder, so the prompt is empty."""
+    require_text(text)
+    if pair is None and hasattr(tok, "split_pair"):
+        text, pair = tok.split_pair(text)
+    elif pair is not None:
+        require_text(pair)
+    if hasattr(tok, "encode_pair"):
+        ids, segments = tok.encode_pair(text, pair)
+    else:
+        if pair is not None:
+            raise ValueError("this model's tokenizer does not build sentence pairs")
+        ids = tok.encode(text)
+        segments = [0] * len(ids)
+    cut = max(0, len(ids) - cfg.max_len)
+    if cut:
+        ids, segments = ids[:cfg.max_len - 1] + ids[-1:], segments[:cfg.max_len - 1] + segments[-1:]
+    return ModelInput(tuple(ids), (), None, cut, "end", tuple(segments))
+
+
 def encode_input(tok, cfg, text: str, reserve: int = 0) -> ModelInput:
     """The model input for a text: the one truncation rule of each kind of model."""
+    if cfg.is_encoder_only:
+        return encode_encoder(tok, cfg, text)
     return encode_source(tok, cfg, text) if cfg.is_encoder_decoder else encode_prompt(tok, cfg, text, reserve)
 
 

@@ -28,12 +28,14 @@ from safetensors import safe_open
 
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
+from viz_transformer.core.hf_bert import FAMILIES as BERT_FAMILIES, bert_config, bert_rules
 from viz_transformer.core.model import Transformer
 
-FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral")
+FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES
 ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
 INDEX = "model.safetensors.index.json"
-HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1}    # integer/bool tensors: only buffers we skip (GPT-2's mask)
+HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1, "I64": 8}  # integer/bool tensors: only buffers we skip (GPT-2's
+                                                               # mask, BERT's position_ids)
 PICKLES = ("pytorch_model.bin", "model.bin", "model.pt", "model.pth")
 
 
@@ -117,9 +119,9 @@ def _eos(raw: dict, gen: dict) -> int:
     return _eos_list(raw, gen)[0]
 
 
-def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
+def hf_config(raw: dict, gen: Optional[dict] = None, names=None) -> ModelConfig:
     """Our ModelConfig for a Hugging Face config.json (and generation_config.json): CheckpointError, in one
-    line, for what is not supported."""
+    line, for what is not supported. names: the weights' tensor names (a BERT-family head is read from them)."""
     gen = gen or {}
     family = raw.get("model_type")
     if raw.get("auto_map") or raw.get("trust_remote_code"):
@@ -140,6 +142,8 @@ def hf_config(raw: dict, gen: Optional[dict] = None) -> ModelConfig:
                   vocab_size=int(raw["vocab_size"]))
     if family == "marian":
         return _marian_config(raw, gen, common)
+    if family in BERT_FAMILIES:
+        return bert_config(raw, common, names)
     if family == "gpt2":
         for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
                          ("scale_attn_weights", True), ("add_cross_attention", False)):
@@ -337,7 +341,8 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
         for name in header:
             headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
-    make, ignored = {"gpt2": (_gpt2_rules, _gpt2_ignored), "marian": (_marian_rules, _marian_ignored)}.get(
+    make, ignored = {"gpt2": (_gpt2_rules, _gpt2_ignored), "marian": (_marian_rules, _marian_ignored),
+                     **{f: bert_rules(f) for f in BERT_FAMILIES}}.get(
         family, (_llama_rules, lambda n: n.endswith("rotary_emb.inv_freq")))
     rules = make(cfg, names)
     ignored_tied = {"lm_head.weight"} if cfg.tie_embeddings else set()
@@ -390,11 +395,15 @@ def read_hf(folder) -> tuple[ModelConfig, dict]:
         raise ck.CheckpointError(f"checkpoint folder {folder} does not exist")
     raw = ck._read_json(folder, _file(folder, "config.json").name)
     gen = ck._read_json(folder, "generation_config.json") if _file(folder, "generation_config.json").is_file() else {}
+    names = None
+    if raw.get("model_type") in BERT_FAMILIES and not (raw.get("auto_map") or raw.get("trust_remote_code")):
+        names = {n for shard in _shards(folder) for n in ck._header(shard, dtypes=HEADER_DTYPES)[1]}
     try:
-        cfg = hf_config(raw, gen)
+        cfg = hf_config(raw, gen, names)
     except (KeyError, TypeError, ValueError) as e:
         if isinstance(e, ck.CheckpointError):
             raise
         raise ck.CheckpointError(f"{folder / 'config.json'}: {e}") from None
-    return cfg, {"task": "lm", "source": "Hugging Face", "model_type": raw.get("model_type"),
+    task = "mlm" if cfg.head == "mlm" else "encoder" if cfg.is_encoder_only else "lm"
+    return cfg, {"task": task, "source": "Hugging Face", "model_type": raw.get("model_type"),
                  "data": "unknown (an imported model)", "generation_config": gen}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+import unicodedata
+from typing import Iterable, Optional
 
 from viz_transformer.core import checkpoint as ck
-from viz_transformer.core.byte_pieces import readable_pieces
+from viz_transformer.core.byte_pieces import WORD_START, readable_pieces
 
 MAX_BYTES = 64 << 20
 
@@ -21,13 +22,15 @@ class HFTokenizer:
     bans_specials = False            # decoding may generate any id, as Hugging Face's generate does, except the
                                      # single-token bad_words_ids of generation_config.json (banned)
 
-    def __init__(self, path: Path, cfg=None, banned=()):
+    def __init__(self, path: Path, cfg=None, banned=(), text: Optional[str] = None, special_names: dict = None):
+        """path: a tokenizer.json (or, with `text`, the file the tokenizer.json text was built from);
+        special_names: tokenizer_config.json's sep_token, cls_token, mask_token (an encoder's [SEP], [MASK])."""
         path = Path(path)
-        if path.stat().st_size > MAX_BYTES:
+        if text is None and path.stat().st_size > MAX_BYTES:
             raise ck.CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_BYTES:,}")
         from tokenizers import Tokenizer as Backend       # only when an imported model is opened
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8") if text is None else text
             self.backend = Backend.from_str(text)
             spec = json.loads(text)
         except (ValueError, UnicodeDecodeError, Exception) as e:      # the Rust side raises its own Exception
@@ -38,13 +41,31 @@ class HFTokenizer:
         # Mistral BPE over characters (SentencePiece's, byte fallback); a Unigram model is SentencePiece's
         self.kind = ("byte_bpe" if self.byte_level else "sentencepiece" if model == "Unigram"
                      else "wordpiece" if model == "WordPiece" else "bpe")
+        self.continuing = str((spec.get("model") or {}).get("continuing_subword_prefix") or "##")
         specials = {t["id"] for t in spec.get("added_tokens") or [] if t.get("special")}
         self.specials = specials
         self.pad_id = cfg.pad_id if cfg is not None else -1
         self.bos_id = cfg.bos_id if cfg is not None else -1
         self.eos_id = cfg.eos_id if cfg is not None else -1
         self.unk_id, self.sep_id = -1, -1
+        names = special_names or {}
+        self.sep_token, self.mask_token = names.get("sep_token"), names.get("mask_token")
+        self.mask_id = self.backend.token_to_id(self.mask_token) if self.mask_token else None
         self.banned = sorted(set(banned))
+
+    def encode_pair(self, text: str, pair: Optional[str] = None) -> tuple[list[int], list[int]]:
+        """(ids, segment ids) of a text, or of a sentence pair, as the tokenizer's post-processor builds them
+        (BERT: [CLS] a [SEP] b [SEP], segments 0 then 1; RoBERTa: <s> a </s></s> b </s>, all 0)."""
+        enc = self.backend.encode(text, pair) if pair is not None else self.backend.encode(text)
+        return list(enc.ids), list(enc.type_ids)
+
+    def split_pair(self, text: str) -> tuple[str, Optional[str]]:
+        """"A [SEP] B" -> ("A", "B"): a typed separator (the tokenizer's sep_token) makes a sentence pair."""
+        if self.sep_token and self.sep_token in text:
+            a, b = text.split(self.sep_token, 1)
+            if a.strip() and b.strip():
+                return a.strip(), b.strip()
+        return text, None
 
     @property
     def vocab_size(self) -> int:
@@ -61,13 +82,33 @@ class HFTokenizer:
         return self.pieces([i])[0]
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
+        ids = [int(i) for i in ids]
         raw = [self.raw_token(i) for i in ids]
+        if self.kind == "wordpiece":
+            return wordpiece_pieces(raw, [i in self.specials for i in ids], self.continuing)
         if not self.byte_level:
             return raw
         return readable_pieces(raw)
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.backend.decode([int(i) for i in ids], skip_special_tokens=True)
+
+
+def wordpiece_pieces(raw: list[str], special: list[bool], continuing: str = "##") -> list[str]:
+    """WordPiece tokens written as SentencePiece writes pieces, so words group the same way (core.tokenizer
+    .group_words): a word's first piece gets ▁ ("▁un"), a continuation loses its "##" ("aff"); special tokens
+    and punctuation (always a word of its own in BERT's pre-tokenizer) stay as they are."""
+    out = []
+    for p, sp in zip(raw, special):
+        if sp:
+            out.append(p)
+        elif p.startswith(continuing) and len(p) > len(continuing):
+            out.append(p[len(continuing):])
+        elif all(unicodedata.category(c).startswith("P") for c in p):
+            out.append(p)
+        else:
+            out.append(WORD_START + p)
+    return out
 
 
 class MarianTokenizer:
@@ -169,14 +210,55 @@ def _vocab(folder: Path, name: str) -> dict:
     return vocab
 
 
+def _special_names(folder: Path) -> dict:
+    """tokenizer_config.json's sep_token, cls_token and mask_token as strings (a token may be written as
+    {"content": ...}); {} without the file."""
+    cfg = ck._read_json(folder, "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
+    out = {}
+    for k in ("sep_token", "cls_token", "mask_token", "unk_token", "pad_token"):
+        v = cfg.get(k)
+        v = v.get("content") if isinstance(v, dict) else v
+        if isinstance(v, str) and v:
+            out[k] = v
+    out["do_lower_case"] = cfg.get("do_lower_case", True)
+    out["strip_accents"] = cfg.get("strip_accents")
+    out["tokenize_chinese_chars"] = cfg.get("tokenize_chinese_chars", True)
+    return out
+
+
+def wordpiece_tokenizer(folder: Path, cfg, names: dict) -> HFTokenizer:
+    """BERT's tokenizer from vocab.txt alone (no tokenizer.json), made as transformers' BertTokenizer makes it:
+    the lower-casing, accent and Chinese-character settings of tokenizer_config.json, [CLS] a [SEP] (b [SEP])."""
+    path = folder / "vocab.txt"
+    _check_file(folder, "vocab.txt")
+    from tokenizers.implementations import BertWordPieceTokenizer
+    specials = {k: names.get(k, d) for k, d in (("unk_token", "[UNK]"), ("sep_token", "[SEP]"),
+                                                  ("cls_token", "[CLS]"), ("pad_token", "[PAD]"),
+                                                  ("mask_token", "[MASK]"))}
+    try:
+        tok = BertWordPieceTokenizer(str(path), **specials, lowercase=bool(names.get("do_lower_case", True)),
+                                     strip_accents=names.get("strip_accents"),
+                                     handle_chinese_chars=bool(names.get("tokenize_chinese_chars", True)))
+    except Exception as e:                                   # the Rust side raises its own Exception
+        raise ck.CheckpointError(f"{path} is not a valid WordPiece vocabulary ({str(e)[:200]})") from None
+    missing = [t for t in specials.values() if tok.token_to_id(t) is None]
+    if missing:
+        raise ck.CheckpointError(f"{path} lacks the special tokens {', '.join(missing)}")
+    return HFTokenizer(path, cfg, (), text=tok._tokenizer.to_str(), special_names={**specials, **names})
+
+
 def hf_tokenizer(folder: Path, cfg, meta: dict):
-    """The tokenizer of an imported model: Marian's files, else tokenizer.json; the generation config's
-    single-token bad_words_ids are never generated."""
+    """The tokenizer of an imported model: Marian's files, else tokenizer.json (or BERT's vocab.txt); the
+    generation config's single-token bad_words_ids are never generated."""
     bad = (meta.get("generation_config") or {}).get("bad_words_ids") or []
     banned = [int(w[0]) for w in bad if isinstance(w, list) and len(w) == 1]
     if meta.get("model_type") == "marian":
         return MarianTokenizer(folder, cfg, banned)
-    path = Path(folder) / "tokenizer.json"
+    folder = Path(folder)
+    path = folder / "tokenizer.json"
+    names = _special_names(folder)
     if not path.is_file():
+        if (folder / "vocab.txt").is_file() and cfg is not None and cfg.is_encoder_only:
+            return wordpiece_tokenizer(folder, cfg, names)
         raise ck.CheckpointError(f"{folder} has no tokenizer.json")
-    return HFTokenizer(path, cfg, banned)
+    return HFTokenizer(path, cfg, banned, special_names=names)

@@ -26,6 +26,8 @@ def hook_name(block: str, layer: int, hook: str) -> str:
 
 def available_blocks(cfg) -> list[str]:
     """The attention blocks this architecture has, in reading order."""
+    if cfg.architecture == "encoder_only":
+        return ["encoder.self_attn"]
     return list(BLOCKS) if cfg.is_encoder_decoder else ["decoder.self_attn"]
 
 

@@ -1,4 +1,4 @@
-"""The instrumented Transformer: encoder-decoder, decoder-only or prefix-LM, built from scratch.
+"""The instrumented Transformer: encoder-decoder, decoder-only, prefix-LM or encoder-only, built from scratch.
 
 Composition follows the Annotated Transformer (encode once, decode many times); every
 interesting tensor passes through a named HookPoint (TransformerLens naming).
@@ -30,26 +30,38 @@ ACTIVATION = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(appr
 
 class Embed(nn.Module):
     """Token embedding (× √d_model unless cfg.scale_embeddings is off) plus an additive positional encoding
-    (sinusoidal or learned; none for RoPE, which rotates q and k instead), then dropout."""
+    (sinusoidal or learned; none for RoPE, which rotates q and k instead), plus segment embeddings and a norm
+    over the sum when the config has them (BERT), then dropout."""
 
     def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None, vocab: int = 0):
         super().__init__()
         self.W_E = W_E if W_E is not None else nn.Embedding(vocab or cfg.vocab_size, cfg.d_model)
         self.additive = cfg.positional != "rope"
+        self.pos_offset = cfg.pos_offset
         if self.additive:
-            self.pos = PositionalEncoding(cfg.positional, cfg.max_len, cfg.d_model)
+            self.pos = PositionalEncoding(cfg.positional, cfg.max_len + cfg.pos_offset, cfg.d_model)
             self.hook_pos = HookPoint()   # [pos, d_model]  positional rows actually added
+        if cfg.type_vocab_size:
+            self.W_type = nn.Embedding(cfg.type_vocab_size, cfg.d_model)
+            self.hook_type = HookPoint()  # [batch, pos, d_model]  segment (token_type) embeddings added
+        if cfg.embed_norm:
+            self.norm = make_norm(cfg)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_tok = HookPoint()   # [batch, pos, d_model]  token embeddings (after scaling)
 
-    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, offset: int = 0, types: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """types: [batch, pos] segment ids (0 for every position when not given), for a config with them."""
         tok = self.W_E(ids)
-        tok = self.hook_tok(tok * self.scale if self.scale != 1.0 else tok)     # (B, T, d)
-        if not self.additive:
-            return self.drop(tok)
-        pos = self.hook_pos(self.pos(ids.shape[1], offset))                  # (T, d)
-        return self.drop(tok + pos)
+        x = self.hook_tok(tok * self.scale if self.scale != 1.0 else tok)       # (B, T, d)
+        if self.additive:
+            x = x + self.hook_pos(self.pos(ids.shape[1], offset + self.pos_offset))   # (T, d)
+        if hasattr(self, "W_type"):
+            types = torch.zeros_like(ids) if types is None else types.to(ids.device)
+            x = x + self.hook_type(self.W_type(types))                          # (B, T, d)
+        if hasattr(self, "norm"):
+            x = self.norm(x)
+        return self.drop(x)
 
 
 class FeedForward(nn.Module):
@@ -176,7 +188,11 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.host_outputs = False     # load_checkpoint sets it: logits as float32 on the CPU (training keeps the device's)
-        if cfg.is_encoder_decoder:
+        if cfg.is_encoder_only:
+            self.embed = Embed(cfg)
+            self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
+            self.encoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
+        elif cfg.is_encoder_decoder:
             self.src_embed = Embed(cfg)
             shared = cfg.tie_embeddings and not cfg.tgt_vocab_size       # a target vocabulary of its own: its own rows
             self.tgt_embed = Embed(cfg, self.src_embed.W_E if shared else None, cfg.out_vocab)
@@ -185,8 +201,11 @@ class Transformer(nn.Module):
         else:
             self.embed = Embed(cfg)
         self.decoder = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.n_decoder_layers)])
-        self.decoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
-        self.lm_head = nn.Linear(cfg.d_model, cfg.out_vocab, bias=False)
+        self.decoder_norm = make_norm(cfg) if cfg.norm == "pre" and cfg.n_decoder_layers else nn.Identity()
+        if cfg.head == "mlm":          # BERT's prediction head: dense, activation, norm, then the unembedding + bias
+            self.head_transform = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), ACTIVATION[cfg.activation](),
+                                                make_norm(cfg))
+        self.lm_head = nn.Linear(cfg.d_model, cfg.out_vocab, bias=cfg.head == "mlm")
         if cfg.logits_bias:
             self.register_buffer("logits_bias", torch.zeros(cfg.out_vocab))    # Marian's final_logits_bias
         self.apply(self._init)
@@ -207,12 +226,18 @@ class Transformer(nn.Module):
     def dec_embed(self) -> Embed:
         return self.tgt_embed if self.cfg.is_encoder_decoder else self.embed
 
+    @property
+    def enc_embed(self) -> Embed:
+        return self.src_embed if self.cfg.is_encoder_decoder else self.embed
+
     # -- the two halves ---------------------------------------------------------------------
-    def encode(self, src: torch.Tensor):
-        """src [B, S] -> (memory [B, S, d], src_mask [B, 1, 1, S]), on the model's device."""
+    def encode(self, src: torch.Tensor, types: Optional[torch.Tensor] = None):
+        """src [B, S] -> (memory [B, S, d], src_mask [B, 1, 1, S]), on the model's device. types: [B, S]
+        segment ids (encoder-only models with segment embeddings). Padding is the only mask: attention
+        runs both ways."""
         src = src.to(self.device)
         src_mask = padding_mask(src, self.cfg.pad_id)
-        x = self.src_embed(src)
+        x = self.enc_embed(src, types=types)
         for block in self.encoder:
             x = block(x, src_mask)
         return self.encoder_norm(x), src_mask
@@ -225,6 +250,8 @@ class Transformer(nn.Module):
         The cache is updated only after the whole step has succeeded: a step that raises (e.g. past
         max_len) leaves it exactly as it was, so decoding can go on or be retried."""
         cfg = self.cfg
+        if cfg.is_encoder_only:
+            raise ValueError("an encoder-only model has no decoder: run it with forward(ids, types=...)")
         ids = ids.to(self.device)                   # inputs come from the CPU; the weights may be on a GPU
         if isinstance(prefix_len, torch.Tensor):
             prefix_len = prefix_len.to(self.device)
@@ -261,15 +288,24 @@ class Transformer(nn.Module):
         a residual from the CPU (a lens) is moved to the weights' device and dtype; with host_outputs (a loaded
         model) the logits come back as float32 on the CPU, whatever the weights' device and dtype."""
         resid = resid.to(self.device, self.lm_head.weight.dtype)
-        logits = self.lm_head(self.decoder_norm(resid))
+        x = self.encoder_norm(resid) if self.cfg.is_encoder_only else self.decoder_norm(resid)
+        if self.cfg.head == "mlm":
+            x = self.head_transform(x)
+        logits = self.lm_head(x)
         logits = logits + self.logits_bias if self.cfg.logits_bias else logits
         return logits.to("cpu", torch.float32) if self.host_outputs else logits
 
     def forward(self, ids: torch.Tensor, tgt: Optional[torch.Tensor] = None, prefix_len=None,
-                logits_at: Optional[torch.Tensor] = None) -> torch.Tensor:
+                logits_at: Optional[torch.Tensor] = None, types: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Encoder-decoder: ids = source [B, S], tgt = decoder input [B, T] (teacher forcing).
-        Decoder-only / prefix-LM: ids = the sequence [B, T]. Returns logits [B, T, vocab], or [N, vocab]
-        at the N True positions of logits_at [B, T] (training skips the vocabulary projection elsewhere)."""
+        Decoder-only / prefix-LM: ids = the sequence [B, T]. Encoder-only: ids = the sequence [B, S], types its
+        segment ids [B, S]. Returns logits [B, T, vocab], or [N, vocab] at the N True positions of logits_at
+        [B, T] (training skips the vocabulary projection elsewhere)."""
+        if self.cfg.is_encoder_only:
+            if tgt is not None:
+                raise ValueError("an encoder-only model reads one sequence and has no decoder input (tgt)")
+            x, _ = self.encode(ids, types)
+            return self.unembed(x[logits_at.to(self.device)] if logits_at is not None else x)
         if self.cfg.is_encoder_decoder:
             if tgt is None:
                 raise ValueError("an encoder-decoder model needs tgt (the decoder input) as well")
@@ -281,6 +317,8 @@ class Transformer(nn.Module):
 
     # -- incremental decoding ---------------------------------------------------------------
     def new_cache(self, src: Optional[torch.Tensor] = None, prefix_len: Optional[int] = None) -> KVCache:
+        if self.cfg.is_encoder_only:
+            raise ValueError("an encoder-only model does not generate: it has no decoder to continue a text")
         cache = KVCache(layers=[{} for _ in self.decoder], prefix_len=prefix_len)
         if self.cfg.is_encoder_decoder:
             if src is None:

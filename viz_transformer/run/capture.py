@@ -15,12 +15,13 @@ from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_c
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.hf_import import is_hf_folder, load_hf_weights, read_hf
 from viz_transformer.core.hf_tokenizer import hf_tokenizer
+from viz_transformer.core.st_folder import transformer_folder
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
 from viz_transformer.run.decoding import (allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
                                           never_generated)
 from viz_transformer.run.trace import Trace
 from viz_transformer.core.hooks import Cache, NamesFilter
-from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
+from viz_transformer.core.encoding import ModelInput, check_decoding, encode_encoder, encode_input
 from viz_transformer.core.model import Transformer
 from viz_transformer.core.positional import sinusoidal_table
 from viz_transformer.core.tokenizer import Tokenizer, encode_target, source_pieces
@@ -37,7 +38,7 @@ class Run:
     tgt_ids: list[int]              # decoder input: [begin] + output (translator), [begin] + prompt + output (LM)
     tgt_pieces: list[str]
     output: str                     # the output as text (display only)
-    logits: torch.Tensor            # [tgt_pos, vocab]
+    logits: torch.Tensor            # [tgt_pos, vocab] (an encoder-only model: [src_pos, vocab], its head's)
     cache: Cache
     n_cut: int = 0                  # pieces of the text dropped to fit max_len ...
     cut_at: str = "end"             # ... at its "end" (translator) or its "start" (LM)
@@ -50,8 +51,14 @@ class Run:
     input: Optional[ModelInput] = None   # what the model read: the text encoded once
 
     def batch(self) -> Batch:
-        """The run's exact ids as a batch of one (source, [begin] + output or prompt + output, prefix)."""
-        return one_row(self.src_ids, self.tgt_ids, self.prefix_len)
+        """The run's exact ids as a batch of one (source, [begin] + output or prompt + output, prefix; an
+        encoder-only model's ids and segments)."""
+        return one_row(self.src_ids, self.tgt_ids, self.prefix_len, self.segments)
+
+    @property
+    def segments(self) -> Optional[list[int]]:
+        """An encoder-only model's segment id per src piece (0: sentence A, 1: B); None for other models."""
+        return list(self.input.segments) if self.input is not None and self.input.segments is not None else None
 
     def pieces(self, part: str) -> list[str]:
         """Token labels for the query/key axes of an attention block in `part`."""
@@ -81,11 +88,17 @@ class HookedModel:
 
     @torch.no_grad()
     def run(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None,
-            max_new_tokens: Optional[int] = None, fwd_hooks=()) -> Run:
+            max_new_tokens: Optional[int] = None, fwd_hooks=(), pair: Optional[str] = None) -> Run:
         """Capture one forward pass. The text becomes ids once; the model's greedy output is
         generated on those ids (or `target` is used), and the decoder is teacher-forced on
         [begin] + those very ids (+ the prompt before them, for an LM). fwd_hooks: (name, fn)
-        pairs active for the generation and the capture of this call only."""
+        pairs active for the generation and the capture of this call only. An encoder-only model
+        (BERT) reads the text, or the sentence pair (text, pair) or "A [SEP] B", once, and generates
+        nothing: its logits are the masked-LM head's at every piece."""
+        if self.cfg.is_encoder_only:
+            return self._run_encoder(text, pair, names_filter, fwd_hooks, target)
+        if pair is not None:
+            raise ValueError("a sentence pair is for encoder-only models (BERT); this model reads one text")
         tok, cfg, model = self.tokenizer, self.cfg, self.model
         max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
         check_decoding(cfg, cfg.out_vocab, max_new_tokens)
@@ -108,6 +121,19 @@ class HookedModel:
         return Run(text, src_ids, source_pieces(tok, src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
                    tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
                    len(inp.prompt), trace, predicted, inp)
+
+    def _run_encoder(self, text: str, pair: Optional[str], names_filter: NamesFilter, fwd_hooks, target) -> Run:
+        """HookedModel.run for an encoder-only model: the ids are the encoder's (src_ids); no decoder rows."""
+        if target is not None:
+            raise ValueError("an encoder-only model generates nothing, so it takes no target")
+        tok, cfg, model = self.tokenizer, self.cfg, self.model
+        inp = encode_encoder(tok, cfg, text, pair)
+        logits, cache = forward(model, make_batch(cfg, [inp]), model.resolve_hooks(fwd_hooks), capture=True,
+                                names_filter=names_filter)
+        src_ids = list(inp.src)
+        predicted = tok.pieces(logits[0].argmax(-1).tolist())
+        return Run(text, src_ids, tok.pieces(src_ids), [], [], "", logits[0], cache, inp.n_cut, inp.cut_at, None,
+                   [], 0, None, predicted, inp)
 
     def run_with_cache(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None):
         """(logits [tgt_pos, vocab], Cache) for a text: the two-line notebook entry point."""
@@ -150,7 +176,7 @@ def run_padded(hm: HookedModel, texts: list[str], max_new_tokens: Optional[int] 
     n_new = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     check_decoding(cfg, cfg.out_vocab, n_new)
     outputs = None                               # where the text is the encoder's, the decoder reads the output
-    if inputs[0].src is not None:
+    if inputs[0].src is not None and not cfg.is_encoder_only:
         outputs = greedy_outputs(hm.model, inputs, n_new, never_generated(tok))
     batch = make_batch(cfg, inputs, outputs)
     _, cache = forward(hm.model, batch, capture=True, names_filter=names_filter)
@@ -213,9 +239,10 @@ def load_checkpoint(path, dtype: str = "float32", device: str = "auto") -> Hooke
     if dtype not in WEIGHT_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(WEIGHT_DTYPES)}, not {dtype!r}")
     where = pick_device(device)
-    if is_hf_folder(path):
-        cfg, meta = read_hf(path)
-        model, tok = load_hf_weights(Path(path), cfg), hf_tokenizer(Path(path), cfg, meta)
+    folder = transformer_folder(path)             # a sentence-transformers folder: its transformer module
+    if is_hf_folder(folder):
+        cfg, meta = read_hf(folder)
+        model, tok = load_hf_weights(folder, cfg), hf_tokenizer(folder, cfg, meta)
     else:
         cfg = read_config(path)
         tok = load_tokenizer(path, cfg)
