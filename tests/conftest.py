@@ -104,6 +104,10 @@ def pytest_collection_modifyitems(config, items):
                            for item in items}
 
 
+# A test's VIZ_CHECKPOINTS is the app's only root (the shipped models left out), as it is for every server a
+# test starts; tests/test_checkpoint_roots.py unsets it to check the roots added beside the shipped folder.
+os.environ.setdefault("VIZ_CHECKPOINTS_ONLY", "1")
+
 # Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
 # each other (10x slower measured): run the suite on one.
 torch.set_num_threads(1)

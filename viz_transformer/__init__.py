@@ -12,7 +12,7 @@ from importlib import import_module
 # Every documented name, imported on first use: `import viz_transformer.plots.diagram` (the Overview a fresh
 # server draws before the model is loaded) must not import torch, and pandas stays out of `import viz_transformer`.
 LAZY = {
-    "list_checkpoints": "core.catalog", "CheckpointError": "core.checkpoint_files",
+    "list_checkpoints": "core.catalog", "list_roots": "core.catalog", "CheckpointError": "core.checkpoint_files",
     "save_checkpoint": "core.checkpoint", "ModelConfig": "core.config", "Cache": "core.hooks",
     "Transformer": "core.model", "Tokenizer": "core.tokenizer",
     "HookedModel": "run.capture", "Run": "run.capture", "load_checkpoint": "run.capture",

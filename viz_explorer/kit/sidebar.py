@@ -5,10 +5,10 @@ import streamlit as st
 
 from viz_explorer.server.cached import load_model, run_text
 from viz_explorer.server import defaults
-from viz_explorer.server.defaults import EXAMPLES, checkpoints_root
+from viz_explorer.server.defaults import EXAMPLES, checkpoint_roots
 from viz_explorer.kit.context import Context
 from viz_explorer.kit.strings import t
-from viz_transformer import CheckpointError, list_checkpoints
+from viz_transformer import CheckpointError, list_roots
 
 
 def _kind_of(info) -> str:
@@ -31,22 +31,22 @@ def _on_example() -> None:
 
 def checkpoint_names() -> list[str]:
     """The checkpoints the sidebar offers."""
-    return [i.name for i in list_checkpoints(checkpoints_root())]
+    return [i.name for i in list_roots(checkpoint_roots())]
 
 
 def sidebar() -> Context:
     """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text."""
     sb = st.sidebar
-    infos = {i.name: i for i in list_checkpoints(checkpoints_root())}   # checks each weights header
+    infos = {i.name: i for i in list_roots(checkpoint_roots())}   # checks each weights header
     if not infos:
-        sb.error(t("sidebar.no_checkpoints", root=checkpoints_root()))
-        return Context("", None, "", error=t("sidebar.no_checkpoints", root=checkpoints_root()))
+        sb.error(t("sidebar.no_checkpoints", root=", ".join(map(str, checkpoint_roots()))))
+        return Context("", None, "", error=t("sidebar.no_checkpoints", root=", ".join(map(str, checkpoint_roots()))))
     names = list(infos)
     good = [n for n in names if infos[n].error is None]
     if st.session_state.get("ckpt") not in names:
         st.session_state["ckpt"] = defaults.CHECKPOINT if defaults.CHECKPOINT in good else (good or names)[0]
     name = sb.selectbox(t("sidebar.checkpoint"), names, key="ckpt", help=t("sidebar.checkpoint_help",
-                        root=checkpoints_root()), on_change=_on_checkpoint_change, args=(infos,),
+                        root=", ".join(map(str, checkpoint_roots()))), on_change=_on_checkpoint_change, args=(infos,),
                         format_func=lambda n: n if infos[n].error is None else t("sidebar.broken_mark", name=n))
     broken = [n for n in names if infos[n].error]
     if broken:

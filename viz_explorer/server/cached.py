@@ -31,7 +31,8 @@ from viz_transformer.run import capture as runs
 from viz_transformer.run.derived_cache import compact_run, patterns_only
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from viz_explorer.server.byte_lru import ByteLRU
-from viz_explorer.server.defaults import checkpoints_root  # noqa: F401  (cached.checkpoints_root: the pages' name for it)
+from viz_explorer.server.defaults import checkpoint_roots, checkpoints_root  # noqa: F401  (cached.checkpoints_root:
+                                                                             # the pages' name for it)
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.training.snapshots import has_training_snapshots
 from viz_transformer.training.snapshots import load_training_snapshots
@@ -121,9 +122,11 @@ class ModelFacts:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def model_facts(path: str, stamp: float) -> ModelFacts:
-    from viz_transformer import list_checkpoints
+    from viz_transformer import list_checkpoints, list_roots
     from viz_transformer.core.checkpoint import n_parameters
-    info = next(i for i in list_checkpoints(Path(path).parent) if i.path == Path(path))
+    info = next((i for i in list_roots(checkpoint_roots()) if i.path == Path(path)), None)
+    if info is None:                                    # a path the roots do not list (a lesson's, a test's)
+        info = next(i for i in list_checkpoints(Path(path).parent) if i.path == Path(path))
     return ModelFacts(info.config, info.meta or {}, n_parameters(info.config))
 
 
@@ -231,8 +234,8 @@ def training_roles(path: str, stamp: float):
 def with_snapshots() -> list[str]:
     """The names of every listed checkpoint that has a training playback (training_snapshots.json), in the
     catalog's order; only the files' presence is checked."""
-    from viz_transformer import list_checkpoints
-    return [info.name for info in list_checkpoints(checkpoints_root())
+    from viz_transformer import list_roots
+    return [info.name for info in list_roots(checkpoint_roots())
             if info.error is None and has_training_snapshots(info.path)]
 
 

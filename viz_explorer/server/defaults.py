@@ -15,8 +15,23 @@ SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见�
           "lm": ["Hi.", "The little dog ran to the park and played with his friends all day."]}  # one is picked
 
 
+SHIPPED = ROOT / "checkpoints"
+
+
+def checkpoint_roots() -> list[Path]:
+    """Where the sidebar looks for models, in order: the shipped checkpoints folder, then every root in
+    VIZ_CHECKPOINTS (separated as PATH is: ':' on Linux and macOS, ';' on Windows; a root may be a folder of
+    models or one model folder). VIZ_CHECKPOINTS_ONLY=1 lists the given roots alone (the tests' isolation).
+    A name a later root repeats gets its root's name after it (core.catalog.list_roots)."""
+    given = [Path(p).expanduser() for p in os.environ.get("VIZ_CHECKPOINTS", "").split(os.pathsep) if p.strip()]
+    if os.environ.get("VIZ_CHECKPOINTS_ONLY", "").lower() in ("1", "true", "yes") and given:
+        return given
+    return [SHIPPED] + [p for p in given if p.resolve() != SHIPPED.resolve()]
+
+
 def checkpoints_root() -> Path:
-    return Path(os.environ.get("VIZ_CHECKPOINTS") or ROOT / "checkpoints")
+    """The first root (checkpoint_roots): the folder messages name."""
+    return checkpoint_roots()[0]
 
 
 def kind(cfg) -> str:

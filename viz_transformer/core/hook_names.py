@@ -26,7 +26,7 @@ def hook_name(block: str, layer: int, hook: str) -> str:
 
 def available_blocks(cfg) -> list[str]:
     """The attention blocks this architecture has, in reading order."""
-    if cfg.architecture == "encoder_only":
+    if getattr(cfg, "architecture", None) == "encoder_only":        # a cfg-like may name only is_encoder_decoder
         return ["encoder.self_attn"]
     return list(BLOCKS) if cfg.is_encoder_decoder else ["decoder.self_attn"]
 
