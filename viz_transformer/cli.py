@@ -288,8 +288,8 @@ def cmd_init_grads(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m viz_transformer", description="Instrumented Transformer tools.")
+def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Instrumented Transformer tools.", epilog=epilog)
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("train", help="train a model (see `train --help`)", add_help=False)
     for name, helptext in (("translate", "translate with a translator checkpoint"),
@@ -353,12 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "python -m viz_transformer", epilog: str | None = None) -> int:
+    """The CLI; `viz-transformer` (viz_explorer/launch.py) calls it with its own name and a line on `app`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         from viz_transformer.training.train import main as train_main
         return train_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog, epilog).parse_args(argv)
     args.argv = argv
     try:
         return args.fn(args)

@@ -8,20 +8,18 @@ from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.kit import page_parts
+from viz_explorer.kit import page_parts, registry
 from viz_explorer.kit.strings import has, plurals, t
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots import diagram
 
-LINKS = [("pos", "viz_explorer/pages/look/positional_encoding.py", "nav.positional"),   # (block, page, its title)
-         ("attn", "viz_explorer/pages/look/attention.py", "nav.attention"), ("qkv", "viz_explorer/pages/step/step_by_step.py", "nav.steps"),
-         ("mask", "viz_explorer/pages/look/masks.py", "nav.masks")]
-CROSS = [("cross", "viz_explorer/pages/look/attention.py", "nav.attention")]            # encoder-decoders only
+LINKS = [("pos", "positional"), ("attn", "attention"), ("qkv", "step_by_step"), ("mask", "masks")]  # (block, page)
+CROSS = [("cross", "attention")]            # encoder-decoders only
 # A page link's label stays on one line and is cut at its column's edge ("positional encoding → Positional enc"
 # at 1366 px): these wrap instead. A fixed string, no user content.
 WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { white-space: normal; overflow: visible; }
 </style>"""
-OUTPUT_END = [("softmax", "viz_explorer/pages/step/decoding.py", "nav.decoding"), ("heads", "viz_explorer/pages/experiment/knockout.py", "nav.knockout")]
+OUTPUT_END = [("softmax", "decoding"), ("heads", "knockout")]
 
 
 def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
@@ -49,8 +47,9 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
         st.markdown(f"**{t('ov.open')}**")
         st.html(WRAP)
         with st.container(key="ov_links"):
-            for short, page, nav in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
-                st.page_link(page, label=t("ov.link", block=t("dg.short." + short), page=t(nav)),
+            for short, name in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
+                spec = registry.spec(name)
+                st.page_link(registry.page_path(spec), label=t("ov.link", block=t("dg.short." + short), page=t(spec.title)),
                              icon=":material/arrow_forward:")
         st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
     return right

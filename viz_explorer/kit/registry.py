@@ -9,6 +9,9 @@ string ("nav.NAME") to viz_explorer/kit/strings.py and strings_zh.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ TABBED: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def spec(name: str) -> PageSpec:
+    """A page's spec from its name in the navigation ("attention")."""
+    return next(p for p in PAGES if p.name == name)
+
+
 def page_path(spec: PageSpec) -> str:
-    """The script's path as app.py hands it to st.Page (relative to the app's folder)."""
-    return f"viz_explorer/pages/{spec.file}"
+    """The script's path as app.py hands it to st.Page: absolute, since an installed app.py is not beside
+    viz_explorer/ (viz_explorer/launch.py)."""
+    return str(PAGES_DIR / spec.file)

@@ -9,7 +9,7 @@ import streamlit as st
 from viz_explorer.server import cached
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
-from viz_explorer.kit import widgets
+from viz_explorer.kit import registry, widgets
 from viz_explorer.kit.strings import t
 from viz_transformer import export
 from viz_transformer.training import corpora
@@ -125,4 +125,4 @@ for block in available_blocks(cfg):
 opened = st.session_state.pop("hs_open", None)
 if opened is not None:        # the attention page reads its pickers from these keys
     st.session_state["at_block"], st.session_state["at_layer"], st.session_state["at_head"] = opened
-    st.switch_page("viz_explorer/pages/look/attention.py")
+    st.switch_page(registry.page_path(registry.spec("attention")))
