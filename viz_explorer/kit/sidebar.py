@@ -70,7 +70,7 @@ def sidebar() -> Context:
         return ctx
     cfg = ctx.hm.cfg
     layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
-              else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
+              else t("sidebar.layers_d", dec=cfg.n_decoder_layers or cfg.n_encoder_layers))
     sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=layers, heads=cfg.n_heads,
                  d_model=cfg.d_model))
     if text.strip():

@@ -75,6 +75,8 @@ EN = {
     "mk.run": "Run the two texts as one batch",
     "msg.broken": "This checkpoint cannot be used:",
     "msg.failed": "The model could not run on this text:",
+    "msg.needs_decoder": "This page ({page}) needs a model that generates text: an encoder-only model (BERT) "
+                         "reads its text once, both ways, and generates nothing.",
     "guard.reset": "Some settings held values this page cannot use; they were put back to their defaults.",
     "msg.no_block": "This model has no {block}.",
 
@@ -92,6 +94,8 @@ EN = {
     "axis.query_ref": "query → target",
     "rows.intro": "A decoder row is the step that predicts the next token, so a decoder row is labelled with its "
                   "input and the token the model predicts there: the row {row} is where the model chose {piece}.",
+    "rows.encoder_only": "An encoder-only model (BERT) has no decoder: every row is a piece of the text, and "
+                         "attention runs both ways, so a row may look at the pieces after it as well as before.",
     "rows.intro_tr": "A decoder row is the step that predicts the next token. A snapshot keeps the attention, not "
                      "what the model predicted then, so here a decoder row is labelled with its input and the "
                      "reference's next token, the one training teaches it to predict ({row}).",
@@ -113,6 +117,7 @@ EN = {
     "ov.arch": "Architecture as configured",
     "ov.arch.encoder_decoder": "encoder-decoder (translator)",
     "ov.arch.decoder_only": "decoder-only (causal everywhere)",
+    "ov.arch.encoder_only": "encoder-only (attention both ways, no decoder)",
     "ov.arch.prefix_lm": "prefix LM (bidirectional prefix, causal after it)",
     "ov.fact": "property",
     "ov.value": "value",
@@ -197,6 +202,8 @@ EN = {
     "ov.trained": "Trained {when} on {data} ({task}).",
     "ov.task.translation": "translation",
     "ov.task.lm": "language modelling",
+    "ov.task.mlm": "masked-language modelling",
+    "ov.task.encoder": "sentence encoding (no trained output head)",
     "ov.loss_title": "Training loss",
     "ov.loss_x": "training step",
     "ov.loss_y": "loss",
@@ -336,6 +343,9 @@ EN = {
     "mk.cross_help": "Decoder queries look at encoder keys: only the source's [pad] keys are masked.",
     "mk.cross_title": "Cross-attention mask captured at {hook} (row {row} of the batch)",
     "mk.cross_none": "A decoder-only model has no cross-attention.",
+    "mk.cross_none_encoder": "An encoder-only model has no decoder, so no cross-attention.",
+    "mk.both_ways": "An encoder-only model (BERT) has no causal mask: every piece may attend to every real "
+                    "piece, before and after it; padding is its only mask.",
     "mk.applied": "What each head actually applied",
     "mk.applied_help": "From your run's capture: the mask (hook_mask), the scores before it (hook_scores), "
                        "after it, and the resulting pattern (hook_pattern).",
@@ -619,6 +629,7 @@ EN = {
     "ar.short.encoder_decoder": "enc-dec",
     "ar.short.decoder_only": "decoder-only",
     "ar.short.prefix_lm": "prefix LM",
+    "ar.short.encoder_only": "encoder-only",
     "ar.col.model": "model",
     "ar.col.block": "attention block",
     "ar.col.heads": "heads",

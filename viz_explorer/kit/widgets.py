@@ -42,8 +42,19 @@ def query_axis(block: str) -> str:
     return t("axis.query" if block == "encoder.self_attn" else "axis.query_next")
 
 
+def needs_decoder(cfg, page: str) -> None:
+    """One line and the page ends, for a page that needs generation (a decoder) on an encoder-only model."""
+    if cfg.is_encoder_only:
+        st.info(t("msg.needs_decoder", page=t(page)), icon=":material/info:")
+        st.stop()
+
+
 def rows_note(run) -> None:
-    """A page intro's one sentence on decoder rows, with a row of this run as its example."""
+    """A page intro's one sentence on decoder rows, with a row of this run as its example (an encoder-only
+    model has none: its sentence says attention runs both ways)."""
+    if not run.tgt_pieces:
+        st.caption(t("rows.encoder_only"))
+        return
     row, piece = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
     st.caption(t("rows.intro", row=md_escape(row), piece=md_escape(piece)))
 

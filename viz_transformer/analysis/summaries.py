@@ -149,9 +149,11 @@ class _CacheCfg:
 
     def __init__(self, run):
         n = run.cache.n_layers
-        self.is_encoder_decoder = bool(n.get("encoder"))
+        self.is_encoder_decoder = bool(n.get("encoder")) and bool(n.get("decoder"))
+        self.architecture = "encoder_only" if not n.get("decoder") else None    # BERT: one block kind, the encoder's
         self.n_encoder_layers, self.n_decoder_layers = n.get("encoder", 0), n.get("decoder", 0)
-        self.n_heads = run.cache[hook_name("decoder.self_attn", 0, "hook_pattern")].shape[1]
+        first = "decoder.self_attn" if n.get("decoder") else "encoder.self_attn"
+        self.n_heads = run.cache[hook_name(first, 0, "hook_pattern")].shape[1]
 
 
 class _Row0:

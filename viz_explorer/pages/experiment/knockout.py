@@ -19,6 +19,7 @@ ctx = context.need_run()
 hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("ko.title"))
+widgets.needs_decoder(ctx.hm.cfg, "nav.knockout")
 widgets.intro("ko")
 widgets.rows_note(run)
 blocks = patterns.available_blocks(cfg)

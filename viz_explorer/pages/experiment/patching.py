@@ -31,6 +31,7 @@ ctx = context.need_run()
 cfg = ctx.hm.cfg
 path = str(ctx.path)
 st.title(t("pt.title"))
+widgets.needs_decoder(ctx.hm.cfg, "nav.patching")
 st.caption(t("pt.intro"))
 
 c = st.columns(2)

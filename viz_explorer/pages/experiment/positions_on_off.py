@@ -17,6 +17,7 @@ ctx = context.need_run()
 cfg, run = ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("po.title"))
+widgets.needs_decoder(ctx.hm.cfg, "nav.positions")
 widgets.intro("po")
 widgets.rows_note(run)
 if not cfg.is_encoder_decoder:

@@ -31,6 +31,10 @@ def _matrix(name: str, m, q_pieces, k_pieces, key: str, block: str) -> None:
                        mime="text/csv", key=f"{key}_csv", on_click="ignore", icon=":material/table:")
 
 
+if cfg.is_encoder_only:                  # one block kind: the encoder's, over the text (both ways)
+    _matrix(t("ro.rollout_title", block=widgets.block_label("encoder.self_attn")),
+            summaries.rollout(run.cache, "encoder"), run.src_pieces, run.src_pieces, "ro_encoder", "encoder.self_attn")
+    st.stop()
 if cfg.is_encoder_decoder:
     _matrix(t("ro.attr_title"), summaries.source_attribution(run.cache),
             patterns.query_labels(run, "decoder.cross_attn"), run.src_pieces, "ro_attr", "decoder.cross_attn")

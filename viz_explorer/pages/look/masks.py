@@ -34,10 +34,11 @@ with tabs["padding"]:
             with st.spinner(t("sidebar.running")):
                 pb = cached.padded(str(ctx.path), ctx.stamp, ctx.text, other)
             row = pb.padded_row
-            self_block = "encoder.self_attn" if cfg.is_encoder_decoder else "decoder.self_attn"
+            encoder = cfg.is_encoder_decoder or cfg.is_encoder_only         # the text is the encoder's input
+            self_block = "encoder.self_attn" if encoder else "decoder.self_attn"
             hook = patterns.hook_name(self_block, 0, "hook_mask")
-            pieces = pb.src_pieces[row] if cfg.is_encoder_decoder else pb.tgt_pieces[row]
-            if "[pad]" not in pieces:
+            pieces = pb.src_pieces[row] if encoder else pb.tgt_pieces[row]
+            if ctx.hm.tokenizer.pieces([cfg.pad_id])[0] not in pieces:
                 st.info(t("mk.same_length"))
             widgets.show(heatmaps.mask_heatmap(pb.cache[hook][row, 0], pieces, pieces,
                                             t("mk.padding_title", hook=hook, row=row), **mask_kw))
@@ -45,7 +46,7 @@ with tabs["padding"]:
         st.subheader(t("mk.cross"))
         st.caption(t("mk.cross_help"))
         if not cfg.is_encoder_decoder:
-            st.info(t("mk.cross_none"))
+            st.info(t("mk.cross_none_encoder" if cfg.is_encoder_only else "mk.cross_none"))
         elif pb is not None:
             hook = patterns.hook_name("decoder.cross_attn", 0, "hook_mask")
             widgets.show(heatmaps.mask_heatmap(pb.cache[hook][pb.padded_row, 0], pb.tgt_pieces[pb.padded_row],
@@ -54,7 +55,9 @@ with tabs["padding"]:
                                             **mask_kw))
 
 with tabs["causal"]:
-    if tabs["causal"].open:
+    if tabs["causal"].open and cfg.is_encoder_only:
+        st.info(t("mk.both_ways"))
+    elif tabs["causal"].open:
         # -- causal and prefix-LM over the decoder input --------------------------------------------------
         pieces = run.tgt_pieces
         T = len(pieces)

@@ -20,6 +20,7 @@ from viz_transformer.plots.numbers import fmt_prob
 ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
 st.title(t("dc.title"))
+widgets.needs_decoder(cfg, "nav.decoding")
 st.caption(t("dc.intro." + ("encoder_decoder" if cfg.is_encoder_decoder else "sequence" if cfg.is_translator else "lm")))
 widgets.rows_note(ctx.run)
 widgets.formula("dc")

@@ -15,6 +15,7 @@ BIG_VOCAB = 50_000  # ... half as many beyond this vocabulary: each cell is a re
 ctx = context.need_run()
 run = ctx.run
 st.title(t("ln.title"))
+widgets.needs_decoder(ctx.hm.cfg, "nav.lens")
 st.caption(t("ln.intro"))
 st.info(t("ln.assumes"), icon=":material/info:")
 

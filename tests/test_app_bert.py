@@ -1,0 +1,61 @@
+"""Every page on an encoder-only model (issue 39): a tiny random BERT with a masked-LM head, saved by
+transformers (tests/hf_bert_util.py), run on a sentence pair typed as "A [SEP] B", in English and in Chinese.
+No page raises; the attention page draws the encoder's self-attention over the pair's pieces; a page that needs
+generation says so in one line; the masks page says attention runs both ways."""
+from __future__ import annotations
+
+import html
+
+import pytest
+
+import hf_bert_util as B
+from app_util import figure, open_app, open_tab
+from viz_explorer.kit.registry import PAGES, page_path
+from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH
+from viz_transformer import load_checkpoint
+
+pytestmark = pytest.mark.slow          # transformers builds the model folder
+
+NAME = "tiny-bert"
+TEXT = f"{B.PAIR[0]} [SEP] {B.PAIR[1]}"
+GENERATING = {"decoding", "lens", "knockout", "positions", "patching"}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bert-checkpoints")
+    B.build(B.SHAPE_BY_ID["bert-mlm"], root / NAME)
+    return root
+
+
+@pytest.fixture
+def env(root, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
+    return root
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_page_opens_on_a_bert_pair(env, lang):
+    table = ZH if lang == "zh" else EN
+    for spec in PAGES:
+        at = open_app(page_path(spec), ckpt=NAME, text=TEXT, lang=lang)       # asserts no exception
+        infos = " ".join(i.value for i in at.info)
+        if spec.name in GENERATING:
+            needs = table["msg.needs_decoder"].split("{page}")[-1][:12]
+            assert needs in infos, (spec.name, infos)
+
+
+def test_attention_page_shows_the_pair_both_ways(env):
+    run = load_checkpoint(env / NAME).run(B.PAIR[0], pair=B.PAIR[1])
+    assert 1 in run.segments
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt=NAME, text=TEXT)
+    f = figure(at, "encoder self-attention, layer 0, head 0")
+    assert f["data"][0]["x"] == [html.escape(f"{i}:{p}", quote=False) for i, p in enumerate(run.src_pieces)]
+    assert EN["rows.encoder_only"] in [c.value for c in at.caption]
+
+
+def test_masks_page_says_attention_runs_both_ways(env):
+    at = open_app("viz_explorer/pages/look/masks.py", ckpt=NAME, text=TEXT)
+    open_tab(at, "mk", "causal")
+    assert EN["mk.both_ways"] in [i.value for i in at.info]
