@@ -2,9 +2,9 @@
 server's memory after many texts, capture overhead, KV cache and cold start. Prints a table of ratios and
 goals and writes every number as JSON.
 
-    python benchmarks/bench_app.py                              # everything (~25 min on 2 cores)
-    python benchmarks/bench_app.py --quick                      # 128 tokens, 10 texts for memory (~6 min)
-    python benchmarks/bench_app.py --only pixels peer --tokens 128 --json /tmp/b.json
+    python -m benchmarks.bench_app                              # everything (~25 min on 2 cores)
+    python -m benchmarks.bench_app --quick                      # 128 tokens, 10 texts for memory (~6 min)
+    python -m benchmarks.bench_app --only pixels peer --tokens 128 --json /tmp/b.json
 
 Parts (each also runs alone): pixels.py (pages), peer_bertviz.py (BertViz, needs requirements-bench.txt),
 bench_memory.py (server RSS), bench_core.py (capture, KV cache), cold_start.py.
@@ -21,7 +21,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT)]
 PARTS = ("pixels", "peer", "memory", "core", "cold")
 GOALS = {"page_128_s": 1.0, "page_512_s": 2.0, "vs_bertviz_time": 12.0, "vs_bertviz_bytes": 50.0, "rss_mib": 600,
          "capture_ratio": 1.15, "kv_speedup": 3.0, "cold_start_s": 5.0}
@@ -34,8 +33,8 @@ def machine() -> str:
 
 
 def run_pixels(browser, a, tok, root: Path = ROOT, checkpoints=None) -> dict:
-    import pixels
-    from stclient import Server
+    from benchmarks import pixels
+    from benchmarks.stclient import Server
     with Server(root, checkpoints or a.checkpoints, log="/tmp/bench_app_server.log") as server:
         rows = pixels.measure(browser, server.url, tok, a.tokens, repeat=a.repeat)
         return {"rows": rows, "server_rss_mib": server.rss_mib(), "table": pixels.table(rows), "root": str(root)}
@@ -61,7 +60,7 @@ def before_after(res: dict) -> list[str]:
 
 
 def run_peer(browser, a, hm) -> dict:
-    import peer_bertviz
+    from benchmarks import peer_bertviz
     if not peer_bertviz.have_bertviz():
         return {"skipped": "bertviz is not installed (pip install -r requirements-bench.txt)"}
     rows = [peer_bertviz.measure(browser, *peer_bertviz.inputs_of(hm, n, seed=n), repeat=a.repeat, timeout_s=60)
@@ -140,11 +139,11 @@ def main(argv=None) -> int:
     parts = a.only or PARTS
     from playwright.sync_api import sync_playwright
 
-    import pixels
+    from benchmarks import pixels
     from viz_transformer import load_checkpoint
     hm = load_checkpoint(Path(a.checkpoints) / "zh-en")
     res: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M"), "tokens": a.tokens,
-                 "command": "python benchmarks/bench_app.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+                 "command": "python -m benchmarks.bench_app " + " ".join(argv if argv is not None else sys.argv[1:])}
     with sync_playwright() as pw:
         browser = pixels.launch(pw)
         if "pixels" in parts:
@@ -159,16 +158,16 @@ def main(argv=None) -> int:
             res["peer"] = run_peer(browser, a, hm)
             print(res["peer"].get("table", res["peer"].get("skipped")), flush=True)
         if "cold" in parts:
-            import cold_start
+            from benchmarks import cold_start
             res["cold"] = cold_start.measure(browser, repeat=a.repeat, checkpoints=a.checkpoints)
             print(cold_start.table(res["cold"]), flush=True)
         browser.close()
     if "core" in parts:
-        import bench_core
+        from benchmarks import bench_core
         res["core"] = bench_core.measure(str(Path(a.checkpoints) / "zh-en"))
         print(bench_core.table(res["core"]), flush=True)
     if "memory" in parts:
-        import bench_memory
+        from benchmarks import bench_memory
         res["memory"] = bench_memory.measure(n_texts=a.texts, more=max(5, a.texts // 2), checkpoints=a.checkpoints)
         print(bench_memory.table(res["memory"]), flush=True)
     res["summary"] = summary(res, a.tokens)

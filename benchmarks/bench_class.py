@@ -4,9 +4,9 @@ second). Prints: answers recorded (from the database, and on the teacher's chart
 (p50/p95/max: from pressing Send to the server's script_finished for the answer box's fragment, which alone
 reruns), and how far the teacher's chart lags behind the last answer.
 
-    python benchmarks/bench_class.py                           # its own server on checkpoints/, 60 students in 5 s
-    python benchmarks/bench_class.py --serve 2                 # deploy/serve.sh: 2 processes behind nginx
-    python benchmarks/bench_class.py --students 120 --window 5
+    python -m benchmarks.bench_class                           # its own server on checkpoints/, 60 students in 5 s
+    python -m benchmarks.bench_class --serve 2                 # deploy/serve.sh: 2 processes behind nginx
+    python -m benchmarks.bench_class --students 120 --window 5
 
 Goals (issue 25): every answer recorded, p95 submit <= 0.5 s, chart lag <= 2 s. The clients share the machine
 with the server(s): on a busy machine the numbers are upper bounds.
@@ -19,18 +19,14 @@ import os
 import random
 import secrets
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from class_util import LABELS, open_class, open_teacher, send, teacher_view  # noqa: E402
-from stclient import Server, free_port  # noqa: E402
+from tests.class_util import LABELS, open_class, open_teacher, send, teacher_view
+from benchmarks.stclient import Server, free_port
 
 OPTS = list(LABELS)
 

@@ -4,29 +4,26 @@ process's RSS after loading, and the median time of a full capture (every hook) 
 Prints one line per dtype, and the device "auto" chose. The weights' bytes are the measure: the RSS of the second
 load reuses pages the first one freed, so it reads low.
 
-    python benchmarks/bench_dtype.py --rounds 3
+    python -m benchmarks.bench_dtype --rounds 3
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from procfs import rss_mib                                                           # noqa: E402
+from benchmarks.procfs import rss_mib
 
-from viz_transformer import load_checkpoint, save_checkpoint                      # noqa: E402
-from viz_transformer.core.config import ModelConfig                               # noqa: E402
-from viz_transformer.core.model import Transformer                                # noqa: E402
-from viz_transformer.core.tokenizer import Tokenizer                              # noqa: E402
-from viz_transformer.run.capture import pick_device, weight_bytes                 # noqa: E402
+from viz_transformer import load_checkpoint, save_checkpoint
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.tokenizer import Tokenizer
+from viz_transformer.run.capture import pick_device, weight_bytes
 
 
 

@@ -1,6 +1,6 @@
 """Benchmark: what the attention page sends to the browser for a 512-token text.
 
-    python benchmarks/bench_figures.py [--checkpoint checkpoints/zh-en] [--tokens 510]
+    python -m benchmarks.bench_figures [--checkpoint checkpoints/zh-en] [--tokens 510]
 
 BertViz ships every attention value as JSON and falls over near 512 tokens. Our model view
 max-pools each head to a small tile and the single-head heatmap ships one [q, k] matrix as a
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps  # noqa: E402
+from viz_transformer.plots import heatmaps
 
 
 def main() -> None:

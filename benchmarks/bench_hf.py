@@ -8,23 +8,20 @@
 
 Needs transformers (requirements-dev.txt). Writes the folder once under --work (about 2 GB of float32).
 
-    python benchmarks/bench_hf.py --rounds 5 --json benchmarks/results/bench_hf.json
+    python -m benchmarks.bench_hf --rounds 5 --json benchmarks/results/bench_hf.json
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from procfs import rss_mib                                                           # noqa: E402
+from benchmarks.procfs import rss_mib
 
 
 

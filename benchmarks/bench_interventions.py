@@ -1,26 +1,22 @@
 """Benchmark for rank_heads: the batched ranking against the naive loop (one greedy decode and one
 teacher-forced forward per head), timed in the same run, and a check that both give the same table.
 
-    python benchmarks/bench_interventions.py [--checkpoint checkpoints/zh-en] [--text 我是一名工程师。]
+    python -m benchmarks.bench_interventions [--checkpoint checkpoints/zh-en] [--text 我是一名工程师。]
 
 Goal (issue 9): all 72 heads of zh-en for a ~10-token sentence in <= 5 s on 2 cores.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import timeit  # noqa: E402  (one timing helper for every benchmark)
-from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.run.decoding import allowed_logits, decode_ids, never_generated  # noqa: E402
-from viz_transformer.core.encoding import encode_input  # noqa: E402
-from viz_transformer.run.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads  # noqa: E402
+from benchmarks.bench_core import timeit  # (one timing helper for every benchmark)
+from viz_transformer import load_checkpoint
+from viz_transformer.run.decoding import allowed_logits, decode_ids, never_generated
+from viz_transformer.core.encoding import encode_input
+from viz_transformer.run.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads
 
 
 @torch.no_grad()

@@ -3,9 +3,9 @@ each opening the app, typing its own sentence, and opening the attention, decodi
 knock-out (one ablation) pages. Prints page times (p50/p95/max) and the server's CPU seconds per
 student for each number of users, and the largest number whose p95 page time stays within --target.
 
-    python benchmarks/bench_load.py                       # starts its own server on checkpoints/
-    python benchmarks/bench_load.py --users 1,4,8 --url http://127.0.0.1:8501   # against a running one
-    python benchmarks/bench_load.py --users 8 --profile   # and where the server's CPU goes (py-spy)
+    python -m benchmarks.bench_load                       # starts its own server on checkpoints/
+    python -m benchmarks.bench_load --users 1,4,8 --url http://127.0.0.1:8501   # against a running one
+    python -m benchmarks.bench_load --users 8 --profile   # and where the server's CPU goes (py-spy)
 
 A page time is one rerun: from the request to the server's script_finished (what a student waits for).
 The clients share the machine with the server: on a busy machine the numbers are upper bounds.
@@ -22,8 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stclient import Server, student  # noqa: E402
+from benchmarks.stclient import Server, student
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = ["我是学生。", "我爱你。", "今天天气很好。", "你叫什么名字？", "我喜欢喝茶。", "他是我的朋友。", "我们明天去北京。",

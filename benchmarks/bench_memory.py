@@ -2,8 +2,8 @@
 512-piece texts in turn and opens every page of the navigation for each; the server's RSS after warm-up and
 after 10, 25, 50 texts, then after more texts (flat from there on is the goal).
 
-    python benchmarks/bench_memory.py                          # 50 texts, then 25 more, checkpoints/
-    python benchmarks/bench_memory.py --texts 13 --more 0 --json /tmp/mem.json
+    python -m benchmarks.bench_memory                          # 50 texts, then 25 more, checkpoints/
+    python -m benchmarks.bench_memory --texts 13 --more 0 --json /tmp/mem.json
 
 Each page is visited with the text set and its widgets at their defaults; a page that raised (an exception
 element) counts as an error. `measure(...)` returns the same numbers as a dict for a driver script.
@@ -18,10 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from stclient import Server, Session  # noqa: E402
-from texts import text_of  # noqa: E402
+from benchmarks.stclient import Server, Session
+from benchmarks.texts import text_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)

@@ -3,10 +3,10 @@ the sidebar to pixels (goal ≤ 2 s), on a random model with Qwen2.5-0.5B's conf
 heads, 2 KV heads, d_model 896, FFN 4864, vocabulary 151,936) imported from a Hugging Face qwen2 folder;
 and the server's RSS with it loaded, and after the walk.
 
-    python benchmarks/bench_pages_hf.py                              # builds the folder once (about 2 GB)
-    python benchmarks/bench_pages_hf.py --pages attention,decoding --json benchmarks/results/bench_pages_hf.json
-    python benchmarks/bench_pages_hf.py --pause-training             # SIGSTOP the background training meanwhile
-    python benchmarks/bench_pages_hf.py --app /tmp/before            # another checkout's app (git archive main)
+    python -m benchmarks.bench_pages_hf                              # builds the folder once (about 2 GB)
+    python -m benchmarks.bench_pages_hf --pages attention,decoding --json benchmarks/results/bench_pages_hf.json
+    python -m benchmarks.bench_pages_hf --pause-training             # SIGSTOP the background training meanwhile
+    python -m benchmarks.bench_pages_hf --app /tmp/before            # another checkout's app (git archive main)
 
 One server (VIZ_CHECKPOINTS = the folder's root, OMP_NUM_THREADS = --threads), one headless Chromium: the text is
 submitted on the overview ("new text": the model's run, its continuation included), then every page of
@@ -26,11 +26,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
-from bench_hf import make_folder  # noqa: E402
-from pixels import Traffic, launch, measure_action, nav_pages, settle  # noqa: E402
-from stclient import Server  # noqa: E402
-from texts import sentences, text_of  # noqa: E402
+from benchmarks.bench_hf import make_folder
+from benchmarks.pixels import Traffic, launch, measure_action, nav_pages, settle
+from benchmarks.stclient import Server
+from benchmarks.texts import sentences, text_of
 
 VOCAB = 151936
 GOAL_S = 2.0

@@ -1,24 +1,20 @@
 """Benchmark for patching_scores: the batched patching against one forward per component, timed in the
 same run, and a check that both give the same scores.
 
-    python benchmarks/bench_patching.py [--checkpoint checkpoints/zh-en]
+    python -m benchmarks.bench_patching [--checkpoint checkpoints/zh-en]
 
 Goal (issue 14): the 72 heads of zh-en for a 10-piece pair in <= 5 s on 2 cores.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import timeit  # noqa: E402  (one timing helper for every benchmark)
-from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.run.patching import OVER, components, output_logprob, patched_logits, patching_scores, prepare_pair  # noqa: E402
+from benchmarks.bench_core import timeit  # (one timing helper for every benchmark)
+from viz_transformer import load_checkpoint
+from viz_transformer.run.patching import OVER, components, output_logprob, patched_logits, patching_scores, prepare_pair
 
 PAIRS = [("我爱你。", "你爱我。"),
          ("他是我的朋友，也是一名很好的工程师。", "她是我的朋友，也是一名很好的医生。")]   # 3 and 10 pieces

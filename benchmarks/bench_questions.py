@@ -1,21 +1,19 @@
 """How long each shipped lesson question takes to compute the first time (the app then caches it per step),
 beside the plain captured run of the same text: what a student waits for when a step with a question opens.
 
-    python benchmarks/bench_questions.py                 # every question of the shipped lessons, 3 repeats
+    python -m benchmarks.bench_questions                 # every question of the shipped lessons, 3 repeats
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from viz_explorer.lessons import lesson_file  # noqa: E402
-from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.analysis import claims, questions  # noqa: E402
+from viz_explorer.lessons import lesson_file
+from viz_transformer import load_checkpoint
+from viz_transformer.analysis import claims, questions
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """How many intra-op threads the app's model runs should use (issue 38; the policy: viz_explorer/server/threads.py).
 
-    python benchmarks/bench_threads.py [--checkpoint checkpoints/en-stories ...] [--rounds 5] [--json PATH]
+    python -m benchmarks.bench_threads [--checkpoint checkpoints/en-stories ...] [--rounds 5] [--json PATH]
 
 Times one model run, `hm.run(text)` on the app's first example text (the sidebar's run: the capture and the
 model's continuation), at torch's default intra-op thread count, at 1 and at 2, first on the machine as it is,
@@ -15,16 +15,14 @@ import json
 import multiprocessing as mp
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from viz_transformer import load_checkpoint  # noqa: E402
-from viz_explorer.server.defaults import EXAMPLES  # noqa: E402
+from viz_transformer import load_checkpoint
+from viz_explorer.server.defaults import EXAMPLES
 
 DEFAULT = torch.get_num_threads()        # torch's own choice in this process (the cores, or OMP_NUM_THREADS)
 

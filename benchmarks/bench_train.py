@@ -1,6 +1,6 @@
 """Training step before and after issue 23, measured side by side in one run.
 
-    python benchmarks/bench_train.py [--arch encoder_decoder] [--steps 40] [--threads 2] [--json PATH]
+    python -m benchmarks.bench_train [--arch encoder_decoder] [--steps 40] [--threads 2] [--json PATH]
 
 The reference zh-en setup (8k vocabulary, d_model 256, 8 heads, d_ff 1024, dropout 0.15, batch 64,
 3+3 layers, or 0+7 for decoder_only / prefix_lm): the training split of seed 1234 is encoded and
@@ -30,12 +30,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import viz_transformer.training.train as T  # noqa: E402
-from viz_transformer.training import data as D  # noqa: E402
-from viz_transformer.core.config import ModelConfig  # noqa: E402
-from viz_transformer.core.model import Transformer  # noqa: E402
-from viz_transformer.core.tokenizer import Tokenizer  # noqa: E402
+import viz_transformer.training.train as T
+from viz_transformer.training import data as D
+from viz_transformer.core.config import ModelConfig
+from viz_transformer.core.model import Transformer
+from viz_transformer.core.tokenizer import Tokenizer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "zh-en" / "tatoeba-cmn-eng.tsv"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_train.json"
@@ -125,7 +124,7 @@ def main(argv=None) -> int:
     items, _, _ = D.split_by_source(pairs, a.seed, 1500, 1000)      # train's split of the reference run
     tok = Tokenizer.train([s for s, _ in items] + [t for _, t in items], 8000, sep=True)
     print(f"{len(items)} training pairs, tokenizer in {time.perf_counter() - t0:.0f} s")
-    command = "python benchmarks/bench_train.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m benchmarks.bench_train " + " ".join(sys.argv[1:] if argv is None else argv)
     out = Path(a.json) if a.json else None
     result = json.loads(out.read_text()) if out and out.exists() else {}    # other architectures' runs stay
     result.setdefault("archs", {})

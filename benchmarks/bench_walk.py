@@ -2,8 +2,8 @@
 websocket session; after a warm-up, N distinct 512-piece texts on every page, then every page again for the last
 text (what the caches kept), then one knock-out of a whole layer.
 
-    python benchmarks/bench_walk.py                                 # this tree
-    python benchmarks/bench_walk.py /tmp/before .                   # side by side (git archive a commit there)
+    python -m benchmarks.bench_walk                                 # this tree
+    python -m benchmarks.bench_walk /tmp/before .                   # side by side (git archive a commit there)
 
 Seconds are from the request to script_finished (stclient). Pause the background training for it (README).
 """
@@ -14,16 +14,15 @@ import asyncio
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stclient import Server, Session  # noqa: E402
-from texts import text_of  # noqa: E402
+from benchmarks.stclient import Server, Session
+from benchmarks.texts import text_of
 
 HERE = Path(__file__).resolve().parent
 
 
 def walk(root: Path, n_texts: int = 3, pieces: int = 512) -> dict:
     """{"first": {page: [s per text]}, "again": {page: s}, "knockout": s} for the tree at root."""
-    import bench_memory as bm
+    from benchmarks import bench_memory as bm
     from viz_explorer.kit.strings import EN
     tok, titles = bm._tokenizer(root / "checkpoints"), bm.page_titles()
     out = {"first": {t: [] for t in titles}, "again": {}, "knockout": 0.0}

@@ -1,7 +1,7 @@
 """How a translator's tokenizer cuts Chinese: the share of Chinese pieces that span two, three or more
 characters on the validation and test sources, and the app's teaching sentences, checkpoints side by side.
 
-    python benchmarks/chinese_pieces.py checkpoints/zh-en-v1 checkpoints/zh-en
+    python -m benchmarks.chinese_pieces checkpoints/zh-en-v1 checkpoints/zh-en
 """
 from __future__ import annotations
 

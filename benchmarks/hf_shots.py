@@ -3,8 +3,8 @@
 the model's own q/k) and step-through decoding, in English and Chinese. Written to docs/hf/ as optimised
 1280-wide PNGs; look at each one.
 
-    python benchmarks/hf_shots.py --checkpoints /tmp/llama/root --checkpoint stories-llama-hf
-    python benchmarks/hf_shots.py --checkpoints /tmp/llama/root --langs zh --shots attention
+    python -m benchmarks.hf_shots --checkpoints /tmp/llama/root --checkpoint stories-llama-hf
+    python -m benchmarks.hf_shots --checkpoints /tmp/llama/root --langs zh --shots attention
 
 Each page is opened from the sidebar (the text stays), and shot once the script has finished, no skeleton is
 left and every chart has drawn (benchmarks/pixels.settle). A shot is the page's main area down to the end of
@@ -18,9 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
-from pixels import launch, settle  # noqa: E402
-from stclient import Server  # noqa: E402
+from benchmarks.pixels import launch, settle
+from benchmarks.stclient import Server
 
 TEXT = "Once upon a time, there was a little girl named Lily. She loved to play in the park with her dog."
 WIDTH, HEIGHT = 1280, 2600     # a tall window: Streamlit scrolls its main area, not the page, so what is shot must fit

@@ -3,8 +3,8 @@ interface language and text length; tests/legibility.js measures each drawn char
 under 110 px, two labels overlapping by their rotated boxes, a label past the chart's edge, a colour bar or
 legend taller than its plot). Used by tests/test_browser_legibility.py; from the shell, for one page:
 
-    python benchmarks/legibility.py --pages masks --lang zh --lengths 120 --checkpoint zh-en
-    python benchmarks/legibility.py                      # the whole walk (3 checkpoints x 2 languages x 3 lengths)
+    python -m benchmarks.legibility --pages masks --lang zh --lengths 120 --checkpoint zh-en
+    python -m benchmarks.legibility                      # the whole walk (3 checkpoints x 2 languages x 3 lengths)
 
 Pages are named by their address (overview, masks, step_by_step, ...). Failing charts are saved as PNGs and
 the whole report as JSON under test-artifacts/legibility/ (--shots all: every chart, to check the measurer).
@@ -20,10 +20,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
-from pixels import ARGS, CHROMIUM, Traffic, measure_action, nav_pages, settle  # noqa: E402
-from stclient import Server  # noqa: E402
-from texts import text_of  # noqa: E402
+from benchmarks.pixels import ARGS, CHROMIUM, Traffic, measure_action, nav_pages, settle
+from benchmarks.stclient import Server
+from benchmarks.texts import text_of
 
 MEASURER = (ROOT / "tests" / "legibility.js").read_text(encoding="utf-8")
 OUT = ROOT / "test-artifacts" / "legibility"

@@ -4,25 +4,22 @@ do) is continued greedily for 96 pieces. Prints, per checkpoint, the validation 
 continuation's word 4-grams that already occurred earlier in it (mean over stories), and how many
 continuations write one sentence twice. Give two checkpoints to compare them in one run.
 
-    python benchmarks/lm_repetition.py checkpoints/en-stories
-    python benchmarks/lm_repetition.py ../old-main/checkpoints/en-stories checkpoints/en-stories
+    python -m benchmarks.lm_repetition checkpoints/en-stories
+    python -m benchmarks.lm_repetition ../old-main/checkpoints/en-stories checkpoints/en-stories
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from viz_transformer import load_checkpoint                               # noqa: E402
-from viz_transformer.run.decoding import greedy_batch                     # noqa: E402
-from viz_transformer.training.calibration import first_sentence           # noqa: E402
-from viz_transformer.training.evaluation import evaluate_lm, story_splits  # noqa: E402
+from viz_transformer import load_checkpoint
+from viz_transformer.run.decoding import greedy_batch
+from viz_transformer.training.calibration import first_sentence
+from viz_transformer.training.evaluation import evaluate_lm, story_splits
 
 
 def repeated_share(text: str, n: int = 4) -> float:

@@ -1,6 +1,6 @@
 """Peer benchmark: BertViz's model_view on the same tensors, drawn in the same Chromium (issue 12).
 
-    python benchmarks/peer_bertviz.py [--tokens 32,128,512] [--repeat 3] [--timeout 60] [--json out.json]
+    python -m benchmarks.peer_bertviz [--tokens 32,128,512] [--repeat 3] [--timeout 60] [--json out.json]
 
 Input: zh-en's encoder self-attention (every layer × head, `encoder.{l}.self_attn.hook_pattern`) for a text of
 N pieces (`texts.text_of`), tokens `run.src_pieces`. BertViz's HTML loads require.js, d3 and jQuery from
@@ -16,15 +16,12 @@ import json
 import os
 import signal
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 VENDOR = HERE / "vendor"
 CDN = "https://cdnjs.cloudflare.com/ajax/libs/"
 REQUIRE_TAG = f'<script src="{CDN}require.js/2.3.6/require.min.js"></script>'
@@ -144,7 +141,7 @@ def inputs(checkpoint: str, n: int, seed: int = 0):
 
 
 def inputs_of(hm, n: int, seed: int = 0):
-    from texts import text_of
+    from benchmarks.texts import text_of
     run = hm.run(text_of(hm.tokenizer, n, seed=seed), max_new_tokens=8,    # encoder attention ignores the target
                  names_filter=lambda name: name.startswith("encoder.") and name.endswith("self_attn.hook_pattern"))
     layers = hm.cfg.n_encoder_layers

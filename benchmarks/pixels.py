@@ -2,9 +2,9 @@
 text) until the script has finished, no skeleton is left and every chart has drawn; and the bytes the
 server sent for it (websocket frames + /_stcore/message responses).
 
-    python benchmarks/pixels.py                          # every page at 32, 128, 512 tokens
-    python benchmarks/pixels.py --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
-    python benchmarks/pixels.py --pages Positions --before ../main --rounds 3   # another checkout, same run
+    python -m benchmarks.pixels                          # every page at 32, 128, 512 tokens
+    python -m benchmarks.pixels --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
+    python -m benchmarks.pixels --pages Positions --before ../main --rounds 3   # another checkout, same run
 
 The end of a rerun is read in the page itself, not guessed with a sleep: a MutationObserver sees the app
 root's data-test-script-state go to "running" and back to "notRunning"; then every stPlotlyChart must have
@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(ROOT)]
-from stclient import Server  # noqa: E402
-from texts import text_of  # noqa: E402
+from benchmarks.stclient import Server
+from benchmarks.texts import text_of
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -1,8 +1,8 @@
 """Soak: many reruns with varied texts across every page in one process (AppTest, one session), and
 whether memory, session_state, open files and threads stay flat after warm-up.
 
-    python benchmarks/soak.py                    # 300 reruns on checkpoints/
-    python benchmarks/soak.py --reruns 60 --checkpoints /path/to/checkpoints
+    python -m benchmarks.soak                    # 300 reruns on checkpoints/
+    python -m benchmarks.soak --reruns 60 --checkpoints /path/to/checkpoints
 
 Prints a line every --every reruns: RSS, Python heap (tracemalloc), session_state keys, open file
 descriptors, threads; then the growth from the first sample after warm-up to the last.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from stclient import Session
+from benchmarks.stclient import Session
 
 LABELS = {"got_it": "Got it", "unsure": "Not sure", "lost": "Lost"}      # the check-in poll in English
 
