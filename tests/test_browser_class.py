@@ -51,90 +51,94 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
     port, env = free_port(), {"VIZ_DATABASE_URL": db_url}
     kind = db_url.split(":")[0].split("+")[0]
     server = Server(ROOT, ckpt_root, port=port, log=ARTIFACTS / f"class-server-{kind}.log", env=env).__enter__()
+    pages = []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            pages = []
+            try:
+                def new_page(width=1300):
+                    pg = browser.new_context(viewport={"width": width, "height": 1500}).new_page()
+                    pg.set_default_timeout(TIMEOUT_MS)
+                    pages.append(pg)
+                    return pg
+                teacher = new_page()
+                teacher.goto(f"{server.url}/live_class")
+                _ready(teacher)
+                teacher.get_by_role("button", name="Start a class").click()
+                teacher.wait_for_url(re.compile(r"teach="))
+                _ready(teacher)
+                code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
+                join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
+                teacher.get_by_text("Your teacher key").click()              # the key, shown only when asked for
+                teacher.get_by_role("button", name="Show the key").click()
+                secret = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
+                '[data-testid="stCode"]').first.inner_text().strip()
+                teacher.get_by_role("button", name="Hide the key").click()
+                assert secret not in teacher.url
+                assert f"class={code}" in join and "teacher" not in join and secret not in join
+                teacher.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link").click()
+                copied = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.inner_text()
+                assert "teacher" not in copied and secret not in copied, copied        # "Copy link" never carries it
+                teacher.keyboard.press("Escape")
 
-            def new_page(width=1300):
-                pg = browser.new_context(viewport={"width": width, "height": 1500}).new_page()
-                pg.set_default_timeout(TIMEOUT_MS)
-                pages.append(pg)
-                return pg
-            teacher = new_page()
-            teacher.goto(f"{server.url}/live_class")
-            _ready(teacher)
-            teacher.get_by_role("button", name="Start a class").click()
-            teacher.wait_for_url(re.compile(r"teach="))
-            _ready(teacher)
-            code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
-            join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
-            teacher.get_by_text("Your teacher key").click()              # the key, shown only when asked for
-            teacher.get_by_text("Show the key").click()
-            secret = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
-            '[data-testid="stCode"]').first.inner_text().strip()
-            teacher.get_by_text("Show the key").click()
-            assert secret not in teacher.url
-            assert f"class={code}" in join and "teacher" not in join and secret not in join
-            teacher.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link").click()
-            copied = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first.inner_text()
-            assert "teacher" not in copied and secret not in copied, copied        # "Copy link" never carries it
-            teacher.keyboard.press("Escape")
+                students = [new_page(900) for _ in range(3)]
+                students[0].goto(f"{server.url}/live_class")                 # types the code
+                _ready(students[0])
+                students[0].get_by_role("textbox", name="Class code").fill(code.lower())
+                students[0].get_by_role("button", name="Join").click()
+                for s in students[1:]:                                       # open the join link
+                    s.goto(join)
+                for s in students:
+                    s.get_by_text("Step 1 of 8").first.wait_for()
+                    _ready(s)
+                    assert secret not in s.content()
+                hostile = "<b>Mei</b><img src=x>"
+                students[1].get_by_label("Nickname", exact=True).fill(hostile)
+                students[1].get_by_role("button", name="Save nickname").click()
+                _ready(students[1])
+                ids = [re.search(r"me=([^&]+)", s.url).group(1) for s in students]
+                assert len(set(ids)) == 3
 
-            students = [new_page(900) for _ in range(3)]
-            students[0].goto(f"{server.url}/live_class")                 # types the code
-            _ready(students[0])
-            students[0].get_by_role("textbox", name="Class code").fill(code.lower())
-            students[0].get_by_role("button", name="Join").click()
-            for s in students[1:]:                                       # open the join link
-                s.goto(join)
-            for s in students:
-                s.get_by_text("Step 1 of 8").first.wait_for()
-                _ready(s)
-                assert secret not in s.content()
-            hostile = "<b>Mei</b><img src=x>"
-            students[1].get_by_label("Nickname", exact=True).fill(hostile)
-            students[1].get_by_role("button", name="Save nickname").click()
-            _ready(students[1])
-            ids = [re.search(r"me=([^&]+)", s.url).group(1) for s in students]
-            assert len(set(ids)) == 3
+                step1 = ["got_it", "got_it", "lost"]
+                _answered(teacher, 0, 3, [0, 0, 0])
+                for s, o in zip(students, step1):
+                    _answer(s, o)
+                want1 = [Counter(step1)[o] for o in OPTS]
+                _answered(teacher, 3, 3, want1)
+                teacher.get_by_text("Who joined (3)").click()
+                teacher.locator('[data-testid="stText"]').filter(has_text=hostile).first.wait_for()  # as text
+                assert teacher.locator('[data-testid="stMain"] b').count() == 0
+                teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-1-{kind}.png"), full_page=True)
 
-            step1 = ["got_it", "got_it", "lost"]
-            _answered(teacher, 0, 3, [0, 0, 0])
-            for s, o in zip(students, step1):
-                _answer(s, o)
-            want1 = [Counter(step1)[o] for o in OPTS]
-            _answered(teacher, 3, 3, want1)
-            teacher.get_by_text("Who joined (3)").click()
-            teacher.locator('[data-testid="stText"]').filter(has_text=hostile).first.wait_for()  # as text
-            assert teacher.locator('[data-testid="stMain"] b').count() == 0
-            teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-1-{kind}.png"), full_page=True)
+                teacher.get_by_role("button", name="Next step").click()
+                step2 = ["unsure", "lost", "unsure"]
+                for s, o in zip(students, step2):
+                    s.get_by_text("Step 2 of 8").first.wait_for()           # the students follow by themselves
+                    _answer(s, o)
+                want2 = [Counter(step2)[o] for o in OPTS]
+                _answered(teacher, 3, 3, want2)
+                students[2].screenshot(path=str(ARTIFACTS / f"class-student-{kind}.png"))
 
-            teacher.get_by_role("button", name="Next step").click()
-            step2 = ["unsure", "lost", "unsure"]
-            for s, o in zip(students, step2):
-                s.get_by_text("Step 2 of 8").first.wait_for()           # the students follow by themselves
-                _answer(s, o)
-            want2 = [Counter(step2)[o] for o in OPTS]
-            _answered(teacher, 3, 3, want2)
-            students[2].screenshot(path=str(ARTIFACTS / f"class-student-{kind}.png"))
-
-            server.proc.kill()                                           # the server dies mid-class
-            server.proc.wait(timeout=20)
-            server = Server(ROOT, ckpt_root, port=port, log=ARTIFACTS / f"class-server2-{kind}.log",
-                            env=env).__enter__()
-            teacher.reload()                                             # the right is in the browser's cookie
-            _ready(teacher)
-            _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
-            teacher.get_by_role("button", name="Previous step").click()
-            _answered(teacher, 3, 3, want1)                              # and step 1's
-            teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-2-{kind}.png"), full_page=True)
-            students[0].reload()                                         # a student comes back: same id, same answer
-            students[0].get_by_text("Step 1 of 8").first.wait_for()
-            students[0].get_by_text(f"Your answer: {LABELS[step1[0]]}.").wait_for()
-            assert re.search(r"me=([^&]+)", students[0].url).group(1) == ids[0]
-            for pg in pages:
-                assert pg.locator('[data-testid="stException"]').count() == 0
-            browser.close()
+                server.proc.kill()                                           # the server dies mid-class
+                server.proc.wait(timeout=20)
+                server = Server(ROOT, ckpt_root, port=port, log=ARTIFACTS / f"class-server2-{kind}.log",
+                                env=env).__enter__()
+                teacher.reload()                                             # the right is in the browser's cookie
+                _ready(teacher)
+                _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
+                teacher.get_by_role("button", name="Previous step").click()
+                _answered(teacher, 3, 3, want1)                              # and step 1's
+                teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-2-{kind}.png"), full_page=True)
+                students[0].reload()                                         # a student comes back: same id, same answer
+                students[0].get_by_text("Step 1 of 8").first.wait_for()
+                students[0].get_by_text(f"Your answer: {LABELS[step1[0]]}.").wait_for()
+                assert re.search(r"me=([^&]+)", students[0].url).group(1) == ids[0]
+                for pg in pages:
+                    assert pg.locator('[data-testid="stException"]').count() == 0
+                browser.close()
+            except Exception:
+                for i, pg in enumerate(pages):                               # what each page showed when it failed
+                    pg.screenshot(path=str(ARTIFACTS / f"class-failed-{kind}-{i}.png"), full_page=True)
+                raise
     finally:
         server.__exit__()

@@ -44,6 +44,20 @@ def test_an_app_run_sets_one_thread_even_after_torch_was_imported(no_thread_env)
     assert os.environ["OMP_NUM_THREADS"] == str(ONE)       # and for what it starts
 
 
+def test_a_run_while_another_thread_imports_torch_leaves_torch_alone(no_thread_env, monkeypatch):
+    """A reload while the start-up load is importing torch: torch is in sys.modules, half built (no functions yet).
+    The run must not touch it (it failed with "partially initialized module 'torch'"); torch reads the policy from
+    OMP_NUM_THREADS when its import finishes."""
+    import importlib.machinery
+    import types
+    from viz_explorer.server import threads
+    half = types.ModuleType("torch")
+    half.__spec__ = importlib.machinery.ModuleSpec("torch", None)
+    half.__spec__._initializing = True               # as importlib marks a module whose import is under way
+    monkeypatch.setitem(sys.modules, "torch", half)
+    assert threads.apply() == ONE and os.environ["OMP_NUM_THREADS"] == str(ONE)
+
+
 @pytest.mark.parametrize("env,want", [({"VIZ_THREADS": "3"}, 3), ({"OMP_NUM_THREADS": "2"}, 2),
                                       ({"VIZ_THREADS": "3", "OMP_NUM_THREADS": "2"}, 3),
                                       ({"OMP_NUM_THREADS": "4,2"}, 4),          # OpenMP's nested form: the first

@@ -44,6 +44,13 @@ def apply() -> int:
     n = count()
     os.environ["OMP_NUM_THREADS"] = str(n)       # torch reads it when imported
     torch = sys.modules.get("torch")             # already imported (a test, a notebook): set it directly
-    if torch is not None and torch.get_num_threads() != n:
+    if _imported(torch) and torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+def _imported(module) -> bool:
+    """Whether a module in sys.modules has finished importing. Another thread (the start-up load) may be importing
+    torch right now: it is then in sys.modules without its functions, and reads OMP_NUM_THREADS itself."""
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False) and hasattr(module, "set_num_threads")
