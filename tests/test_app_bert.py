@@ -9,7 +9,7 @@ import html
 import pytest
 
 import hf_bert_util as B
-from app_util import figure, open_app, open_tab
+from app_util import array, figure, open_app, open_tab
 from viz_explorer.kit.registry import PAGES, page_path
 from viz_explorer.kit.strings import EN
 from viz_explorer.kit.strings_zh import ZH
@@ -59,3 +59,21 @@ def test_masks_page_says_attention_runs_both_ways(env):
     at = open_app("viz_explorer/pages/look/masks.py", ckpt=NAME, text=TEXT)
     open_tab(at, "mk", "causal")
     assert EN["mk.both_ways"] in [i.value for i in at.info]
+
+
+def test_hiding_the_special_tokens_renormalises_each_row(env):
+    """The switch drops [CLS] and [SEP]: each row is the model's weights on the other pieces divided by their sum
+    (computed here from the run itself), and the title says these are not the model's own weights."""
+    hm = load_checkpoint(env / NAME)
+    run = hm.run(B.PAIR[0], pair=B.PAIR[1])
+    at = open_app("viz_explorer/pages/look/attention.py", ckpt=NAME, text=TEXT)
+    assert "sentence B" in [a["text"] for a in figure(at, "encoder self-attention, layer 0, head 0")["layout"]["annotations"]]
+    at.toggle(key="at_no_special").set_value(True).run(timeout=60)
+    assert not at.exception, [e.value for e in at.exception]
+    f = figure(at, "encoder self-attention, layer 0, head 0: renormalised without the special tokens — not the "
+                   "model's own weights")
+    keep = [i for i, p in enumerate(run.src_pieces) if p not in ("[CLS]", "[SEP]")]
+    assert f["data"][0]["x"] == [html.escape(f"{i}:{run.src_pieces[k]}", quote=False) for i, k in enumerate(keep)]
+    w = run.cache["encoder.0.self_attn.hook_pattern"][0, 0][keep][:, keep].double()
+    want = (w / w.sum(-1, keepdim=True)).numpy()
+    assert abs(array(f["data"][0]["z"]) - want).max() < 1e-4

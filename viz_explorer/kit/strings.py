@@ -252,6 +252,13 @@ EN = {
     "at.words": "Word level",
     "at.words_help": "Sum the attention a word's pieces receive; average the rows of a word's pieces.",
     "at.no_sink": "Hide the attention sink",
+    "at.no_special": "Hide [CLS] and [SEP]",
+    "at.no_special_help": "Drop the special tokens' rows and columns and divide each row's other weights by "
+                          "what is left (1 − its weight on them): the attention between the words, magnified. "
+                          "Not the model's own weights: it did give the special tokens their share.",
+    "at.no_special_title": "{title}: renormalised without the special tokens — not the model's own weights",
+    "at.sentence_a": "sentence A",
+    "at.sentence_b": "sentence B",
     "at.no_sink_help": "Set every row's weight on position 0 to 0 and divide the rest by what is left (1 − that weight), "
                        "so the weights the sink drowns out show on the 0–1 scale. The model itself did give position 0 "
                        "that weight.",

@@ -88,3 +88,16 @@ def without_sink(pattern, sinks: Sequence[int]):
     out = torch.where(rest > 0, out / torch.where(rest > 0, rest, 1.0), torch.zeros_like(out))
     out = out.to(p.dtype)
     return out.numpy() if was_numpy else out
+
+
+def without_tokens(pattern, positions: Sequence[int]):
+    """A self-attention pattern [..., T, T] without the tokens at `positions` (BERT's [CLS] and [SEP]): their
+    key columns set to 0 and every row renormalised (without_sink), then their query rows and key columns
+    dropped, [..., T', T'] with T' = T − len(positions). Like without_sink, NOT the model's attention: say so
+    wherever it is shown."""
+    T = pattern.shape[-1]
+    gone = set(int(p) for p in positions)
+    keep = [i for i in range(T) if i not in gone]
+    out = without_sink(pattern, sorted(gone)) if gone else pattern
+    return out[..., keep, :][..., keep]
+

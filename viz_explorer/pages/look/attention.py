@@ -27,13 +27,22 @@ c = st.columns([3, 1, 2, 1.4])
 block, layer, head = widgets.block_layer_head(c, cfg, "at", with_reduce=True)
 words = c[3].toggle(t("at.words"), key="at_words", help=t("at.words_help"))
 no_sink = st.toggle(t("at.no_sink"), key="at_no_sink", help=t("at.no_sink_help"))
+specials = []                      # an encoder-only model's [CLS] and [SEP] (<s>, </s>), which a switch hides
+if cfg.is_encoder_only:
+    specials = [i for i, x in enumerate(run.src_ids) if x in getattr(ctx.hm.tokenizer, "specials", ())]
+no_special = bool(specials) and st.toggle(t("at.no_special"), key="at_no_special", help=t("at.no_special_help"))
 
 pats = patterns.block_patterns(run.cache, block)                     # (L, H, q, k)
 q_pieces, k_pieces = patterns.block_pieces(run, block)
 shown = sinks.without_sink(pats[layer], [0]) if no_sink else pats[layer]   # each head's pieces, before words/mean
+if no_special:
+    shown = sinks.without_tokens(shown, specials)
+    q_pieces = k_pieces = [p for i, p in enumerate(k_pieces) if i not in specials]
 mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
-qp = patterns.query_labels(run, block, words)                       # a decoder row: "▁an → ▁engineer"
+qp = patterns.row_labels(q_pieces, None, words) if no_special else patterns.query_labels(run, block, words)
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
+if no_special:
+    title = t("at.no_special_title", title=title)
 if no_sink:
     title = t("at.no_sink_title", title=title)
     share = sinks.share_of(sinks.sink_shares(run.cache, block, patterns.n_layers(cfg, block)), layer, head)
@@ -45,6 +54,9 @@ if seg is not None and not words:          # one sequence: mark [begin] | source
     st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))
     model_figures.mark_segments(fig, [seg.source_start, seg.source_end],
                                ["", t("ar.part.source"), t("ar.part.target")])
+pair = run.segments if cfg.is_encoder_only else None
+if pair and 1 in pair and not (words or no_special):      # a sentence pair: mark where sentence B starts
+    model_figures.mark_segments(fig, [pair.index(1)], [t("at.sentence_a"), t("at.sentence_b")])
 widgets.show(fig, key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------
