@@ -11,7 +11,7 @@ import torch
 from app_util import ROOT, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
 from viz_transformer.plots import figure_rules
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.core.tokenizer import group_words
 
 
@@ -107,7 +107,7 @@ def test_line_view_of_cross_attention_keeps_every_query_while_the_keys_scroll(en
     by_key(at.slider, "at_line_start").set_value(S - W).run(timeout=60)
     f = figure(at, "lines from queries")
     columns = [tr["text"] for tr in f["data"] if tr.get("mode") == "text"]
-    rows = patterns.query_labels(run, "decoder.cross_attn")                               # "▁an → ▁engineer"
+    rows = piece_labels.query_labels(run, "decoder.cross_attn")                               # "▁an → ▁engineer"
     assert columns[0] == [esc(f"{i}:{p}") for i, p in enumerate(rows)]                    # every query
     assert columns[1] == [esc(f"{j}:{run.src_pieces[j]}") for j in range(S - W, S)]      # the last W keys
     shown = run.cache["decoder.0.cross_attn.hook_pattern"][0, 0][:, S - W:]
@@ -157,7 +157,7 @@ def test_step_by_step_window_names_the_query_rows_and_key_columns_it_shows(env):
     by_key(at.slider, "st_start").set_value(S - W).run(timeout=60)
     open_tab(at, "st", "scores")
     f = figure(at, "softmax over each row")
-    assert f["data"][0]["y"] == [esc(f"{i}:{p}") for i, p in enumerate(patterns.query_labels(run, "decoder.cross_attn"))]
+    assert f["data"][0]["y"] == [esc(f"{i}:{p}") for i, p in enumerate(piece_labels.query_labels(run, "decoder.cross_attn"))]
     assert f["data"][0]["x"] == [esc(f"{j}:{run.src_pieces[j]}") for j in range(S - W, S)]
     ref = run.cache["decoder.0.cross_attn.hook_pattern"][0, 0][:, S - W:]
     assert np.allclose(array(f["data"][0]["z"]), ref, atol=1e-5)

@@ -13,7 +13,7 @@ import torch
 
 from app_util import ROOT
 from viz_transformer import load_checkpoint
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import attention_maths, mask_examples
 from viz_transformer.analysis import claims
 from viz_explorer.lessons import lesson_file
 from viz_transformer.run import permute
@@ -123,17 +123,17 @@ def test_the_pair_is_a_real_reordering_of_pieces():
 
 def test_uniform_entropy_counts_only_the_allowed_keys():
     row = causal_mask(7)[0, 0, 4]                                       # a causal row with 5 allowed keys
-    assert patterns.uniform_entropy(row) == pytest.approx(math.log(5))
+    assert attention_maths.uniform_entropy(row) == pytest.approx(math.log(5))
     w = torch.where(row, 1 / 5, 0.0)                                    # uniform over them: the same number
-    assert patterns.entropy(w) == pytest.approx(patterns.uniform_entropy(row))
+    assert attention_maths.entropy(w) == pytest.approx(attention_maths.uniform_entropy(row))
 
 
 def test_the_prefix_lm_layout_is_source_sep_target():
     run = model("zh-en").run("我喜欢你。")
-    seq, p = patterns.prefix_lm_layout(run)
+    seq, p = mask_examples.prefix_lm_layout(run)
     assert seq[:p] == ["[begin]", *run.src_pieces[:-1], "[sep]"] and seq[p:] == run.tgt_pieces[1:]
     prefix = model("zh-en-prefix").run("我喜欢你。")                 # the real prefix LM: the same shape
-    seq2, p2 = patterns.prefix_lm_layout(prefix)
+    seq2, p2 = mask_examples.prefix_lm_layout(prefix)
     assert seq2[p2 - 1] == "[sep]" and p2 == prefix.prefix_len
 
 

@@ -2,7 +2,7 @@
 the margins hold the labels, and long axes label every k-th token only while hover keeps every one."""
 import numpy as np
 
-from viz_transformer.plots import heatmaps
+from viz_transformer.plots import charts, heatmaps
 from viz_transformer.plots import decoding_figures
 from viz_transformer.plots.margins import MIN_LABEL_GAP, every_kth, fit_margins, text_px
 
@@ -30,7 +30,7 @@ def test_every_figure_turns_automargin_off_and_its_margins_hold_the_longest_labe
     long = ["我是一名工程师我是一名工程师", "b", "c"]
     figs = [heatmaps.attention_heatmap(np.full((3, 3), 1 / 3), long, long, "t"),
             decoding_figures.probability_bars(long, [0.5, 0.3, 0.2], "p"),
-            heatmaps.curves([1, 2, 3], {"a": [1, 2, 3]}, "c", "x", "y"),
+            charts.curves([1, 2, 3], {"a": [1, 2, 3]}, "c", "x", "y"),
             heatmaps.line_view([np.full((3, 3), 1 / 3)], long, long, ["h0"], "lines")]
     for fig in figs:
         assert all(ax.automargin is False for ax in _axes(fig)), fig.layout.title.text
@@ -42,7 +42,7 @@ def test_every_figure_turns_automargin_off_and_its_margins_hold_the_longest_labe
 
 
 def test_a_right_hand_axis_added_later_gets_its_margin():
-    fig = heatmaps.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
+    fig = charts.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
     fig.update_layout(yaxis2=dict(title=dict(text="BLEU"), overlaying="y", side="right"))
     before = fig.layout.margin.r
     fit_margins(fig)
@@ -75,7 +75,7 @@ def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():
     for labels in (long4, many):                 # the angle chosen keeps neighbours a text height apart
         angle = auto_angle(labels)
         assert WIDE_PLOT_PX / len(labels) * np.sin(np.radians(angle)) >= TICK_PX or angle == 90
-    fig = heatmaps.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
+    fig = charts.curves([1, 2], {"a": [1, 2]}, "c", "x", "y")
     fig.update_xaxes(tickvals=list(range(4)), ticktext=long4)
     fit_margins(fig)
     assert fig.layout.xaxis.tickangle == 30      # written into the axis: Plotly draws what was measured

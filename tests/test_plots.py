@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps
+from viz_transformer.analysis import decoding_steps, patterns, positions
+from viz_transformer.plots import charts, heatmaps
 from viz_transformer.plots import decoding_figures
 from viz_transformer.run.trace import Beam, Step, Trace
 
@@ -178,15 +178,15 @@ def test_positional_and_similarity_heatmaps():
     assert np.allclose(np.asarray(fig.data[0].z), pe.numpy()) and fig.data[0].zmid is None
     assert fig.data[0].zmin == -fig.data[0].zmax
     _assert_dressed(fig, "sinusoidal")
-    sim = heatmaps.similarity_heatmap(patterns.pe_similarity(pe), "similarity")
+    sim = heatmaps.similarity_heatmap(positions.pe_similarity(pe), "similarity")
     _assert_dressed(sim, "similarity")
 
 
 def test_curves_and_grouped_bars():
-    fig = heatmaps.curves([1, 2, 4], {"raw": [1, 2, 4], "scaled": [1, 1, 1]}, "variance", "d_k", "var", log_x=True)
+    fig = charts.curves([1, 2, 4], {"raw": [1, 2, 4], "scaled": [1, 1, 1]}, "variance", "d_k", "var", log_x=True)
     assert [tr.name for tr in fig.data] == ["raw", "scaled"] and fig.layout.xaxis.type == "log"
     assert fig.data[0].line.dash != fig.data[1].line.dash   # coinciding lines stay distinguishable
-    bars = heatmaps.grouped_bars(["a", "b"], {"s1": [0.2, 0.8], "s2": [0.5, 0.5]}, "row", "key", "weight")
+    bars = charts.grouped_bars(["a", "b"], {"s1": [0.2, 0.8], "s2": [0.5, 0.5]}, "row", "key", "weight")
     assert len(bars.data) == 2 and bars.layout.barmode == "group"
 
 
@@ -194,10 +194,10 @@ def test_beam_tree_nodes_edges_and_states():
     steps = [[Beam([1], ["▁I"], -0.1, 0), Beam([2], ["▁He"], -0.5, 0)],
              [Beam([1, 3], ["▁I", "▁am"], -0.3, 0), Beam([1, 4], ["▁I", "[end]"], -0.9, 0, True)]]
     tr = Trace("beam", None, ["[begin]"], [Step(i, 0, "x", 1.0, [], {}, b) for i, b in enumerate(steps)])
-    fig = decoding_figures.beam_tree(patterns.beam_links(tr), "beams")
+    fig = decoding_figures.beam_tree(decoding_steps.beam_links(tr), "beams")
     tr_best = Trace("beam", None, ["[begin]"], [Step(0, 1, "▁I", 1.0, [], {}, steps[0]),
                                                 Step(1, 3, "▁am", 1.0, [], {}, steps[1])])
-    best = decoding_figures.beam_tree(patterns.beam_links(tr_best), "beams").data[1]
+    best = decoding_figures.beam_tree(decoding_steps.beam_links(tr_best), "beams").data[1]
     assert list(best.x) == [1, 2, None] and list(best.y) == [0, 0, None]
     plain, chosen, nodes = fig.data
     # the trace's output ([0] per Step) matches no beam, so no edge is on the chosen path

@@ -12,7 +12,7 @@ import torch
 from app_util import figures, open_app, page_file
 from conftest import make_tiny_checkpoint
 from viz_transformer import load_checkpoint
-from viz_transformer.analysis.patterns import rope_angles, rope_offset_scores
+from viz_transformer.analysis.positions import rope_angles, rope_offset_scores
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.rope import cos_sin, inverse_frequencies, rotate
 

@@ -241,7 +241,7 @@ def test_cli_writes_a_report_and_stats(ckpt_root, tmp_path):
 
 
 def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator):
-    from viz_transformer.analysis import patterns
+    from viz_transformer.analysis import piece_labels
     from viz_transformer.report import report_data
     run = tiny_translator.run("我是学生。", max_new_tokens=6)
     heads = [("encoder.self_attn", 0, 0), ("decoder.cross_attn", 0, 1)]
@@ -252,4 +252,4 @@ def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator)
     cross = next(y for t, y in ys.items() if t.startswith("cross-attention (decoder → encoder), layer 0"))
     assert enc == [f"{i}:{p}" for i, p in enumerate(run.src_pieces)]
     assert cross == [f"{i}:{p} → {n}" for i, p, n in zip(range(99), run.tgt_pieces, run.predicted)]
-    assert cross == [f"{i}:{q}" for i, q in enumerate(patterns.query_labels(run, "decoder.cross_attn"))]
+    assert cross == [f"{i}:{q}" for i, q in enumerate(piece_labels.query_labels(run, "decoder.cross_attn"))]

@@ -19,7 +19,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.utils import PlotlyJSONEncoder
 
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.core.hook_names import available_blocks, n_layers
 from viz_transformer.plots.numbers import fmt_prob
@@ -193,9 +193,9 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
         fig = model_view(patterns.model_view_tiles(pats, TILE), TEXT["model_view"].format(block=block_name(b)),
                          TEXT["axis.layer"], TEXT["axis.head"], hover="")
         figs.append({"kind": "figure", "help": TEXT["model_view.help"].format(tile=TILE), "figure": _figure(fig)})
-    example = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    example = piece_labels.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
     for b, layer, h in heads:
-        q, k = patterns.query_labels(run, b), patterns.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
+        q, k = piece_labels.query_labels(run, b), piece_labels.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
         pat = patterns.block_patterns(run.cache, b)[layer, h]
         dec = b != "encoder.self_attn"
         fig = attention_heatmap(pat, q, k, TEXT["head"].format(block=block_name(b), layer=layer, head=h),
@@ -206,7 +206,7 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
         rel, k, title = summaries.source_attribution(run.cache), run.src_pieces, "rollout.attribution"
     else:
         rel, k, title = summaries.rollout(run.cache, "decoder"), run.tgt_pieces, "rollout.decoder"
-    q = patterns.query_labels(run, "decoder.self_attn")
+    q = piece_labels.query_labels(run, "decoder.self_attn")
     figs.append({"kind": "figure", "help": TEXT["rollout.help"],
                  "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query_next"]))})
     secs.append({"heading": TEXT["figures"], "blocks": figs})

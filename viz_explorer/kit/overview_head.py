@@ -26,7 +26,7 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
          tokenizer: str = "sentencepiece"):
     """Title, intro, the diagram (src_len / tgt_len: the encoder's and the decoder's positions; src_len None
     for a one-sequence model) with `note` under its caption, and the links. tokenizer: what cuts the text
-    (patterns.tokenizer_kind), named in the intro. Returns the column beside the diagram, under the links, for
+    (piece_labels.tokenizer_kind), named in the intro. Returns the column beside the diagram, under the links, for
     the caller's part (the model's output)."""
     st.title(t("ov.title"))
     page_parts.intro("ov", extra="ov.intro2", latex="ov." + cfg.norm, tokenizer=t("ov.tok." + tokenizer),

@@ -10,7 +10,7 @@ import streamlit as st
 from viz_explorer.kit import presenter, registry
 from viz_explorer.kit.page_parts import formula, intro, md_escape, show  # noqa: F401  (widgets.show: the pages' name)
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import figure_rules
 from viz_transformer.core.hook_names import parse_prefix
 
@@ -55,7 +55,7 @@ def rows_note(run) -> None:
     if not run.tgt_pieces:
         st.caption(t("rows.encoder_only"))
         return
-    row, piece = patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    row, piece = piece_labels.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
     st.caption(t("rows.intro", row=md_escape(row), piece=md_escape(piece)))
 
 

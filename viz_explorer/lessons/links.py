@@ -26,7 +26,7 @@ from viz_explorer.kit import session_guard, widgets
 from viz_explorer.kit.strings import t
 from viz_explorer.lessons.view_state import (PICKER_BLOCK, PICKERS, TABBED, current_settings, fields, session_values,
                                     valid)
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import mask_examples, piece_labels
 from viz_transformer.analysis.summaries import ROLE_THRESHOLD
 from viz_transformer.core.hook_names import available_blocks, n_layers, parse_prefix
 
@@ -153,7 +153,7 @@ def fit(page: str, settings: dict, cfg, run, state: Mapping) -> tuple[dict, list
             drop("layer")
         if kept.get("head", 0) >= cfg.n_heads:
             drop("head")
-        if page == "step_by_step" and run is not None and kept.get("row", 0) >= len(patterns.query_labels(run, block)):
+        if page == "step_by_step" and run is not None and kept.get("row", 0) >= len(piece_labels.query_labels(run, block)):
             drop("row")
     elif page == "decoding" and kept.get("layer", 0) >= cfg.n_decoder_layers:
         drop("layer")
@@ -169,7 +169,7 @@ def fit(page: str, settings: dict, cfg, run, state: Mapping) -> tuple[dict, list
         drop("top_k")
     if page == "positional" and not min(8, cfg.max_len - 1) <= kept.get("positions", cfg.max_len) <= cfg.max_len:
         drop("positions")
-    if page == "masks" and run is not None and kept.get("prefix_len", 1) > len(patterns.prefix_lm_layout(run)[0]):
+    if page == "masks" and run is not None and kept.get("prefix_len", 1) > len(mask_examples.prefix_lm_layout(run)[0]):
         drop("prefix_len")
     return kept, dropped
 

@@ -17,7 +17,7 @@ import streamlit as st
 
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import attention_maths, piece_labels
 from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
 from viz_transformer.core import recipes
@@ -173,7 +173,7 @@ def padded(path: str, stamp: float, text: str, other: str):
 
 @st.cache_data(show_spinner=False)
 def qk_variance() -> dict:
-    return patterns.qk_variance()
+    return attention_maths.qk_variance()
 
 
 # -- the lab: intervened runs, keyed by what was knocked out ------------------------------------------
@@ -277,7 +277,7 @@ def arch_view(path: str, stamp: float, text: str) -> dict:
     return {"output": run.output, "reads": reads, "masks": masks, "segments": architectures.segments(run, cfg),
             "confidence": confidence.assess(hm, run),
             "spectra": architectures.self_spectra(run, cfg),
-            "example": patterns.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
+            "example": piece_labels.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)}
 
 
 def rank_tables(views: dict):

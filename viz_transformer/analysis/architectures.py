@@ -14,7 +14,7 @@ from typing import Optional
 import pandas as pd
 import torch
 
-from viz_transformer.analysis.patterns import query_labels
+from viz_transformer.analysis.piece_labels import query_labels
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 
 

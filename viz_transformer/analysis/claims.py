@@ -18,6 +18,9 @@ import torch
 
 from viz_transformer.analysis import alignment
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import attention_maths
+from viz_transformer.analysis import mask_examples
+from viz_transformer.analysis import piece_labels
 from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
@@ -119,10 +122,10 @@ def divisor_sharpens(hm, text: str, block: str, layer: int, head: int, row: int)
     run = _run(hm, text)
     q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
     d = math.sqrt(hm.cfg.d_head)
-    h = [patterns.entropy(patterns.attention_steps(q, k, v, mask, x).weights[row]) for x in (d / 4, d, 4 * d)]
-    return Fact({"sqrt_dk": d, "low": d / 4, "high": 4 * d, "input": patterns.block_pieces(run, block)[0][row],
+    h = [attention_maths.entropy(attention_maths.attention_steps(q, k, v, mask, x).weights[row]) for x in (d / 4, d, 4 * d)]
+    return Fact({"sqrt_dk": d, "low": d / 4, "high": 4 * d, "input": piece_labels.block_pieces(run, block)[0][row],
                  "sharp": h[0], "model": h[1], "flat": h[2],
-                 "uniform": patterns.uniform_entropy(mask[row])}, h[0] < h[1] < h[2],
+                 "uniform": attention_maths.uniform_entropy(mask[row])}, h[0] < h[1] < h[2],
                 "dividing by less sharpens the row (entropy falls), by more flattens it (entropy rises)")
 
 
@@ -136,7 +139,7 @@ def decoder_row(hm, text: str, block: str, layer: int, head: int, row: int) -> F
     ahead = float(w[row + 1:].abs().max()) if row + 1 < len(w) else 0.0
     holds = allowed == row + 1 and ahead == 0.0 and abs(float(w.sum()) - 1) < 1e-5
     return Fact({"row": row, "input": run.tgt_pieces[row], "predicts": next_piece(run, row), "allowed": allowed,
-                 "masked": len(w) - allowed, "uniform": patterns.uniform_entropy(mask)}, holds,
+                 "masked": len(w) - allowed, "uniform": attention_maths.uniform_entropy(mask)}, holds,
                 "the row sees only the pieces up to itself (weight 0 after it) and its weights add up to 1")
 
 
@@ -259,7 +262,7 @@ def order_test(hm, text: str, how: str = "swap", other: Optional[str] = None, ma
 def compare_cell(hm, text: str, other: str, block: str, layer: int, head: int) -> Fact:
     """Where one head's patterns for two aligned texts differ most: a row or a column of a moved piece."""
     a, b = (_run(hm, x) for x in (text, other))
-    pa, pb = patterns.block_pieces(a, block), patterns.block_pieces(b, block)
+    pa, pb = piece_labels.block_pieces(a, block), piece_labels.block_pieces(b, block)
     d = (patterns.block_patterns(a.cache, block)[layer, head] - patterns.block_patterns(b.cache, block)[layer, head]).abs()
     q, k = divmod(int(d.argmax()), d.shape[1])
     moved_q = {i for i, (x, y) in enumerate(zip(pa[0], pb[0])) if x != y}
@@ -290,10 +293,10 @@ def patching_resid(hm, text: str, other: str) -> Fact:
 
 @kind
 def prefix_layout(hm, text: str) -> Fact:
-    """How a prefix LM lays the sentence out (patterns.prefix_lm_layout): [begin] + source + [sep] is
+    """How a prefix LM lays the sentence out (mask_examples.prefix_lm_layout): [begin] + source + [sep] is
     the prefix, the target follows."""
     run = _run(hm, text)
-    seq, p = patterns.prefix_lm_layout(run)
+    seq, p = mask_examples.prefix_lm_layout(run)
     src = _words(run.src_pieces) if run.src_pieces is not None else _words(run.tgt_pieces[:run.prompt_len])
     holds = seq[0] == "[begin]" and seq[p - 1] == "[sep]" and seq[1:p - 1] == src
     return Fact({"prefix": p, "n": len(seq), "target": len(seq) - p}, holds,

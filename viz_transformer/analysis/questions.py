@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from viz_transformer.analysis import patterns, summaries
+from viz_transformer.analysis import patterns, piece_labels, summaries
 from viz_transformer.analysis.claims import _run as shared_run          # one run per model and text
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
 from viz_transformer.run.decoding import decode_ids, default_new_tokens
@@ -92,7 +92,7 @@ def argmax_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head:
     attend to, the answer the argmax of its pattern row."""
     block = _head(hm, block, layer, head)
     run = shared_run(hm, text)
-    q_pieces, k_pieces = patterns.block_pieces(run, block)
+    q_pieces, k_pieces = piece_labels.block_pieces(run, block)
     if not 0 <= row < len(q_pieces):
         raise ValueError(f"row {row} is out of range: this text has rows 0 … {len(q_pieces) - 1} in {block}")
     w = patterns.head_pattern(run.cache, block, layer, head)[row]                # (K,)
@@ -102,7 +102,7 @@ def argmax_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head:
     labels = key_labels(k_pieces)
     return Question("argmax_key", [labels[i] for i in keys], keys.index(best),
                     {"weights": [float(x) for x in w], "keys": list(k_pieces), "allowed": [bool(a) for a in allowed],
-                     "best": best, "query": patterns.query_labels(run, block)[row], "row": row, "block": block,
+                     "best": best, "query": piece_labels.query_labels(run, block)[row], "row": row, "block": block,
                      "layer": layer, "head": head})
 
 

@@ -13,9 +13,10 @@ The browser test tests/test_browser_legibility.py measures the result in Chromiu
 """
 from __future__ import annotations
 
+import math
 import re
 
-from viz_transformer.plots.margins import TICK_PX, text_px
+from viz_transformer.plots.margins import TICK_PX, every_kth, text_px
 
 FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
 COLUMN_GAP_PX = 16    # Streamlit's gap between columns
@@ -121,3 +122,19 @@ def title_lines(text: str) -> int:
 
 
 MIN_SLANT_GAP = TICK_PX + 3  # px across the slant between neighbouring 45° labels
+
+
+def thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
+    """Label every k-th category when cells are too small for all (hover still names every cell)."""
+    shown = every_kth(cats, cell, gap)
+    if shown is not None:
+        axis.update(tickmode="array", tickvals=shown)
+
+
+def category_ticks(axis, cats: list[str], cell: float) -> None:
+    """Flat labels while they fit under their category, else slanted at 45° and every k-th one."""
+    if max(map(text_px, cats), default=0) + 6 <= cell:
+        axis.update(tickangle=0)
+    else:
+        axis.update(tickangle=-45)
+        thin_axis(axis, cats, cell, MIN_SLANT_GAP / math.sin(math.radians(45)))

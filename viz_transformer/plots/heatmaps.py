@@ -1,11 +1,11 @@
-"""Plotly figures for attention, masks, positional encodings and decoding: pure functions.
+"""Plotly heatmaps for attention, masks, positional encodings and decoding, the model view and the line view:
+pure functions (line and bar charts are in charts.py).
 
 No streamlit import: every function returns a go.Figure, usable in a notebook (`fig.show()`).
 Token labels are escaped here (plotly renders some HTML tags inside text).
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence
 
 import numpy as np
@@ -13,26 +13,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
-from viz_transformer.plots.numbers import fmt_probs
-from viz_transformer.plots.margins import every_kth, text_px
+from viz_transformer.plots.margins import text_px
 from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, escape, labels,
                                          layout, to_numpy)
-
-def _thin_axis(axis, cats: list[str], cell: float, gap: float) -> None:
-    """Label every k-th category when cells are too small for all (hover still names every cell)."""
-    shown = every_kth(cats, cell, gap)
-    if shown is not None:
-        axis.update(tickmode="array", tickvals=shown)
-
-
-def _category_ticks(axis, cats: list[str], cell: float) -> None:
-    """Flat labels while they fit under their category, else slanted at 45° and every k-th one."""
-    if max(map(text_px, cats), default=0) + 6 <= cell:
-        axis.update(tickangle=0)
-    else:
-        axis.update(tickangle=-45)
-        _thin_axis(axis, cats, cell, rules.MIN_SLANT_GAP / math.sin(math.radians(45)))
-
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
@@ -88,8 +71,8 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         fig.update_yaxes(range=[R - 0.5, -0.5], autorange=False)
         fig.update_xaxes(range=[-0.5, C - 0.5])
         fig.update_layout(dragmode="pan")
-    _thin_axis(fig.layout.yaxis, rows, ch, 14)
-    _category_ticks(fig.layout.xaxis, cols, cw)
+    rules.thin_axis(fig.layout.yaxis, rows, ch, 14)
+    rules.category_ticks(fig.layout.xaxis, cols, cw)
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
     fig_w = width if not square else min(width, int(need))
     layout(fig, title, xlabel, ylabel, width=fig_w)
@@ -246,40 +229,6 @@ def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", 
                    colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, width=width)
 
 
-# -- bars and curves ----------------------------------------------------------------------------
-def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
-           log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
-    """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
-    return xy_curves({name: (x, ys) for name, ys in series.items()}, title, xlabel, ylabel, log_x, log_y, height, width)
-
-
-def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str,
-              log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX,
-              mark_x: Optional[float] = None) -> go.Figure:
-    """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown)."""
-    fig = go.Figure()
-    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
-    for n, (name, (x, ys)) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=list(x), y=to_numpy(ys), mode="lines+markers" if len(x) <= 30 else "lines",
-                                 name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
-    if mark_x is not None:
-        fig.add_vline(x=mark_x, line=dict(color="#d62728", width=1.5))
-    fig.update_xaxes(type="log" if log_x else "linear")
-    fig.update_yaxes(type="log" if log_y else "linear")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return layout(fig, title, xlabel, ylabel, height, width=width)
-
-
-def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
-                 ylabel: str, height: int = 360) -> go.Figure:
-    """Bars side by side per category (a legend names the series). Categories must be escaped."""
-    fig = go.Figure([go.Bar(x=list(categories), y=to_numpy(v), name=escape(k)) for k, v in series.items()])
-    fig.update_xaxes(type="category")
-    _category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return layout(fig, title, xlabel, ylabel, height)
-
-
 def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
                        colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
     """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
@@ -305,24 +254,6 @@ def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = 
 
 
 # -- the lab ------------------------------------------------------------------------------------
-def before_after_bars(pieces: Sequence[str], before, after, title: str, before_label: str = "before",
-                      after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
-                      height: int = 380) -> go.Figure:
-    """Each output token's probability under two models (bars side by side; 0..1)."""
-    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
-    numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
-    fig = go.Figure([go.Bar(x=labels(pieces), y=to_numpy(v), name=escape(n), customdata=fmt_probs(to_numpy(v)),
-                            text=fmt_probs(to_numpy(v)) if numbers else None, textposition="outside",
-                            textfont=dict(size=rules.VALUE_PX),
-                            hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
-                     for n, v in ((before_label, before), (after_label, after))])
-    fig.update_xaxes(type="category")
-    _category_ticks(fig.layout.xaxis, labels(pieces), cell)
-    fig.update_yaxes(range=[0, 1.1])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return layout(fig, title, xlabel, ylabel, height)
-
-
 def head_grid(values, title: str, layer_label: str = "layer", head_label: str = "head",
               colorbar: str = "value", marked: Sequence[tuple[int, int]] = (), hover: str = "click",
               limit: Optional[float] = None, signed: bool = True, fmt: str = ".2f") -> go.Figure:

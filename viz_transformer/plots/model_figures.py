@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_transformer.plots.heatmaps import curves
+from viz_transformer.plots.charts import curves
 from viz_transformer.plots.margins import fit_margins
 from viz_transformer.plots.style import escape, layout, to_numpy
 

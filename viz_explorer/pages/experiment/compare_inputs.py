@@ -8,7 +8,7 @@ from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import heatmaps
 
 # a second text cut into as many pieces as the examples' first, so the difference view has something to show
@@ -42,7 +42,7 @@ for where, r in zip(st.columns(2), (run, run2)):
     with where:
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
         confidence_note.of_run(ctx.hm, r)
-        q_pieces, k_pieces = patterns.query_labels(r, block), patterns.block_pieces(r, block)[1]
+        q_pieces, k_pieces = piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1]
         mats.append(patterns.head_matrix(patterns.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces))
 (wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window")
 cols, width = widgets.figure_columns(2, wq_end - wq, wk_end - wk)

@@ -15,7 +15,7 @@ from viz_transformer import export
 from viz_transformer.training import corpora
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import summary_figures
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import piece_labels
 from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
 from viz_transformer.core.hook_names import available_blocks, n_layers, per_head
@@ -110,7 +110,7 @@ st.subheader(t("hs.sink"))
 st.caption(t("hs.sink_caption"))
 for block in available_blocks(cfg):
     df_sink = cached.sink_shares(path, ctx.stamp, ctx.text, block)
-    keys = patterns.block_pieces(ctx.run, block)[1]
+    keys = piece_labels.block_pieces(ctx.run, block)[1]
     top = sinks.strongest(df_sink)
     if top is not None:
         other = int(top["top_other"])

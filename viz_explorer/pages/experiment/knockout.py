@@ -8,10 +8,10 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
-from viz_transformer.plots import heatmaps
+from viz_transformer.plots import charts, heatmaps
 from viz_transformer.run.decoding import never_generated
 from viz_transformer.core.hook_names import block_prefix, parse_prefix, per_head
 
@@ -63,7 +63,7 @@ ids, start = forced.output_labels(run)
 banned = never_generated(hm.tokenizer)
 before_p = forced.token_probabilities(run.logits, ids, start, banned)
 after_p = forced.token_probabilities(after_logits, ids, start, banned)
-widgets.show(heatmaps.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
+widgets.show(charts.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
                                      t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
                                      t("axis.probability")), key="ko_probs")
 st.caption(t("ko.probs_help"))
@@ -73,7 +73,7 @@ st.subheader(t("ko.attention"))
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
 if (block_prefix(block, layer), head) in heads:
     st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
-q_pieces, k_pieces = patterns.query_labels(after, block), patterns.block_pieces(after, block)[1]
+q_pieces, k_pieces = piece_labels.query_labels(after, block), piece_labels.block_pieces(after, block)[1]
 mat = patterns.head_pattern(after.cache, block, layer, head)
 widgets.show(heatmaps.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
                                      layer=layer, head=widgets.head_label(head)), t("axis.key"),

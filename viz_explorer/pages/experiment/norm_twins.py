@@ -12,7 +12,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import architectures as A
 from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps
+from viz_transformer.plots import charts, heatmaps
 
 
 def show(pre: Path, post: Path) -> None:
@@ -37,12 +37,12 @@ def show(pre: Path, post: Path) -> None:
     left, right = st.columns(2)
     with left:
         if curves:
-            widgets.show(heatmaps.xy_curves(curves, t("ar.twin_loss"), t("tr.x"), t("tr.m_loss"), log_x=True,
+            widgets.show(charts.xy_curves(curves, t("ar.twin_loss"), t("tr.x"), t("tr.m_loss"), log_x=True,
                                             height=340, mark_x=step), key="nt_loss")
     with right:
         bleu = {names[k]: ([h["step"] for h in m["curve"]], [h["bleu"] for h in m["curve"]])
                 for k, m in (("pre", pre_hm.meta), ("post", post_hm.meta))}
-        widgets.show(heatmaps.xy_curves(bleu, t("ar.twin_bleu"), t("ar.twin_x"), t("ar.twin_bleu_y"), height=340,
+        widgets.show(charts.xy_curves(bleu, t("ar.twin_bleu"), t("ar.twin_x"), t("ar.twin_bleu_y"), height=340,
                                         mark_x=step), key="nt_bleu")
     if not common:
         st.caption(t("ar.twin_no_snapshots"))

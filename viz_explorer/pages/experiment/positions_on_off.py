@@ -9,7 +9,7 @@ from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.run import permute
 from viz_transformer.plots import heatmaps
 
@@ -34,7 +34,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
         st.markdown(f"**{t('po.' + state)}**")
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
         confidence_note.of_run(ctx.hm, r)
-        shown[state] = (patterns.query_labels(r, block), patterns.block_pieces(r, block)[1],
+        shown[state] = (piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1],
                         patterns.head_pattern(r.cache, block, layer, head))
 (qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
                                     "po_window")

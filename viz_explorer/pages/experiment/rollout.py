@@ -7,7 +7,7 @@ from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer import export
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.plots import summary_figures
 
@@ -37,11 +37,11 @@ if cfg.is_encoder_only:                  # one block kind: the encoder's, over t
     st.stop()
 if cfg.is_encoder_decoder:
     _matrix(t("ro.attr_title"), summaries.source_attribution(run.cache),
-            patterns.query_labels(run, "decoder.cross_attn"), run.src_pieces, "ro_attr", "decoder.cross_attn")
+            piece_labels.query_labels(run, "decoder.cross_attn"), run.src_pieces, "ro_attr", "decoder.cross_attn")
     _matrix(t("ro.rollout_title", block=widgets.block_label("encoder.self_attn")),
             summaries.rollout(run.cache, "encoder"), run.src_pieces, run.src_pieces, "ro_encoder", "encoder.self_attn")
 else:
     st.caption(t("ro.lm_note"))
 _matrix(t("ro.rollout_title", block=widgets.block_label("decoder.self_attn")),
-        summaries.rollout(run.cache, "decoder"), patterns.query_labels(run, "decoder.self_attn"), run.tgt_pieces,
+        summaries.rollout(run.cache, "decoder"), piece_labels.query_labels(run, "decoder.self_attn"), run.tgt_pieces,
         "ro_decoder", "decoder.self_attn")

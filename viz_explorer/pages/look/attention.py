@@ -6,7 +6,7 @@ from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import architectures
 from viz_transformer.analysis import sinks
 from viz_transformer.plots import heatmaps
@@ -33,13 +33,13 @@ if cfg.is_encoder_only:
 no_special = bool(specials) and st.toggle(t("at.no_special"), key="at_no_special", help=t("at.no_special_help"))
 
 pats = patterns.block_patterns(run.cache, block)                     # (L, H, q, k)
-q_pieces, k_pieces = patterns.block_pieces(run, block)
+q_pieces, k_pieces = piece_labels.block_pieces(run, block)
 shown = sinks.without_sink(pats[layer], [0]) if no_sink else pats[layer]   # each head's pieces, before words/mean
 if no_special:
     shown = sinks.without_tokens(shown, specials)
     q_pieces = k_pieces = [p for i, p in enumerate(k_pieces) if i not in specials]
 mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
-qp = patterns.row_labels(q_pieces, None, words) if no_special else patterns.query_labels(run, block, words)
+qp = piece_labels.row_labels(q_pieces, None, words) if no_special else piece_labels.query_labels(run, block, words)
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 if no_special:
     title = t("at.no_special_title", title=title)

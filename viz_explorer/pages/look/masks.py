@@ -7,7 +7,7 @@ from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import mask_examples, patterns, piece_labels
 from viz_transformer.run import capture
 from viz_transformer.plots import heatmaps
 
@@ -61,12 +61,12 @@ with tabs["causal"]:
         # -- causal and prefix-LM over the decoder input --------------------------------------------------
         pieces = run.tgt_pieces
         T = len(pieces)
-        seq, p0 = patterns.prefix_lm_layout(run)           # the sentence as a prefix LM sees it
+        seq, p0 = mask_examples.prefix_lm_layout(run)           # the sentence as a prefix LM sees it
         (left, right), width = widgets.figure_columns(2, max(T, len(seq)), max(T, len(seq)))
         with left:
             st.subheader(t("mk.causal"))
             st.caption(t("mk.causal_help"))
-            widgets.show(heatmaps.mask_heatmap(patterns.example_masks(T, 1)["causal"], pieces, pieces,
+            widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(T, 1)["causal"], pieces, pieces,
                                             t("mk.causal_title"),
                                             width=width, **mask_kw))
         with right:
@@ -86,7 +86,7 @@ with tabs["causal"]:
                     state["mk_prefix_for"] = seq
                 state["mk_prefix"] = min(max(1, state["mk_prefix"]), len(seq))
                 p = st.slider(t("mk.prefix_len"), 1, len(seq), key="mk_prefix") if len(seq) > 1 else 1
-                widgets.show(heatmaps.mask_heatmap(patterns.example_masks(len(seq), p)["prefix_lm"], seq, seq,
+                widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(len(seq), p)["prefix_lm"], seq, seq,
                                                 t("mk.prefix_title", p=p), width=width, **mask_kw),
                              key="mk_prefix_fig")
 
@@ -97,7 +97,7 @@ with tabs["applied"]:
         st.caption(t("mk.applied_help"))
         c = st.columns([3, 1, 1])
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
-        q_pieces, k_pieces = patterns.query_labels(run, block), patterns.block_pieces(run, block)[1]
+        q_pieces, k_pieces = piece_labels.query_labels(run, block), piece_labels.block_pieces(run, block)[1]
         yq = widgets.query_axis(block)
         (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window")
         mask = run.cache[patterns.hook_name(block, layer, "hook_mask")][0, 0]
@@ -113,7 +113,7 @@ with tabs["applied"]:
             widgets.show(heatmaps.values_heatmap(scores[qa:qb, ka:kb], ql, kl, t("mk.before", head=head), t("axis.key"),
                                               yq, t("cb.score"), width=width), key="mk_before")
         with cols[1]:
-            widgets.show(heatmaps.values_heatmap(patterns.masked_scores(scores, mask)[qa:qb, ka:kb], ql, kl,
+            widgets.show(heatmaps.values_heatmap(mask_examples.masked_scores(scores, mask)[qa:qb, ka:kb], ql, kl,
                                               t("mk.after", head=head), t("axis.key"), yq, t("cb.score"),
                                               width=width), key="mk_after")
         with cols[2]:

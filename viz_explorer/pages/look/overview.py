@@ -8,14 +8,14 @@ from viz_explorer.kit import context
 from viz_explorer.kit import overview_head
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import has, t
-from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps
+from viz_transformer.analysis import piece_labels, training_curves
+from viz_transformer.plots import charts
 
 ctx = context.need_run()
 hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 
 right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
-                           tokenizer=patterns.tokenizer_kind(hm.tokenizer))
+                           tokenizer=piece_labels.tokenizer_kind(hm.tokenizer))
 with right:
     st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
     confidence_note.of_run(hm, run)
@@ -34,7 +34,7 @@ if meta.get("trained_at"):
     st.caption(widgets.md_escape(t("ov.trained", when=meta["trained_at"], data=meta.get("data", "–"),
                                    task=t("ov.task." + meta["task"]) if has("ov.task." + str(meta.get("task")))
                                    else meta.get("task", "–"))))
-metrics = patterns.training_metrics(meta)
+metrics = training_curves.training_metrics(meta)
 fmt = {"params": lambda v: f"{v:,.0f}", "items": lambda v: f"{v:,.0f}", "epoch": lambda v: f"{v:.0f}",
        "seconds": lambda v: t("ov.m.minutes", m=v / 60)}
 shown = list(metrics.items())
@@ -43,10 +43,10 @@ for row in range(0, len(shown), 4):              # four to a row: long numbers s
         where.metric(t("ov.m." + ("time" if k == "seconds" else k)), fmt.get(k, lambda v: f"{v:g}")(v))
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
 fine = snaps.loss_curve if snaps is not None else None
-curve = fine or patterns.epoch_curve(meta)       # the snapshots' fine curve, else meta.json's one point an epoch
+curve = fine or training_curves.epoch_curve(meta)       # the snapshots' fine curve, else meta.json's one point an epoch
 if curve:
     steps, losses = zip(*curve)
-    widgets.show(heatmaps.curves(steps, {t("ov.loss_y"): losses}, t("ov.loss_title"), t("ov.loss_x"), t("ov.loss_y"),
+    widgets.show(charts.curves(steps, {t("ov.loss_y"): losses}, t("ov.loss_title"), t("ov.loss_x"), t("ov.loss_y"),
                               height=300), key="ov_loss")
     if not fine:
         st.caption(t("ov.epoch_curve"))
@@ -63,5 +63,5 @@ parts = [(part, ids, pieces) for part, ids, pieces in (("encoder", run.src_ids, 
 for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one sequence: one table, full width
     with where:
         st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
-        rows = patterns.pieces_table(ids, pieces)
+        rows = piece_labels.pieces_table(ids, pieces)
         st.dataframe({cols[k]: [r[k] for r in rows] for k in cols}, hide_index=True, height=min(600, 38 + 35 * len(rows)))

@@ -5,10 +5,11 @@ from viz_explorer.kit import context
 from viz_explorer.pages.look import rope
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import positions
 from viz_transformer.run import capture
 from viz_transformer.plots import figure_rules
 from viz_transformer.plots import heatmaps
+from viz_transformer.plots import charts
 
 ctx = context.need_run(require_text=False)
 cfg = ctx.hm.cfg
@@ -38,18 +39,18 @@ dims = st.multiselect(t("pe.dims"), list(range(d)), default=defaults, key=f"pe_d
 if dims:
     src = tables["learned"] if cfg.positional == "learned" else tables["sinusoidal"]
     series = {t("pe.dim_n", d=i): src[:, i] for i in dims}
-    widgets.show(heatmaps.curves(range(n), series, t("pe.curves_title") + f" ({t('pe.kind.' + cfg.positional)})",
+    widgets.show(charts.curves(range(n), series, t("pe.curves_title") + f" ({t('pe.kind.' + cfg.positional)})",
                               pos, t("cb.value")), key="pe_curves")
 
 anchors = sorted({0, n // 4, n // 2})
 for where, kind in zip(st.columns(len(kinds)), kinds):
     with where:
         name = t(f"pe.kind.{kind}")
-        widgets.show(heatmaps.similarity_heatmap(patterns.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
+        widgets.show(heatmaps.similarity_heatmap(positions.pe_similarity(tables[kind]), t("pe.sim_title", kind=name),
                                               pos, pos, t("cb.dot"), width=width), key=f"pe_sim_{kind}")
         m = n - 1 - max(anchors)
-        offs = patterns.similarity_by_offset(tables[kind], anchors, m)
-        widgets.show(heatmaps.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
+        offs = positions.similarity_by_offset(tables[kind], anchors, m)
+        widgets.show(charts.curves(range(m + 1), {t("pe.anchor", p=p): v for p, v in offs.items()},
                                   t("pe.offset_title", kind=name), t("pe.offset"), t("cb.dot"), width=width),
                      key=f"pe_off_{kind}")
 st.caption(t("pe.offset_note"))

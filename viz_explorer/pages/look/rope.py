@@ -6,15 +6,15 @@ import streamlit as st
 
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps
+from viz_transformer.analysis import patterns, positions
+from viz_transformer.plots import charts, heatmaps
 
 
 def section(ctx) -> None:
     cfg, run = ctx.hm.cfg, ctx.run
     st.markdown(t("pe.rope.intro", theta=f"{cfg.rope_theta:g}", d=cfg.d_head, kind=cfg.rope_type))
     n = st.slider(t("pe.n"), 8, min(512, cfg.max_len), min(64, cfg.max_len), key="pe_rope_n")
-    widgets.show(heatmaps.positional_heatmap(patterns.rope_angles(cfg, n), t("pe.rope.angles_title", n=n, h=cfg.d_head // 2),
+    widgets.show(heatmaps.positional_heatmap(positions.rope_angles(cfg, n), t("pe.rope.angles_title", n=n, h=cfg.d_head // 2),
                                              t("pe.rope.pair"), t("axis.position"), t("cb.value")), key="pe_rope_angles")
     if run is None:
         return
@@ -30,8 +30,8 @@ def section(ctx) -> None:
     k_all = run.cache[patterns.hook_name("decoder.self_attn", layer, "hook_k")]
     k = k_all[0, j, head // (cfg.n_heads // k_all.shape[2])]
     shifts = 32
-    scores = patterns.rope_offset_scores(cfg, q, k, i, j, shifts)
+    scores = positions.rope_offset_scores(cfg, q, k, i, j, shifts)
     series = {t("pe.rope.kept", d=i - j): scores["kept"], t("pe.rope.moved"): scores["moved"]}
-    widgets.show(heatmaps.curves(range(shifts + 1), series, t("pe.rope.scores_title", layer=layer, head=head),
+    widgets.show(charts.curves(range(shifts + 1), series, t("pe.rope.scores_title", layer=layer, head=head),
                                  t("pe.rope.shift"), t("cb.score")), key="pe_rope_scores")
     st.caption(t("pe.rope.note"))

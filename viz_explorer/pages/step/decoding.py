@@ -13,6 +13,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import alignment
 from viz_transformer.analysis import patterns
+from viz_transformer.analysis import decoding_steps
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import decoding_figures
 from viz_transformer.plots.numbers import fmt_prob
@@ -64,16 +65,16 @@ b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=decoding_state.
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
 st.markdown(f"**{t('dc.sequence')}**")
-st.code(patterns.sequence_text(tr, i), language=None, wrap_lines=True)
+st.code(decoding_steps.sequence_text(tr, i), language=None, wrap_lines=True)
 if i == 0:
     st.info(t("dc.start"))
 else:
     s = tr.steps[i - 1]
-    query = patterns.step_query(tr, i - 1)
-    row = patterns.step_label(tr, i - 1)            # the row being decoded: "▁an → ▁engineer"
+    query = decoding_steps.step_query(tr, i - 1)
+    row = decoding_steps.step_label(tr, i - 1)            # the row being decoded: "▁an → ▁engineer"
     st.markdown(widgets.md_escape(t("dc.chosen", i=i, query=query, piece=s.piece, p=fmt_prob(s.prob))))
     chosen = next((j for j, cand in enumerate(s.candidates) if cand.id == s.token_id), None)
-    keys = max(len(tr.src_pieces) if cfg.is_encoder_decoder else 0, len(patterns.step_keys(tr, i - 1)))
+    keys = max(len(tr.src_pieces) if cfg.is_encoder_decoder else 0, len(decoding_steps.step_keys(tr, i - 1)))
     (left, right), width = widgets.figure_columns(2, cfg.n_heads, keys)
     with left:
         widgets.show(decoding_figures.probability_bars([cand.piece for cand in s.candidates], [cand.prob for cand in s.candidates],
@@ -89,12 +90,12 @@ else:
             st.markdown(widgets.md_escape(t("dc.reads", heads=cfg.n_decoder_layers * cfg.n_heads,
                                             items=" · ".join(f"{p} × {n}" for p, n in reads))))
         widgets.show(heatmaps.head_rows(s.attention[own],
-                                     patterns.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
+                                     decoding_steps.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
                                      t("axis.so_far"), t("axis.head"), t("cb.weight"), width=width), key="dc_self")
     lens_table.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
     if strategy == "beam":
         st.subheader(t("dc.beams"))
-        widgets.show(decoding_figures.beam_tree(patterns.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
+        widgets.show(decoding_figures.beam_tree(decoding_steps.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),
                                      t("axis.beam"), t("cb.logp"), t("dc.extended"), t("dc.dropped"),
                                      t("dc.finished")), key="dc_beams")
 if i == n and n:

@@ -6,7 +6,7 @@ import streamlit as st
 from viz_explorer.server import cached
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import decoding_steps
 from viz_transformer.run import lenses
 from viz_transformer.plots import lens_figures
 from viz_transformer.plots.numbers import fmt_prob
@@ -31,7 +31,7 @@ def step_lens(ctx, trace, i: int, params: dict) -> None:
         st.caption(t("ln.step_lens_help"))
         lp = cached.trace_lens(str(ctx.path), ctx.stamp, ctx.text, i - 1, **params)
         col = lenses.column(ctx.hm, lp, s.token_id)
-        query = patterns.step_query(trace, i - 1)
+        query = decoding_steps.step_query(trace, i - 1)
         names = row_labels(lp.shape[0])
         widgets.show(lens_figures.lens_grid(col["final_prob"][:, None], [[p[0]] for p in col["top_pieces"]], names,
                                           [query], [s.piece], t("ln.step_lens_title", i=i, query=query),

@@ -7,8 +7,8 @@ from viz_explorer.server import cached
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
-from viz_transformer.plots import heatmaps
+from viz_transformer.analysis import attention_maths, patterns, piece_labels
+from viz_transformer.plots import charts, heatmaps
 
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
@@ -21,11 +21,11 @@ block, layer, head = widgets.block_layer_head(c, cfg, "st", default_block="decod
 sqrt_dk = math.sqrt(cfg.d_head)
 divisor = st.slider(t("st.divisor", sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
                     key=f"st_div_{cfg.d_head}", help=t("st.divisor_help"))
-divisor = patterns.snap_divisor(divisor, cfg.d_head)                # the slider's default is √d_k rounded
+divisor = attention_maths.snap_divisor(divisor, cfg.d_head)                # the slider's default is √d_k rounded
 
 q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
-hs = patterns.attention_steps(q, k, v, mask, divisor)
-q_pieces, k_pieces = patterns.query_labels(run, block), patterns.block_pieces(run, block)[1]
+hs = attention_maths.attention_steps(q, k, v, mask, divisor)
+q_pieces, k_pieces = piece_labels.query_labels(run, block), piece_labels.block_pieces(run, block)[1]
 T, S = len(q_pieces), len(k_pieces)
 (qa, qb), (ka, kb) = widgets.window(T, S, "st_start")
 ql, kl = heatmaps.labels(q_pieces[qa:qb], qa), heatmaps.labels(k_pieces[ka:kb], ka)
@@ -60,7 +60,7 @@ with tabs["scores"]:
             widgets.show(heatmaps.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
                                                  t("st.softmax"), xk, yq, t("cb.weight"), qa, ka, width=width),
                          key="st_weights")
-        check = patterns.sdpa_difference(hs, q, k, v, mask, None if divisor == sqrt_dk else divisor)   # None: SDPA's √d_k
+        check = attention_maths.sdpa_difference(hs, q, k, v, mask, None if divisor == sqrt_dk else divisor)   # None: SDPA's √d_k
         st.metric(t("st.check", div=divisor), f"{check[0]:.2e}")
         if divisor != sqrt_dk:
             st.info(t("st.check_other"))
@@ -73,14 +73,14 @@ with tabs["output"]:
         model = patterns.head_pattern(run.cache, block, layer, head)        # at the model's √d_k
         row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
         series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): model[row]}
-        widgets.show(heatmaps.grouped_bars(heatmaps.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
+        widgets.show(charts.grouped_bars(heatmaps.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
                                         div=divisor), yk, t("cb.weight")))
-        st.metric(t("st.entropy", max=patterns.uniform_entropy(mask[row])), f"{patterns.entropy(hs.weights[row]):.3f}")
+        st.metric(t("st.entropy", max=attention_maths.uniform_entropy(mask[row])), f"{attention_maths.entropy(hs.weights[row]):.3f}")
 
 with tabs["why"]:
     if tabs["why"].open:
         st.subheader(t("st.why"))
         st.markdown(t("st.why_text"))
         var = cached.qk_variance()
-        widgets.show(heatmaps.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
+        widgets.show(charts.curves(var["d_k"], {t("st.var_raw"): var["raw"], t("st.var_scaled"): var["scaled"]},
                                   t("st.var_title"), t("axis.d_k"), t("st.var_y"), log_x=True, log_y=True))

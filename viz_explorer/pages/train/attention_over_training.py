@@ -9,7 +9,7 @@ from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns
+from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
@@ -58,8 +58,8 @@ m[3].metric(t("tr.m_shipped"), f"{snaps.shipped_step:,}" if snaps.shipped_step i
 st.markdown(f"**{t('tr.translation')}**")
 st.code(snaps.translations[i][j] or t("ov.empty_output"), language=None, wrap_lines=True)
 
-nexts = patterns.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
-example = patterns.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
+nexts = piece_labels.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
+example = piece_labels.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
 rows_note.caption(t("rows.intro_tr", row=widgets.md_escape(example)))
 q_pieces, k_pieces = snaps.axes(j, block)
 name = patterns.hook_name(block, layer, "hook_pattern")

@@ -1,0 +1,63 @@
+"""Line and bar charts: named curves over a shared or own x, grouped bars, and one token's probability under
+two models. Pure functions returning go.Figure, like heatmaps.py (no streamlit)."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import plotly.graph_objects as go
+
+from viz_transformer.plots import figure_rules as rules
+from viz_transformer.plots.margins import text_px
+from viz_transformer.plots.numbers import fmt_probs
+from viz_transformer.plots.style import escape, labels, layout, to_numpy
+
+
+def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
+           log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
+    """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
+    return xy_curves({name: (x, ys) for name, ys in series.items()}, title, xlabel, ylabel, log_x, log_y, height, width)
+
+
+def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str,
+              log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX,
+              mark_x: Optional[float] = None) -> go.Figure:
+    """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown)."""
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
+    for n, (name, (x, ys)) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=to_numpy(ys), mode="lines+markers" if len(x) <= 30 else "lines",
+                                 name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
+    if mark_x is not None:
+        fig.add_vline(x=mark_x, line=dict(color="#d62728", width=1.5))
+    fig.update_xaxes(type="log" if log_x else "linear")
+    fig.update_yaxes(type="log" if log_y else "linear")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return layout(fig, title, xlabel, ylabel, height, width=width)
+
+
+def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,
+                 ylabel: str, height: int = 360) -> go.Figure:
+    """Bars side by side per category (a legend names the series). Categories must be escaped."""
+    fig = go.Figure([go.Bar(x=list(categories), y=to_numpy(v), name=escape(k)) for k, v in series.items()])
+    fig.update_xaxes(type="category")
+    rules.category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return layout(fig, title, xlabel, ylabel, height)
+
+
+def before_after_bars(pieces: Sequence[str], before, after, title: str, before_label: str = "before",
+                      after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
+                      height: int = 380) -> go.Figure:
+    """Each output token's probability under two models (bars side by side; 0..1)."""
+    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
+    numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
+    fig = go.Figure([go.Bar(x=labels(pieces), y=to_numpy(v), name=escape(n), customdata=fmt_probs(to_numpy(v)),
+                            text=fmt_probs(to_numpy(v)) if numbers else None, textposition="outside",
+                            textfont=dict(size=rules.VALUE_PX),
+                            hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
+                     for n, v in ((before_label, before), (after_label, after))])
+    fig.update_xaxes(type="category")
+    rules.category_ticks(fig.layout.xaxis, labels(pieces), cell)
+    fig.update_yaxes(range=[0, 1.1])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    return layout(fig, title, xlabel, ylabel, height)
