@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow          # transformers builds the model folder
 
 NAME = "tiny-bert"
 TEXT = f"{B.PAIR[0]} [SEP] {B.PAIR[1]}"
-GENERATING = {"decoding", "lens", "knockout", "positions", "patching"}
+GENERATING = {"decoding", "knockout", "positions", "patching"}
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,8 @@ def test_every_page_opens_on_a_bert_pair(env, lang):
         if spec.name in GENERATING:
             needs = table["msg.needs_decoder"].split("{page}")[-1][:12]
             assert needs in infos, (spec.name, infos)
+        if spec.name == "lens":                      # the pair has no [MASK]: the page says how to make a blank
+            assert table["fb.no_mask"].split("{mask}")[-1][:8] in infos, infos
 
 
 def test_attention_page_shows_the_pair_both_ways(env):
@@ -77,3 +79,15 @@ def test_hiding_the_special_tokens_renormalises_each_row(env):
     w = run.cache["encoder.0.self_attn.hook_pattern"][0, 0][keep][:, keep].double()
     want = (w / w.sum(-1, keepdim=True)).numpy()
     assert abs(array(f["data"][0]["z"]) - want).max() < 1e-4
+
+
+def test_lens_page_fills_in_the_blank_layer_by_layer(env):
+    from viz_transformer.run.fill_mask import fill_blanks
+    hm = load_checkpoint(env / NAME)
+    text = "The cat sat on the [MASK]. [SEP] 我爱你。"
+    (blank,) = fill_blanks(hm, hm.run(text))
+    at = open_app(page_path(next(p for p in PAGES if p.name == "lens")), ckpt=NAME, text=text)
+    top, lens = at.dataframe[0].value, at.dataframe[1].value       # the output's best pieces, then every layer
+    assert list(top.iloc[:, 0]) == [p for p, _ in blank.top]
+    assert len(lens) == hm.cfg.n_encoder_layers + 1 and lens.iloc[0, 1].startswith(blank.top[0][0])
+

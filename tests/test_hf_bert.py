@@ -261,3 +261,46 @@ def test_pickled_weights_are_never_unpickled(built, tmp_path):
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"x": 1}))
     with pytest.raises(CheckpointError, match="pytorch_model.bin is a pickle"):
         load_checkpoint(folder)
+
+
+# -- fill in the blank ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape_id", ["bert-mlm", "roberta-mlm", "distilbert-mlm"])
+def test_fill_in_the_blank_matches_transformers_layer_by_layer(built, shape_id):
+    """The top pieces at [MASK] as transformers' own MLM logits rank them, and every layer's reading through
+    the head equals transformers' head applied to that layer's hidden state."""
+    from viz_transformer.run.fill_mask import fill_blanks
+    b = built(shape_id)
+    hm = load_checkpoint(b.folder)
+    text = f"The cat sat on the {b.tok.mask_token}."
+    run = hm.run(text)
+    hf = B.load_hf(b.folder, True)
+    enc = b.tok(text)
+    pos = enc.input_ids.index(b.tok.mask_token_id)
+    with torch.no_grad():
+        out = hf(torch.tensor([enc.input_ids]), output_hidden_states=True)
+        layers = [torch.softmax(_hf_head(hf, h[0, pos]), -1) for h in out.hidden_states]
+    (blank,) = fill_blanks(hm, run, k=5)
+    ref = torch.softmax(out.logits[0, pos], -1).topk(5)
+    assert blank.position == pos and blank.top_ids == ref.indices.tolist()
+    assert max(abs(p - q) for (_, p), q in zip(blank.top, ref.values.tolist())) < 1e-5
+    for got, want in zip(blank.layers, layers):
+        top = want.topk(5)
+        assert [p for p, _ in got] == hm.tokenizer.pieces(top.indices.tolist())
+        assert max(abs(p - q) for (_, p), q in zip(got, top.values.tolist())) < 1e-5
+    assert [p for p, _ in blank.layers[-1]] == [p for p, _ in blank.top]      # the last row is the output
+
+
+def _hf_head(hf, h):
+    """transformers' masked-LM head of each family on one hidden state."""
+    if hasattr(hf, "cls"):
+        return hf.cls(h)
+    if hasattr(hf, "lm_head"):
+        return hf.lm_head(h)
+    return hf.vocab_projector(hf.vocab_layer_norm(hf.activation(hf.vocab_transform(h))))
+
+
+def test_fill_in_the_blank_needs_a_head(built):
+    from viz_transformer.run.fill_mask import fill_blanks
+    hm = load_checkpoint(built("bert-bare-4heads").folder)
+    with pytest.raises(ValueError, match="needs a masked-LM head"):
+        fill_blanks(hm, hm.run("The [MASK] sat."))

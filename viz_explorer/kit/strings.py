@@ -803,6 +803,14 @@ EN = {
     # logit lens
     "nav.lens": "Logit lens",
     "ln.title": "Logit lens: when does the model know?",
+    "fb.title": "Fill in the blank",
+    "fb.intro": "The masked-LM head's best pieces at each mask, then the same head read after every layer "
+                "(its dense layer, activation and norm, then the unembedding): early rows are a rough reading.",
+    "fb.at": "At position {i} ({piece}):",
+    "fb.col.piece": "piece",
+    "fb.col.prob": "probability",
+    "fb.no_mask": "Type {mask} in the text where a word should go to see the model fill it in.",
+    "fb.no_head": "This model has no masked-LM head (a sentence encoder): it has nothing to fill a blank with.",
     "ln.intro": "Every decoder layer's residual stream read as if it were the last: through the model's own "
                 "final norm and unembedding. Colour = probability of the token the model finally chose at that "
                 "position; text = the token that layer ranks first.",

@@ -3,6 +3,7 @@ import streamlit as st
 
 from viz_explorer.server import cached
 from viz_explorer.kit import context
+from viz_explorer.pages.step import fill_blank
 from viz_explorer.pages.step import lens_table
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
@@ -15,7 +16,9 @@ BIG_VOCAB = 50_000  # ... half as many beyond this vocabulary: each cell is a re
 ctx = context.need_run()
 run = ctx.run
 st.title(t("ln.title"))
-widgets.needs_decoder(ctx.hm.cfg, "nav.lens")
+if ctx.hm.cfg.is_encoder_only:          # no decoder rows: the masked-LM head's reading at each [MASK] instead
+    fill_blank.show(ctx)
+    st.stop()
 st.caption(t("ln.intro"))
 st.info(t("ln.assumes"), icon=":material/info:")
 
