@@ -1,15 +1,13 @@
-"""The class server: `streamlit run serve.py` (or `python serve.py`) serves the same app as
-`streamlit run app.py`, same pages and addresses, but gets ready before its first visitor: st.App's
-lifespan starts torch, the app's modules and the default model in a thread (viz_explorer/startup/prestart.py).
-deploy/serve.sh runs this. `streamlit run app.py` keeps working as before (it loads all that on the first
-visit instead)."""
+"""The class server: `streamlit run serve.py` (or `python serve.py`), what deploy/serve.sh runs. The same app as
+`streamlit run app.py`, with the same st.App: its lifespan starts the one start-up load (torch, the app's modules,
+the default model: viz_explorer/startup/load.py) with the process, before the first visitor."""
 import streamlit as st
 
 from viz_explorer.server import threads
-from viz_explorer.startup import prestart
+from viz_explorer.startup import load
 
 threads.apply()                  # before the lifespan's thread imports torch (viz_explorer/server/threads.py)
-app = st.App("app.py", lifespan=prestart.lifespan)
+app = st.App("app.py", lifespan=load.lifespan)
 
 if __name__ == "__main__":
     app.run()

@@ -1,28 +1,25 @@
 """Benchmarks for the core library: prints times and ratios measured side by side in one run.
 
-    python benchmarks/bench_core.py [--checkpoint checkpoints/zh-en] [--threads 1] [--json out.json]
+    python -m benchmarks.bench_core [--checkpoint checkpoints/zh-en] [--threads 1] [--json out.json]
 
 Goals (issues 2, 3, 12): a checkpoint loads in < 1 s; capturing every hook (run_with_cache) costs
 <= 1.15x a plain forward at 32, 128 and 512 source pieces; greedy decoding with the KV cache is >= 3x
-faster than recomputing the prefix at 64 new tokens, with the same tokens. One thread by default, as the
-server runs (OMP_NUM_THREADS=1). `measure(checkpoint)` returns the numbers for benchmarks/bench_app.py.
+faster than recomputing the prefix at 64 new tokens, with the same tokens. One thread by default, as the app
+runs (viz_explorer/server/threads.py). `measure(checkpoint)` returns the numbers for benchmarks/bench_app.py.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from texts import text_of  # noqa: E402
-from viz_transformer import load_checkpoint  # noqa: E402
-from viz_transformer.core.encoding import encode_source  # noqa: E402
+from benchmarks.texts import text_of
+from viz_transformer import load_checkpoint
+from viz_transformer.core.encoding import encode_source
 
 GOAL_CAPTURE, GOAL_KV = 1.15, 3.0
 SOURCE_PIECES, TARGET_PIECES, NEW_TOKENS = (32, 128, 512), 64, 64

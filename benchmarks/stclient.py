@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import websockets
-from procfs import rss_mib
+from benchmarks.procfs import rss_mib
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -51,9 +51,6 @@ class Result:
         tables = [hashlib.sha1(e.arrow_data_frame.data).hexdigest()[:12] for e in self.of("arrow_data_frame")]
         return {"code": [e.code.code_text for e in self.of("code")], "figures": figs, "tables": tables,
                 "text": [e.markdown.body for e in self.of("markdown")]}
-
-
-POLL_S = 0.25            # viz_explorer/startup/preview.py's run_every
 
 
 class Session:
@@ -160,26 +157,8 @@ class Session:
                     res.elements, self.ids = [], {}
                     continue
                 break
-        if not fragment and self.auto_rerun and not any(w.endswith("-text") for w in self.ids):
-            res = await self._after_preview(res, timeout)
         res.seconds = time.perf_counter() - t0
         # widget states the server knows now are what the browser would send next time
-        return res
-
-    async def _after_preview(self, res: Result, timeout: float) -> Result:
-        """A fresh server's first Overview is a preview without the sidebar (viz_explorer/startup/preview.py); its
-        fragment's run_every reruns the app once the model is ready. Do what the browser does: run that
-        fragment every POLL_S until the full page (with the sidebar's text box) has come."""
-        fid = self.auto_rerun
-        t0 = time.perf_counter()
-        while not any(w.endswith("-text") for w in self.ids):
-            if time.perf_counter() - t0 > timeout:
-                raise TimeoutError("the preview never turned into the page")
-            await asyncio.sleep(POLL_S)
-            more = await self.rerun(fragment=fid, timeout=timeout)
-            res.n_bytes += more.n_bytes
-            if any(w.endswith("-text") for w in self.ids):
-                res.elements, res.exceptions = more.elements, res.exceptions + more.exceptions
         return res
 
     async def goto(self, title: str, values: Optional[dict] = None) -> Result:
@@ -233,7 +212,6 @@ class Server:
         import os
         self.root, self.port = root, port or free_port()
         self.env = dict(os.environ, **(env or {}))
-        self.env.setdefault("OMP_NUM_THREADS", "1")
         if checkpoints:
             self.env["VIZ_CHECKPOINTS"] = str(checkpoints)
         self.log, self.args, self.entry = log, list(args), entry

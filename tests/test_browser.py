@@ -24,8 +24,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "他是我的朋友。"
 TIMEOUT_MS = 90_000          # the machine may be busy training: be patient
-# A fresh server's first Overview is a preview while the model loads (viz_explorer/startup/preview.py): its loading status
-# spins until the full page replaces it by itself.
+# No running st.status left on the page (its spinner): the page is not still at work.
 NO_PREVIEW = "!document.querySelector('[data-testid=\"stExpanderIconSpinner\"]')"
 
 pytestmark = [pytest.mark.browser,

@@ -255,3 +255,10 @@ def test_listing_checkpoints_does_not_import_torch_dynamo(ckpt_root):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent).stdout.split()
     assert int(out[0]) >= 2 and out[1] == "False"
+
+
+def test_the_light_config_reader_is_the_checkpoints(ckpt_root):
+    from viz_transformer.core import checkpoint, checkpoint_files
+    folder = ckpt_root / "tiny-lm"
+    assert checkpoint_files.read_config_json(folder) == checkpoint.read_config(folder)
+    assert checkpoint.CheckpointError is checkpoint_files.CheckpointError

@@ -1,6 +1,7 @@
-"""The class server (`streamlit run serve.py`): the same app as app.py, with torch and the default model loaded
-in a thread before the first visitor (viz_explorer/startup/prestart.py). A visitor who comes while that thread works
-sees the loading note and then the page, never an error; one who comes after it finds everything loaded."""
+"""A fresh server, started with the README's `streamlit run app.py` or the class server's `streamlit run serve.py`:
+both load torch and the default model in one thread from the process start, before the first visitor
+(viz_explorer/startup/load.py). A visitor who comes while that thread works sees the loading note and then the
+page, never an error; one who comes after it finds everything loaded."""
 from __future__ import annotations
 
 import asyncio
@@ -37,18 +38,23 @@ def _ready_logged(log: Path, timeout: float = 240) -> bool:
     return False
 
 
-def test_a_first_visitor_while_the_model_loads_sees_the_note_then_the_page(ckpt_root, tmp_path):
+ENTRIES = pytest.mark.parametrize("entry", ["app.py", "serve.py"])
+
+
+@ENTRIES
+def test_a_first_visitor_while_the_model_loads_sees_the_note_then_the_page(ckpt_root, tmp_path, entry):
     log = tmp_path / "serve.log"
-    with Server(ROOT, ckpt_root, log=log, entry="serve.py") as server:
+    with Server(ROOT, ckpt_root, log=log, entry=entry) as server:
         errors, headings, texts = _overview(server)      # at once: importing torch alone takes the thread seconds
         assert not errors and "Overview" in headings
         assert any(LOADING[0] in x for x in texts)                   # the note came first, then the page
         assert "ready in" in log.read_text(encoding="utf-8")       # the page waited for the thread
 
 
-def test_a_visitor_after_the_thread_finds_the_model_loaded(ckpt_root, tmp_path):
+@ENTRIES
+def test_a_visitor_after_the_thread_finds_the_model_loaded(ckpt_root, tmp_path, entry):
     log = tmp_path / "serve.log"
-    with Server(ROOT, ckpt_root, log=log, entry="serve.py") as server:
+    with Server(ROOT, ckpt_root, log=log, entry=entry) as server:
         assert _ready_logged(log), log.read_text(encoding="utf-8")[-2000:]   # before any visitor
         errors, headings, texts = _overview(server)
         assert not errors and "Overview" in headings

@@ -1,6 +1,5 @@
 """The Overview's opening, which needs no model, only its config: the title, the intro, the architecture
-diagram with the text's shapes and the links to the page of each block. The Overview page draws it, and so
-does a fresh server's first page while the model is still loading (viz_explorer/startup/preview.py). Light: no torch.
+diagram with the text's shapes and the links to the page of each block. The Overview page draws it. Light: no torch.
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What every page opens with: figures with one config (Plotly's toolbar with PNG, an HTML download), a page's
-intro and formula, markdown that shows user text literally. Light (streamlit, plotly and the strings, no
-torch): a fresh server's first page draws with it while the model is still loading (viz_explorer/startup/preview.py).
+intro and formula, markdown that shows user text literally. Light: streamlit, plotly and the strings, no torch.
 """
 from __future__ import annotations
 

@@ -956,11 +956,6 @@ EN = {
     "qz.ev.role": "Role: {role} ({evidence}; entropy {entropy:.2f} of {max_entropy:.2f} possible).",
     # presenter mode (?present=1) and the class banner
     "warmup.loading": ":material/hourglass_top: Loading the model: the first visit to a new server takes a few seconds.",
-    "pv.loading": "Loading the model: its output appears here in a few seconds, and the rest of the page with it.",
-    "pv.first_step_ed": "Meanwhile the diagram shows the decoder at its first step: it has read only [begin] so far, "
-                        "and grows by one position with every token the model writes.",
-    "pv.first_step_one": "Meanwhile the diagram shows the decoder at its first step: the {n} {n:position|positions} of the input, "
-                         "before any output; it grows by one position with every token the model writes.",
     "pr.back_page": "Previous page",
     "pr.next_page": "Next page",
     "qr.code": "Class code",

@@ -1,7 +1,5 @@
 """A checkpoint folder's files read without torch: their names and limits, the folder's checks, the JSON files,
-the config as written and the tokenizer. core/checkpoint.py (weights, saving) and core/catalog.py build on it;
-a fresh server's first page reads the default model's config and tokenizer through it while torch is still
-being imported (viz_explorer/startup/preview.py).
+the config as written and the tokenizer. core/checkpoint.py (weights, saving) and core/catalog.py build on it.
 """
 from __future__ import annotations
 

@@ -1,0 +1,55 @@
+"""The start-up load (viz_explorer/startup/load.py): a first page run in a fresh process waits for it behind a
+loading note and a blank chart, and ends with the page alone; a load that fails still says it is over, so no
+visitor waits forever, and the page run meets the error itself."""
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import json, sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.run()
+charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+print(json.dumps({"torch": "torch" in sys.modules, "exceptions": [e.value for e in at.exception],
+                  "blank_left": sum(1 for c in charts if c["layout"].get("height") == 10),
+                  "charts": len(charts), "code": [c.value for c in at.code],
+                  "notes": [c.value for c in at.caption if "Loading the model" in c.value]}))
+"""
+
+
+@pytest.mark.slow          # a fresh python process
+def test_a_fresh_first_run_ends_with_the_page_alone(ckpt_root):
+    from viz_explorer.server import defaults
+    from viz_transformer import list_checkpoints, load_checkpoint
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT / "app.py")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300, env={**os.environ, "VIZ_CHECKPOINTS": str(ckpt_root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["torch"] and not r["exceptions"] and r["charts"] > 0
+    assert r["blank_left"] == 0 and r["notes"] == []              # the note and the blank chart are gone
+    first = next(i for i in list_checkpoints(ckpt_root) if i.error is None)     # the sidebar's pick here
+    hm = load_checkpoint(first.path)
+    assert hm.run(defaults.EXAMPLES[defaults.kind(hm.cfg)][0]).output in r["code"]   # the model's own output
+    assert "ready in" in out.stderr                                 # the first run started the load and waited
+
+
+def test_a_failed_load_still_signals_ready(monkeypatch):
+    from viz_explorer.server import defaults
+    from viz_explorer.startup import load
+    monkeypatch.setattr(load, "_ready", threading.Event())
+    monkeypatch.setattr(load, "_started", threading.Lock())
+
+    def broken():
+        raise OSError("disk gone")
+    monkeypatch.setattr(defaults, "checkpoints_root", broken)
+    load.start()
+    assert load._ready.wait(120)                  # wait() would return: the page run then meets the error itself
+    assert load.ready()

@@ -1,0 +1,92 @@
+"""The app's start-up: torch, the app's modules and the default model loaded, and its first example run, in one
+background thread, with one readiness signal.
+
+Both `streamlit run app.py` and `streamlit run serve.py` serve an st.App whose lifespan starts it with the
+process, so the model loads while the browser loads Streamlit's JavaScript; under AppTest the first page run
+starts it. Page runs wait for it (app.py shows a loading note meanwhile, and a blank chart so the browser
+loads plotly.js). Whatever fails in the thread is logged and left to the page run, which meets it again and
+shows it.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from contextlib import asynccontextmanager
+
+from streamlit.logger import get_logger
+
+from viz_explorer.server import defaults
+
+log = get_logger("viz_transformer.startup")     # Streamlit's format and level (logger.level in config.toml)
+_ready = threading.Event()                      # the one signal: set when the load has finished or failed
+_started = threading.Lock()                     # taken once, by the first start()
+
+
+def load() -> None:
+    """The imports app.py makes, then the default checkpoint loaded and its first example run, into the same
+    caches the sidebar reads (viz_explorer.server.cached)."""
+    t0 = time.perf_counter()
+    try:
+        _import_light()
+        from viz_explorer.server import cached, memory  # noqa: F401  (torch)
+        from viz_explorer.kit import context, registry, session_guard, sidebar  # noqa: F401
+        from viz_explorer.lessons import lesson_mode, links  # noqa: F401
+        from viz_explorer.classroom import live_class  # noqa: F401
+        from viz_transformer import list_checkpoints
+        good = [i for i in list_checkpoints(defaults.checkpoints_root()) if i.error is None]
+        info = next((i for i in good if i.name == defaults.CHECKPOINT), good[0] if good else None)  # the sidebar's
+        if info is not None:
+            stamp = cached.folder_stamp(info.path)
+            hm = cached.load_model(str(info.path), stamp)
+            cached.run_text(str(info.path), stamp, defaults.EXAMPLES[defaults.kind(hm.cfg)][0])
+        log.info("ready in %.2f s", time.perf_counter() - t0)
+    except Exception:  # noqa: BLE001 - the page run meets the same problem and shows it
+        log.exception("the start-up load failed; the first page run loads what it needs itself")
+    finally:
+        _ready.set()
+
+
+LIGHT = ("numpy", "pandas", "plotly.io", "plotly.tools")   # what streamlit's plotly_chart needs
+
+
+def _import_light() -> None:
+    """The modules a chart needs, whole, in this order, by the thread and by blank_chart(): the second waits for
+    the first module by module (plotly looks numpy and pandas up in sys.modules: in two orders, two threads
+    could each find the other's half-made)."""
+    for name in LIGHT:
+        importlib.import_module(name)
+
+
+def blank_chart() -> None:
+    """A blank 10-pixel chart for a page run waiting for the load: the browser fetches and compiles plotly.js
+    (4.7 MB) meanwhile instead of after (benchmarks/cold_start.py: about 0.5-1 s sooner to the page drawn)."""
+    import streamlit as st
+    _import_light()
+    blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
+             "layout": {"height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": {"visible": False},
+                        "yaxis": {"visible": False}}}
+    st.plotly_chart(blank, config={"staticPlot": True, "displayModeBar": False}, key="startup_blank")
+
+
+def start() -> None:
+    """Start load() in a daemon thread, once per process."""
+    if _started.acquire(blocking=False):
+        threading.Thread(target=load, name="viz-startup", daemon=True).start()
+
+
+def ready() -> bool:
+    return _ready.is_set()
+
+
+def wait() -> None:
+    """Start the load if nobody has, and return when it is over."""
+    start()
+    _ready.wait()
+
+
+@asynccontextmanager
+async def lifespan(app):
+    """st.App's lifespan (serve.py): start the load and yield at once, so the server answers meanwhile."""
+    start()
+    yield
