@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
+from browser_util import click_until
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,10 +71,11 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
                 join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
                 teacher.get_by_text("Your teacher key").click()              # the key, shown only when asked for
-                teacher.get_by_role("button", name="Show the key").click()
-                secret = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
-                '[data-testid="stCode"]').first.inner_text().strip()
-                teacher.get_by_role("button", name="Hide the key").click()
+                box = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
+                click_until(box.get_by_role("button", name="Show the key"), box.locator('[data-testid="stCode"]'))
+                secret = box.locator('[data-testid="stCode"]').first.inner_text().strip()
+                click_until(box.get_by_role("button", name="Hide the key"),
+                            box.get_by_role("button", name="Show the key"))
                 assert secret not in teacher.url
                 assert f"class={code}" in join and "teacher" not in join and secret not in join
                 teacher.locator('[data-testid="stSidebar"]').get_by_role("button", name="Copy link").click()
@@ -110,7 +112,8 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 assert teacher.locator('[data-testid="stMain"] b').count() == 0
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-1-{kind}.png"), full_page=True)
 
-                teacher.get_by_role("button", name="Next step").click()
+                click_until(teacher.get_by_role("button", name="Next step"),
+                            teacher.locator('[data-testid="stMain"]').get_by_text("Step 2 of 8", exact=True))
                 step2 = ["unsure", "lost", "unsure"]
                 for s, o in zip(students, step2):
                     s.get_by_text("Step 2 of 8").first.wait_for()           # the students follow by themselves
@@ -126,7 +129,8 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 teacher.reload()                                             # the right is in the browser's cookie
                 _ready(teacher)
                 _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
-                teacher.get_by_role("button", name="Previous step").click()
+                click_until(teacher.get_by_role("button", name="Previous step"),
+                            teacher.locator('[data-testid="stMain"]').get_by_text("Step 1 of 8", exact=True))
                 _answered(teacher, 3, 3, want1)                              # and step 1's
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-2-{kind}.png"), full_page=True)
                 students[0].reload()                                         # a student comes back: same id, same answer

@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
+from browser_util import click_until
 from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,15 +144,14 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         code = start_class(teacher, f"{server.url}/live_class?lang=en")
         seen = addresses(teacher)                                    # the projected page, as started
         teacher.get_by_text("Your teacher key").click()
-        teacher.get_by_role("button", name="Show the key").click()
-        key = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key").locator(
-            '[data-testid="stCode"]').first
-        key.wait_for()
+        box = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
+        key = box.locator('[data-testid="stCode"]').first
+        click_until(box.get_by_role("button", name="Show the key"), key)
         secret = key.inner_text().strip()
         assert cr.is_teacher(code, secret, eng)
-        teacher.get_by_role("button", name="Hide the key").click()   # folded again before projecting
-        teacher.get_by_role("button", name="Next step").click()
-        teacher.get_by_text("Step 2 of 3").first.wait_for()
+        click_until(box.get_by_role("button", name="Hide the key"),  # folded again before projecting
+                    box.get_by_role("button", name="Show the key"))
+        click_until(teacher.get_by_role("button", name="Next step"), teacher.get_by_text("Step 2 of 3").first)
         settle(teacher)
         seen |= addresses(teacher)
         teacher.reload()                                             # the teacher's reload keeps the right
@@ -211,8 +211,7 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         settle(other)
         other.get_by_label("Teacher key").fill(secret)
         other.get_by_role("button", name="Run the class").click()
-        other.get_by_role("button", name="Next step").click()
-        other.get_by_text("Step 3 of 3").first.wait_for()
+        click_until(other.get_by_role("button", name="Next step"), other.get_by_text("Step 3 of 3").first)
         assert cr.lesson_and_step(code, eng) == (LESSON, 2)
         assert secret not in other.url
         browser.close()
