@@ -71,11 +71,11 @@ def test_reads_by_piece_counts_every_head_once():
         alignment.source_span(["工", "师"], "工程师")
 
 
-def test_the_readme_s_knock_out_example_says_what_the_model_says(run):
+def test_the_library_docs_knock_out_example_says_what_the_model_says(run):
     import re
     from viz_transformer import head_ablation_hooks
     hm, _ = run
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")
     said = re.search(r'hm\.run\("我是一名工程师。", fwd_hooks=off\)\.output\s+# "(.+?)"', readme).group(1)
     off = head_ablation_hooks([("decoder.1.cross_attn", 3)], mode="zero", cfg=hm.cfg)
     assert "decoder.1.cross_attn\", 3)]" in readme.replace("'", '"')
