@@ -9,7 +9,7 @@ import html
 import pytest
 
 import hf_bert_util as B
-from app_util import array, figure, open_app, open_tab
+from app_util import array, figure, figures, open_app, open_tab
 from viz_explorer.kit.registry import PAGES, page_path
 from viz_explorer.kit.strings import EN
 from viz_explorer.kit.strings_zh import ZH
@@ -91,3 +91,16 @@ def test_lens_page_fills_in_the_blank_layer_by_layer(env):
     assert list(top.iloc[:, 0]) == [p for p, _ in blank.top]
     assert len(lens) == hm.cfg.n_encoder_layers + 1 and lens.iloc[0, 1].startswith(blank.top[0][0])
 
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_overview_draws_an_encoder_alone(env, lang):
+    """No decoder: the segment embeddings, the norm over the embeddings, post-norm blocks and the masked-LM head."""
+    at = open_app(ckpt=NAME, text=TEXT, lang=lang)
+    f = next(f for f in figures(at) if "blocks" in (f["layout"].get("meta") or {}))
+    blocks = f["layout"]["meta"]["blocks"]
+    assert blocks == ["encoder:" + k for k in ("input", "tok_embed", "pos", "seg", "emb_norm", "self_attn", "add_norm",
+                                               "ffn", "add_norm", "mlm_head", "linear", "softmax")]
+    table = ZH if lang == "zh" else EN
+    texts = {a.get("text") for a in f["layout"]["annotations"]}
+    assert f"<b>{table['dg.encoder_only']}</b>" in texts and table["dg.seg"] in texts

@@ -32,17 +32,20 @@ LABELS = {   # English defaults; the app passes its own (translated) table with 
     "ffn": "Feed-forward ({act}) · d_ff {d_ff}",
     "final_norm": "Final LayerNorm", "linear": "Linear → vocabulary ({v})", "softmax": "Softmax → next-token probabilities",
     "encoder": "Encoder", "decoder": "Decoder", "decoder_only": "Decoder (one sequence)",
+    "encoder_only": "Encoder (attention both ways)", "seg": "+ Segment embedding (sentence A / B)",
+    "emb_norm": "LayerNorm (over the embeddings)", "mlm_head": "Masked-LM head: dense, {act}, LayerNorm",
+    "softmax.mlm": "Softmax → the piece at each position",
     "layers": "{n}×", "heads_shape": "{h} × [{q} × {k}]",
 }
-KINDS = ("input", "tok_embed", "pos", "norm", "self_attn", "masked_attn", "prefix_attn", "cross_attn", "add",
-         "add_norm", "ffn", "final_norm", "linear", "softmax")
+KINDS = ("input", "tok_embed", "pos", "seg", "emb_norm", "norm", "self_attn", "masked_attn", "prefix_attn",
+         "cross_attn", "add", "add_norm", "ffn", "final_norm", "mlm_head", "linear", "softmax")
 PAGE_OF = {"tok_embed": "overview", "pos": "positional", "self_attn": "attention", "masked_attn": "masks",
            "prefix_attn": "masks", "cross_attn": "attention", "norm": "steps", "ffn": "knockout",
-           "softmax": "decoding", "linear": "decoding"}
+           "softmax": "decoding", "linear": "decoding", "seg": "attention", "emb_norm": "steps", "mlm_head": "lens"}
 COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm": "#fff5b1", "final_norm": "#fff5b1",
            "add_norm": "#fff5b1", "add": "#ffffff", "self_attn": "#cfe2f3", "masked_attn": "#cfe2f3",
            "prefix_attn": "#cfe2f3", "cross_attn": "#d9d2e9", "ffn": "#d9ead3", "linear": "#ead1dc",
-           "softmax": "#ead1dc"}
+           "softmax": "#ead1dc", "seg": "#fde4c8", "emb_norm": "#fff5b1", "mlm_head": "#ead1dc"}
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
 BLOCK_PX = 200             # a block's width in px on the Overview (its diagram takes 5/7 of the page)
 
@@ -52,26 +55,35 @@ def shape_text(*dims) -> str:
     return "[" + " × ".join(str(d) for d in dims) + "]"
 
 
-def column_kinds(cfg: ModelConfig, column: str) -> list[str]:
-    """The blocks of one column bottom to top: input, embeddings, one layer's sublayers (drawn once, N×),
-    the final norm (pre-norm only), and for the decoder the output head. Norms sit where model.py puts
-    them: pre-norm x + f(LN(x)), post-norm LN(x + f(x))."""
+def column_parts(cfg: ModelConfig, column: str) -> tuple[list[str], list[str], list[str]]:
+    """(embeddings, one layer, output) blocks of a column, bottom to top. Norms sit where model.py puts them:
+    pre-norm x + f(LN(x)), post-norm LN(x + f(x)). An encoder-only model (BERT) adds its segment embeddings
+    and the norm over the embeddings, and ends in its masked-LM head when it has one."""
     attn = ("self_attn" if column == "encoder" else
             "prefix_attn" if cfg.architecture == "prefix_lm" else "masked_attn")
     subs = [attn] + (["cross_attn"] if column == "decoder" and cfg.is_encoder_decoder else []) + ["ffn"]
     layer = [k for s in subs for k in (["norm", s, "add"] if cfg.norm == "pre" else [s, "add_norm"])]
-    tail = (["final_norm"] if cfg.norm == "pre" else []) + (["linear", "softmax"] if column == "decoder" else [])
-    return ["input", "tok_embed", "pos"] + layer + tail
+    embed = ["input", "tok_embed", "pos"] + ["seg"] * bool(cfg.type_vocab_size) + ["emb_norm"] * cfg.embed_norm
+    head = (["linear", "softmax"] if column == "decoder" else
+            ["mlm_head", "linear", "softmax"] if cfg.is_encoder_only and cfg.head == "mlm" else [])
+    return embed, layer, (["final_norm"] if cfg.norm == "pre" else []) + head
+
+
+def column_kinds(cfg: ModelConfig, column: str) -> list[str]:
+    """The blocks of one column bottom to top: input, embeddings, one layer's sublayers (drawn once, N×),
+    the final norm (pre-norm only), and the output head (column_parts)."""
+    return [k for part in column_parts(cfg, column) for k in part]
 
 
 def _label(labels: dict, kind: str, cfg: ModelConfig, column: str) -> str:
     labels = {**LABELS, **labels}
     variants = ([f"{kind}.rms"] * (cfg.norm_type == "rms") + [f"{kind}.gated"] * (cfg.ffn == "gated")
-                + [f"{kind}.unscaled"] * (not cfg.scale_embeddings))      # GPT-2, Llama, Qwen2: no × √d_model
+                + [f"{kind}.unscaled"] * (not cfg.scale_embeddings)       # GPT-2, Llama, Qwen2: no × √d_model
+                + [f"{kind}.mlm"] * cfg.is_encoder_only)                  # BERT's softmax: every position's piece
     lab = next((labels[v] for v in variants if v in labels), labels.get(kind, kind))
     if kind == "input":
-        lab = labels["input." + ("source" if column == "encoder" else "target" if cfg.is_encoder_decoder
-                                 else "sequence")]
+        lab = labels["input." + ("source" if column == "encoder" and cfg.is_encoder_decoder else "target"
+                                 if cfg.is_encoder_decoder else "sequence")]
     return lab.format(h=cfg.n_heads, act=cfg.activation, d_ff=cfg.d_ff, v=cfg.vocab_size,
                       kind=labels["pos." + cfg.positional])
 
@@ -94,15 +106,18 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
     labels = {**LABELS, **(labels or {})}
     if cfg.is_encoder_decoder and src_len is None:
         raise ValueError("an encoder-decoder diagram needs src_len (the source's number of tokens)")
+    if cfg.is_encoder_only and src_len is None:
+        raise ValueError("an encoder-only diagram needs src_len (the text's number of tokens)")
     columns = [("encoder", 0.0, src_len), ("decoder", W + 3.6, tgt_len)] if cfg.is_encoder_decoder \
-        else [("decoder", 0.0, tgt_len)]
+        else [("encoder", 0.0, src_len)] if cfg.is_encoder_only else [("decoder", 0.0, tgt_len)]
     fig = go.Figure()
     ann, shapes, blocks, tops = [], [], [], {}     # shapes set once: add_shape one by one re-validates them all
     n_rows = max(len(column_kinds(cfg, c)) for c, _, _ in columns)
     for column, x, n in columns:
+        embed, layer, _ = column_parts(cfg, column)
         kinds = column_kinds(cfg, column)
-        first_layer = 3
-        last_layer = len(kinds) - 1 - (1 if cfg.norm == "pre" else 0) - (2 if column == "decoder" else 0)
+        first_layer, last_layer = len(embed), len(embed) + len(layer) - 1
+        ends = column == "decoder" or cfg.is_encoder_only              # the column the model's output leaves
         for row, kind in enumerate(kinds):
             y = float(row)
             name = f"{column}:{kind}"
@@ -128,9 +143,9 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                                 font=dict(size=9, color="#1f4e79"), name=f"shape:{name}"))
         # the output's shape, above the top block
         top = len(kinds) - 1
-        out = shape_text(n, cfg.out_vocab) if column == "decoder" else shape_text(n, cfg.d_model)
+        out = shape_text(n, cfg.out_vocab) if "linear" in kinds else shape_text(n, cfg.d_model)
         tops[column] = (x, top)
-        if column == "decoder":
+        if ends:
             ann.append(dict(x=x, y=top + 0.62, ax=x, ay=top + H / 2, xref="x", yref="y", axref="x", ayref="y",
                             showarrow=True, arrowhead=2, arrowwidth=1.2, arrowcolor="#444", text=""))
             ann.append(dict(x=x + 0.06, y=top + 0.7, text=escape(out), showarrow=False, xanchor="left",
@@ -143,7 +158,8 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         ann.append(dict(x=x + W / 2 + 0.12, y=last_layer + 0.42, text=escape(labels["layers"].format(n=n_layers)),
             showarrow=False, xanchor="right", yanchor="bottom", font=dict(size=15, color="#333"),
             name=f"layers:{column}"))
-        head = labels["encoder" if column == "encoder" else "decoder" if cfg.is_encoder_decoder else "decoder_only"]
+        head = labels["encoder_only" if cfg.is_encoder_only else "encoder" if column == "encoder"
+                      else "decoder" if cfg.is_encoder_decoder else "decoder_only"]
         ann.append(dict(x=x, y=-0.85, text=f"<b>{escape(head)}</b>", showarrow=False, font=dict(size=13)))
         # residual connections: from a sublayer's input, around it, into its add
         rail = x - W / 2 - 0.25
