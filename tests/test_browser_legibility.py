@@ -7,7 +7,7 @@ are written under test-artifacts/legibility/.
 One page, one language, one length, from the shell (same options as benchmarks/legibility.py), or as the
 test with LEGIBILITY_ARGS:
 
-    python tests/test_browser_legibility.py --pages masks --lang zh --lengths 120
+    python -m tests.test_browser_legibility --pages masks --lang zh --lengths 120
     LEGIBILITY_ARGS="--pages masks --lang zh" python -m pytest tests/test_browser_legibility.py
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import legibility
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
-import legibility  # noqa: E402
 
 CHECKPOINTS = ROOT / "checkpoints"
 
