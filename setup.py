@@ -13,6 +13,9 @@ BESIDE = ("app.py", "lessons", ".streamlit/config.toml", "viz_explorer/icon.png"
 
 class BuildPy(build_py):
     def run(self):
+        if not self.editable_mode:         # a module deleted since the last build must not ship from build/lib
+            for package in ("viz_transformer", "viz_explorer"):
+                shutil.rmtree(Path(self.build_lib) / package, ignore_errors=True)
         super().run()
         if self.editable_mode:             # an editable install reads the checkout itself
             return
