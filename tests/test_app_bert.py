@@ -104,3 +104,12 @@ def test_overview_draws_an_encoder_alone(env, lang):
     table = ZH if lang == "zh" else EN
     texts = {a.get("text") for a in f["layout"]["annotations"]}
     assert f"<b>{table['dg.encoder_only']}</b>" in texts and table["dg.seg"] in texts
+
+
+def test_compare_page_shows_the_pooled_embeddings_similarity(env):
+    from viz_transformer.run.pooling import similarity
+    hm = load_checkpoint(env / NAME)
+    at = open_app(page_path(next(p for p in PAGES if p.name == "compare")), ckpt=NAME, text=TEXT)
+    other = at.text_input(key="cp_text_lm").value
+    want = similarity(hm, hm.run(TEXT), hm.run(other), "mean")
+    assert at.metric[0].value == f"{want:.3f}" and "mean over the pieces" in at.metric[0].label

@@ -304,3 +304,37 @@ def test_fill_in_the_blank_needs_a_head(built):
     hm = load_checkpoint(built("bert-bare-4heads").folder)
     with pytest.raises(ValueError, match="needs a masked-LM head"):
         fill_blanks(hm, hm.run("The [MASK] sat."))
+
+
+def test_the_learned_table_starts_at_roberta_s_first_position(built):
+    """The positional page's table: row i is the row position i adds (transformers' position_embeddings row
+    pad_token_id + 1 + i for RoBERTa), read from the folder itself."""
+    from safetensors import safe_open
+    from viz_transformer.run.capture import positional_tables
+    b = built("roberta-mlm")
+    hm = load_checkpoint(b.folder)
+    with safe_open(str(b.folder / "model.safetensors"), "pt") as f:
+        table = f.get_tensor("roberta.embeddings.position_embeddings.weight")
+    off = hm.cfg.pad_id + 1
+    assert off == 2 and torch.equal(positional_tables(hm, 5)["learned"], table[off:off + 5].float())
+
+
+# -- a sentence encoder's pooled embedding --------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["mean", "cls"])
+def test_pooled_similarity_matches_transformers_hidden_states(built, tmp_path, mode):
+    """The cosine similarity of two texts' pooled embeddings, as sentence-transformers pools transformers' last
+    hidden state (mean over the pieces, or the [CLS] piece, as 1_Pooling/config.json says)."""
+    from viz_transformer.run.pooling import pooling_mode, similarity
+    b = built("bert-bare-4heads")
+    folder = _sentence_transformers(b.folder, tmp_path / "st")
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": mode == "cls",
+                                                                  "pooling_mode_mean_tokens": mode == "mean"}))
+    assert pooling_mode(folder) == mode
+    hm = load_checkpoint(folder)
+    hf = B.load_hf(b.folder, False)
+    texts = ["The cat sat on the mat.", "我爱你。"]
+    with torch.no_grad():
+        hs = [hf(**{k: torch.tensor([v]) for k, v in b.tok(x).items()}).last_hidden_state[0] for x in texts]
+    emb = [h[0] if mode == "cls" else h.mean(0) for h in hs]
+    want = float(torch.nn.functional.cosine_similarity(emb[0], emb[1], dim=0))
+    assert abs(similarity(hm, hm.run(texts[0]), hm.run(texts[1])) - want) < 1e-5

@@ -72,6 +72,12 @@ EN = {
     "pt.progress": "Patching: {done} of {total} {total:run|runs}",
     "po.run": "Run without positions and the order test",
     "cp.run": "Run the second text",
+    "cp.cosine": "Cosine similarity of the two texts' sentence embeddings ({mode})",
+    "cp.cosine_help": "The last layer's hidden states pooled into one vector per text, as a sentence encoder "
+                      "does (its 1_Pooling folder says how); 1 means the same direction, 0 unrelated.",
+    "cp.pool.mean": "mean over the pieces",
+    "cp.pool.cls": "the [CLS] piece",
+    "cp.pool.max": "maximum over the pieces",
     "mk.run": "Run the two texts as one batch",
     "msg.broken": "This checkpoint cannot be used:",
     "msg.failed": "The model could not run on this text:",

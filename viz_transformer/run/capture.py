@@ -203,7 +203,8 @@ def positional_tables(hm: HookedModel, n: int) -> dict[str, Optional[torch.Tenso
     n = min(n, cfg.max_len)
     learned = None
     if cfg.positional == "learned":
-        learned = hm.model.dec_embed.pos.matrix()[:n].detach().float().clone()
+        off = cfg.pos_offset                # RoBERTa's table: its first rows (pad_id + 1) are never read
+        learned = hm.model.dec_embed.pos.matrix()[off:off + n].detach().float().clone()
     return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
 
 
