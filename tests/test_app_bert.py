@@ -113,3 +113,13 @@ def test_compare_page_shows_the_pooled_embeddings_similarity(env):
     other = at.text_input(key="cp_text_lm").value
     want = similarity(hm, hm.run(TEXT), hm.run(other), "mean")
     assert at.metric[0].value == f"{want:.3f}" and "mean over the pieces" in at.metric[0].label
+
+
+def test_positional_page_shows_the_segment_embeddings(env):
+    from safetensors import safe_open
+    with safe_open(str(env / NAME / "model.safetensors"), "pt") as f:
+        want = f.get_tensor("bert.embeddings.token_type_embeddings.weight")
+    at = open_app(page_path(next(p for p in PAGES if p.name == "positional")), ckpt=NAME, text=TEXT)
+    f = figure(at, "Segment (token_type) embeddings")
+    assert abs(array(f["data"][0]["z"]) - want.numpy()).max() < 1e-6
+    assert f["data"][0]["y"] == ["sentence A", "sentence B"]

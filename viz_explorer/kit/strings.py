@@ -391,6 +391,11 @@ EN = {
     "pe.offset_title": "PE(p)·PE(p+δ) for several starting positions p ({kind})",
     "pe.offset_note": "For the sinusoidal table the curves lie on top of each other: the product depends "
                       "only on the distance δ, not on where you start.",
+    "pe.segments": "This model also adds a segment embedding to every piece: one learned row for sentence A, "
+                   "another for sentence B ({n} {n:row|rows} in all), so the same word reads differently in "
+                   "the two sentences of a pair.",
+    "pe.segments_title": "Segment (token_type) embeddings",
+    "pe.segment": "segment",
     "pe.anchor": "p = {p}",
     "pe.offset": "distance δ",
     "pe.kind.sinusoidal": "sinusoidal",

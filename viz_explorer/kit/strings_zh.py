@@ -329,6 +329,10 @@ ZH = {
     "pe.sim_title": "点积 PE(i)·PE(j)（{kind}）",
     "pe.offset_title": "从几个起始位置 p 出发的 PE(p)·PE(p+δ)（{kind}）",
     "pe.offset_note": "对正弦位置编码，这些曲线完全重合：点积只取决于距离 δ，而与起点无关。",
+    "pe.segments": "这个模型还给每个词元加上一个句段嵌入：句子 A 一行学到的向量，句子 B 另一行（共 {n} 行），"
+                   "所以同一个词在一对句子的两句里读起来不一样。",
+    "pe.segments_title": "句段（token_type）嵌入",
+    "pe.segment": "句段",
     "pe.anchor": "p = {p}",
     "pe.offset": "距离 δ",
     "pe.kind.sinusoidal": "正弦",

@@ -198,14 +198,18 @@ def padded_batch(hm: HookedModel, text: str, other: str, max_new_tokens: Optiona
 
 def positional_tables(hm: HookedModel, n: int) -> dict[str, Optional[torch.Tensor]]:
     """The first n rows of the sinusoidal table at this model's d_model, and of the model's own
-    learned table when it has one: {"sinusoidal": [n, d], "learned": [n, d] or None}."""
+    learned table when it has one, and its segment embeddings (BERT): {"sinusoidal": [n, d], "learned": [n, d] or
+    None, "segments": [type_vocab_size, d] or None}."""
     cfg = hm.cfg
     n = min(n, cfg.max_len)
     learned = None
     if cfg.positional == "learned":
         off = cfg.pos_offset                # RoBERTa's table: its first rows (pad_id + 1) are never read
         learned = hm.model.dec_embed.pos.matrix()[off:off + n].detach().float().clone()
-    return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned}
+    segments = None                         # BERT's segment (token_type) embeddings: one row per sentence, A then B
+    if cfg.type_vocab_size:
+        segments = hm.model.enc_embed.W_type.weight.detach().float().clone()
+    return {"sinusoidal": sinusoidal_table(n, cfg.d_model), "learned": learned, "segments": segments}
 
 
 WEIGHT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}

@@ -33,6 +33,14 @@ for where, kind in zip(st.columns(len(kinds)), kinds):
         widgets.show(heatmaps.positional_heatmap(tables[kind], title, dim, pos, t("cb.value"), width=width),
                      key=f"pe_table_{kind}")
 
+if tables["segments"] is not None:          # BERT: a second table added beside the positions, one row a sentence
+    st.markdown(t("pe.segments", n=cfg.type_vocab_size))
+    names = [t("at.sentence_a"), t("at.sentence_b")][:len(tables["segments"])]
+    names += [str(i) for i in range(len(names), len(tables["segments"]))]
+    widgets.show(heatmaps.values_heatmap(tables["segments"], names, [str(i) for i in range(cfg.d_model)],
+                                         t("pe.segments_title"), dim, t("pe.segment"), t("cb.value")),
+                 key="pe_segments")
+
 d = cfg.d_model
 defaults = sorted({i for i in (0, 1, 16, 64, d // 2) if i < d})   # a sin/cos pair, then ever slower waves
 dims = st.multiselect(t("pe.dims"), list(range(d)), default=defaults, key=f"pe_dims_{d}")
