@@ -123,3 +123,15 @@ def test_positional_page_shows_the_segment_embeddings(env):
     f = figure(at, "Segment (token_type) embeddings")
     assert abs(array(f["data"][0]["z"]) - want.numpy()).max() < 1e-6
     assert f["data"][0]["y"] == ["sentence A", "sentence B"]
+
+
+def test_head_statistics_show_each_head_s_share_on_sep(env):
+    """The [SEP] grid: each head's mean weight on the two [SEP] keys, computed here from the run's patterns."""
+    hm = load_checkpoint(env / NAME)
+    run = hm.run(B.PAIR[0], pair=B.PAIR[1])
+    seps = [i for i, p in enumerate(run.src_pieces) if p == "[SEP]"]
+    at = open_app(page_path(next(p for p in PAGES if p.name == "head_stats")), ckpt=NAME, text=TEXT)
+    f = figure(at, "Each head's share on the closing special pieces ([SEP], 2 in this text)")
+    want = [[float(run.cache[f"encoder.{layer}.self_attn.hook_pattern"][0, h][:, seps].sum(-1).mean())
+             for h in range(hm.cfg.n_heads)] for layer in range(hm.cfg.n_encoder_layers)]
+    assert abs(array(f["data"][0]["z"]) - array(want)).max() < 1e-5

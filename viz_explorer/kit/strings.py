@@ -759,6 +759,8 @@ EN = {
     "hs.sink": "Attention sinks: the first position",
     "hs.sink_caption": "Each head's share of attention on position 0, on this text, over the query rows that could look "
                        "elsewhere too: many heads park their attention there when nothing else is relevant.",
+    "hs.sep_title": "Each head's share on the closing special pieces ({piece}, {n} in this text)",
+    "hs.sep_cb": "share on them",
     "hs.sink_title": "{block}: share of attention on position 0 ({piece})",
     "hs.sink_cb": "share on position 0",
     "hs.sink_strongest": "Strongest: layer {layer}, head {head} puts {share} of its attention on position 0 ({piece}); "

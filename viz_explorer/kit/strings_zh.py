@@ -609,6 +609,8 @@ ZH = {
     "hs.no_grid": "{block}没有“{stat}”网格：在这段文本上没有哪个头有这个值（位置太少）。",
     "hs.sink": "注意力汇：第一个位置",
     "hs.sink_caption": "在这段文本上，每个头放在位置 0 上的注意力占比，对那些也能注意别处的查询行取平均：没有更相关的内容时，很多头会把注意力停放在那里。",
+    "hs.sep_title": "每个头落在结尾特殊词元上的注意力份额（{piece}，本文中有 {n} 个）",
+    "hs.sep_cb": "它们的占比",
     "hs.sink_title": "{block}：位置 0（{piece}）上的注意力占比",
     "hs.sink_cb": "位置 0 的占比",
     "hs.sink_strongest": "最强的：第 {layer} 层的头 {head} 把 {share} 的注意力放在位置 0（{piece}）上；它注意得第二多的位置是 {k}（{other}），占 {other_share}。",

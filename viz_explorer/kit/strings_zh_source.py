@@ -586,6 +586,8 @@ SOURCE = {
     "hs.no_grid": "bb85982c",
     "hs.sink": "4208d5a6",
     "hs.sink_caption": "bb75b232",
+    "hs.sep_title": "0994cd92",
+    "hs.sep_cb": "087e7b73",
     "hs.sink_title": "5e076409",
     "hs.sink_cb": "e509822d",
     "hs.sink_strongest": "0d5dabca",

@@ -101,3 +101,15 @@ def without_tokens(pattern, positions: Sequence[int]):
     out = without_sink(pattern, sorted(gone)) if gone else pattern
     return out[..., keep, :][..., keep]
 
+
+def key_shares(cache, block: str, n_layers: int, positions: Sequence[int], batch: int = 0) -> torch.Tensor:
+    """[layer, head]: each head's mean, over the query rows its mask lets see at least one key, of its total
+    weight on the key `positions` (BERT's [SEP]s: Clark et al. 2019, "What Does BERT Look At?")."""
+    rows = []
+    for layer in range(n_layers):
+        p = cache[hook_name(block, layer, "hook_pattern")][batch].double()           # (H, Q, K)
+        use = cache[hook_name(block, layer, "hook_mask")][batch].expand_as(p).any(-1)   # (H, Q)
+        on = p[..., list(positions)].sum(-1) if len(positions) else torch.zeros_like(use, dtype=p.dtype)
+        rows.append((on * use).sum(-1) / use.sum(-1).clamp_min(1))                  # (H,)
+    return torch.stack(rows).float() if rows else torch.empty(0, 0)
+

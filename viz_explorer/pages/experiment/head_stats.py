@@ -122,6 +122,15 @@ for block in available_blocks(cfg):
                                            t("axis.layer"), t("axis.head"), t("hs.sink_cb"), hover=t("hs.grid_hover")),
                  key=f"hs_sink_{block}", on_select=callbacks.open_stat(block, f"hs_sink_{block}"), selection_mode="points")
 
+if cfg.is_encoder_only:         # BERT's other resting place: the [SEP] pieces (Clark et al. 2019)
+    keys = ctx.run.src_pieces
+    seps = [i for i, x in enumerate(ctx.run.src_ids) if x in ctx.hm.tokenizer.specials and i > 0]
+    if seps:
+        grid = sinks.key_shares(ctx.run.cache, "encoder.self_attn", cfg.n_encoder_layers, seps)
+        widgets.show(summary_figures.sink_grid(grid, t("hs.sep_title", piece=keys[seps[-1]], n=len(seps)),
+                                               t("axis.layer"), t("axis.head"), t("hs.sep_cb"), hover=t("hs.grid_hover")),
+                     key="hs_sep", on_select=callbacks.open_stat("encoder.self_attn", "hs_sep"), selection_mode="points")
+
 opened = st.session_state.pop("hs_open", None)
 if opened is not None:        # the attention page reads its pickers from these keys
     st.session_state["at_block"], st.session_state["at_layer"], st.session_state["at_head"] = opened
