@@ -338,3 +338,24 @@ def test_pooled_similarity_matches_transformers_hidden_states(built, tmp_path, m
     emb = [h[0] if mode == "cls" else h.mean(0) for h in hs]
     want = float(torch.nn.functional.cosine_similarity(emb[0], emb[1], dim=0))
     assert abs(similarity(hm, hm.run(texts[0]), hm.run(texts[1])) - want) < 1e-5
+
+
+def test_a_long_text_keeps_its_first_pieces_and_its_closing_sep(built):
+    b = built("bert-mlm")
+    hm = load_checkpoint(b.folder)
+    text = " ".join(B.TEXTS)
+    ref = b.tok(text, truncation=True, max_length=hm.cfg.max_len).input_ids      # transformers' own truncation
+    run = hm.run(text)
+    assert run.src_ids == ref and run.n_cut == len(b.tok(text).input_ids) - hm.cfg.max_len > 0
+
+
+def test_a_module_path_outside_the_folder_is_refused(built, tmp_path):
+    b = built("bert-bare-4heads")
+    folder = _sentence_transformers(b.folder, tmp_path / "st")
+    (folder / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "../elsewhere",
+                                                      "type": "sentence_transformers.models.Transformer"}]))
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(CheckpointError, match=r"names the transformer module '\.\./elsewhere', which is not a folder "
+                                              r"inside") as e:
+        load_checkpoint(folder)
+    assert "\n" not in str(e.value)
