@@ -19,7 +19,6 @@ any tensor is read.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -29,10 +28,10 @@ from safetensors import safe_open
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
 from viz_transformer.core.hf_bert import FAMILIES as BERT_FAMILIES, bert_config, bert_rules
+from viz_transformer.core.hf_rope import max_len as _max_len, rope_fields as _rope
 from viz_transformer.core.model import Transformer
 
 FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES
-ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "llama3"}
 INDEX = "model.safetensors.index.json"
 HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1, "I64": 8}  # integer/bool tensors: only buffers we skip (GPT-2's
                                                                # mask, BERT's position_ids)
@@ -67,47 +66,6 @@ def _get(raw: dict, *names, default=None):
         if raw.get(n) is not None:
             return raw[n]
     return default
-
-
-def _rope(raw: dict, family: str) -> dict:
-    """Our rope_* fields from rope_parameters, or the older rope_theta + rope_scaling."""
-    params = dict(raw.get("rope_parameters") or {})
-    scaling = dict(raw.get("rope_scaling") or {})
-    merged = {**scaling, **params}
-    kind = merged.get("rope_type", merged.get("type", "default")) or "default"
-    if kind not in ROPE_TYPES:
-        raise ck.CheckpointError(f"RoPE type {kind!r} is not supported; supported: {', '.join(sorted(ROPE_TYPES))}")
-    theta = _get(merged, "rope_theta", default=_get(raw, "rope_theta", default=10000.0))
-    trained = _get(merged, "original_max_position_embeddings", default=0)
-    if kind == "dynamic" or (kind in ("yarn", "llama3") and not trained):
-        trained = raw.get("max_position_embeddings", trained)      # as transformers fills it in
-    factor = _get(merged, "factor", default=1.0)
-    attention = _get(merged, "attention_factor", default=0.0)
-    if kind == "yarn":
-        if merged.get("truncate", True) is False:
-            raise ck.CheckpointError("YaRN RoPE with truncate false is not supported")
-        m, m_all = merged.get("mscale"), merged.get("mscale_all_dim")
-        if not attention and m and m_all:                            # DeepSeek's form, as transformers reads it
-            def mscale(s, k):
-                return 1.0 if s <= 1 else 0.1 * k * math.log(s) + 1.0
-            attention = mscale(float(factor), float(m)) / mscale(float(factor), float(m_all))
-    return dict(rope_theta=float(theta), rope_type=kind, rope_factor=float(factor),
-                rope_original_max=int(trained or 0),
-                rope_low_freq_factor=float(_get(merged, "low_freq_factor", default=1.0)),
-                rope_high_freq_factor=float(_get(merged, "high_freq_factor", default=4.0)),
-                rope_beta_fast=float(_get(merged, "beta_fast", default=32.0)),
-                rope_beta_slow=float(_get(merged, "beta_slow", default=1.0)),
-                rope_attention_factor=float(attention))
-
-
-def _max_len(raw: dict) -> int:
-    """The longest sequence we run: max_position_embeddings, or for dynamic NTK RoPE (made to run past the
-    trained length; its base grows with the sequence) max_position_embeddings × factor."""
-    n = int(raw.get("max_position_embeddings", 4096))
-    rope = {**(raw.get("rope_scaling") or {}), **(raw.get("rope_parameters") or {})}
-    if (rope.get("rope_type") or rope.get("type")) == "dynamic":
-        n = int(n * max(1.0, float(rope.get("factor") or 1.0)))
-    return min(n, LIMITS["max_len"])
 
 
 def _eos_list(raw: dict, gen: dict) -> list[int]:
