@@ -3,7 +3,8 @@
 Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
 that grows with a text (runs, traces, batches, lens tables, patching scores, reports) lives in one memo
 shared by every session and bounded in bytes (VIZ_CACHE_MB, default DEFAULT_CACHE_MB), least recently
-used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache).
+used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache), never
+holding every block's at once (hm.run(lean=True): a 2,048-piece text on a Qwen2.5-0.5B-sized model).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.run import capture as runs
-from viz_transformer.run.derived_cache import compact_run, patterns_only
+from viz_transformer.run.derived_cache import patterns_only
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from viz_explorer.server.byte_lru import ByteLRU
 from viz_explorer.server.defaults import checkpoint_roots, checkpoints_root  # noqa: F401  (cached.checkpoints_root:
@@ -143,7 +144,7 @@ def run_text(path: str, stamp: float, text: str, runs: int = 1):
     """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
     128 tokens is a few hundred MB, more than the default budget: every page would run the model again).
     runs: how many texts' runs the calling page reads together (2 on the pages that compare two texts)."""
-    return memo().get(_run_key(path, stamp, text), lambda: compact_run(load_model(path, stamp).run(text)),
+    return memo().get(_run_key(path, stamp, text), lambda: load_model(path, stamp).run(text, lean=True),
                       room=runs - 1 + RUN_ROOM)
 
 
@@ -152,7 +153,7 @@ def run_once(path: str, stamp: float, text: str, hm=None):
     model) that is not kept (a view cached whole, like arch_view, reads it once: the memo held every compared
     model's 512-piece run, up to 67 MiB each, for no later reader)."""
     kept = memo().peek(_run_key(path, stamp, text))
-    return kept if kept is not None else (hm or load_model(path, stamp)).run(text)
+    return kept if kept is not None else (hm or load_model(path, stamp)).run(text, lean=True)
 
 
 @heavy
@@ -200,7 +201,7 @@ def ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
 def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
     hm = load_model(path, stamp)
     hooks = ablation_hooks(path, stamp, text, heads, mode)
-    return (compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks)),      # its page reads the output
+    return (hm.run(text, names_filter=patterns_only, fwd_hooks=hooks, lean=True),      # its page reads the output
             forced.forced_logits(hm, run_text(path, stamp, text), hooks))                # and patterns alone
 
 
@@ -208,7 +209,7 @@ def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
 def positions_off(path: str, stamp: float, text: str):
     """The run with every position signal taken out: its page reads the output and the patterns alone."""
     hm = load_model(path, stamp)
-    return compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=interventions.positions_off_hooks(hm)))
+    return hm.run(text, names_filter=patterns_only, fwd_hooks=interventions.positions_off_hooks(hm), lean=True)
 
 
 @heavy

@@ -19,6 +19,7 @@ from viz_transformer.core.st_folder import transformer_folder
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
 from viz_transformer.run.decoding import (allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
                                           never_generated)
+from viz_transformer.run.derived_cache import lean_forward
 from viz_transformer.run.trace import Trace
 from viz_transformer.core.hooks import Cache, NamesFilter
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_encoder, encode_input
@@ -65,6 +66,12 @@ class Run:
         return self.src_pieces if part == "encoder" else self.tgt_pieces
 
 
+def _capture(model, batch: Batch, hooks, names_filter: NamesFilter, lean: bool):
+    if lean:
+        return lean_forward(model, batch, hooks, names_filter)
+    return forward(model, batch, hooks, capture=True, names_filter=names_filter)
+
+
 class HookedModel:
     def __init__(self, model: Transformer, tokenizer: Tokenizer, path=None, meta: Optional[dict] = None):
         self.model, self.tokenizer = model.eval(), tokenizer
@@ -88,15 +95,16 @@ class HookedModel:
 
     @torch.no_grad()
     def run(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None,
-            max_new_tokens: Optional[int] = None, fwd_hooks=(), pair: Optional[str] = None) -> Run:
+            max_new_tokens: Optional[int] = None, fwd_hooks=(), pair: Optional[str] = None, lean: bool = False) -> Run:
         """Capture one forward pass. The text becomes ids once; the model's greedy output is
         generated on those ids (or `target` is used), and the decoder is teacher-forced on
         [begin] + those very ids (+ the prompt before them, for an LM). fwd_hooks: (name, fn)
         pairs active for the generation and the capture of this call only. An encoder-only model
         (BERT) reads the text, or the sentence pair (text, pair) or "A [SEP] B", once, and generates
-        nothing: its logits are the masked-LM head's at every piece."""
+        nothing: its logits are the masked-LM head's at every piece. lean: scores and patterns are recomputed on
+        read, never all held at once (derived_cache.lean_forward; for long texts), the same numbers."""
         if self.cfg.is_encoder_only:
-            return self._run_encoder(text, pair, names_filter, fwd_hooks, target)
+            return self._run_encoder(text, pair, names_filter, fwd_hooks, target, lean)
         if pair is not None:
             raise ValueError("a sentence pair is for encoder-only models (BERT); this model reads one text")
         tok, cfg, model = self.tokenizer, self.cfg, self.model
@@ -113,8 +121,7 @@ class HookedModel:
         else:
             out_ids = target_ids
         out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
-        logits, cache = forward(model, make_batch(cfg, [inp], [out_ids]), hooks, capture=True,
-                                names_filter=names_filter)
+        logits, cache = _capture(model, make_batch(cfg, [inp], [out_ids]), hooks, names_filter, lean)
         tgt_ids = inp.decoder_ids(out_ids)
         src_ids = list(inp.src) if inp.src is not None else None
         predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())
@@ -122,14 +129,14 @@ class HookedModel:
                    tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
                    len(inp.prompt), trace, predicted, inp)
 
-    def _run_encoder(self, text: str, pair: Optional[str], names_filter: NamesFilter, fwd_hooks, target) -> Run:
+    def _run_encoder(self, text: str, pair: Optional[str], names_filter: NamesFilter, fwd_hooks, target,
+                     lean: bool = False) -> Run:
         """HookedModel.run for an encoder-only model: the ids are the encoder's (src_ids); no decoder rows."""
         if target is not None:
             raise ValueError("an encoder-only model generates nothing, so it takes no target")
         tok, cfg, model = self.tokenizer, self.cfg, self.model
         inp = encode_encoder(tok, cfg, text, pair)
-        logits, cache = forward(model, make_batch(cfg, [inp]), model.resolve_hooks(fwd_hooks), capture=True,
-                                names_filter=names_filter)
+        logits, cache = _capture(model, make_batch(cfg, [inp]), model.resolve_hooks(fwd_hooks), names_filter, lean)
         src_ids = list(inp.src)
         predicted = tok.pieces(logits[0].argmax(-1).tolist())
         return Run(text, src_ids, tok.pieces(src_ids), [], [], "", logits[0], cache, inp.n_cut, inp.cut_at, None,

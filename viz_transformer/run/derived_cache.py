@@ -5,6 +5,10 @@ tensor (checked bit for bit when the run is compacted; a capture an intervention
 
     small = compact_run(hm.run(text))        # small.cache[name] == run.cache[name] for every name
     lean = compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks))   # output, logits, patterns
+    long = hm.run(text, lean=True)           # the same cache as `small`, never holding every block's patterns
+
+A long text needs the last form: at 2,048 pieces a Qwen2.5-0.5B-sized model's scores and patterns are
+24 x 14 x 2048^2 x 4 B = 5.6 GB each, so lean_forward checks each block's as they pass and keeps none.
 """
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from typing import Iterator, Optional
 import torch
 
 from viz_transformer.core.attention import attention, repeat_kv
-from viz_transformer.core.hooks import Cache
+from viz_transformer.core.batch import forward
+from viz_transformer.core.hooks import Cache, NamesFilter, resolve_names
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
 INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
@@ -97,3 +102,45 @@ def compact_cache(cache: Cache) -> Cache:
 def compact_run(run):
     """A Run (or any dataclass with a `cache`) whose cache is compacted; everything else shared."""
     return dataclasses.replace(run, cache=compact_cache(run.cache))
+
+
+def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
+    """forward(model, batch, fwd_hooks, capture=True, names_filter) as (logits, cache), with every score and
+    pattern checked against its block's recompute as it passes (after any fwd_hook changed it) and stored only
+    where they differ: at most one block's [batch, head, q, k] tensors exist at a time. A block whose scores or
+    pattern are asked for keeps its q, k, v and mask, asked for or not (what they are recomputed from)."""
+    names = resolve_names(names_filter, model.hook_names)
+    wanted = set(names)
+    blocks = {n.rsplit(".", 1)[0] for n in names if n.rsplit(".", 1)[1] in DERIVED}
+    inputs = [n for n in model.hook_names if n.rsplit(".", 1)[0] in blocks
+              and n.rsplit(".", 1)[1] in ("hook_rot_q", "hook_rot_k") + INPUTS]
+    cache = Cache(n_layers=model.n_layers)
+    derived: dict[str, str] = {}
+    held: dict[str, torch.Tensor] = {}            # a block's scores, until its pattern passes (the mask comes between)
+    order: dict[str, None] = {}                   # names in the order they passed, as a full capture keeps them
+
+    def save(x, hook):
+        order[hook.name] = None
+        cache.store(hook.name, x, fresh=not hook.passes_on)
+
+    def hold(x, hook):
+        order[hook.name] = None
+        held[hook.name] = x
+
+    def check(x, hook):
+        order[hook.name] = None
+        prefix = hook.name.rsplit(".", 1)[0]
+        steps = recompute(cache._t, prefix)
+        for name, t in ((f"{prefix}.hook_scores", held.pop(f"{prefix}.hook_scores", None)), (hook.name, x)):
+            if t is None or name not in wanted:
+                continue
+            if torch.equal(getattr(steps, DERIVED[name.rsplit(".", 1)[1]]), t):
+                derived[name] = prefix
+            else:
+                cache.store(name, t)
+
+    hooks = [(n, save) for n in dict.fromkeys(inputs + [n for n in names if n.rsplit(".", 1)[1] not in DERIVED])]
+    hooks += [(f"{b}.hook_scores", hold) for b in blocks] + [(f"{b}.hook_pattern", check) for b in blocks]
+    logits, _ = forward(model, batch, list(fwd_hooks) + hooks)
+    kept = [n for n in order if n in cache or n in derived]
+    return logits, DerivedCache(dict(cache.items()), derived, kept, model.n_layers)
