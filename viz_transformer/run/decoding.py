@@ -185,8 +185,10 @@ def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: 
 
     def grab(x, hook):
         rows[hook.name] = x[:, :, -1, :].detach().to("cpu", torch.float32, copy=True)   # (B, nh, k)
-    with hooks_active([(n, grab) for n in watch]):
-        logits = model.decode(ids, cache=cache)[:, -1]
+    last = torch.zeros(ids.shape, dtype=torch.bool)
+    last[:, -1] = True                          # the vocabulary projection at the last position alone: a long
+    with hooks_active([(n, grab) for n in watch]):          # prompt's first step is otherwise [T, vocab] (1.2 GB)
+        logits = model.decode(ids, cache=cache, logits_at=last.to(ids.device))
     return allowed_logits(logits, banned), rows
 
 
