@@ -7,8 +7,8 @@ Each start is the README's command, `streamlit run app.py`, in the checkout, wit
 --server.port (a free port, so a server left on 8501 cannot answer for it) and --server.headless true (no browser
 window or e-mail prompt); OMP_NUM_THREADS and VIZ_THREADS are taken out of its environment, so the app's own
 thread policy is what is measured, as a new user gets it. --entry serve.py: the class server instead; given twice
-(--entry app.py --entry serve.py), the starts alternate. --before: another checkout (a clone of the old main),
-its starts alternating with this one's, so both see the same machine load.
+(--entry app.py --entry serve.py), the starts alternate. --before: another checkout (a clone of the old main;
+given twice, two), its starts alternating with this one's, so all see the same machine load.
 
 Each start has a fresh browser context; the page is opened as soon as the port answers. "Drawn": the app root's
 data-test-script-state has been "running" and is "notRunning" again, no stSkeleton is left, every stPlotlyChart
@@ -139,13 +139,13 @@ def main() -> None:
     p.add_argument("--entry", action="append", help="what `streamlit run` is given: app.py (default) or serve.py; "
                    "twice: alternate")
     p.add_argument("--checkpoints", help="VIZ_CHECKPOINTS for the server (default: checkpoints/)")
-    p.add_argument("--before", help="another checkout (e.g. ../old-main): its starts alternate with this one's, so "
-                   "both see the same machine load")
+    p.add_argument("--before", action="append", default=[], help="another checkout (e.g. /tmp/old-main; more than "
+                   "one: each): its starts alternate with this one's, so all see the same machine load")
     p.add_argument("--json", help="also write the numbers here")
     args = p.parse_args()
     from playwright.sync_api import sync_playwright
-    roots = {"": ROOT} if not args.before else {f"before ({Path(args.before).resolve()}): ": Path(args.before).resolve(),
-                                                 f"after ({ROOT}): ": ROOT}
+    before = [Path(b).resolve() for b in args.before]
+    roots = {f"before ({b}): ": b for b in before} | {(f"after ({ROOT}): " if before else ""): ROOT}
     entries = args.entry or ["app.py"]
     runs = {(w, e): [] for w in roots for e in entries}
     with sync_playwright() as pw:
