@@ -78,6 +78,20 @@ def ckpt_root(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture
+def root(ckpt_root) -> Path:
+    """The checkpoints folder the app reads in a test: the tiny ones; a test file with models of its own (a
+    Hugging Face folder, say) defines its own `root`."""
+    return ckpt_root
+
+
+@pytest.fixture
+def env(root, monkeypatch) -> Path:
+    """The app reads `root` (VIZ_CHECKPOINTS) for one test; returns it."""
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def tiny_translator(ckpt_root):
     from viz_transformer import load_checkpoint

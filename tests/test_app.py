@@ -17,12 +17,6 @@ from viz_transformer import decode, load_checkpoint
 from viz_transformer.core.encoding import encode_input, left_out
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 # -- opening, defaults, shared state ---------------------------------------------------------------
 def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monkeypatch):
     root = tmp_path / "checkpoints"

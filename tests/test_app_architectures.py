@@ -21,12 +21,6 @@ from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixt
 NEW_PAGES = ["viz_explorer/pages/experiment/compare_architectures.py", "viz_explorer/pages/train/attention_over_training.py"]
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 @pytest.mark.slow          # every page and tab, twice
 @pytest.mark.parametrize("ckpt", ["tiny-zh-en-decoder", "tiny-zh-en-prefix"])
 def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import pytest
 import torch
 
 from app_util import ROOT, ZH, array, by_key, figure, figures, open_app, open_tab, texts
@@ -18,12 +17,6 @@ from viz_transformer.core.tokenizer import group_words
 def esc(label: str) -> str:
     """Labels as plotly receives them: <, > and & as entities (byte pieces look like <0x50>)."""
     return html.escape(label, quote=False)
-
-
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
 
 
 # -- attention: heads and layers -----------------------------------------------------------------

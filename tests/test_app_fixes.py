@@ -16,12 +16,6 @@ from test_app_architectures import snap_root  # noqa: F401  (a tiny checkpoint w
 from test_core_train import pairs_tsv  # noqa: F401
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 # -- Play: once the last step is drawn, the button says Play again ----------------------------------
 def test_decoding_play_ends_with_a_play_button(env):
     n = len(decode(load_checkpoint(env / "tiny-zh-en"), ZH, max_new_tokens=20).steps)

@@ -24,12 +24,6 @@ def root(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def env(root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
-    return root
-
-
 def test_attention_page_labels_each_side_with_its_own_pieces(env):
     hm = load_checkpoint(env / NAME)
     run = hm.run(TEXT)

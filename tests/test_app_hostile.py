@@ -30,12 +30,6 @@ PAGES = app_pages()
 REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # viz_explorer/kit/session_guard.py makes them U+FFFD
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 def raw_html(at) -> list[str]:
     """Markdown-ish elements whose source holds an unescaped tag a browser would parse."""
     out = []

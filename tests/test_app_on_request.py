@@ -13,12 +13,6 @@ PAGES = {"viz_explorer/pages/experiment/positions_on_off.py": "req_positions",
          "viz_explorer/pages/experiment/patching.py": "req_patching"}
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 def _open(page):
     at = open_app(page)
     if "patching" in page:                    # a second text the tiny tokenizer cuts into as many pieces

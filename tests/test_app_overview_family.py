@@ -48,12 +48,6 @@ def root(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def env(root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
-    return root
-
-
 def _intro(at) -> str:
     return " ".join(c.value for c in at.caption[:2])
 

@@ -11,12 +11,6 @@ from app_util import ZH, array, by_key, figure, open_app, texts
 from viz_transformer import load_checkpoint
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 def test_rollout_page_shows_attribution_as_the_hand_product(env):
     at = open_app("viz_explorer/pages/experiment/rollout.py")
     run = load_checkpoint(env / "tiny-zh-en").run(ZH)

@@ -225,12 +225,6 @@ def english_words(texts: list[str], allowed: set[str]) -> set[str]:
     return found
 
 
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 def open_zh(page: str = "overview") -> AppTest:
     return open_app(page_file(page), "tiny-zh-en", SENTENCE, lang="zh", timeout=90)
 

@@ -18,9 +18,7 @@ from viz_explorer.kit import presenter
 from viz_explorer.classroom import qr
 
 
-@pytest.fixture(autouse=True)
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+pytestmark = pytest.mark.usefixtures("env")      # tests/conftest.py: the tiny checkpoints
 
 
 def _open(present: str | None, lesson: str | None = None, lang: str | None = None) -> AppTest:

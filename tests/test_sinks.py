@@ -146,12 +146,6 @@ def test_sink_grid_figure(zh_en):
 
 
 # -- the app ------------------------------------------------------------------------------------------------
-@pytest.fixture
-def env(ckpt_root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    return ckpt_root
-
-
 def flat(s: str) -> str:
     return re.sub(r"<br>|\s", "", s)
 
