@@ -101,7 +101,7 @@ def main() -> None:
     args = ap.parse_args()
     data = tempfile.mkdtemp(prefix="viz-class-bench-")
     os.environ.setdefault("VIZ_DATA", data)           # the bench's store and the servers' are the same database
-    os.environ["VIZ_CHECKPOINTS"] = args.checkpoints
+    os.environ.update(VIZ_CHECKPOINTS=args.checkpoints, VIZ_CHECKPOINTS_ONLY="1")     # that root alone
     from viz_explorer.classroom import store as cr
     code, secret = cr.create_class("attention-step-by-step")
     proc = server = None

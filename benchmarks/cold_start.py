@@ -67,8 +67,8 @@ def cold_start(browser, root: Path = ROOT, checkpoints=None, timeout_s: float = 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")}
-    if checkpoints:
-        env["VIZ_CHECKPOINTS"] = str(checkpoints)
+    if checkpoints:                       # that root alone (VIZ_CHECKPOINTS adds to checkpoints/ otherwise)
+        env.update(VIZ_CHECKPOINTS=str(checkpoints), VIZ_CHECKPOINTS_ONLY="1")
     out = open(log, "w") if log else subprocess.DEVNULL
     t0 = time.perf_counter()
     proc = subprocess.Popen(["streamlit", "run", entry, "--server.port", str(port), "--server.headless", "true"],

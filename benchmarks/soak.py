@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=60, help="reruns before the baseline sample")
     p.add_argument("--checkpoints", default=str(ROOT / "checkpoints"))
     a = p.parse_args(argv)
-    os.environ["VIZ_CHECKPOINTS"] = a.checkpoints
+    os.environ.update(VIZ_CHECKPOINTS=a.checkpoints, VIZ_CHECKPOINTS_ONLY="1")     # that root alone
     from streamlit.testing.v1 import AppTest
     tracemalloc.start()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)

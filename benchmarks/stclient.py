@@ -212,8 +212,8 @@ class Server:
         import os
         self.root, self.port = root, port or free_port()
         self.env = dict(os.environ, **(env or {}))
-        if checkpoints:
-            self.env["VIZ_CHECKPOINTS"] = str(checkpoints)
+        if checkpoints:                   # the given root alone, as the benchmark measured it (not the shipped too)
+            self.env.update(VIZ_CHECKPOINTS=str(checkpoints), VIZ_CHECKPOINTS_ONLY="1")
         self.log, self.args, self.entry = log, list(args), entry
         self.url = f"http://127.0.0.1:{self.port}"
 
