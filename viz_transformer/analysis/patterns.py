@@ -22,6 +22,11 @@ def block_patterns(cache, block: str) -> torch.Tensor:
     return cache.stack(f"{attn}.hook_pattern", part=part)
 
 
+def layer_patterns(cache, block: str, layer: int, batch: int = 0) -> torch.Tensor:
+    """One layer's pattern of a block: [head, q, k] (a compact run recomputes that layer alone)."""
+    return cache[hook_name(block, layer, "hook_pattern")][batch]
+
+
 def reduce_heads(pattern: torch.Tensor, how: str = "mean") -> torch.Tensor:
     """[head, q, k] -> [q, k], mean or max over heads."""
     if how == "mean":
@@ -66,10 +71,10 @@ def downsample(m, max_rows: int, max_cols: int, how: str = "max"):
     return out, rs, cs
 
 
-def model_view_tiles(patterns: torch.Tensor, max_size: int = 32) -> list[list[np.ndarray]]:
-    """[layer, head, q, k] -> tiles[layer][head], each max-pooled to at most max_size × max_size."""
-    return [[downsample(patterns[l, h], max_size, max_size, "max")[0] for h in range(patterns.shape[1])]
-            for l in range(patterns.shape[0])]
+def model_view_tiles(patterns, max_size: int = 32) -> list[list[np.ndarray]]:
+    """[layer, head, q, k], or one [head, q, k] per layer read one at a time -> tiles[layer][head], each
+    max-pooled to at most max_size × max_size."""
+    return [[downsample(layer[h], max_size, max_size, "max")[0] for h in range(layer.shape[0])] for layer in patterns]
 
 
 def token_window(n: int, start: int, size: int) -> tuple[int, int]:

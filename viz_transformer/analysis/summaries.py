@@ -18,7 +18,7 @@ import torch
 
 from viz_transformer.run.capture import run_padded
 
-from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
+from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, layer_name, n_layers
 from viz_transformer.core.masks import causal_mask, prefix_lm_mask
 
 # column -> what it is, per query row q, then averaged over rows (the app shows these words)
@@ -37,18 +37,23 @@ BROAD_FRACTION = 0.8     # "broad": entropy at least this fraction of max_entrop
 
 
 # -- rollout and attribution ---------------------------------------------------------------------------
-def rollout_from(patterns: torch.Tensor, residual: float = 0.5) -> torch.Tensor:
-    """[layer, head, q, q] patterns (layer 0 first) -> [q, q] rollout Â_L ⋯ Â_1 with
+def rollout_from(patterns, residual: float = 0.5) -> torch.Tensor:
+    """[layer, head, q, q] patterns (layer 0 first), or one [head, q, q] per layer read one at a time (a long
+    text's layers never held together) -> [q, q] rollout Â_L ⋯ Â_1 with
     Â_l = (1 − residual)·mean_heads(A_l) + residual·I, each row renormalised to sum 1."""
-    if patterns.dim() != 4 or patterns.shape[-1] != patterns.shape[-2]:
+    if isinstance(patterns, torch.Tensor) and patterns.dim() != 4:
         raise ValueError(f"rollout needs square [layer, head, q, q] patterns, got {tuple(patterns.shape)}")
-    n = patterns.shape[-1]
-    eye = torch.eye(n, dtype=torch.float64)
-    out = eye
-    for layer in patterns.double():
-        a = (1 - residual) * layer.mean(0) + residual * eye                       # (q, q)
+    out = eye = None
+    for layer in patterns:
+        if layer.dim() != 3 or layer.shape[-1] != layer.shape[-2]:
+            raise ValueError(f"rollout needs square [head, q, q] patterns per layer, got {tuple(layer.shape)}")
+        if eye is None:
+            out = eye = torch.eye(layer.shape[-1], dtype=torch.float64)
+        a = (1 - residual) * layer.double().mean(0) + residual * eye              # (q, q)
         a = a / a.sum(-1, keepdim=True)
         out = a @ out                                                             # later layers on the left
+    if out is None:
+        raise ValueError("rollout needs at least one layer")
     return out.float()
 
 
@@ -56,7 +61,10 @@ def rollout(cache, part: str = "encoder", batch: int = 0) -> torch.Tensor:
     """Attention rollout of a part's self-attention ("encoder" or "decoder"), [query, key]."""
     if part not in ("encoder", "decoder"):
         raise ValueError(f"part must be 'encoder' or 'decoder', not {part!r}")
-    return rollout_from(cache.stack("self_attn.hook_pattern", part=part, batch=batch))
+    if not cache.n_layers.get(part):
+        raise KeyError(f"this model has no {part!r} layers")
+    return rollout_from(cache[layer_name(part, i, "self_attn.hook_pattern")][batch]
+                        for i in range(cache.n_layers[part]))
 
 
 def source_attribution(cache, batch: int = 0) -> torch.Tensor:

@@ -32,9 +32,10 @@ if cfg.is_encoder_only:
     specials = [i for i, x in enumerate(run.src_ids) if x in getattr(ctx.hm.tokenizer, "specials", ())]
 no_special = bool(specials) and st.toggle(t("at.no_special"), key="at_no_special", help=t("at.no_special_help"))
 
-pats = patterns.block_patterns(run.cache, block)                     # (L, H, q, k)
+n_layers = patterns.n_layers(cfg, block)
+pat = patterns.layer_patterns(run.cache, block, layer)              # (H, q, k): a long text's layers one at a time
 q_pieces, k_pieces = piece_labels.block_pieces(run, block)
-shown = sinks.without_sink(pats[layer], [0]) if no_sink else pats[layer]   # each head's pieces, before words/mean
+shown = sinks.without_sink(pat, [0]) if no_sink else pat   # each head's pieces, before words/mean
 if no_special:
     shown = sinks.without_tokens(shown, specials)
     q_pieces = k_pieces = [p for i, p in enumerate(k_pieces) if i not in specials]
@@ -62,13 +63,13 @@ widgets.show(fig, key="at_heatmap")
 # -- model view: click a tile to open that head -------------------------------------------------
 st.subheader(t("at.model_view"))
 st.caption(t("at.model_view_help"))
-tile = TILE if pats.shape[0] * pats.shape[1] <= GRID_CELLS else TILE // 2
+tile = TILE if n_layers * cfg.n_heads <= GRID_CELLS else TILE // 2
 if max(len(q_pieces), len(k_pieces)) > tile:
     st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=tile))
 
 
 sel = (layer, head) if isinstance(head, int) else None
-widgets.show(heatmaps.model_view(patterns.model_view_tiles(pats, tile), t("at.model_view_title",
+widgets.show(heatmaps.model_view(patterns.model_view_tiles((patterns.layer_patterns(run.cache, block, l) for l in range(n_layers)), tile), t("at.model_view_title",
             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
             colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
             key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")
@@ -88,7 +89,7 @@ if n > LINE_WINDOW:
     (qa, qb), (ka, kb) = patterns.axis_windows(len(lq), len(lk), start, LINE_WINDOW)
     st.caption(t("at.line_capped", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1, m=MAX_LINES))
 if heads:
-    mats = [patterns.head_matrix(pats[layer], h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
+    mats = [patterns.head_matrix(pat, h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
     widgets.show(heatmaps.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
                                  t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
                                  k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=widgets.query_axis(block),
