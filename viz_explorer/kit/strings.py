@@ -701,6 +701,10 @@ EN = {
     "w.choose": "Choose an option",
     "fig.window": "Positions shown (a window of {m}: smaller cells would be unreadable)",
     "fig.window_note": "Showing query rows {qa}–{qb} and key columns {ka}–{kb}; move the slider for the rest. Every number is computed over the whole text.",
+    "fig.find": "Find in the text",
+    "fig.find_help": "Type a word or a piece of the text and press Enter: the window moves to where it first appears.",
+    "fig.find_placeholder": "a word or piece",
+    "fig.find_none": "“{q}” is not in this text's pieces.",
     "fig.html": "HTML",
     "fig.html_help": "Download this figure as one HTML file that works offline (PNG: the camera in its toolbar).",
 

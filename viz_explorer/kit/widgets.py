@@ -81,17 +81,36 @@ def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tup
     return [st.container() for _ in range(n)], width
 
 
-def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None):
+def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None,
+           pieces: Optional[list[str]] = None):
     """((qa, qb), (ka, kb)): all positions while a heatmap holds them at readable cells
-    (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown."""
+    (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown;
+    with `pieces` (the longer axis's), a search box beside it jumps the window to a piece of the text."""
     size = figure_rules.max_cells(width)
     n = max(n_query, n_key)
     if n <= size:
         return (0, n_query), (0, n_key)
-    start = (where or st).slider(t("fig.window", m=size), 0, n - size, 0, key=key)
+    box = where or st
+    if pieces:
+        box.text_input(t("fig.find"), key=f"{key}_find", on_change=_jump, args=(key, pieces, size, n),
+                       help=t("fig.find_help"), placeholder=t("fig.find_placeholder"))
+        missing = st.session_state.pop(f"{key}_missing", None)
+        if missing:
+            st.caption(t("fig.find_none", q=md_escape(missing)))
+    start = box.slider(t("fig.window", m=size), 0, n - size, key=key)
     (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, start, size)
     st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
     return (qa, qb), (ka, kb)
+
+
+def _jump(key: str, pieces: list[str], size: int, n: int) -> None:
+    """The search box's callback: the window moves so the piece found sits in its middle."""
+    query = st.session_state.get(f"{key}_find", "")
+    at = piece_labels.find_piece(pieces, query)
+    if at is None:
+        st.session_state[f"{key}_missing"] = query.strip() or None
+        return
+    st.session_state[key] = max(0, min(at - size // 2, n - size))
 
 
 # -- tabs whose content runs only when open ----------------------------------------------------------

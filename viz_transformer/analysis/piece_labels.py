@@ -67,3 +67,21 @@ def tokenizer_kind(tok) -> str:
     """What cuts a text into pieces: "sentencepiece" (this project's models, Marian), "byte_bpe" (GPT-2,
     Qwen), "bpe" (Llama, Mistral: BPE over characters), "wordpiece"; a tokenizer without `kind` is ours."""
     return getattr(tok, "kind", "sentencepiece")
+
+
+def find_piece(pieces: list[str], query: str) -> Optional[int]:
+    """The piece where `query` first begins in the text the pieces spell (case-insensitive; the space markers ▁
+    and Ġ read as spaces, so a search may span pieces), or None; an empty query finds nothing."""
+    query = query.strip().lower()
+    if not query:
+        return None
+    text, owner = "", []
+    for i, p in enumerate(pieces):
+        s = p.replace("▁", " ").replace("Ġ", " ").lower()
+        text += s
+        owner += [i] * len(s)
+    at = text.find(query)
+    if at < 0:                                   # a query typed with spaces the pieces do not show
+        at = text.replace(" ", "").find(query.replace(" ", ""))
+        owner = [i for i, ch in zip(owner, text) if ch != " "]
+    return owner[at] if at >= 0 else None

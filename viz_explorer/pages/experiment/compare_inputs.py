@@ -48,8 +48,9 @@ for where, r in zip(st.columns(2), (run, run2)):
         st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
         confidence_note.of_run(ctx.hm, r)
         q_pieces, k_pieces = piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1]
-        mats.append(patterns.head_matrix(patterns.block_patterns(r.cache, block)[layer], head, q_pieces, k_pieces))
-(wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window")
+        mats.append(patterns.head_matrix(patterns.layer_patterns(r.cache, block, layer), head, q_pieces, k_pieces))
+(wq, wq_end), (wk, wk_end) = widgets.window(max(len(m[1]) for m in mats), max(len(m[2]) for m in mats), "cp_window",
+                                              pieces=max((m[2] for m in mats), key=len))
 cols, width = widgets.figure_columns(2, wq_end - wq, wk_end - wk)
 for where, (mat, qp, kp), title in zip(cols, mats, ("cp.first_title", "cp.second_title")):
     with where:

@@ -37,7 +37,7 @@ for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
         shown[state] = (piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1],
                         patterns.head_pattern(r.cache, block, layer, head))
 (qa, qb), (ka, kb) = widgets.window(max(len(q) for q, _, _ in shown.values()), max(len(k) for _, k, _ in shown.values()),
-                                    "po_window")
+                                    "po_window", pieces=max((k for _, k, _ in shown.values()), key=len))
 cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
 for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
     with where:

@@ -99,7 +99,7 @@ with tabs["applied"]:
         block, layer, head = widgets.block_layer_head(c, cfg, "mk", default_block="decoder.self_attn")
         q_pieces, k_pieces = piece_labels.query_labels(run, block), piece_labels.block_pieces(run, block)[1]
         yq = widgets.query_axis(block)
-        (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window")
+        (qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "mk_window", pieces=k_pieces)
         mask = run.cache[patterns.hook_name(block, layer, "hook_mask")][0, 0]
         scores = run.cache[patterns.hook_name(block, layer, "hook_scores")][0, head]
         pattern = run.cache[patterns.hook_name(block, layer, "hook_pattern")][0, head]

@@ -27,7 +27,7 @@ q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
 hs = attention_maths.attention_steps(q, k, v, mask, divisor)
 q_pieces, k_pieces = piece_labels.query_labels(run, block), piece_labels.block_pieces(run, block)[1]
 T, S = len(q_pieces), len(k_pieces)
-(qa, qb), (ka, kb) = widgets.window(T, S, "st_start")
+(qa, qb), (ka, kb) = widgets.window(T, S, "st_start", pieces=k_pieces)
 ql, kl = heatmaps.labels(q_pieces[qa:qb], qa), heatmaps.labels(k_pieces[ka:kb], ka)
 dims = heatmaps.dims(cfg.d_head)
 xd, yq, yk, xk = t("axis.d_head"), widgets.query_axis(block), t("axis.key"), t("axis.key")
