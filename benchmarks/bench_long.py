@@ -1,0 +1,95 @@
+"""Issue 38.3's run goal: a long text on a Qwen2.5-0.5B-sized model (benchmarks/bench_pages_hf's random folder).
+Each measurement runs in a fresh process, one after the other on the same text, so that each has its own peak
+RSS (Hugging Face with output_attentions holds 24 x 14 x 2048^2 x 4 B = 5.6 GB of patterns, over the 8 GB a
+process may take here beside ours):
+  hf     transformers' eager forward with output_attentions=True (the reference: goal, ours <= 2x);
+  lean   hm.run(text, lean=True), what the app runs: the greedy continuation (64 pieces) and the capture;
+  full   hm.run(text) then compact_run, what the app ran before (only where it fits: 512 pieces).
+
+    python -m benchmarks.bench_long --tokens 512,2048 --pause-training
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FOLDER = Path("/tmp/bench_pages_hf/root/qwen2.5-0.5b-random")
+FITS_FULL = 1024            # above this the full capture's scores and patterns (2 x 24 x 14 x T^2 x 4 B) pass 8 GB
+
+
+def one(kind: str, tokens: int) -> dict:
+    """One measurement in this process: seconds and peak RSS (MiB)."""
+    import torch
+    from viz_transformer import load_checkpoint
+    from benchmarks.texts import text_of
+    hm = load_checkpoint(FOLDER)
+    text = text_of(hm.tokenizer, tokens + 1, seed=tokens, lang="en")
+    from viz_transformer.core.encoding import encode_input
+    ids = list(encode_input(hm.tokenizer, hm.cfg, text, reserve=64).prompt)          # what hm.run reads
+    row = {"kind": kind, "tokens": tokens, "pieces": len(ids)}
+    if kind == "hf":
+        from transformers import AutoModelForCausalLM
+        del hm
+        model = AutoModelForCausalLM.from_pretrained(FOLDER, attn_implementation="eager", dtype=torch.float32).eval()
+        t = time.perf_counter()
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), output_attentions=True)
+        row["seconds"] = time.perf_counter() - t
+        row["patterns_mib"] = sum(a.nbytes for a in out.attentions) / 2**20
+    else:
+        from viz_transformer.run.derived_cache import compact_run
+        from viz_explorer.server.byte_lru import nbytes
+        t = time.perf_counter()
+        run = hm.run(text, lean=True) if kind == "lean" else compact_run(hm.run(text))
+        row["seconds"] = time.perf_counter() - t
+        row["kept_mib"] = nbytes(run) / 2**20
+        row["generated"] = len(run.output_ids)
+        t = time.perf_counter()
+        run.cache["decoder.11.self_attn.hook_pattern"]
+        row["pattern_read_s"] = time.perf_counter() - t
+    row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tokens", default="512,2048")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--pause-training", action="store_true", help="SIGSTOP `viz_transformer train` while timing")
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.one:
+        print(json.dumps(one(a.one, int(a.tokens))), flush=True)
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))       # so the training is continued on a kill too
+    from benchmarks.bench_pages_hf import PausedTraining, hf_root
+    hf_root(FOLDER.parent.parent)
+    rows = []
+    env = {"OMP_NUM_THREADS": str(a.threads), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    with PausedTraining(a.pause_training):
+        for tokens in [int(t) for t in a.tokens.split(",")]:
+            for kind in ("hf", "lean") + (("full",) if tokens <= FITS_FULL else ()):
+                out = subprocess.run([sys.executable, "-m", "benchmarks.bench_long", "--one", kind, "--tokens",
+                                      str(tokens)], capture_output=True, text=True, env=env)
+                if out.returncode:
+                    print(out.stderr[-2000:])
+                    continue
+                rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(rows[-1], flush=True)
+    print("\n| pieces | what | seconds | ratio to HF | peak RSS | kept |\n|---|---|---|---|---|---|")
+    for r in rows:
+        hf = next(x["seconds"] for x in rows if x["kind"] == "hf" and x["tokens"] == r["tokens"])
+        kept = f"{r['kept_mib']:.0f} MiB" if "kept_mib" in r else f"patterns {r['patterns_mib']:.0f} MiB"
+        print(f"| {r['pieces']} | {r['kind']} | {r['seconds']:.1f} s | {r['seconds'] / hf:.2f} | "
+              f"{r['peak_rss_mib'] / 1024:.2f} GB | {kept} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
