@@ -44,12 +44,13 @@ def main() -> None:
     current = st.navigation(sections, expanded=True)      # every page listed, none behind "View more"
     language.switch()
     if not load.ready():             # a fresh server: the start-up load is at work (viz_explorer/startup/load.py)
-        note = st.empty()
-        with note.container():
-            st.caption(t("warmup.loading"))                 # what a student reads meanwhile: no error, no blank page
-            load.blank_chart()                              # and the browser loads plotly.js
+        note, chart = st.empty(), st.sidebar.empty()
+        note.caption(t("warmup.loading"))                   # what a student reads meanwhile: no error, no blank page
+        with chart.container():     # the browser loads plotly.js meanwhile; in the sidebar, since the block holding
+            load.blank_chart()      # a chart paints only once plotly.js is loaded, and the note should not wait
         load.wait()                                         # (under AppTest: starts it)
         note.empty()
+        chart.empty()
     from viz_explorer.server import memory          # these import torch: loaded by now, by the start-up load
     from viz_explorer.kit import context, session_guard, sidebar
     from viz_explorer.lessons import lesson_mode, links
