@@ -47,6 +47,9 @@ def cmd_generate(args) -> int:
     from viz_transformer.run.decoding import decode
     hm = _load(args.checkpoint)
     tok = hm.tokenizer
+    if hm.cfg.is_encoder_only:
+        raise UserError(f"{hm.name} is an encoder-only model (BERT): it reads a text both ways and generates "
+                        "nothing; use trace, report or stats, or the app's pages")
     want = "translate" if hm.cfg.is_translator else "generate"
     if args.command != want:
         print(f"note: {hm.name} is a {hm.cfg.architecture} model; `{want}` fits it better", file=sys.stderr)

@@ -52,6 +52,7 @@ TEXT = {
                          "token the model predicts there: the row {row} is where the model chose {piece}.",
     "rollout.attribution": "Source attribution: each target token over the source pieces",
     "rollout.decoder": "Attention rollout of the decoder (rows = queries, columns = keys)",
+    "rollout.encoder": "Attention rollout of the encoder (rows = queries, columns = keys)",
     "rollout.help": "Rollout (Abnar & Zuidema 2020): each layer's mean over heads, half mixed with the identity "
                     "(the residual stream), rows renormalised, multiplied through the layers; attribution = the "
                     "last decoder layer's mean cross-attention × the encoder rollout. A summary of where "
@@ -193,7 +194,8 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
         fig = model_view(patterns.model_view_tiles(pats, TILE), TEXT["model_view"].format(block=block_name(b)),
                          TEXT["axis.layer"], TEXT["axis.head"], hover="")
         figs.append({"kind": "figure", "help": TEXT["model_view.help"].format(tile=TILE), "figure": _figure(fig)})
-    example = piece_labels.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1)
+    example = (piece_labels.example_row(run.tgt_pieces, run.predicted, run.prompt_len - 1) if run.tgt_pieces
+               else ("", ""))                                              # an encoder-only model: no decoder rows
     for b, layer, h in heads:
         q, k = piece_labels.query_labels(run, b), piece_labels.block_pieces(run, b)[1]      # a decoder row: "▁an → ▁engineer"
         pat = patterns.block_patterns(run.cache, b)[layer, h]
@@ -202,13 +204,17 @@ def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None,
                                 TEXT["axis.key"], TEXT["axis.query_next" if dec else "axis.query"])
         help_ = TEXT["head.help"] + (TEXT["head.help.decoder"].format(row=example[0], piece=example[1]) if dec else "")
         figs.append({"kind": "figure", "help": help_, "figure": _figure(fig)})
-    if cfg.is_encoder_decoder:
+    block = "encoder.self_attn" if cfg.is_encoder_only else "decoder.self_attn"
+    if cfg.is_encoder_only:                      # one sequence read both ways: the encoder's own rollout
+        rel, k, title = summaries.rollout(run.cache, "encoder"), run.src_pieces, "rollout.encoder"
+    elif cfg.is_encoder_decoder:
         rel, k, title = summaries.source_attribution(run.cache), run.src_pieces, "rollout.attribution"
     else:
         rel, k, title = summaries.rollout(run.cache, "decoder"), run.tgt_pieces, "rollout.decoder"
-    q = piece_labels.query_labels(run, "decoder.self_attn")
+    q = piece_labels.query_labels(run, block)
+    axis = "axis.query" if cfg.is_encoder_only else "axis.query_next"
     figs.append({"kind": "figure", "help": TEXT["rollout.help"],
-                 "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT["axis.query_next"]))})
+                 "figure": _figure(relevance_heatmap(rel, q, k, TEXT[title], TEXT["axis.key"], TEXT[axis]))})
     secs.append({"heading": TEXT["figures"], "blocks": figs})
     if trace is not None and trace.steps:
         rows = [[s.index, s.piece, fmt_prob(s.prob),

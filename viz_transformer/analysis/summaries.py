@@ -190,7 +190,7 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     for start in range(0, len(texts), batch_size):
         chunk = texts[start:start + batch_size]
         batch, cache = run_padded(hm, chunk, max_new_tokens, names)
-        seqs = {"decoder": (batch.dec, batch.dec_len)}
+        seqs = {} if cfg.is_encoder_only else {"decoder": (batch.dec, batch.dec_len)}      # BERT: no decoder rows
         if batch.src is not None:
             seqs["encoder"] = (batch.src, batch.src_len)
         q_valid, punct = {}, {}
