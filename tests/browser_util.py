@@ -1,7 +1,24 @@
-"""One wait for a page in a real browser: the script has finished, nothing is loading and every chart is drawn."""
+"""The browser tests' kit: the real `streamlit run app.py` on a free port, Debian's chromium, and one wait for a
+page (the app's own signals: its script has run and finished, nothing is loading, every chart is drawn)."""
 from __future__ import annotations
 
-from test_browser import NO_PREVIEW
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "test-artifacts"
+TIMEOUT_MS = 90_000          # the machine may be busy training: be patient
+# No running st.status left on the page (its spinner): the page is not still at work.
+NO_PREVIEW = "!document.querySelector('[data-testid=\"stExpanderIconSpinner\"]')"
 
 READY = ("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
          " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
@@ -9,14 +26,47 @@ READY = ("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
          " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW +
          " && Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
          ".every(c => c.querySelector('.main-svg')); }")
+# Counts the changes of the app root's script state from here on (a click's rerun starts with one): after an
+# action, settle() waits for the rerun to begin instead of sleeping, then for READY.
+WATCH = ("() => { if (window.__vizWatch === undefined) { window.__vizWatch = new MutationObserver("
+         "r => { window.__vizRuns += r.length; }); window.__vizWatch.observe(document.body, {subtree: true,"
+         " attributes: true, attributeFilter: ['data-test-script-state']}); } window.__vizRuns = 0; }")
+RAN = "() => window.__vizRuns === undefined || window.__vizRuns > 0"
+START_MS = 1_500             # the most a rerun takes to begin after a click; an action with no rerun waits this
+
+
+def settle(pg, timeout: int = TIMEOUT_MS) -> None:
+    """Wait until the rerun the last action asked for (if any) has run and the page is READY. A new document
+    (after goto) starts in the "initial" state, so READY alone waits for its first run."""
+    from playwright.sync_api import TimeoutError as Timeout
+    try:
+        pg.wait_for_function(RAN, timeout=START_MS)
+    except Timeout:          # nothing reran (a click that only moves the page): READY decides
+        pass
+    pg.wait_for_function(READY, timeout=timeout)
+    pg.evaluate(WATCH)
+
+
+def no_exception(pg) -> None:
+    assert pg.locator('[data-testid="stException"]').count() == 0
+
+
+def open_page(pg, title: str) -> None:
+    """Open a page from the sidebar by its title; wait until it is drawn."""
+    pg.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    pg.get_by_role("heading", name=title).first.wait_for()
+    settle(pg)
+
+
+def charts(pg) -> int:
+    pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    return pg.locator('[data-testid="stPlotlyChart"]').count()
 
 
 def open_drawn(pg, url: str) -> str:
-    """Open url, wait until it is drawn (plotly lays out after the script: a short pause), check that no
-    exception is shown; returns the main column's text."""
+    """Open url, wait until it is drawn, check that no exception is shown; returns the main column's text."""
     pg.goto(url)
-    pg.wait_for_function(READY)
-    pg.wait_for_timeout(800)
+    settle(pg)
     assert pg.locator('[data-testid="stException"]').count() == 0, url
     return pg.locator('[data-testid="stMain"]').inner_text()
 
@@ -36,3 +86,51 @@ def click_until(target, done, tries: int = 3, wait_ms: int = 15_000) -> int:
             pass
     done.wait_for()
     return tries
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def usable(folder: Path) -> bool:
+    try:
+        from viz_transformer import load_checkpoint
+        load_checkpoint(folder)
+        return True
+    except Exception:   # noqa: BLE001 - any failure: fall back to the tiny checkpoints
+        return False
+
+
+@contextlib.contextmanager
+def app_server(root: Path, log_name: str, **env):
+    """`streamlit run app.py` on a free port over the checkpoints in `root` (more environment in env), its
+    output in test-artifacts/log_name; yields the URL once /_stcore/health answers, stops it after."""
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / log_name, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=dict(os.environ, VIZ_CHECKPOINTS=str(root), **env), stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / log_name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -137,6 +137,31 @@ def _same_threads_after_each_test():
         torch.set_num_threads(n)
 
 
+# -- the browser tests (tests/browser_util.py) ---------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def server(ckpt_root):
+    """The real server on a free port, one for the session's browser tests (they share no state but the loaded
+    models); the shipped checkpoints if zh-en loads, else the tiny ones. Yields (url, checkpoints folder)."""
+    from browser_util import app_server, usable
+    real = ROOT / "checkpoints"
+    root = real if usable(real / "zh-en") else ckpt_root
+    with app_server(root, "server.log") as url:
+        yield url, root
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    """A chromium page of the module's own (each module's tests navigate one browser, in order)."""
+    from playwright.sync_api import sync_playwright
+    from browser_util import ARGS, CHROMIUM, TIMEOUT_MS
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        pg = browser.new_page(viewport={"width": 1440, "height": 2200})
+        pg.set_default_timeout(TIMEOUT_MS)
+        yield pg
+        browser.close()
+
+
 @pytest.fixture(scope="module")
 def models(ckpt_root):
     """The three tiny architectures by folder name (lens and patching tests)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, _charts, _no_exception, _open, _settle, page, server  # noqa: F401
+from browser_util import ARTIFACTS, CHROMIUM, charts, no_exception, open_page, settle
 from viz_transformer import list_checkpoints, load_checkpoint
 from viz_transformer.core import recipes
 from viz_transformer.training.snapshots import load_training_snapshots
@@ -18,14 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(
 def _pick(pg, name: str) -> None:
     pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
     pg.get_by_role("option", name=name, exact=True).click()
-    _settle(pg)
-
-
-def _drawn(pg) -> None:
-    """Every chart has drawn: the rerun is over and no skeleton is left."""
-    pg.wait_for_function("""() => document.querySelector('[data-test-script-state="notRunning"]')
-        && !document.querySelector('[data-testid="stSkeleton"]')
-        && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'))""")
+    settle(pg)
 
 
 def test_compare_architectures_and_training_playback(server, page):  # noqa: F811
@@ -33,45 +26,39 @@ def test_compare_architectures_and_training_playback(server, page):  # noqa: F81
     pg = page
     pg.goto(url)
     pg.get_by_role("heading", name="Overview").first.wait_for()
-    _settle(pg)
+    settle(pg)
     _pick(pg, "zh-en-prefix")
-    _open(pg, "Compare architectures")
-    _drawn(pg)
+    open_page(pg, "Compare architectures")
     codes = [c.inner_text().strip() for c in pg.locator('[data-testid="stMain"] [data-testid="stCode"]').all()]
     text = "我是一名工程师。"
     trio = recipes.comparison(list_checkpoints(root)).values()          # the page's own choice of models
     expect = [load_checkpoint(info.path).run(text).output for info in trio]
     assert codes[:3] == expect
     assert set(codes[:3]) <= {"I am an engineer.", "I'm an engineer."}, codes     # all three translate it (issue 23)
-    assert _charts(pg) == 3            # the open tab: 3 source readings
+    assert charts(pg) == 3            # the open tab: 3 source readings
     pg.screenshot(path=str(ARTIFACTS / "arch-outputs.png"), full_page=True)
     pg.get_by_role("tab", name="Masks").click()
-    _settle(pg)
-    _drawn(pg)
-    assert _charts(pg) == 4            # 4 masks: two of the encoder-decoder, one each of the others
+    settle(pg)
+    assert charts(pg) == 4            # 4 masks: two of the encoder-decoder, one each of the others
     pg.get_by_role("tab", name="Rank").click()
-    _settle(pg)
-    _drawn(pg)
-    assert _charts(pg) == 2            # ranks, spectra
+    settle(pg)
+    assert charts(pg) == 2            # ranks, spectra
     pg.screenshot(path=str(ARTIFACTS / "arch-compare.png"), full_page=True)
-    _no_exception(pg)
+    no_exception(pg)
 
     snaps = load_training_snapshots(root / "zh-en-prefix")
-    _open(pg, "Attention over training")
-    _drawn(pg)
+    open_page(pg, "Attention over training")
     main = pg.locator('[data-testid="stMain"]')
     step_metric = main.locator('[data-testid="stMetricValue"]').first
     assert step_metric.inner_text() == "0"
     for k in (1, 2):
         pg.get_by_role("button", name=re.compile("Next")).click()
-        _settle(pg)
+        settle(pg)
         assert step_metric.inner_text() == f"{snaps.steps[k]:,}"
-    _drawn(pg)
     pg.screenshot(path=str(ARTIFACTS / "training-playback.png"), full_page=True)
     pg.get_by_role("button", name=re.compile("Play")).click()
     last = f"{snaps.steps[-1]:,}"              # the first metric is the step (the fourth, the shipped step)
     pg.wait_for_function(f"() => document.querySelector('[data-testid=\"stMetricValue\"]').innerText === '{last}'")
-    _settle(pg)
-    _drawn(pg)
+    settle(pg)
     assert snaps.translations[-1][0] in main.inner_text()
-    _no_exception(pg)
+    no_exception(pg)

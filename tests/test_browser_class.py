@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import click_until
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server, free_port

@@ -9,7 +9,7 @@ import os
 import pytest
 
 import hf_util as H
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _no_exception, _settle, app_server
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, app_server, no_exception, settle
 from viz_transformer import decode, load_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")]
@@ -25,10 +25,7 @@ def hf_server(tmp_path_factory):
 
 
 def _ready(pg, charts: bool = True) -> None:
-    _settle(pg)
-    pg.wait_for_function("() => document.querySelector('[data-test-script-state]')?.getAttribute("
-                         "'data-test-script-state') === 'notRunning' && !document.querySelector("
-                         "'[data-testid=\"stSkeleton\"]')", timeout=TIMEOUT_MS)
+    settle(pg)
     if charts:
         pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
 
@@ -53,7 +50,7 @@ def test_separate_vocabularies_in_the_browser(hf_server):
         for _ in range(2):
             pg.get_by_role("button", name="Next").first.click()
             _ready(pg)
-        _no_exception(pg)
+        no_exception(pg)
         ref = decode(hm, text, "beam", beam_width=hm.cfg.num_beams, max_new_tokens=20)
         sequence = pg.locator('[data-testid="stCode"]').first.inner_text()
         assert " ".join(s.piece for s in ref.steps[:2]) in sequence                 # the target's pieces
@@ -62,6 +59,6 @@ def test_separate_vocabularies_in_the_browser(hf_server):
         pg.screenshot(path=str(ARTIFACTS / "hf-marian-decoding.png"))
         pg.locator('[data-testid="stSidebarNav"]').get_by_text("Attention: heads and layers", exact=True).click()
         _ready(pg)
-        _no_exception(pg)
+        no_exception(pg)
         pg.screenshot(path=str(ARTIFACTS / "hf-marian-attention.png"))
         browser.close()

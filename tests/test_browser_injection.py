@@ -10,7 +10,7 @@ import html
 import pytest
 
 from hostile import INJECT
-from test_browser import ARTIFACTS, CHROMIUM, NO_PREVIEW, TIMEOUT_MS, server  # noqa: F401 - the fixture
+from browser_util import ARTIFACTS, CHROMIUM, TIMEOUT_MS, settle
 
 TEXT = INJECT["script"] + " 我是学生。 " + INJECT["img"]
 FLAGS = "() => [window.__pwned_script, window.__pwned_img, window.__pwned_dialog]"
@@ -19,16 +19,6 @@ INJECTED = ("() => document.querySelectorAll('[onerror], img[src=\"x\"]').length
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
-
-
-def settle(pg) -> None:
-    """The rerun is over: the app root says notRunning and no skeleton is left."""
-    pg.wait_for_timeout(400)
-    pg.wait_for_function("() => { const a = document.querySelector('[data-test-script-state]');"
-                         " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
-                         " && !document.querySelector('[data-testid=\"stSkeleton\"]') && " + NO_PREVIEW + "; }",
-                         timeout=TIMEOUT_MS)
-    pg.wait_for_timeout(400)
 
 
 def assert_nothing_ran(pg, where: str) -> None:

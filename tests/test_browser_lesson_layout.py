@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, page, server  # noqa: F401  (fixtures)
-from test_browser_lessons import STEP, _ready, _shown
+from browser_util import ARTIFACTS, CHROMIUM, settle
+from test_browser_lessons import STEP, _shown
 from viz_explorer.lessons import lesson_file
 
 pytestmark = [pytest.mark.browser,
@@ -41,7 +41,7 @@ def test_the_lesson_step_is_in_the_first_screen(server, tab, size, lang):     # 
     counter = STEP[lang].format(i=STEP_NO, n=len(lesson.steps))
     main = tab.locator('[data-testid="stMain"]')
     tab.get_by_text(counter, exact=True).first.wait_for(state="attached")      # wherever the lesson stands
-    _ready(tab)
+    settle(tab)
     tab.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')]"
                           ".every(c => c.querySelector('.main-svg'))")
     tab.wait_for_timeout(500)                                   # the charts' own layout settles

@@ -6,20 +6,12 @@ import re
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, _no_exception, _settle, page, server  # noqa: F401  (fixtures)
+from browser_util import ARTIFACTS, CHROMIUM, no_exception, settle
 from viz_explorer.lessons import lesson_file
 
 ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
-
-
-def _ready(pg) -> None:
-    """The script has finished (app root not running) and no skeleton placeholder is left."""
-    _settle(pg)
-    pg.wait_for_function("() => { const r = document.querySelector('[data-test-script-state]');"
-                         " return (!r || r.getAttribute('data-test-script-state') === 'notRunning')"
-                         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
 
 
 STEP = {"en": "Step {i} of {n}", "zh": "第 {i} 步，共 {n} 步"}
@@ -45,7 +37,7 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
     box = pg.locator('[data-testid="stMain"] .st-key-lesson_panel')     # the lesson stands on top of the page
     for i, step in enumerate(lesson.steps, start=1):
         box.get_by_text(STEP[lang].format(i=i, n=n), exact=True).wait_for()
-        _ready(pg)
+        settle(pg)
         shown = box.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
         notes = [x for x in shown if _shown(step.note["en"]) in x or _shown(step.note["zh"]) in x]
         assert len(notes) == 1, shown                            # one note, filled in and rendered:
@@ -59,7 +51,7 @@ def test_a_lesson_from_start_to_end(server, page, name, lang):      # noqa: F811
         pg.screenshot(path=str(ARTIFACTS / f"lesson-{name}-{lang}-{i}-{step.page}.png"), full_page=False)
         if "checkpoint" in step.settings and lang == "en":   # the sidebar's model caption names the architecture
             assert ARCH[step.settings["checkpoint"]] in side.inner_text()
-        _no_exception(pg)
+        no_exception(pg)
         nxt = box.get_by_role("button", name=NEXT[lang])
         if i == n:
             assert nxt.is_disabled()
@@ -72,15 +64,15 @@ def test_lens_and_patching_pages(server, page):    # noqa: F811
     url, root = server
     pg = page
     pg.goto(f"{url}/lens")
-    _ready(pg)
+    settle(pg)
     pg.get_by_role("heading", name=re.compile("Logit lens")).first.wait_for()
     pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
-    _no_exception(pg)
+    no_exception(pg)
     pg.screenshot(path=str(ARTIFACTS / "lens.png"))
     pg.goto(f"{url}/patching")
-    _ready(pg)
+    settle(pg)
     pg.get_by_role("heading", name=re.compile("Activation patching")).first.wait_for()
-    _no_exception(pg)
+    no_exception(pg)
     pg.screenshot(path=str(ARTIFACTS / "patching.png"))
 
 
@@ -99,7 +91,7 @@ def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, pa
     pg.goto(f"{url}/?lesson=attention-step-by-step&step=2")
     box = pg.locator(".st-key-lesson_question")
     box.wait_for()
-    _ready(pg)
+    settle(pg)
     box.locator(".js-plotly-plot .main-svg").first.wait_for()
     assert box.get_by_role("button", name="Reveal").is_disabled()
     pick = next(i for i in range(len(q.options)) if i != q.answer)         # a wrong key, to see both frames
@@ -108,15 +100,15 @@ def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, pa
     pg.mouse.move(x, y)
     pg.wait_for_timeout(500)                            # plotly reports a click on the point it hovers
     pg.mouse.click(x, y)
-    _ready(pg)
+    settle(pg)
     chosen = box.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')
     chosen.first.wait_for()
     assert chosen.inner_text() == q.options[pick]                          # the click chose that key's pill
     box.get_by_role("button", name="Reveal").click()
     box.get_by_text("the model's answer is").wait_for()
-    _ready(pg)
+    settle(pg)
     assert q.options[q.answer] in box.inner_text()
     assert box.locator(".js-plotly-plot .main-svg").first.is_visible()
-    _no_exception(pg)
+    no_exception(pg)
     box.screenshot(path=str(ARTIFACTS / "lesson-question-revealed.png"))
     assert pg.locator('[data-testid="stMain"] .st-key-lesson_panel').get_by_text("Step 2 of 8", exact=True).is_visible()

@@ -9,8 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _no_exception, server  # noqa: F401  (fixture)
-from test_browser_lessons import _ready
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, no_exception, settle
 from viz_explorer.kit import registry
 
 pytestmark = [pytest.mark.browser,
@@ -59,14 +58,6 @@ VIEW = """() => {
 }"""
 
 
-def _drawn(pg) -> None:
-    """The run has ended and every plotly chart has drawn."""
-    _ready(pg)
-    pg.wait_for_function("() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
-                         ".every(c => c.querySelector('.main-svg'))")
-    pg.wait_for_timeout(300)
-
-
 def _copied_link(pg) -> str:
     """The address in the sidebar's "Copy link" box (what its copy button puts on the clipboard)."""
     side = pg.locator('[data-testid="stSidebar"]')
@@ -103,15 +94,15 @@ def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa
     path = "" if spec.name == registry.DEFAULT else spec.name
     first, pg = _fresh(browser)
     pg.goto(f"{url}/{path}?" + "&".join(f"{k}={v}" for k, v in {"text": text, **query}.items()))
-    _drawn(pg)
+    settle(pg)
     if action.startswith("tab:"):
         pg.get_by_role("tab", name=action[4:]).click()
     elif action.startswith("click:"):
         for _ in range(2):
             pg.get_by_role("button", name=re.compile(action[6:])).click()
-            _drawn(pg)
-    _drawn(pg)
-    _no_exception(pg)
+            settle(pg)
+    settle(pg)
+    no_exception(pg)
     before = pg.evaluate(VIEW)
     link = _copied_link(pg)
     first.close()
@@ -127,8 +118,8 @@ def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa
 
     second, pg = _fresh(browser)
     pg.goto(link)
-    _drawn(pg)
-    _no_exception(pg)
+    settle(pg)
+    no_exception(pg)
     after = pg.evaluate(VIEW)
     pg.screenshot(path=str(ARTIFACTS / f"links-{spec.name}.png"))
     assert pg.locator('[data-testid="stAlert"]', has_text="link").count() == 0      # nothing was ignored

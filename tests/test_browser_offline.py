@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from test_browser import ARGS, CHROMIUM, TIMEOUT_MS, _settle, server  # noqa: F401  (the server fixture)
+from browser_util import ARGS, CHROMIUM, TIMEOUT_MS, settle
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
@@ -25,10 +25,10 @@ def test_no_request_leaves_the_server(server):  # noqa: F811
         for lang in ("en", "zh"):
             pg.goto(f"{url}/?lang={lang}")
             pg.locator('[data-testid="stSidebarNav"] a').first.wait_for()
-            _settle(pg)
+            settle(pg)
             for href in pg.eval_on_selector_all('[data-testid="stSidebarNav"] a', "els => els.map(a => a.href)"):
                 pg.locator(f'[data-testid="stSidebarNav"] a[href="{href}"]').click()
-                _settle(pg)
+                settle(pg)
         icon = pg.eval_on_selector('link[rel~="icon"]', "l => l.href")
         browser.close()
     fetched = [u for u in seen if not u.startswith(("data:", "blob:"))]

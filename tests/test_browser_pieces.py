@@ -6,8 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
+from browser_util import ARGS, ARTIFACTS, CHROMIUM
 from browser_util import open_drawn as _open
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]

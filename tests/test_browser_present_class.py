@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server

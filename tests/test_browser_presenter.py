@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, page, server  # noqa: F401  (fixtures)
-from test_browser_lessons import _ready
+from browser_util import ARTIFACTS, CHROMIUM, settle
 from viz_explorer.kit import presenter
 
 pytestmark = [pytest.mark.browser,
@@ -15,12 +14,6 @@ SIZES = {"en": (1280, 720), "zh": (1920, 1080)}
 TITLES = {"en": ("Overview", "Attention: heads and layers"), "zh": ("概览", "注意力：头与层")}
 ROOT_PX = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"
 CAPTION_PX = "() => parseFloat(getComputedStyle(document.querySelector('[data-testid=\"stCaptionContainer\"]')).fontSize)"
-
-
-def _drawn(pg) -> None:
-    _ready(pg)
-    pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')]"
-                         ".every(c => c.querySelector('.main-svg'))")
 
 
 @pytest.fixture()
@@ -37,12 +30,12 @@ def test_presenter_mode_large_type_no_sidebar_and_the_arrow_keys(server, tab, la
     w, h = SIZES[lang]
     tab.set_viewport_size({"width": w, "height": h})
     tab.goto(f"{url}/?lang={lang}")
-    _drawn(tab)
+    settle(tab)
     normal = tab.evaluate(CAPTION_PX)
     assert tab.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "false"   # as before
     tab.goto(f"{url}/?present=1&lang={lang}")
     tab.get_by_role("heading", name=TITLES[lang][0]).first.wait_for()
-    _drawn(tab)
+    settle(tab)
     assert tab.evaluate(ROOT_PX) == presenter.FONT_PX
     assert tab.evaluate(CAPTION_PX) == pytest.approx(normal * presenter.FONT_PX / 16, rel=0.02)   # all type grows
     side = tab.locator('[data-testid="stSidebar"]')
@@ -61,7 +54,7 @@ def test_presenter_mode_large_type_no_sidebar_and_the_arrow_keys(server, tab, la
     tab.mouse.click(w - 5, h // 2)                                  # focus on the page, not on a widget
     tab.keyboard.press("ArrowRight")
     tab.get_by_role("heading", name=TITLES[lang][1]).first.wait_for()
-    _drawn(tab)
+    settle(tab)
     assert "/attention" in tab.url and "present=1" in tab.url and f"lang={lang}" in tab.url
     tab.screenshot(path=str(ARTIFACTS / f"presenter-attention-{lang}-{w}x{h}.png"))
     assert tab.locator('[data-testid="stException"]').count() == 0
@@ -79,12 +72,12 @@ def test_presenting_a_lesson_the_arrow_key_moves_its_step(server, tab):     # no
     tab.goto(f"{url}/?present=1&lesson=attention-step-by-step")
     main = tab.locator('[data-testid="stMain"]')
     main.get_by_text("Step 1 of 8", exact=True).wait_for()
-    _drawn(tab)
+    settle(tab)
     tab.screenshot(path=str(ARTIFACTS / "presenter-lesson-1.png"))
     tab.mouse.click(1275, 360)
     tab.keyboard.press("ArrowRight")
     main.get_by_text("Step 2 of 8", exact=True).wait_for()
-    _drawn(tab)
+    settle(tab)
     assert "step=2" in tab.url and "present=1" in tab.url
     tab.get_by_role("heading", name="Attention step by step").first.wait_for()           # the step's page
     tab.screenshot(path=str(ARTIFACTS / "presenter-lesson-2.png"))

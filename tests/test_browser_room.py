@@ -8,8 +8,7 @@ import urllib.parse
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, page, server  # noqa: F401  (fixtures)
-from test_browser_lessons import _ready
+from browser_util import ARTIFACTS, CHROMIUM, settle
 from viz_explorer.kit import presenter
 
 pytestmark = [pytest.mark.browser,
@@ -37,7 +36,7 @@ def tab(page):       # noqa: F811
 def _heatmap(tab, url: str, present: bool, lang: str = "en") -> tuple[int, dict]:
     tab.goto(f"{url}/attention?text={urllib.parse.quote(TEXT)}&lang={lang}" + ("&present=1" if present else ""))
     tab.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"] .hm')")
-    _ready(tab)
+    settle(tab)
     i = tab.evaluate(HEATMAP)
     return i, tab.evaluate(MEASURE, i)
 
@@ -77,7 +76,7 @@ def test_the_overview_links_are_whole_on_a_laptop(server, tab, lang):     # noqa
     tab.set_viewport_size({"width": 1366, "height": 768})
     tab.goto(f"{url}/?lang={lang}")
     tab.locator('[data-testid="stMain"] [data-testid="stPageLink"]').first.wait_for()
-    _ready(tab)
+    settle(tab)
     links = tab.evaluate(CUT)
     assert len(links) >= 6, links
     cut = [(text, over, col) for text, over, col in links if over > 1 or col > 1]

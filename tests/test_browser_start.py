@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import READY
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, usable
 from stclient import Server
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, _usable
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "checkpoints"
@@ -24,7 +23,7 @@ HEIGHTS = ("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_fresh_server_draws_the_overview_with_the_models_output(tmp_path, lang):
-    if not _usable(REAL / "zh-en"):
+    if not usable(REAL / "zh-en"):
         pytest.skip("the shipped zh-en checkpoint is missing")
     from playwright.sync_api import sync_playwright
     from viz_explorer.server import defaults

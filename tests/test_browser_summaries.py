@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, _no_exception, _open, _settle, page, server  # noqa: F401
+from browser_util import ARTIFACTS, CHROMIUM, no_exception, open_page, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
@@ -19,20 +19,20 @@ def test_summaries_and_an_offline_report(server, page, tmp_path):  # noqa: F811
     pg = page
     pg.goto(url)
     pg.get_by_role("heading", name="Overview").first.wait_for()
-    _settle(pg)
+    settle(pg)
     if root.name != "checkpoints":
         pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
         pg.get_by_role("option", name="tiny-zh-en").click()
-        _settle(pg)
+        settle(pg)
     main = pg.locator('[data-testid="stMain"]')
 
-    _open(pg, "Rollout and attribution")
+    open_page(pg, "Rollout and attribution")
     pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
     assert pg.locator('[data-testid="stPlotlyChart"]').count() == 3
     pg.screenshot(path=str(ARTIFACTS / "s1-rollout.png"))
-    _no_exception(pg)
+    no_exception(pg)
 
-    _open(pg, "Head statistics")
+    open_page(pg, "Head statistics")
     pg.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
     assert pg.locator('[data-testid="stDataFrame"]').count() == 1
     pg.screenshot(path=str(ARTIFACTS / "s2-head-stats.png"))
@@ -45,13 +45,13 @@ def test_summaries_and_an_offline_report(server, page, tmp_path):  # noqa: F811
     pg.wait_for_timeout(300)
     pg.mouse.click(x, y)
     pg.get_by_role("heading", name="Attention: heads and layers").first.wait_for()
-    _settle(pg)
+    settle(pg)
     assert "cross-attention (decoder → encoder), layer" in main.inner_text()
     assert ", layer 0, head 0" not in main.inner_text()
     pg.screenshot(path=str(ARTIFACTS / "s3-opened-head.png"))
-    _no_exception(pg)
+    no_exception(pg)
 
-    _open(pg, "Export and report")
+    open_page(pg, "Export and report")
     with pg.expect_download() as dl:
         pg.get_by_role("button", name="Download the report (.html)").click()
     report = tmp_path / "report.html"

@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 import pytest
 
+from browser_util import ARGS, ARTIFACTS, CHROMIUM
 from browser_util import open_drawn as _open
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, server  # noqa: F401  (server is a fixture)
 from viz_explorer.kit.strings import EN
 from viz_explorer.kit.strings_zh import ZH
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, NO_PREVIEW, server  # noqa: F401  (server is a fixture)
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, settle
 from viz_explorer.kit.strings_zh import ZH
 
 pytestmark = [pytest.mark.browser,
@@ -17,17 +17,6 @@ PAGES = [("overview", "ov", "nav.overview"), ("attention", "at", "nav.attention"
          ("rollout", "ro", "nav.rollout"), ("head_stats", "hs", "nav.stats"), ("training", "tr", "nav.training"),
          ("export", "ex", "nav.export")]
 WAIT_MS = 240_000      # a cold page (model load, padded batch) on two cores shared with training jobs
-
-
-def _settled(pg) -> None:
-    """The app root says the script is not running and no skeleton (a page still loading) is left."""
-    pg.wait_for_timeout(500)
-    pg.wait_for_function("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
-                         " return a && a.getAttribute('data-test-script-state') === 'notRunning'"
-                         " && !document.querySelector('[data-testid=\"stSkeleton\"]')"
-                         " && !document.querySelector('[data-testid=\"stSpinner\"]') && " + NO_PREVIEW + "; }",
-                         timeout=WAIT_MS)
-    pg.wait_for_timeout(1200)          # plotly draws after the script has finished
 
 
 def test_every_page_in_chinese(server):  # noqa: F811
@@ -45,7 +34,7 @@ def test_every_page_in_chinese(server):  # noqa: F811
             if n:
                 pg.locator('[data-testid="stSidebarNav"]').get_by_text(ZH[nav], exact=True).click()
             pg.get_by_role("heading", name=ZH[f"{key}.title"]).first.wait_for()
-            _settled(pg)
+            settle(pg, WAIT_MS)
             assert pg.locator('[data-testid="stException"]').count() == 0, path
             sidebar = pg.locator('[data-testid="stSidebar"]').inner_text()
             for section in ("nav.sec.look", "nav.sec.step", "nav.sec.experiment", "nav.sec.train", "sidebar.text"):
@@ -57,9 +46,9 @@ def test_every_page_in_chinese(server):  # noqa: F811
             pg.screenshot(path=str(out / f"{n:02d}-{path}.png"), full_page=True)
         # from the Overview, the diagram's link opens the positional-encoding page, still in Chinese
         pg.locator('[data-testid="stSidebarNav"]').get_by_text(ZH["nav.overview"], exact=True).click()
-        _settled(pg)
+        settle(pg, WAIT_MS)
         pg.get_by_text(ZH["ov.link"].format(block=ZH["dg.short.pos"], page=ZH["nav.positional"])).click()
         pg.get_by_role("heading", name=ZH["pe.title"]).first.wait_for()
-        _settled(pg)
+        settle(pg, WAIT_MS)
         assert pg.locator('[data-testid="stException"]').count() == 0
         browser.close()
