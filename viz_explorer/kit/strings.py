@@ -500,6 +500,16 @@ EN = {
     "ko.col.head": "head",
     "ko.col.delta": "Δ log-probability",
     "ko.col.changed": "output changes",
+    "ko.blank_what": "An encoder-only model generates nothing: knock-out measures the change in log p of the model's "
+                     "top piece at the first blank ({piece} at position {i}).",
+    "ko.blank_none": "An encoder-only model generates nothing: knock-out measures its masked-LM prediction at a blank. "
+                     "Type {mask} in the text where a word should go.",
+    "ko.blank_no_head": "An encoder-only model generates nothing, and this one has no masked-LM head: there is no "
+                        "prediction here for a knock-out to change.",
+    "ko.blank_before": "log p before",
+    "ko.blank_after": "log p after",
+    "ko.blank_top_after": "Best piece after the knock-out: {piece}",
+    "ko.col.blank_changed": "best piece changes",
     "cb.delta": "Δ log-prob",
 
     # positions on/off

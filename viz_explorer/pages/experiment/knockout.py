@@ -1,5 +1,6 @@
 """Page: knock attention heads out and compare the output, its token probabilities and the attention;
-rank every head by what knocking it out alone does."""
+rank every head by what knocking it out alone does. On an encoder-only model (it generates nothing): the change
+in log p of the masked-LM head's top piece at the first [MASK] (run/blank_effect.py)."""
 import streamlit as st
 
 from viz_explorer.server import cached
@@ -10,7 +11,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.run import forced
-from viz_transformer.run import interventions
+from viz_transformer.run import blank_effect, interventions
 from viz_transformer.plots import charts, heatmaps
 from viz_transformer.run.decoding import never_generated
 from viz_transformer.core.hook_names import block_prefix, parse_prefix, per_head
@@ -19,8 +20,14 @@ ctx = context.need_run()
 hm, cfg, run = ctx.hm, ctx.hm.cfg, ctx.run
 path = str(ctx.path)
 st.title(t("ko.title"))
-widgets.needs_decoder(ctx.hm.cfg, "nav.knockout")
+target = blank_effect.blank_target(hm, run) if cfg.is_encoder_only else None
+if cfg.is_encoder_only and target is None:
+    mask = getattr(hm.tokenizer, "mask_token", None) or "[MASK]"
+    st.info(t("ko.blank_none", mask=mask) if cfg.head == "mlm" else t("ko.blank_no_head"), icon=":material/info:")
+    st.stop()
 widgets.intro("ko")
+if target is not None:
+    st.caption(t("ko.blank_what", piece=hm.tokenizer.pieces([target[1]])[0], i=target[0]))
 widgets.rows_note(run)
 blocks = patterns.available_blocks(cfg)
 
@@ -53,20 +60,27 @@ except ValueError as e:
     st.error(str(e))
     st.stop()
 
-left, right = st.columns(2)
-for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
-    where.markdown(f"**{t(title)}**")
-    where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
-    confidence_note.of_run(hm, r, where)
+if target is not None:           # encoder-only: the log p of the top piece at the blank, before and after
+    before_lp, after_lp = (blank_effect.logprob_at(lg, target) for lg in (run.logits, after_logits))
+    c = st.columns(3)
+    c[0].metric(t("ko.blank_before"), f"{before_lp:.3f}")
+    c[1].metric(t("ko.blank_after"), f"{after_lp:.3f}", f"{after_lp - before_lp:+.3f}")
+    c[2].caption(t("ko.blank_top_after", piece=hm.tokenizer.pieces([int(after_logits[target[0]].argmax())])[0]))
+else:
+    left, right = st.columns(2)
+    for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
+        where.markdown(f"**{t(title)}**")
+        where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        confidence_note.of_run(hm, r, where)
 
-ids, start = forced.output_labels(run)
-banned = never_generated(hm.tokenizer)
-before_p = forced.token_probabilities(run.logits, ids, start, banned)
-after_p = forced.token_probabilities(after_logits, ids, start, banned)
-widgets.show(charts.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
-                                     t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
-                                     t("axis.probability")), key="ko_probs")
-st.caption(t("ko.probs_help"))
+    ids, start = forced.output_labels(run)
+    banned = never_generated(hm.tokenizer)
+    before_p = forced.token_probabilities(run.logits, ids, start, banned)
+    after_p = forced.token_probabilities(after_logits, ids, start, banned)
+    widgets.show(charts.before_after_bars(hm.tokenizer.pieces(ids), before_p, after_p, t("ko.probs_title"),
+                                         t("ko.series_before"), t("ko.series_after"), t("ov.col.piece"),
+                                         t("axis.probability")), key="ko_probs")
+    st.caption(t("ko.probs_help"))
 
 # -- the attention the remaining heads computed ----------------------------------------------------
 st.subheader(t("ko.attention"))
@@ -88,13 +102,16 @@ if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/le
     progress = lambda done, n: bar.progress(done / n, text=t("ko.rank_progress", done=done, total=n))  # noqa: E731
     means = cached.head_means(path, ctx.stamp, ctx.text) if mode == "mean" else None
     # kept in the session (not st.cache_*: the progress bar inside would be replayed on a cache hit)
-    st.session_state["ko_ranking"] = (rank_key, interventions.rank_heads(hm, ctx.run.input, mode, progress, means))
+    rank = (lambda: blank_effect.rank_heads_at_blank(hm, ctx.text, mode, progress, means)) if target else \
+        (lambda: interventions.rank_heads(hm, ctx.run.input, mode, progress, means))
+    st.session_state["ko_ranking"] = (rank_key, rank())
     bar.empty()
 ranked = st.session_state.get("ko_ranking")
 if ranked is not None and ranked[0] == rank_key:
     df = ranked[1].sort_values("delta_logprob", kind="stable", ignore_index=True)     # the largest drop first
     cols = {"block": t("ko.col.block"), "layer": t("ko.col.layer"), "head": t("ko.col.head"),
-            "delta_logprob": t("ko.col.delta"), "output_changed": t("ko.col.changed")}
+            "delta_logprob": t("ko.col.delta"),
+            "output_changed": t("ko.col.blank_changed" if target else "ko.col.changed")}
     shown = df.assign(block=[widgets.prefix_label(p) for p in df["block"]])
     st.dataframe(shown.rename(columns=cols), hide_index=True, key="ko_table")
     limit = float(df["delta_logprob"].abs().max())                  # one colour scale for every block's grid
