@@ -3,7 +3,8 @@ Each measurement runs in a fresh process, one after the other on the same text, 
 RSS (Hugging Face with output_attentions holds 24 x 14 x 2048^2 x 4 B = 5.6 GB of patterns, over the 8 GB a
 process may take here beside ours):
   hf     transformers' eager forward with output_attentions=True (the reference: goal, ours <= 2x);
-  lean   hm.run(text, lean=True), what the app runs: the greedy continuation (64 pieces) and the capture;
+  lean   hm.run(text, names_filter=shown_captures, lean=True), what the app runs: the greedy continuation (64
+         pieces) and the capture;
   full   hm.run(text) then compact_run, what the app ran before (only where it fits: 512 pieces).
 
     python -m benchmarks.bench_long --tokens 512,2048 --pause-training
@@ -43,10 +44,10 @@ def one(kind: str, tokens: int) -> dict:
         row["seconds"] = time.perf_counter() - t
         row["patterns_mib"] = sum(a.nbytes for a in out.attentions) / 2**20
     else:
-        from viz_transformer.run.derived_cache import compact_run
+        from viz_transformer.run.derived_cache import compact_run, shown_captures
         from viz_explorer.server.byte_lru import nbytes
         t = time.perf_counter()
-        run = hm.run(text, lean=True) if kind == "lean" else compact_run(hm.run(text))
+        run = hm.run(text, names_filter=shown_captures, lean=True) if kind == "lean" else compact_run(hm.run(text))
         row["seconds"] = time.perf_counter() - t
         row["kept_mib"] = nbytes(run) / 2**20
         row["generated"] = len(run.output_ids)

@@ -29,7 +29,7 @@ from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.run import capture as runs
-from viz_transformer.run.derived_cache import patterns_only
+from viz_transformer.run.derived_cache import patterns_only, shown_captures
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from viz_explorer.server.byte_lru import ByteLRU
 from viz_explorer.server.defaults import checkpoint_roots, checkpoints_root  # noqa: F401  (cached.checkpoints_root:
@@ -144,7 +144,8 @@ def run_text(path: str, stamp: float, text: str, runs: int = 1):
     """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
     128 tokens is a few hundred MB, more than the default budget: every page would run the model again).
     runs: how many texts' runs the calling page reads together (2 on the pages that compare two texts)."""
-    return memo().get(_run_key(path, stamp, text), lambda: load_model(path, stamp).run(text, lean=True),
+    return memo().get(_run_key(path, stamp, text),
+                      lambda: load_model(path, stamp).run(text, names_filter=shown_captures, lean=True),
                       room=runs - 1 + RUN_ROOM)
 
 
