@@ -49,7 +49,33 @@ def test_a_failed_load_still_signals_ready(monkeypatch):
 
     def broken():
         raise OSError("disk gone")
-    monkeypatch.setattr(defaults, "checkpoints_root", broken)
+    monkeypatch.setattr(defaults, "checkpoint_roots", broken)
     load.start()
     assert load._ready.wait(120)                  # wait() would return: the page run then meets the error itself
     assert load.ready()
+
+
+@pytest.mark.parametrize("shipped_first", [True, False])
+def test_the_load_picks_the_sidebar_s_default_over_every_root(ckpt_root, tmp_path, monkeypatch, shipped_first):
+    """Roots are added beside the shipped folder: the default (defaults.CHECKPOINT) is loaded wherever it is, and
+    with none, the first good model of any root, even a root that is itself one model folder after an empty one."""
+    import shutil
+    from viz_explorer.server import cached, defaults
+    from viz_explorer.startup import load
+    shipped, mine = tmp_path / "shipped", tmp_path / "mine"
+    shipped.mkdir()
+    if shipped_first:
+        shutil.copytree(ckpt_root / "tiny-zh-en", shipped / defaults.CHECKPOINT)
+    shutil.copytree(ckpt_root / "tiny-lm", mine)                   # a root that is one model folder
+    monkeypatch.setattr(defaults, "checkpoint_roots", lambda: [shipped, mine])
+    monkeypatch.setattr(load, "_ready", threading.Event())
+    loaded = []
+    monkeypatch.setattr(cached, "load_model", lambda path, stamp: loaded.append(Path(path)) or _Model())
+    monkeypatch.setattr(cached, "run_text", lambda *a, **k: None)
+    load.load()
+    assert loaded == [shipped / defaults.CHECKPOINT if shipped_first else mine]
+
+
+class _Model:
+    class cfg:
+        is_translator = False

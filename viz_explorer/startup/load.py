@@ -33,9 +33,10 @@ def load() -> None:
         from viz_explorer.kit import context, registry, session_guard, sidebar  # noqa: F401
         from viz_explorer.lessons import lesson_mode, links  # noqa: F401
         from viz_explorer.classroom import live_class  # noqa: F401
-        from viz_transformer import list_checkpoints
-        good = [i for i in list_checkpoints(defaults.checkpoints_root()) if i.error is None]
-        info = next((i for i in good if i.name == defaults.CHECKPOINT), good[0] if good else None)  # the sidebar's
+        from viz_transformer import list_roots
+        # the sidebar's pick over every root (the shipped default first, wherever it is; a root may be one model)
+        good = [i for i in list_roots(defaults.checkpoint_roots()) if i.error is None]
+        info = next((i for i in good if i.name == defaults.CHECKPOINT), good[0] if good else None)
         if info is not None:
             stamp = cached.folder_stamp(info.path)
             hm = cached.load_model(str(info.path), stamp)
