@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow          # transformers builds the model folder
 
 NAME = "tiny-bert"
 TEXT = f"{B.PAIR[0]} [SEP] {B.PAIR[1]}"
-GENERATING = {"decoding", "positions", "patching"}
+GENERATING = {"decoding", "positions"}
+BLANK = {"knockout": "ko.blank_none", "patching": "pt.blank_none"}       # measured at a [MASK]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,8 @@ def test_every_page_opens_on_a_bert_pair(env, lang):
             assert needs in infos, (spec.name, infos)
         if spec.name == "lens":                      # the pair has no [MASK]: the page says how to make a blank
             assert table["fb.no_mask"].split("{mask}")[-1][:8] in infos, infos
-        if spec.name == "knockout":                  # it measures the prediction at a [MASK]: none here
-            assert table["ko.blank_none"].format(mask="[MASK]") in infos, infos
+        if spec.name in BLANK:                       # it measures the prediction at a [MASK]: none here
+            assert table[BLANK[spec.name]].format(mask="[MASK]") in infos, infos
 
 
 def test_attention_page_shows_the_pair_both_ways(env):

@@ -892,6 +892,15 @@ EN = {
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",
     "pt.output_b": "B's own output",
+    "pt.blank_what": "An encoder-only model generates nothing: patching measures the log p of A's top piece at A's "
+                     "first blank, at that position in B's runs.",
+    "pt.blank_none": "An encoder-only model generates nothing: patching measures its masked-LM prediction at a blank. "
+                     "Type {mask} in text A where a word should go.",
+    "pt.blank_no_head": "An encoder-only model generates nothing, and this one has no masked-LM head: there is no "
+                        "prediction here for patching to restore.",
+    "pt.output_a_blank": "A's best piece at the blank (measured)",
+    "pt.output_b_blank": "B's best piece there",
+    "pt.blank_logprob": "log p(A's piece at the blank | A) = {a:.3f}, log p(A's piece there | B) = {b:.3f}",
     "pt.logprob": "log P(A's output | A) = {a:.3f}, log P(A's output | B) = {b:.3f}",
     "pt.heads_title": "{block}: score of patching each head from A into B",
     "pt.blocks_title": "Score of patching each attention block's output from A into B",

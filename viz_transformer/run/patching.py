@@ -7,7 +7,8 @@ component taken from the first (A), and measure how much of A's output that rest
 The output measured is A's greedy output (its [end] included when it ended), teacher-forced on the
 same decoder ids in both runs: logprob = its summed log-probability under the decoding distribution
 ([pad], [unk], [begin] at -inf). score = (patched - B) / (A - B): 0 = the patch changes nothing,
-1 = it restores A's output as fully as A itself.
+1 = it restores A's output as fully as A itself. An encoder-only model (BERT) generates nothing: what is measured
+is the log p of A's top piece at A's first [MASK] (its masked-LM head's), at that position in every run.
 
 Components (`over`), each patched with A's value in B's run, at every position unless `pos` is set:
   "heads"   a head's `hook_z` slice, every attention block's every head (encoder heads too);
@@ -29,7 +30,7 @@ from viz_transformer.run.decoding import allowed_logits, decode_ids, default_new
 from viz_transformer.core.batch import forward, make_batch, one_row
 from viz_transformer.core.tokenizer import source_pieces
 from viz_transformer.core.hooks import Cache
-from viz_transformer.core.encoding import as_input
+from viz_transformer.core.encoding import ModelInput, as_input, encode_encoder
 from viz_transformer.run.interventions import all_heads
 from viz_transformer.core.hook_names import available_blocks, block_prefix, layer_name, n_layers, parse_prefix, per_head
 
@@ -63,10 +64,11 @@ class Pair:
     output_b: str
     cache_a: Cache
     logits_a: torch.Tensor           # [dec pos, vocab]
+    input_b: Optional[ModelInput] = None     # encoder-only: B's ids and segments (no decoder ids)
 
 
 def resid_part(cfg) -> str:
-    return "encoder" if cfg.is_encoder_decoder else "decoder"
+    return "encoder" if cfg.is_encoder_decoder or cfg.is_encoder_only else "decoder"
 
 
 def resid_names(cfg, part: Optional[str] = None) -> list[str]:
@@ -90,12 +92,11 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
     greedy output and capture A's run. ValueError when the
     pieces do not line up one to one (different counts), naming both counts and pieces."""
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
+    if cfg.is_encoder_only:
+        return _blank_pair(hm, text_a, text_b)
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp_a, inp_b = (as_input(tok, cfg, t, max_new_tokens) for t in (text_a, text_b))
-    if len(inp_a.ids) != len(inp_b.ids):
-        raise ValueError(f"the two texts must have the same number of pieces to patch one into the other: "
-                         f"{len(inp_a.ids)} ({' '.join(source_pieces(tok, inp_a.ids))}) and {len(inp_b.ids)} "
-                         f"({' '.join(source_pieces(tok, inp_b.ids))})")
+    _check_aligned(tok, inp_a.ids, inp_b.ids)
     trace_a = decode_ids(model, tok, inp_a, "greedy", max_new_tokens)
     trace_b = decode_ids(model, tok, inp_b, "greedy", max_new_tokens)
     out = trace_a.generated_ids
@@ -106,6 +107,31 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
     return Pair(src_a, src_b, dec_a, dec_b, inp_a.prefix_len, list(trace_a.output_ids), len(inp_a.prompt) - 1,
                 *(source_pieces(tok, p) if src_a is not None else tok.pieces(p) for p in pieces), tok.decode(out),
                 tok.decode(trace_b.generated_ids), cache, logits[0])
+
+
+def _check_aligned(tok, ids_a, ids_b) -> None:
+    if len(ids_a) != len(ids_b):
+        raise ValueError(f"the two texts must have the same number of pieces to patch one into the other: "
+                         f"{len(ids_a)} ({' '.join(source_pieces(tok, ids_a))}) and {len(ids_b)} "
+                         f"({' '.join(source_pieces(tok, ids_b))})")
+
+
+def _blank_pair(hm, text_a, text_b) -> Pair:
+    """An encoder-only model's Pair: what is measured is A's top piece at A's first [MASK] (labels, start)."""
+    model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
+    inp_a, inp_b = (t if isinstance(t, ModelInput) else encode_encoder(tok, cfg, t) for t in (text_a, text_b))
+    blanks = [i for i, x in enumerate(inp_a.src) if x == getattr(tok, "mask_id", None)]
+    if cfg.head != "mlm" or not blanks:
+        raise ValueError("patching an encoder-only model measures its masked-LM prediction at a [MASK] of text A: "
+                         + ("this model has no masked-LM head" if cfg.head != "mlm" else "text A has none"))
+    _check_aligned(tok, inp_a.src, inp_b.src)
+    logits, cache = forward(model, make_batch(cfg, [inp_a]), capture=True)
+    logits_b = forward(model, make_batch(cfg, [inp_b]))[0][0]
+    pos = blanks[0]
+    top = int(logits[0, pos].argmax())
+    return Pair(list(inp_a.src), list(inp_b.src), [], [], None, [top], pos, tok.pieces(list(inp_a.src)),
+                tok.pieces(list(inp_b.src)), tok.pieces([top])[0], tok.pieces([int(logits_b[pos].argmax())])[0],
+                cache, logits[0], inp_b)
 
 
 def _row_hooks(pair: Pair, rows: Sequence[Sequence[Patch]], first_row: int) -> list[tuple[str, Callable]]:
@@ -154,7 +180,7 @@ def patched_logits(hm, pair: Pair, rows: Sequence[Sequence[Patch]], chunk: int =
     for patches in rows:
         for p in patches:
             check_patch(p, pair, model.hook_names)
-    b = one_row(pair.src_b, pair.dec_b, pair.prefix_len)
+    b = make_batch(hm.cfg, [pair.input_b]) if pair.input_b is not None else one_row(pair.src_b, pair.dec_b, pair.prefix_len)
     out = []
     for s in range(0, len(rows), chunk):
         part = rows[s:s + chunk]
@@ -168,7 +194,9 @@ def output_logprob(hm, pair: Pair, logits: torch.Tensor) -> torch.Tensor:
     """Summed log-probability of A's output under logits [B, dec pos, vocab] (or [dec pos, vocab]): [B]."""
     logits = logits if logits.dim() == 3 else logits.unsqueeze(0)
     n = len(pair.labels)
-    rows = allowed_logits(logits[:, pair.start:pair.start + n].float(), never_generated(hm.tokenizer))
+    rows = logits[:, pair.start:pair.start + n].float()
+    if pair.input_b is None:            # a decoder's output: under the decoding distribution; a blank: the head's own
+        rows = allowed_logits(rows, never_generated(hm.tokenizer))
     logp = torch.log_softmax(rows, -1)                                            # (B, n, V)
     y = torch.tensor(pair.labels).expand(logits.shape[0], n).unsqueeze(-1)
     return logp.gather(-1, y).squeeze(-1).sum(-1)

@@ -1,4 +1,5 @@
-"""Page: activation patching, text B run with one component taken from text A."""
+"""Page: activation patching, text B run with one component taken from text A. On an encoder-only model (it
+generates nothing): the log p of A's top piece at A's first [MASK]."""
 import streamlit as st
 
 from viz_explorer.server import cached
@@ -9,7 +10,7 @@ from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns
-from viz_transformer.run import patching
+from viz_transformer.run import blank_effect, patching
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import lens_figures
 from viz_transformer.core.hook_names import parse_prefix
@@ -17,7 +18,7 @@ from viz_transformer.core.hook_names import parse_prefix
 # a second text for the examples (same number of pieces); otherwise the kind's default
 PAIRS = {"我喜欢你。": "你喜欢我。", "我爱你。": "你爱我。", "我是一名工程师。": "我是一名科学家。", "我是学生。": "我是老师。",
          "Once upon a time there was a little dog.": "Once upon a time there was a little cat."}
-DEFAULT = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}
+DEFAULT = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}   # encoder: text A
 
 
 
@@ -31,16 +32,23 @@ ctx = context.need_run()
 cfg = ctx.hm.cfg
 path = str(ctx.path)
 st.title(t("pt.title"))
-widgets.needs_decoder(ctx.hm.cfg, "nav.patching")
+blank = cfg.is_encoder_only
+if blank and blank_effect.blank_target(ctx.hm, ctx.run) is None:
+    mask = getattr(ctx.hm.tokenizer, "mask_token", None) or "[MASK]"
+    st.info(t("pt.blank_none", mask=mask) if cfg.head == "mlm" else t("pt.blank_no_head"), icon=":material/info:")
+    st.stop()
 st.caption(t("pt.intro"))
+if blank:
+    st.caption(t("pt.blank_what"))
 
 c = st.columns(2)
 c[0].text_input(t("pt.first"), ctx.text, disabled=True)
-key = f"pt_text_{ctx.kind}"
-if st.session_state.get("pt_for") != (ctx.kind, ctx.text) and ctx.text in PAIRS:   # a new example: its pair
+kind = "encoder" if blank else ctx.kind
+key = f"pt_text_{kind}"
+if st.session_state.get("pt_for") != (kind, ctx.text) and ctx.text in PAIRS:   # a new example: its pair
     st.session_state[key] = PAIRS[ctx.text]
-st.session_state["pt_for"] = (ctx.kind, ctx.text)
-st.session_state.setdefault(key, DEFAULT[ctx.kind])
+st.session_state["pt_for"] = (kind, ctx.text)
+st.session_state.setdefault(key, DEFAULT.get(kind, ctx.text))
 other = c[1].text_input(t("pt.other"), key=key)
 over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", required=True, key="pt_over",
                             format_func=callbacks.label("pt.over."), help=t("pt.over_help"))
@@ -65,10 +73,11 @@ a = df.attrs
 c = st.columns(2)
 for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
                                (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other, runs=2))):
-    where.markdown(f"**{t(title)}**")
+    where.markdown(f"**{t(title + ('_blank' if blank else ''))}**")
     where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
-    confidence_note.of_run(ctx.hm, r, where)
-st.caption(t("pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
+    if not blank:
+        confidence_note.of_run(ctx.hm, r, where)
+st.caption(t("pt.blank_logprob" if blank else "pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))
 if df["score"].isna().all():
     st.warning(t("pt.same"))
     st.stop()
