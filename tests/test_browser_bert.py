@@ -68,3 +68,16 @@ def test_a_bert_pair_without_its_special_tokens(bert_server, bert_page, lang):
     main = _open(pg, bert_server, "lens", BLANK, lang)
     assert table["fb.title"] in main and pg.locator('[data-testid="stDataFrame"]').count() >= 2
     pg.screenshot(path=str(SHOTS / f"fill-in-the-blank-{lang}.png"), full_page=True)
+
+    main = _open(pg, bert_server, "knockout", BLANK, lang)
+    assert table["ko.blank_what"].split("{")[0] in main
+    pg.screenshot(path=str(SHOTS / f"knockout-{lang}.png"), full_page=True)
+    main = _open(pg, bert_server, "patching", BLANK, lang)
+    assert table["pt.blank_what"] in main
+    box = pg.get_by_label(table["pt.other"])
+    box.fill(BLANK.replace("cat", "mat"))
+    box.press("Enter")
+    settle(pg)
+    no_exception(pg)
+    assert charts(pg) >= 1
+    pg.screenshot(path=str(SHOTS / f"patching-{lang}.png"), full_page=True)

@@ -510,6 +510,9 @@ EN = {
     "ko.blank_after": "log p after",
     "ko.blank_top_after": "Best piece after the knock-out: {piece}",
     "ko.col.blank_changed": "best piece changes",
+    "ko.rank_help_blank": "Δ log-probability: how much less likely the model's top piece at the blank becomes when only "
+                          "that head is knocked out (more negative = the head matters more). Click a cell to knock that "
+                          "head out.",
     "cb.delta": "Δ log-prob",
 
     # positions on/off
@@ -901,6 +904,7 @@ EN = {
     "pt.output_a_blank": "A's best piece at the blank (measured)",
     "pt.output_b_blank": "B's best piece there",
     "pt.blank_logprob": "log p(A's piece at the blank | A) = {a:.3f}, log p(A's piece there | B) = {b:.3f}",
+    "pt.col.logprob_blank": "log p(A's piece at the blank)",
     "pt.logprob": "log P(A's output | A) = {a:.3f}, log P(A's output | B) = {b:.3f}",
     "pt.heads_title": "{block}: score of patching each head from A into B",
     "pt.blocks_title": "Score of patching each attention block's output from A into B",
@@ -1085,6 +1089,7 @@ LATEX = {
           r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right)",
     "dc": r"y_t = \arg\max_{w}\, p(w \mid y_{<t}, x),\qquad p = \mathrm{softmax}(z / T)",
     "ko": r"\Delta = \sum_t \log p_{\text{knocked out}}(y_t) - \sum_t \log p(y_t)",
+    "ko.blank": r"\Delta = \log p_{\text{knocked out}}(y \mid \texttt{[MASK]}) - \log p(y \mid \texttt{[MASK]})",
     "po": r"x_i = E(w_i)\sqrt{d_{\mathrm{model}}} + PE_i",
     "cp": r"\Delta A = A^{(1)} - A^{(2)}",
     "ro": r"\hat A_l = \tfrac12\,\overline{A_l} + \tfrac12 I,\qquad R = \hat A_L \cdots \hat A_1",

@@ -25,7 +25,7 @@ if cfg.is_encoder_only and target is None:
     mask = getattr(hm.tokenizer, "mask_token", None) or "[MASK]"
     st.info(t("ko.blank_none", mask=mask) if cfg.head == "mlm" else t("ko.blank_no_head"), icon=":material/info:")
     st.stop()
-widgets.intro("ko")
+widgets.intro("ko", latex="ko.blank" if target else None)
 if target is not None:
     st.caption(t("ko.blank_what", piece=hm.tokenizer.pieces([target[1]])[0], i=target[0]))
 widgets.rows_note(run)
@@ -95,7 +95,7 @@ widgets.show(heatmaps.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention
 
 # -- ranking ----------------------------------------------------------------------------------------
 st.subheader(t("ko.rank"))
-st.caption(t("ko.rank_help"))
+st.caption(t("ko.rank_help_blank" if target else "ko.rank_help"))
 rank_key = (path, ctx.stamp, ctx.text, mode)
 if st.button(t("ko.rank_run"), key="ko_rank", type="primary", icon=":material/leaderboard:"):
     bar = st.progress(0.0, text=t("ko.rank_progress", done=0, total="…"))

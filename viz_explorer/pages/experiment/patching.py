@@ -104,7 +104,7 @@ else:
                                           t("pt.cb")), key="pt_resid")
 
 st.subheader(t("pt.top"))
-cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob")}
+cols = {"score": t("pt.col.score"), "logprob": t("pt.col.logprob_blank" if blank else "pt.col.logprob")}
 cols.update({c: t(f"ko.col.{c}") for c in ("block", "layer", "head")},        # a resid row keeps its capture name
             name=t("pt.col.hook"), pos=t("pt.col.pos"), piece=t("pt.col.piece"))
 top = df.sort_values("score", ascending=False).head(10)
