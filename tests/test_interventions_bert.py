@@ -84,6 +84,12 @@ def test_the_page_shows_the_change_at_the_blank(env, lang):
     off, _ = hf_blank_logprobs(env / NAME, 0, 1)
     before, after = (float(m.value) for m in at.metric[:2])
     assert abs(before - float(base[top])) < 1e-3 and abs(after - float(off[top])) < 1e-3
+    at.button(key="ko_rank").click().run(timeout=60)                 # every head alone, ranked at the blank
+    assert not at.exception, [e.value for e in at.exception]
+    table_df = next(d.value for d in at.dataframe if table["ko.col.blank_changed"] in d.value.columns)
+    row = table_df[(table_df.iloc[:, 1] == 1) & (table_df.iloc[:, 2] == 2)].iloc[0]
+    off12, _ = hf_blank_logprobs(env / NAME, 1, 2)
+    assert abs(row[table["ko.col.delta"]] - float(off12[top] - base[top])) < 1e-4
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
