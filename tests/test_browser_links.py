@@ -97,11 +97,11 @@ def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa
     settle(pg)
     if action.startswith("tab:"):
         pg.get_by_role("tab", name=action[4:]).click()
+        settle(pg)
     elif action.startswith("click:"):
         for _ in range(2):
             pg.get_by_role("button", name=re.compile(action[6:])).click()
             settle(pg)
-    settle(pg)
     no_exception(pg)
     before = pg.evaluate(VIEW)
     link = _copied_link(pg)
