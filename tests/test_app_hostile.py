@@ -21,7 +21,7 @@ WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "n
 def app_pages() -> list[str]:
     """The page scripts app.py lists in st.navigation: viz_explorer/kit/registry.py's (no streamlit import)."""
     from viz_explorer.kit.registry import PAGES as SPECS, page_path
-    pages = [page_path(p) for p in SPECS]
+    pages = [str(page_path(p)) for p in SPECS]
     assert pages and all((ROOT / p).is_file() for p in pages), pages
     return pages
 
@@ -41,7 +41,8 @@ def raw_html(at) -> list[str]:
 
 
 # pages that do not read the sidebar's text: an unusable text is not refused there
-TEXT_FREE = ("viz_explorer/pages/look/positional_encoding.py", "viz_explorer/pages/class/live_class.py")
+TEXT_FREE = tuple(str(ROOT / p) for p in ("viz_explorer/pages/look/positional_encoding.py",
+                                          "viz_explorer/pages/class/live_class.py"))   # as registry.page_path
 
 
 def visit_every_page(at, what) -> None:
