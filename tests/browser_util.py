@@ -116,16 +116,7 @@ def app_server(root: Path, log_name: str, **env):
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start; see {ARTIFACTS / log_name}")
-            time.sleep(0.5)
+        wait_healthy(url, proc, 90, ARTIFACTS / log_name)
         yield url
     finally:
         proc.terminate()
@@ -134,3 +125,18 @@ def app_server(root: Path, log_name: str, **env):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def wait_healthy(url: str, proc, seconds: float, log) -> None:
+    """Wait until the server at url answers its health check; fail with its log if the process ends first or
+    `seconds` pass."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"the server did not start; its log, {log}:\n{Path(log).read_text()[-3000:]}")
+        time.sleep(0.5)

@@ -9,13 +9,12 @@ import re
 import shutil
 import signal
 import subprocess
-import time
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from browser_util import wait_healthy
 from conftest import ROOT
 from test_concurrency import TEXTS, alone, direct, seen  # noqa: F401 - fixtures
 
@@ -38,15 +37,7 @@ def balanced(ckpt_root, tmp_path):
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, (tmp_path / "serve.log").read_text()
-            time.sleep(0.5)
+        wait_healthy(url, proc, 180, tmp_path / "serve.log")
         yield url, run, env["VIZ_DATABASE_URL"]
     finally:
         os.killpg(proc.pid, signal.SIGTERM)          # serve.sh stops nginx and its app processes
