@@ -2,6 +2,7 @@
 recomputes; export round trips; the CLI's report and stats."""
 from __future__ import annotations
 
+import io
 import math
 import subprocess
 import sys
@@ -204,6 +205,26 @@ def test_export_round_trips_every_tensor_and_the_tokens(tiny_translator, fmt):
     assert meta["output"] == run.output
     with pytest.raises(ValueError, match=".npz or .json"):
         export.run_bytes(run, ".txt")
+
+
+@pytest.mark.parametrize("model", ["tiny_translator", "tiny_lm"])
+def test_a_run_over_the_limit_leaves_out_what_read_run_computes_back(model, request, monkeypatch):
+    """A lean run's .npz over LIMIT holds no scores or patterns; read_run recomputes them, equal to a full
+    capture of the same text (the reference: a plain run, every tensor captured as the model computed it)."""
+    hm = request.getfixturevalue(model)
+    full, lean = hm.run("我是学生。 I am a student."), hm.run("我是学生。 I am a student.", lean=True)
+    assert export.tensor_nbytes(lean) == sum(t.numel() * t.element_size() for _, t in full.cache.items())
+    monkeypatch.setattr(export, "LIMIT", export.tensor_nbytes(lean) - 1)
+    data = export.npz_bytes(lean)
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:           # numpy's own reader: an ordinary .npz
+        left = {str(x) for x in z["recomputed"]}
+        assert left and all(n.endswith(("hook_pattern", "hook_scores")) for n in left) and not left & set(z.files)
+    tensors, _ = export.read_run(data, ".npz")
+    assert set(tensors) == set(full.cache.keys())
+    for name, t in full.cache.items():
+        assert tensors[name].dtype == t.dtype and torch.allclose(tensors[name], t, atol=1e-6), name
+    with pytest.raises(ValueError, match="use .npz"):
+        export.json_bytes(lean)
 
 
 def test_quantized_weights_come_back_within_half_a_step():

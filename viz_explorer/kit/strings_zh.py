@@ -664,6 +664,9 @@ ZH = {
     "ex.run_help": "键是捕获名（例如 decoder.0.cross_attn.hook_pattern），再加上 `tokens.src`、`tokens.tgt` 和 `output`；JSON 里还有形状和数据类型。与 `python -m viz_transformer trace --out run.npz` 输出的文件相同。",
     "ex.npz": "下载 .npz",
     "ex.json": "下载 .json",
+    "ex.large": "这次运行的张量完整大小为 {gb:.1f} GB：.npz 文件省去其中 {n} 个注意力分数和权重，"
+                "`viz_transformer.export.read_run` 读取时会用 q、k、v 和掩码把它们重新算出来。",
+    "ex.json_too_large": "太大，无法写成 JSON 文本：请下载 .npz。",
     "ex.report": "报告",
     "ex.report_help": "一个 HTML 文件：文本、它的词元、每个模块的模型视图、你选的头、注意力展开或源文本归因、输出和贪心解码的每一步。Plotly 的 JS 已包含在内（无需联网）；大约 5 MB。",
     "ex.heads": "完整绘制的头",

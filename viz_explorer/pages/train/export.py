@@ -19,12 +19,16 @@ widgets.intro("ex")
 
 st.subheader(t("ex.run"))
 st.caption(t("ex.run_help"))
+size, left_out = export.tensor_nbytes(run), export.left_out(run)
+if left_out:
+    st.caption(t("ex.large", gb=size / 1e9, n=len(left_out)))
 c = st.columns(2)
 stem = f"{ctx.name}-run"
 c[0].download_button(t("ex.npz"), data=partial(export.npz_bytes, run), file_name=f"{stem}.npz",
                      mime="application/octet-stream", key="ex_npz", on_click="ignore", icon=":material/data_array:")
 c[1].download_button(t("ex.json"), data=partial(export.json_bytes, run), file_name=f"{stem}.json",
-                     mime="application/json", key="ex_json", on_click="ignore", icon=":material/data_object:")
+                     mime="application/json", key="ex_json", on_click="ignore", icon=":material/data_object:",
+                     disabled=size > export.LIMIT, help=t("ex.json_too_large") if size > export.LIMIT else None)
 
 st.subheader(t("ex.report"))
 st.caption(t("ex.report_help"))
