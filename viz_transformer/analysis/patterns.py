@@ -13,7 +13,6 @@ import torch
 from viz_transformer.core.attention import attention
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 from viz_transformer.core.tokenizer import group_words, word_labels
-from viz_transformer.analysis.piece_labels import next_pieces, row_labels  # noqa: F401  (training/snapshots.py imports them from here)
 
 
 def block_patterns(cache, block: str) -> torch.Tensor:

@@ -70,7 +70,7 @@ class Snapshots:
     def axes(self, i_text: int, block: str) -> tuple[list[str], list[str]]:
         """Query and key labels of sentence i_text's pattern in `block`; a target row names the piece it is
         trained to predict ("▁an → ▁engineer")."""
-        from viz_transformer.analysis.patterns import next_pieces, row_labels
+        from viz_transformer.analysis.piece_labels import next_pieces, row_labels
         tgt, src = self.tgt_pieces[i_text], self.src_pieces[i_text]
         rows = row_labels(tgt, next_pieces(tgt))
         return {"encoder.self_attn": (src, src), "decoder.cross_attn": (rows, src), "decoder.self_attn": (rows, tgt)}[block]
