@@ -45,6 +45,7 @@ def cmd_generate(args) -> int:
     """translate / generate: --text once, or one input per stdin line, one output per line.
     An LM's line is the prompt it kept and its continuation, decoded together from the ids."""
     from viz_transformer.run.decoding import decode
+    from viz_transformer.run.decode_settings import DecodeSettings
     hm = _load(args.checkpoint)
     tok = hm.tokenizer
     if hm.cfg.is_encoder_only:
@@ -58,8 +59,9 @@ def cmd_generate(args) -> int:
         if not text.strip():
             return ""
         try:
-            tr = decode(hm, text, args.strategy, args.max_new_tokens, args.temperature, args.top_k,
-                        args.top_p, args.seed, args.beam_width, args.length_penalty)
+            tr = decode(hm, text, settings=DecodeSettings(
+                args.strategy, args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
+                args.beam_width, args.length_penalty))
         except ValueError as e:
             raise UserError(str(e)) from None
         if tr.n_cut:

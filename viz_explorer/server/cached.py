@@ -158,9 +158,10 @@ def run_once(path: str, stamp: float, text: str, hm=None):
 
 
 @heavy
-def trace(path: str, stamp: float, text: str, **params):
-    """decode(); a greedy trace the text's run already made (its continuation) is read off that run."""
-    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, **params)
+def trace(path: str, stamp: float, text: str, settings=None):
+    """decode() with `settings` (a DecodeSettings; None: greedy, the model's defaults); a greedy trace the text's
+    run already made (its continuation) is read off that run."""
+    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, settings=settings)
 
 
 def _is_mask(name: str) -> bool:
@@ -333,9 +334,9 @@ def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
 
 
 @heavy
-def trace_lens(path: str, stamp: float, text: str, step: int, **params):
-    """The lens of one decoding step of the trace `trace(path, stamp, text, **params)`: [rows, vocab]."""
-    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, **params), step)
+def trace_lens(path: str, stamp: float, text: str, step: int, settings=None):
+    """The lens of one decoding step of the trace `trace(path, stamp, text, settings)`: [rows, vocab]."""
+    return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, settings), step)
 
 
 @heavy

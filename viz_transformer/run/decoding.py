@@ -14,10 +14,11 @@ import torch
 from viz_transformer.core.config import early_stopping_rule
 from viz_transformer.core.batch import Batch, make_batch, start_cache
 from viz_transformer.core.hooks import hooks_active
-from viz_transformer.core.encoding import MAX_BEAM, ModelInput, check_decoding, encode_input
+from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import KVCache, Transformer
 from viz_transformer.core.hook_names import decoder_blocks, hook_name
 from viz_transformer.core.tokenizer import Tokenizer, source_pieces
+from viz_transformer.run.decode_settings import STRATEGIES, DecodeSettings  # noqa: F401  (decoding.STRATEGIES: its old home)
 from viz_transformer.run.trace import Beam, Candidate, Step, Trace
 
 
@@ -146,16 +147,13 @@ def beam_batch(model: Transformer, tok: Tokenizer, texts: list[str], width: int 
     check_decoding(cfg, cfg.out_vocab, max_new_tokens, beam_width=width, length_penalty=length_penalty)
     if width == 1:
         return greedy_batch(model, tok, texts, max_new_tokens)
-    stopping = early_stopping_rule(cfg.early_stopping)            # the model's own rule, as decode's default
-    return [tok.decode(decode_ids(model, tok, encode_input(tok, cfg, t, reserve=max_new_tokens), "beam",
-                                  max_new_tokens, beam_width=width, length_penalty=length_penalty,
-                                  early_stopping=stopping).generated_ids)
+    s = DecodeSettings("beam", max_new_tokens, beam_width=width, length_penalty=length_penalty,
+                       early_stopping=early_stopping_rule(cfg.early_stopping))   # the model's own, as decode's
+    return [tok.decode(decode_input(model, tok, encode_input(tok, cfg, t, reserve=max_new_tokens), s).generated_ids)
             for t in texts]
 
 
 # -- step-by-step traces ------------------------------------------------------------------------
-STRATEGIES = ("greedy", "sample", "beam")
-
 
 def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
     """Sampling distribution over the vocabulary after temperature, top-k and nucleus filtering."""
@@ -201,7 +199,7 @@ def _pattern_names(cfg) -> list[str]:
 def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int] = None, temperature: float = 1.0,
            top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: Optional[int] = None,
            length_penalty: Optional[float] = None, n_candidates: int = 5, fwd_hooks=(),
-           early_stopping=None, known: Optional[Trace] = None) -> Trace:
+           early_stopping=None, known: Optional[Trace] = None, settings: Optional[DecodeSettings] = None) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
@@ -212,26 +210,21 @@ def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int
     early_stopping (True, False or "never", as Hugging Face's) default to the model config's (for an imported
     model: its generation_config.json; see new_tokens for max_new_tokens). known: a greedy trace of this text
     made with the default n_candidates (a run's own, `Run.trace`): a greedy call it covers is read off it
-    (greedy_prefix) instead of generating again.
+    (greedy_prefix) instead of generating again. settings: every one of strategy … n_candidates as one
+    DecodeSettings, in place of those arguments.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     model, tok = hm.model, hm.tokenizer
     cfg = model.cfg
-    beam_width = min(cfg.num_beams, MAX_BEAM) if beam_width is None else beam_width     # a config's 32: our limit
-    length_penalty = cfg.length_penalty if length_penalty is None else length_penalty
-    early_stopping = early_stopping_rule(cfg.early_stopping if early_stopping is None else early_stopping)
-    if max_new_tokens is None:
-        max_new_tokens = new_tokens(cfg, len(encode_input(tok, cfg, text, reserve=1).prompt))
-    check_decoding(cfg, cfg.out_vocab, max_new_tokens, temperature, top_k, top_p, beam_width,
-                   length_penalty, n_candidates, seed)
-    enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-    if known is not None and strategy == "greedy" and n_candidates == 5 and not fwd_hooks:
-        got = greedy_prefix(known, cfg, enc, max_new_tokens)
+    s = settings or DecodeSettings(strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
+                                   length_penalty, early_stopping, n_candidates)
+    n = s.max_new_tokens
+    s = s.resolved(cfg, new_tokens(cfg, len(encode_input(tok, cfg, text, reserve=1).prompt)) if n is None else n)
+    enc = encode_input(tok, cfg, text, reserve=s.max_new_tokens)
+    if known is not None and s.strategy == "greedy" and s.n_candidates == 5 and not fwd_hooks:
+        got = greedy_prefix(known, cfg, enc, s.max_new_tokens)
         if got is not None:
             return got
-    return decode_ids(model, tok, enc, strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
-                      length_penalty, n_candidates, fwd_hooks, early_stopping)
+    return decode_input(model, tok, enc, s, fwd_hooks)
 
 
 def new_tokens(cfg, prompt_len: int) -> int:
@@ -241,12 +234,21 @@ def new_tokens(cfg, prompt_len: int) -> int:
     return max(1, min(n, cfg.max_len - prompt_len))
 
 
-@torch.no_grad()
 def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
                max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
                fwd_hooks=(), early_stopping: str = "true") -> Trace:
-    """`decode` on an already encoded input (inputs.encode_input); parameters already checked."""
+    """decode_input with the settings as loose arguments (its callers before DecodeSettings)."""
+    return decode_input(model, tok, inp, DecodeSettings(strategy, max_new_tokens, temperature, top_k, top_p, seed,
+                                                        beam_width, length_penalty, early_stopping, n_candidates),
+                        fwd_hooks)
+
+
+@torch.no_grad()
+def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeSettings, fwd_hooks=()) -> Trace:
+    """`decode` on an already encoded input (inputs.encode_input); settings resolved and checked
+    (DecodeSettings.resolved: no None left)."""
+    strategy = s.strategy
     model.eval()
     cfg = model.cfg
     banned = never_generated(tok)
@@ -255,23 +257,23 @@ def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: st
                   cut_at=inp.cut_at, src_ids=src, prompt_ids=list(inp.prompt), eos_id=cfg.eos_id,
                   stop_ids=tuple(cfg.stop_ids))
     batch = make_batch(cfg, [inp])
-    max_new_tokens = max(0, min(max_new_tokens, cfg.max_len - len(inp.prompt)))
+    max_new_tokens = max(0, min(s.max_new_tokens, cfg.max_len - len(inp.prompt)))
     if strategy == "beam":
         with hooks_active(model.resolve_hooks(fwd_hooks)):
-            return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens,
-                         beam_width, length_penalty, n_candidates, banned, early_stopping)
-    gen = torch.Generator().manual_seed(seed)
+            return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens, s, banned)
+    gen = torch.Generator().manual_seed(s.seed)
     shown: list[torch.Tensor] = []
 
     def pick(logits):
-        probs = torch.softmax(logits[0], -1) if strategy == "greedy" else _filter(logits[0], temperature, top_k, top_p)
+        probs = torch.softmax(logits[0], -1) if strategy == "greedy" else _filter(logits[0], s.temperature, s.top_k,
+                                                                                  s.top_p)
         shown.append(probs)
         nxt = int(probs.argmax()) if strategy == "greedy" else int(torch.multinomial(probs, 1, generator=gen))
         return torch.tensor([nxt])
 
     def record(t, logits, nxt, rows):
         i, probs = int(nxt[0]), shown[-1]
-        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, n_candidates),
+        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, s.n_candidates),
                                 {k: v[0] for k, v in rows.items()}))
     generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
     return trace
@@ -304,8 +306,7 @@ def _beam_logp(logits: torch.Tensor, seen: torch.Tensor, cfg, banned: list[int],
     return logp
 
 
-def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalty, n_candidates, banned,
-          early_stopping="true") -> Trace:
+def _beam(model, tok, cache, prompt, trace, max_new_tokens: int, s: DecodeSettings, banned) -> Trace:
     """Beam search with Hugging Face's rules (transformers' _beam_search): each step ranks the
     K = max(2, 1 + number of end ids) × width best continuations by their summed log-probability. Those among
     the first `width` that end (an end id, or the length limit at the last step) join the ended hypotheses,
@@ -316,6 +317,8 @@ def _beam(model, tok, cache, prompt, trace, max_new_tokens, width, length_penalt
     The answer is the best ended hypothesis. Each hypothesis carries its own history of rows and
     candidates, so the trace's steps follow the best one while `beams` shows every beam per step."""
     cfg = model.cfg
+    width, length_penalty, n_candidates = s.beam_width, s.length_penalty, s.n_candidates
+    early_stopping = early_stopping_rule(s.early_stopping)
     stops = set(stop_ids(cfg))
     keep = max(2, 1 + len(stops)) * width
     hf_order = not getattr(tok, "bans_specials", True)

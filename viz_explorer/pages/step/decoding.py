@@ -17,6 +17,7 @@ from viz_transformer.analysis import decoding_steps
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import decoding_figures
 from viz_transformer.plots.numbers import fmt_prob
+from viz_transformer.run.decode_settings import DecodeSettings
 
 ctx = context.need_run()
 hm, cfg = ctx.hm, ctx.hm.cfg
@@ -42,7 +43,8 @@ elif strategy == "beam":
 
 try:
     with st.spinner(t("dc.running")):
-        tr = cached.trace(str(ctx.path), ctx.stamp, ctx.text, **params)
+        settings = DecodeSettings(**params)
+        tr = cached.trace(str(ctx.path), ctx.stamp, ctx.text, settings)
 except ValueError as e:            # the library's limits (e.g. a value set through the URL or state)
     st.error(str(e))
     st.stop()
@@ -92,7 +94,7 @@ else:
         widgets.show(heatmaps.head_rows(s.attention[own],
                                      decoding_steps.step_keys(tr, i - 1), t("dc.self_title", query=row, layer=layer),
                                      t("axis.so_far"), t("axis.head"), t("cb.weight"), width=width), key="dc_self")
-    lens_table.step_lens(ctx, tr, i, params)          # this step read after every layer (logit lens)
+    lens_table.step_lens(ctx, tr, i, settings)          # this step read after every layer (logit lens)
     if strategy == "beam":
         st.subheader(t("dc.beams"))
         widgets.show(decoding_figures.beam_tree(decoding_steps.beam_links(tr, upto=i), t("dc.beam_title", i=i), t("axis.step"),

@@ -24,12 +24,13 @@ def column_table(col: dict, final_piece: str) -> list[dict]:
              t("ln.col.final", final=final_piece): fmt_prob(col["final_prob"][r])} for r in reversed(range(len(names)))]
 
 
-def step_lens(ctx, trace, i: int, params: dict) -> None:
-    """An expander on the step-through page: decoding step i (1-based) read after every layer."""
+def step_lens(ctx, trace, i: int, settings) -> None:
+    """An expander on the step-through page: decoding step i (1-based) of the trace made with `settings`
+    (DecodeSettings) read after every layer."""
     s = trace.steps[i - 1]
     with st.expander(t("ln.step_lens"), icon=":material/layers:"):
         st.caption(t("ln.step_lens_help"))
-        lp = cached.trace_lens(str(ctx.path), ctx.stamp, ctx.text, i - 1, **params)
+        lp = cached.trace_lens(str(ctx.path), ctx.stamp, ctx.text, i - 1, settings)
         col = lenses.column(ctx.hm, lp, s.token_id)
         query = decoding_steps.step_query(trace, i - 1)
         names = row_labels(lp.shape[0])
