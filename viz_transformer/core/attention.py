@@ -25,30 +25,32 @@ class AttentionSteps:
     mask: Optional[torch.Tensor]
     divisor: float
     qk: torch.Tensor
-    scaled: torch.Tensor      # qk / divisor
+    scaled: torch.Tensor      # qk / divisor (+ bias)
     masked: torch.Tensor      # -inf where the mask forbids
     weights: torch.Tensor     # softmax over keys; a fully masked row is all zeros
     z: torch.Tensor           # weights @ v (after dropout, in training)
+    bias: Optional[torch.Tensor] = None   # added to the scaled scores, broadcastable to [..., T, S] (T5's position bias)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
               divisor: Optional[float] = None, hook: Optional[Callable] = None,
-              dropout: Optional[Callable] = None) -> AttentionSteps:
-    """softmax(q kᵀ / divisor, masked) v: the one implementation the model, the pages and the
+              dropout: Optional[Callable] = None, bias: Optional[torch.Tensor] = None) -> AttentionSteps:
+    """softmax(q kᵀ / divisor + bias, masked) v: the one implementation the model, the pages and the
     tests all use. mask: bool, broadcastable to [..., T, S], True = may attend. divisor defaults
-    to √d_k. hook(stage, tensor) -> tensor lets the model pass "scores", "mask" and "pattern"
+    to √d_k. bias: added to the scaled scores, broadcastable to [..., T, S] (T5's relative position bias).
+    hook(stage, tensor) -> tensor lets the model pass "scores", "mask" and "pattern"
     through its hook points (and lets a hook replace them)."""
     divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
     hook = hook or (lambda stage, x: x)
     qk = q @ k.transpose(-2, -1)                                             # (..., T, S)
-    scaled = hook("scores", qk / divisor)
+    scaled = hook("scores", qk / divisor if bias is None else qk / divisor + bias)
     masked = scaled
     if mask is not None:
         mask = hook("mask", mask)
         masked = scaled.masked_fill(~mask, float("-inf"))
     weights = hook("pattern", torch.softmax(masked, dim=-1).nan_to_num(0.0))
     z = (dropout(weights) if dropout is not None else weights) @ v          # (..., T, d)
-    return AttentionSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, z)
+    return AttentionSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, z, bias)
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -66,11 +68,15 @@ class MultiHeadAttention(nn.Module):
     n_kv_heads < n_heads: grouped-query attention (K and V have n_kv_heads heads, each read by
     n_heads / n_kv_heads query heads). d_head defaults to d_model / n_heads. qk_norm: a norm module
     factory applied to each head's q and k (before the rotation). rope: a ModelConfig whose RoPE rotates
-    q and k by position (hook_q / hook_k before, hook_rot_q / hook_rot_k after)."""
+    q and k by position (hook_q / hook_k before, hook_rot_q / hook_rot_k after). divisor: what q·k is divided
+    by (None: √d_head; T5: 1). rel_bias: a RelativeBias built here (layer 0 of a T5 stack) whose bias every
+    layer of the stack adds (position_bias; hook_bias)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float, n_kv_heads: int = 0, d_head: int = 0,
-                 qkv_bias: bool = True, out_bias: bool = True, qk_norm: Optional[Callable] = None, rope=None):
+                 qkv_bias: bool = True, out_bias: bool = True, qk_norm: Optional[Callable] = None, rope=None,
+                 divisor: Optional[float] = None, rel_bias: Optional[nn.Module] = None):
         super().__init__()
+        self.divisor = divisor
         self.n_heads, self.d_head = n_heads, d_head or d_model // n_heads
         self.n_kv_heads = n_kv_heads or n_heads
         inner, kv_inner = self.n_heads * self.d_head, self.n_kv_heads * self.d_head
@@ -82,6 +88,9 @@ class MultiHeadAttention(nn.Module):
         if qk_norm is not None:
             self.q_norm, self.k_norm = qk_norm(self.d_head), qk_norm(self.d_head)
         self.rope = rope
+        if rel_bias is not None:
+            self.rel_bias = rel_bias
+            self.hook_bias = HookPoint()  # [1, head, query_pos, key_pos]  the position bias every layer adds
         self.hook_q = HookPoint()        # [batch, pos, head, d_head]
         self.hook_k = HookPoint()        # [batch, pos, kv_head, d_head]  (kv_head = head unless grouped-query)
         self.hook_v = HookPoint()        # [batch, pos, kv_head, d_head]
@@ -108,13 +117,20 @@ class MultiHeadAttention(nn.Module):
             k = self.hook_rot_k(rotate(k, *cos_sin(self.rope, offset, k.shape[1])))
         return k, self.hook_v(self.split(self.W_V(x_kv), self.n_kv_heads))
 
+    def position_bias(self, n_q: int, n_k: int, offset: int = 0) -> torch.Tensor:
+        """[1, head, n_q, n_k]: the relative position bias for queries at offset .. offset+n_q-1 against keys
+        0 .. n_k-1, hooked (a module built with rel_bias only)."""
+        return self.hook_bias(self.rel_bias(n_q, n_k, offset))
+
     def forward(self, x_q: torch.Tensor, x_kv: Optional[torch.Tensor], mask: torch.Tensor,
-                kv: Optional[tuple] = None, past: Optional[tuple] = None, offset: int = 0):
+                kv: Optional[tuple] = None, past: Optional[tuple] = None, offset: int = 0,
+                bias: Optional[torch.Tensor] = None):
         """x_q: [B, q, d]; x_kv: [B, k, d] (None when `kv` is given, for cached cross-attention).
 
         kv: precomputed (K, V) [B, k, nkv, hs] used instead of projecting x_kv.
         past: (K, V) of earlier positions, concatenated in front of the new ones (KV cache).
         offset: the position of the first query (RoPE; incremental decoding).
+        bias: [1, nh, q, k_total] added to the scores (T5's position bias, from layer 0's position_bias).
         Returns (output [B, q, d], (K, V) [B, k_total, nkv, hs]) so callers can cache them.
         """
         q = self.split(self.W_Q(x_q), self.n_heads)                         # (B, q, nh, hs)
@@ -136,8 +152,8 @@ class MultiHeadAttention(nn.Module):
         points = {"scores": self.hook_scores,      # (B, nh, q, k)
                   "mask": self.hook_mask,          # (B, 1, q, k)
                   "pattern": self.hook_pattern}    # (B, nh, q, k)
-        steps = attention(qh, kh, vh, mask.expand(B, 1, Tq, Tk),
-                          hook=lambda stage, x: points[stage](x), dropout=self.drop)
+        steps = attention(qh, kh, vh, mask.expand(B, 1, Tq, Tk), self.divisor,
+                          hook=lambda stage, x: points[stage](x), dropout=self.drop, bias=bias)
         z = self.hook_z(steps.z.transpose(1, 2))                              # (B, q, nh, hs)
         out = self.hook_out(self.W_O(z.reshape(B, Tq, -1)))                  # (B, q, d)
         return out, (k, v)

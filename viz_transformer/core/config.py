@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm", "encoder_only")
-POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves")
+POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves", "relative")
 NORMS = ("pre", "post")
 NORM_TYPES = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
@@ -18,7 +18,7 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
 EARLY_STOPPING = ("true", "false", "never")
 LIMITS = {"vocab_size": 1 << 18, "tgt_vocab_size": 1 << 18, "d_model": 8192, "n_heads": 256, "n_encoder_layers": 128,   # far above any
           "n_decoder_layers": 128, "d_ff": 65536, "max_len": 1 << 16, "head_dim": 1024,  # model this app can show
-          "type_vocab_size": 1024, "pos_offset": 1024}
+          "type_vocab_size": 1024, "pos_offset": 1024, "rel_buckets": 4096}
 
 
 def early_stopping_rule(value) -> str:
@@ -42,7 +42,8 @@ class ModelConfig:
     activation: str = "relu"          # relu | gelu
     dropout: float = 0.1
     max_len: int = 512                # longest sequence the positional encoding covers
-    positional: str = "sinusoidal"    # sinusoidal | learned | rope | sinusoidal_halves (Marian's layout)
+    positional: str = "sinusoidal"    # sinusoidal | learned | rope | sinusoidal_halves (Marian's layout) | relative (T5:
+                                      # a learned bias per offset bucket and head on the scores, which are not ÷ √d)
     norm: str = "pre"                 # pre: x + f(LN(x)); post: LN(x + f(x))
     tie_embeddings: bool = True       # source, target and output share one matrix
     architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm | encoder_only (BERT)
@@ -72,6 +73,9 @@ class ModelConfig:
     rope_beta_fast: float = 32.0          # yarn
     rope_beta_slow: float = 1.0           # yarn
     rope_attention_factor: float = 0.0    # yarn: cos and sin are multiplied by it; 0: 0.1·ln(factor) + 1
+    rel_buckets: int = 32             # relative: offset buckets (half exact, half logarithmic; per direction in the encoder)
+    rel_max_distance: int = 128       # relative: offsets at least this far share the last bucket
+    output_scale: bool = False        # the decoder's last residual × d_model^-0.5 before the unembedding (a tied T5)
     prepend_bos: bool = True          # encoding puts [begin] before a prompt; False: the tokenizer adds what it adds
     ban_specials: bool = True         # [pad], [unk] and [begin] are never generated (this project's models)
     forced_eos: bool = False          # the last token a generation may add is [end] (Marian's forced_eos_token_id)
@@ -148,6 +152,8 @@ class ModelConfig:
         check(self.n_heads % self.kv_heads == 0, f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
                                                  f"({self.kv_heads})")
         check(self.positional != "rope" or self.d_head % 2 == 0, "RoPE needs an even head_dim")
+        check(self.rel_buckets >= 4 and self.rel_max_distance > self.rel_buckets // 2,
+              "rel_buckets must be ≥ 4 and rel_max_distance above rel_buckets / 2")
         check(all(isinstance(i, int) and 0 <= i < self.out_vocab for i in self.stop_ids),
               "stop_ids must be vocabulary ids")
         check(self.repetition_penalty > 0, "repetition_penalty must be positive")

@@ -7,7 +7,8 @@ first, a logits bias; SentencePiece source.spm + vocab.json, or separate vocabul
 for the source, target.spm + target_vocab.json for the target), gpt2 (learned positions, pre-norm LayerNorm, Conv1D weights, gelu_new, tied embeddings) and the
 Llama family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms, an explicit head_dim), mistral (a sliding
 window) with RMSNorm, the gated FFN (SwiGLU), grouped-query attention and RoPE (rope_parameters, or the
-older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3).
+older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3); the BERT family (core.hf_bert)
+and T5 / mT5 (core.hf_t5: a relative position bias, unscaled scores).
 
 Safe by construction, as our own checkpoints: weights only from safetensors (a pickle such as
 pytorch_model.bin is refused, never unpickled); a config that needs remote code is refused; every file,
@@ -29,9 +30,10 @@ from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
 from viz_transformer.core.hf_bert import FAMILIES as BERT_FAMILIES, bert_config, bert_rules
 from viz_transformer.core.hf_rope import max_len as _max_len, rope_fields as _rope
+from viz_transformer.core.hf_t5 import FAMILIES as T5_FAMILIES, t5_config, t5_ignored, t5_rules
 from viz_transformer.core.model import Transformer
 
-FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES
+FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES + T5_FAMILIES
 INDEX = "model.safetensors.index.json"
 HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1, "I64": 8}  # integer/bool tensors: only buffers we skip (GPT-2's
                                                                # mask, BERT's position_ids)
@@ -102,6 +104,8 @@ def hf_config(raw: dict, gen: Optional[dict] = None, names=None) -> ModelConfig:
         return _marian_config(raw, gen, common)
     if family in BERT_FAMILIES:
         return bert_config(raw, common, names)
+    if family in T5_FAMILIES:
+        return t5_config(raw, gen, common, names)
     if family == "gpt2":
         for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
                          ("scale_attn_weights", True), ("add_cross_attention", False)):
@@ -300,7 +304,7 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
             headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
     make, ignored = {"gpt2": (_gpt2_rules, _gpt2_ignored), "marian": (_marian_rules, _marian_ignored),
-                     **{f: bert_rules(f) for f in BERT_FAMILIES}}.get(
+                     **{f: bert_rules(f) for f in BERT_FAMILIES}, **{f: (t5_rules, t5_ignored) for f in T5_FAMILIES}}.get(
         family, (_llama_rules, lambda n: n.endswith("rotary_emb.inv_freq")))
     rules = make(cfg, names)
     ignored_tied = {"lm_head.weight"} if cfg.tie_embeddings else set()
@@ -354,7 +358,7 @@ def read_hf(folder) -> tuple[ModelConfig, dict]:
     raw = ck._read_json(folder, _file(folder, "config.json").name)
     gen = ck._read_json(folder, "generation_config.json") if _file(folder, "generation_config.json").is_file() else {}
     names = None
-    if raw.get("model_type") in BERT_FAMILIES and not (raw.get("auto_map") or raw.get("trust_remote_code")):
+    if raw.get("model_type") in BERT_FAMILIES + T5_FAMILIES and not (raw.get("auto_map") or raw.get("trust_remote_code")):
         names = {n for shard in _shards(folder) for n in ck._header(shard, dtypes=HEADER_DTYPES)[1]}
     try:
         cfg = hf_config(raw, gen, names)

@@ -260,5 +260,12 @@ def hf_tokenizer(folder: Path, cfg, meta: dict):
     if not path.is_file():
         if (folder / "vocab.txt").is_file() and cfg is not None and cfg.is_encoder_only:
             return wordpiece_tokenizer(folder, cfg, names)
+        if (folder / "spiece.model").is_file() and meta.get("model_type") in ("t5", "mt5"):     # T5's SentencePiece
+            from viz_transformer.core.hf_t5 import spiece_json
+            _check_file(folder, "spiece.model")
+            extra = ck._read_json(folder, "tokenizer_config.json").get("extra_ids", 100) \
+                if (folder / "tokenizer_config.json").is_file() else 100
+            return HFTokenizer(folder / "spiece.model", cfg, banned, text=spiece_json(folder / "spiece.model", int(extra)),
+                               special_names=names)
         raise ck.CheckpointError(f"{folder} has no tokenizer.json")
     return HFTokenizer(path, cfg, banned, special_names=names)

@@ -16,7 +16,7 @@ from viz_transformer.core.attention import MultiHeadAttention
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.hooks import Cache, HookFn, HookPoint, NamesFilter, hooks_active, name_hook_points, resolve_names
 from viz_transformer.core.masks import padding_mask, self_attention_mask
-from viz_transformer.core.positional import PositionalEncoding
+from viz_transformer.core.positional import RELATIVE_DIVISOR, PositionalEncoding, RelativeBias
 
 
 def make_norm(cfg: ModelConfig, dim: Optional[int] = None) -> nn.Module:
@@ -30,13 +30,14 @@ ACTIVATION = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(appr
 
 class Embed(nn.Module):
     """Token embedding (× √d_model unless cfg.scale_embeddings is off) plus an additive positional encoding
-    (sinusoidal or learned; none for RoPE, which rotates q and k instead), plus segment embeddings and a norm
+    (sinusoidal or learned; none for RoPE, which rotates q and k instead, nor for T5's relative bias, added to
+    the scores), plus segment embeddings and a norm
     over the sum when the config has them (BERT), then dropout."""
 
     def __init__(self, cfg: ModelConfig, W_E: Optional[nn.Embedding] = None, vocab: int = 0):
         super().__init__()
         self.W_E = W_E if W_E is not None else nn.Embedding(vocab or cfg.vocab_size, cfg.d_model)
-        self.additive = cfg.positional != "rope"
+        self.additive = cfg.positional not in ("rope", "relative")
         self.pos_offset = cfg.pos_offset
         if self.additive:
             self.pos = PositionalEncoding(cfg.positional, cfg.max_len + cfg.pos_offset, cfg.d_model)
@@ -83,11 +84,17 @@ class FeedForward(nn.Module):
         return self.W_out(self.drop(self.hook_post(h)))
 
 
-def attention_module(cfg: ModelConfig, cross: bool = False) -> MultiHeadAttention:
-    """One attention block of this config: grouped-query heads, biases, q/k norm, RoPE on self-attention."""
+def attention_module(cfg: ModelConfig, cross: bool = False, bias_of: str = "") -> MultiHeadAttention:
+    """One attention block of this config: grouped-query heads, biases, q/k norm, RoPE on self-attention; with
+    relative positions unscaled scores, and bias_of ("encoder": both ways, "decoder": causal) builds the stack's
+    relative position bias here (layer 0's self-attention)."""
+    relative = cfg.positional == "relative"
+    rel_bias = RelativeBias(cfg.rel_buckets, cfg.rel_max_distance, cfg.n_heads, bias_of == "encoder") \
+        if relative and bias_of and not cross else None
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.n_kv_heads, cfg.head_dim, cfg.qkv_bias,
                               cfg.out_bias, (lambda d: make_norm(cfg, d)) if cfg.qk_norm else None,
-                              cfg if cfg.positional == "rope" and not cross else None)
+                              cfg if cfg.positional == "rope" and not cross else None,
+                              RELATIVE_DIVISOR if relative else None, rel_bias)
 
 
 class Block(nn.Module):
@@ -105,25 +112,25 @@ class Block(nn.Module):
 
 
 class EncoderBlock(Block):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, first: bool = False):
         super().__init__(cfg)
-        self.self_attn = attention_module(cfg)
+        self.self_attn = attention_module(cfg, bias_of="encoder" if first else "")
         self.ff = FeedForward(cfg)
         self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
         self.hook_resid_pre = HookPoint()   # [batch, pos, d_model]
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after self-attention
         self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
         x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(self.sublayer(x, self.ln1, lambda h: self.self_attn(h, h, mask)[0]))
+        x = self.hook_resid_mid(self.sublayer(x, self.ln1, lambda h: self.self_attn(h, h, mask, bias=bias)[0]))
         return self.hook_resid_post(self.sublayer(x, self.ln2, self.ff))
 
 
 class DecoderBlock(Block):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, first: bool = False):
         super().__init__(cfg)
-        self.self_attn = attention_module(cfg)
+        self.self_attn = attention_module(cfg, bias_of="decoder" if first else "")
         self.has_cross = cfg.is_encoder_decoder
         if self.has_cross:
             self.cross_attn = attention_module(cfg, cross=True)
@@ -135,15 +142,16 @@ class DecoderBlock(Block):
         self.hook_resid_mid = HookPoint()   # [batch, pos, d_model]  after masked self-attention
         self.hook_resid_post = HookPoint(passes_on=True)  # [batch, pos, d_model]  = next block's resid_pre
 
-    def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None, offset: int = 0):
+    def forward(self, x, self_mask, memory=None, cross_mask=None, layer_cache: Optional[dict] = None, offset: int = 0,
+                bias: Optional[torch.Tensor] = None):
         """layer_cache (incremental decoding): {"self": (K, V) of earlier positions, "cross": (K, V)};
-        offset: the position of x's first row (RoPE)."""
+        offset: the position of x's first row (RoPE); bias: the position bias self-attention adds (T5)."""
         x = self.hook_resid_pre(x)
         past = layer_cache.get("self") if layer_cache is not None else None
         new_kv = {}
 
         def self_fn(h):
-            out, new_kv["self"] = self.self_attn(h, h, self_mask, past=past, offset=offset)
+            out, new_kv["self"] = self.self_attn(h, h, self_mask, past=past, offset=offset, bias=bias)
             return out
         x = self.hook_resid_mid(self.sublayer(x, self.ln1, self_fn))
         if self.has_cross:
@@ -190,17 +198,17 @@ class Transformer(nn.Module):
         self.host_outputs = False     # load_checkpoint sets it: logits as float32 on the CPU (training keeps the device's)
         if cfg.is_encoder_only:
             self.embed = Embed(cfg)
-            self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
+            self.encoder = nn.ModuleList([EncoderBlock(cfg, i == 0) for i in range(cfg.n_encoder_layers)])
             self.encoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
         elif cfg.is_encoder_decoder:
             self.src_embed = Embed(cfg)
             shared = cfg.tie_embeddings and not cfg.tgt_vocab_size       # a target vocabulary of its own: its own rows
             self.tgt_embed = Embed(cfg, self.src_embed.W_E if shared else None, cfg.out_vocab)
-            self.encoder = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg.n_encoder_layers)])
+            self.encoder = nn.ModuleList([EncoderBlock(cfg, i == 0) for i in range(cfg.n_encoder_layers)])
             self.encoder_norm = make_norm(cfg) if cfg.norm == "pre" else nn.Identity()
         else:
             self.embed = Embed(cfg)
-        self.decoder = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.n_decoder_layers)])
+        self.decoder = nn.ModuleList([DecoderBlock(cfg, i == 0) for i in range(cfg.n_decoder_layers)])
         self.decoder_norm = make_norm(cfg) if cfg.norm == "pre" and cfg.n_decoder_layers else nn.Identity()
         if cfg.head == "mlm":          # BERT's prediction head: dense, activation, norm, then the unembedding + bias
             self.head_transform = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), ACTIVATION[cfg.activation](),
@@ -238,8 +246,9 @@ class Transformer(nn.Module):
         src = src.to(self.device)
         src_mask = padding_mask(src, self.cfg.pad_id)
         x = self.enc_embed(src, types=types)
+        bias = self.position_bias(self.encoder, src.shape[1], src.shape[1])
         for block in self.encoder:
-            x = block(x, src_mask)
+            x = block(x, src_mask, bias)
         return self.encoder_norm(x), src_mask
 
     def decode(self, ids: torch.Tensor, memory=None, src_mask=None, prefix_len=None,
@@ -269,14 +278,21 @@ class Transformer(nn.Module):
         self_mask = self_attention_mask(all_ids, pad, cfg.architecture, causal=True, prefix_len=prefix_len,
                                         window=cfg.sliding_window)[:, :, offset:, :]   # (B, 1, T, offset+T)
         x = self.dec_embed(ids, offset)
+        bias = self.position_bias(self.decoder, ids.shape[1], offset + ids.shape[1], offset)
         for i, block in enumerate(self.decoder):
-            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None, offset)
+            x = block(x, self_mask, memory, src_mask, layers[i] if layers is not None else None, offset, bias)
         if logits_at is not None:
             x = x[logits_at.to(self.device)]                                  # (N, d)
         logits = self.unembed(x)
         if cache is not None:
             cache.ids, cache.layers = all_ids, layers
         return logits
+
+    def position_bias(self, stack: nn.ModuleList, n_q: int, n_k: int, offset: int = 0) -> Optional[torch.Tensor]:
+        """The relative position bias [1, head, n_q, n_k] every layer of `stack` adds, from its layer 0 (queries
+        from position `offset` on, as in cached decoding); None for a model without one."""
+        first = stack[0].self_attn if len(stack) else None
+        return first.position_bias(n_q, n_k, offset) if first is not None and hasattr(first, "rel_bias") else None
 
     @property
     def device(self) -> torch.device:
@@ -289,6 +305,8 @@ class Transformer(nn.Module):
         model) the logits come back as float32 on the CPU, whatever the weights' device and dtype."""
         resid = resid.to(self.device, self.lm_head.weight.dtype)
         x = self.encoder_norm(resid) if self.cfg.is_encoder_only else self.decoder_norm(resid)
+        if self.cfg.output_scale:
+            x = x * self.cfg.d_model ** -0.5                                  # a tied T5's rescaling
         if self.cfg.head == "mlm":
             x = self.head_transform(x)
         logits = self.lm_head(x)

@@ -1,4 +1,4 @@
-"""Positional encodings: the fixed sinusoidal table and a learned table, same interface.
+"""Positional encodings: the fixed sinusoidal table and a learned table, same interface; T5's relative position bias.
 
 PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
 "sinusoidal_halves" holds the same numbers in another order, as Marian (Hugging Face) lays them out: every
@@ -7,6 +7,7 @@ sine first, then every cosine (PE(pos, i) = sin(pos / 10000^(2i/d)) for i < d/2,
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 from torch import nn
@@ -50,3 +51,61 @@ class PositionalEncoding(nn.Module):
         if offset + T > self.max_len:
             raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.max_len}")
         return self.matrix()[offset: offset + T]
+
+
+# -- T5's relative position bias ----------------------------------------------------------------------
+RELATIVE_DIVISOR = 1.0     # T5 does not divide q·k by √d_head: its learned bias was trained on unscaled scores
+
+
+def relative_bucket(offset: torch.Tensor, bidirectional: bool, n_buckets: int = 32, max_distance: int = 128):
+    """T5's bucket of each key-minus-query offset: half the buckets (each direction's, when bidirectional) hold
+    the offsets 0 .. n/2-1 exactly, the rest cover n/2 .. max_distance in logarithmically wider steps, and
+    everything beyond max_distance shares the last bucket. Causal (not bidirectional): offsets > 0 (the future)
+    fall in bucket 0 with offset 0. offset: int tensor; returns the same shape, values in [0, n_buckets)."""
+    bucket = torch.zeros_like(offset)
+    if bidirectional:
+        n_buckets //= 2
+        bucket = bucket + (offset > 0).long() * n_buckets
+        dist = offset.abs()
+    else:
+        dist = -torch.clamp(offset, max=0)
+    exact = n_buckets // 2
+    far = exact + (torch.log(dist.float() / exact) / math.log(max_distance / exact)
+                   * (n_buckets - exact)).long()
+    far = torch.clamp(far, max=n_buckets - 1)
+    return bucket + torch.where(dist < exact, dist, far)
+
+
+class RelativeBias(nn.Module):
+    """A learned scalar per (offset bucket, head), added to every head's scores: [1, head, q, k] for queries at
+    positions offset .. offset+q-1 against keys 0 .. k-1. Built in layer 0 of a stack; every layer of it adds
+    the same bias (T5's relative_attention_bias)."""
+
+    def __init__(self, n_buckets: int, max_distance: int, n_heads: int, bidirectional: bool):
+        super().__init__()
+        self.n_buckets, self.max_distance, self.bidirectional = n_buckets, max_distance, bidirectional
+        self.weight = nn.Parameter(torch.empty(n_buckets, n_heads).normal_(0.0, 0.02))     # (bucket, head)
+
+    def buckets(self, n_q: int, n_k: int, offset: int = 0) -> torch.Tensor:
+        """[q, k] bucket of each (query, key) pair."""
+        q = torch.arange(offset, offset + n_q, device=self.weight.device)[:, None]
+        k = torch.arange(n_k, device=self.weight.device)[None, :]
+        return relative_bucket(k - q, self.bidirectional, self.n_buckets, self.max_distance)
+
+    def forward(self, n_q: int, n_k: int, offset: int = 0) -> torch.Tensor:
+        return self.weight[self.buckets(n_q, n_k, offset)].permute(2, 0, 1).unsqueeze(0)     # (1, nh, q, k)
+
+    def by_offset(self, max_offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(offsets [n], bias [head, n]): the bias each head adds at key-minus-query offsets -max .. max (causal:
+        -max .. 0), for a chart of bias against offset."""
+        hi = max_offset if self.bidirectional else 0
+        offsets = torch.arange(-max_offset, hi + 1, device=self.weight.device)
+        b = relative_bucket(offsets, self.bidirectional, self.n_buckets, self.max_distance)
+        return offsets, self.weight[b].t()                                        # (nh, n)
+
+
+def bias_capture(prefix: str) -> Optional[str]:
+    """The capture holding the position bias the block `prefix` ("decoder.3.self_attn") adds: its stack's layer 0
+    ("decoder.0.self_attn.hook_bias"); None for cross-attention (which adds none)."""
+    part, _, attn = prefix.split(".")
+    return None if attn != "self_attn" else f"{part}.0.self_attn.hook_bias"
