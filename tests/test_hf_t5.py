@@ -138,3 +138,25 @@ def test_unsupported_t5_variants_say_so_in_one_line():
         with pytest.raises(CheckpointError) as e:
             t5_config({**raw, **bad}, {}, common)
         assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("shape_id", ["t5-v1.0-relu-tied", "mt5-gated-gelu-spiece"])
+def test_a_lean_run_recomputes_every_pattern_with_the_bias_and_divisor(t5, shape_id):
+    """The app's lean run stores no T5 score or pattern: each is recomputed from q, k, v, mask, the stack's bias
+    and divisor 1, and reads back what a full capture holds, bit for bit; one head's pattern alone
+    (analysis.patterns.head_pattern) is transformers' output_attentions."""
+    from viz_transformer.analysis.patterns import head_pattern
+    from viz_transformer.core.hook_names import hook_name
+    ref, tok, hm = t5(shape_id)
+    text = U.TEXTS[3]
+    full, lean = hm.run(text), hm.run(text, lean=True)
+    derivable = [n for n in full.cache.keys() if n.endswith((".hook_scores", ".hook_pattern"))]
+    assert derivable and set(derivable) <= set(lean.cache.derived)            # none stored whole
+    for name in full.cache.keys():
+        if name in lean.cache:
+            assert torch.equal(lean.cache[name], full.cache[name]), name
+    theirs, _, _ = _forward(ref, hm, full.src_ids, full.tgt_ids)
+    for block, hf in (("encoder.self_attn", theirs.encoder_attentions), ("decoder.self_attn", theirs.decoder_attentions),
+                      ("decoder.cross_attn", theirs.cross_attentions)):
+        for head in (0, 2):
+            torch.testing.assert_close(head_pattern(lean.cache, block, 1, head), hf[1][0, head], atol=1e-5, rtol=1e-5)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from viz_transformer.core.attention import attention
+from viz_transformer.core.positional import position_terms
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 from viz_transformer.core.tokenizer import group_words, word_labels
 
@@ -129,5 +130,6 @@ def head_pattern(cache, block: str, layer: int, head: int, batch: int = 0) -> to
     every head of the layer: for one head only that head is recomputed, from its own q, k, v and mask."""
     name = hook_name(block, layer, "hook_pattern")
     if name in getattr(cache, "derived", {}):
-        return attention(*head_qkv(cache, block, layer, head, batch)).weights   # the model's own maths
+        divisor, bias = position_terms(cache, hook_name(block, layer, "hook_pattern").rsplit(".", 1)[0], head)
+        return attention(*head_qkv(cache, block, layer, head, batch), divisor, bias=bias).weights   # the model's maths
     return cache[name][batch, head]

@@ -109,3 +109,15 @@ def bias_capture(prefix: str) -> Optional[str]:
     ("decoder.0.self_attn.hook_bias"); None for cross-attention (which adds none)."""
     part, _, attn = prefix.split(".")
     return None if attn != "self_attn" else f"{part}.0.self_attn.hook_bias"
+
+
+def position_terms(tensors, prefix: str, head: Optional[int] = None):
+    """(divisor, bias) of the block `prefix` as the model used them. A T5 run holds its stacks' relative position
+    bias (layer 0's capture: bias_capture): its scores are not divided (divisor 1) and self-attention adds that bias
+    [1, head, q, k] (one head's [q, k] when `head` is given), cross-attention none. Else (None, None): √d_head."""
+    part = prefix.split(".")[0]
+    if f"{part}.0.self_attn.hook_bias" not in tensors:
+        return None, None
+    name = bias_capture(prefix)
+    bias = tensors[name] if name is not None else None
+    return RELATIVE_DIVISOR, bias if bias is None or head is None else bias[0, head]

@@ -20,10 +20,11 @@ import torch
 from viz_transformer.core.attention import attention, repeat_kv
 from viz_transformer.core.batch import forward
 from viz_transformer.core.hooks import Cache, NamesFilter, resolve_names
+from viz_transformer.core.positional import bias_capture, position_terms
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
 INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
-PATTERN_CAPTURES = ("hook_pattern", "hook_rot_q", "hook_rot_k") + INPUTS     # a pattern and what recomputes it
+PATTERN_CAPTURES = ("hook_pattern", "hook_rot_q", "hook_rot_k", "hook_bias") + INPUTS   # a pattern and what recomputes it
 
 
 def patterns_only(name: str) -> bool:
@@ -52,7 +53,8 @@ def recompute(tensors: dict[str, torch.Tensor], prefix: str):
     k = tensors[f"{prefix}.hook_rot_k" if rotated else f"{prefix}.hook_k"].transpose(1, 2)      # (B, nkv, T, hs)
     v = tensors[f"{prefix}.hook_v"].transpose(1, 2)
     n_rep = q.shape[1] // k.shape[1]
-    return attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), tensors[f"{prefix}.hook_mask"])
+    divisor, bias = position_terms(tensors, prefix)
+    return attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), tensors[f"{prefix}.hook_mask"], divisor, bias=bias)
 
 
 class DerivedCache(Cache):
@@ -124,6 +126,7 @@ def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
     blocks = {n.rsplit(".", 1)[0] for n in names if n.rsplit(".", 1)[1] in DERIVED}
     inputs = [n for n in model.hook_names if n.rsplit(".", 1)[0] in blocks
               and n.rsplit(".", 1)[1] in ("hook_rot_q", "hook_rot_k") + INPUTS]
+    inputs += [n for n in model.hook_names if n in {bias_capture(b) for b in blocks}]      # T5: the stack's bias
     cache = Cache(n_layers=model.n_layers)
     derived: dict[str, str] = {}
     held: dict[str, torch.Tensor] = {}            # a block's scores, until its pattern passes (the mask comes between)
