@@ -1,0 +1,226 @@
+"""Attention beside attribution: six scores per input piece for one output token, and how far each agrees with
+occlusion (Kendall τ, the pieces ranked most differently), on one text or over a corpus.
+
+    from viz_transformer import attribute
+    attribute(hm, "我是一名工程师。", step=2, method="occlusion")       # [source pieces]
+
+The methods (also on the app's page; i = the decoder row that predicts the step's token, j = an input piece:
+a translator's source pieces, a one-sequence model's prompt pieces with its [begin]):
+    attention             the step's cross-attention row (one-sequence models: the self-attention row over the prompt),
+                          mean over heads, for one layer or (layer=None) the mean over layers
+    rollout               an encoder-decoder's source_attribution row; a one-sequence model's row of the decoder
+                          rollout over the prompt (Abnar & Zuidema 2020)
+    value_norm            ‖Σ_h α_h,ij f_h(x_j)‖, f_h(x_j) = W_O,h v_h,j: the norm of each piece's weighted, transformed
+                          value vector summed over heads as the output projection sums them (Kobayashi et al. 2020),
+                          for one layer or the mean over layers
+    grad_x_input          ‖(∂ log p(token) / ∂e_j) ⊙ e_j‖₂, e_j the piece's token embedding (src_embed / embed.hook_tok)
+    integrated_gradients  Captum's IntegratedGradients on e, zero baseline, ≥ 32 steps, ‖·‖₂ per piece
+    occlusion             log p(token) − log p(token | e_j = 0): the reference effect
+log p is over the ids a decoding strategy may choose (never-generated ids at −inf), teacher-forced on the
+model's own output; gradients in float32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from viz_transformer.analysis.summaries import rollout, source_attribution
+from viz_transformer.core.batch import forward
+from viz_transformer.core.hook_names import layer_name
+from viz_transformer.run import attribution as grads
+from viz_transformer.run.attribution import IGResult, StepTarget, n_steps, step_target
+
+METHODS = ("attention", "rollout", "value_norm", "grad_x_input", "integrated_gradients", "occlusion")
+GRADIENT = ("grad_x_input", "integrated_gradients")
+COMPARED = tuple(m for m in METHODS if m != "occlusion")
+N_DIFFERENT = 3          # pieces marked per method: those whose rank differs most from occlusion's
+BUTTON_PARAMS = 50_000_000   # from this many parameters the gradient methods wait for a button (as other sweeps do)
+
+
+# -- the reading-only methods, from one capture -------------------------------------------------------------
+def _block(hm) -> str:
+    return "cross_attn" if hm.cfg.is_encoder_decoder else "self_attn"
+
+
+def _capture(hm, tgt: StepTarget, kinds: Sequence[str]):
+    """The decoder's patterns (and values) of tgt's batch: a capture of its own, so a lean run still works."""
+    blk, L = _block(hm), hm.cfg.n_decoder_layers
+    names = [layer_name("decoder", i, f"{blk}.hook_{k}") for i in range(L) for k in kinds]
+    return forward(hm.model, tgt.batch, capture=True, names_filter=names)[1]
+
+
+def _layers(hm, layer: Optional[int]) -> list[int]:
+    L = hm.cfg.n_decoder_layers
+    if layer is None:
+        return list(range(L))
+    if not 0 <= int(layer) < L:
+        raise ValueError(f"layer must be between 0 and {L - 1}, not {layer}")
+    return [int(layer)]
+
+
+def attention_row(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) -> torch.Tensor:
+    """[pieces]: mean over heads of the step's (cross-)attention row over the input pieces, for `layer` or the
+    mean over layers."""
+    cache = cache or _capture(hm, tgt, ["pattern"])
+    blk = _block(hm)
+    rows = [cache[layer_name("decoder", i, f"{blk}.hook_pattern")][0, :, tgt.row, : tgt.n_pieces].double().mean(0)
+            for i in _layers(hm, layer)]
+    return torch.stack(rows).mean(0).float()
+
+
+def value_norms(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) -> torch.Tensor:
+    """[pieces]: ‖Σ_h α_h,ij W_O,h v_h,j‖₂ (Kobayashi et al. 2020) for `layer`, or the mean over layers."""
+    cache = cache or _capture(hm, tgt, ["pattern", "v"])
+    blk, H = _block(hm), hm.cfg.n_heads
+    out = []
+    for i in _layers(hm, layer):
+        p = cache[layer_name("decoder", i, f"{blk}.hook_pattern")][0, :, tgt.row, : tgt.n_pieces].double()  # (H, P)
+        v = cache[layer_name("decoder", i, f"{blk}.hook_v")][0, : tgt.n_pieces].double()         # (P, kv_head, dh)
+        v = v.repeat_interleave(H // v.shape[1], dim=1)                                           # (P, H, dh)
+        W = hm.model.decoder[i].cross_attn.W_O if blk == "cross_attn" else hm.model.decoder[i].self_attn.W_O
+        W_O = W.weight.detach().double().cpu().view(W.weight.shape[0], H, -1)                   # (d, H, dh)
+        weighted = torch.einsum("hp,phk,dhk->pd", p, v, W_O)                                     # (P, d)
+        out.append(weighted.norm(dim=-1))
+    return torch.stack(out).mean(0).float()
+
+
+def rollout_row(hm, tgt: StepTarget, run=None) -> torch.Tensor:
+    """[pieces]: a translator's source_attribution row; a one-sequence model's decoder-rollout row over the prompt."""
+    cache = forward(hm.model, tgt.batch, capture=True, names_filter=lambda n: n.endswith("self_attn.hook_pattern")
+                    or (n.endswith(f"{hm.cfg.n_decoder_layers - 1}.cross_attn.hook_pattern")))[1]
+    if hm.cfg.is_encoder_decoder:
+        return source_attribution(cache)[tgt.row]
+    return rollout(cache, "decoder")[tgt.row, : tgt.n_pieces]
+
+
+# -- one entry point -------------------------------------------------------------------------------------------
+def attribute(hm, text: str, step: int, method: str, layer: Optional[int] = None, run=None) -> torch.Tensor:
+    """One score per input piece [pieces] for the token the model writes at output step `step` (1 = the first),
+    by `method` (METHODS; the module docstring defines each). layer: attention and value_norm only (None = the
+    mean over layers). run: hm.run(text) already made (the page's), else it is made here. Integrated gradients'
+    completeness error: integrated_gradients(hm, step_target(...)).error."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    run = run if run is not None else hm.run(text)
+    tgt = step_target(hm, run, step)
+    if method == "attention":
+        return attention_row(hm, tgt, layer)
+    if method == "value_norm":
+        return value_norms(hm, tgt, layer)
+    if method == "rollout":
+        return rollout_row(hm, tgt)
+    if method == "grad_x_input":
+        return grads.grad_x_input(hm, tgt)
+    if method == "integrated_gradients":
+        return grads.integrated_gradients(hm, tgt).scores
+    return grads.occlusion(hm, tgt)
+
+
+# -- agreement with occlusion ------------------------------------------------------------------------------------
+def kendall_tau(a, b) -> float:
+    """Kendall's τ-b of two score lists (ties counted as scipy counts them); NaN when either is constant."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"τ needs two lists of the same length, got {a.shape} and {b.shape}")
+    iu = np.triu_indices(len(a), 1)
+    da, db = np.sign(a[:, None] - a[None, :])[iu], np.sign(b[:, None] - b[None, :])[iu]
+    denom = np.sqrt(float(np.count_nonzero(da)) * float(np.count_nonzero(db)))
+    return float((da * db).sum() / denom) if denom > 0 else float("nan")
+
+
+def ranks(scores) -> np.ndarray:
+    """Rank of each piece, 1 = the highest score (ties by position)."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    r = np.empty(len(order), dtype=int)
+    r[order] = np.arange(1, len(order) + 1)
+    return r
+
+
+def most_different(scores, reference, k: int = N_DIFFERENT) -> list[int]:
+    """The (at most k) pieces whose rank under `scores` differs most from their rank under `reference`,
+    largest difference first; pieces ranked the same are never listed."""
+    gap = np.abs(ranks(scores) - ranks(reference))
+    order = np.argsort(-gap, kind="stable")
+    return [int(i) for i in order[:k] if gap[i] > 0]
+
+
+@dataclass
+class StepComparison:
+    """Every method at one output step, and its agreement with occlusion."""
+    step: int
+    token: str                                   # the piece written at this step
+    pieces: list[str]                            # the input pieces (the rows' columns)
+    scores: dict[str, np.ndarray] = field(default_factory=dict)    # method -> [pieces]
+    tau: dict[str, float] = field(default_factory=dict)            # method -> τ with occlusion
+    different: dict[str, list[int]] = field(default_factory=dict)  # method -> pieces ranked most differently
+    ig: Optional[IGResult] = None
+    capped: bool = False                         # the input is past MAX_PIECES: no occlusion, no gradients
+    layer_tau: dict[tuple[str, int], float] = field(default_factory=dict)   # (method, layer) -> τ (per_layer)
+
+    @property
+    def best(self) -> Optional[str]:
+        """The method (occlusion aside) with the highest τ, None when none has one."""
+        got = {m: v for m, v in self.tau.items() if np.isfinite(v)}
+        return max(got, key=got.get) if got else None
+
+
+def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: bool = True,
+                 per_layer: bool = False) -> StepComparison:
+    """All six methods at one step (the gradient ones only with gradients=True; occlusion and the gradients not
+    at all past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
+    also τ of attention and value_norm at each layer alone (layer_tau)."""
+    tgt = step_target(hm, run, step)
+    cache = _capture(hm, tgt, ["pattern", "v"])
+    out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
+    out.scores["attention"] = attention_row(hm, tgt, layer, cache).numpy()
+    out.scores["rollout"] = rollout_row(hm, tgt).numpy()
+    out.scores["value_norm"] = value_norms(hm, tgt, layer, cache).numpy()
+    out.capped = tgt.n_pieces > grads.MAX_PIECES
+    if not out.capped:
+        if gradients:
+            out.scores["grad_x_input"] = grads.grad_x_input(hm, tgt).numpy()
+            out.ig = grads.integrated_gradients(hm, tgt)
+            out.scores["integrated_gradients"] = out.ig.scores.numpy()
+        ref = out.scores["occlusion"] = grads.occlusion(hm, tgt).numpy()
+        for m in COMPARED:
+            if m in out.scores:
+                out.tau[m] = kendall_tau(out.scores[m], ref)
+                out.different[m] = most_different(out.scores[m], ref)
+        for i in range(hm.cfg.n_decoder_layers) if per_layer else ():
+            out.layer_tau[("attention", i)] = kendall_tau(attention_row(hm, tgt, i, cache).numpy(), ref)
+            out.layer_tau[("value_norm", i)] = kendall_tau(value_norms(hm, tgt, i, cache).numpy(), ref)
+    return out
+
+
+# -- how often: τ over every output step of a corpus ----------------------------------------------------------------
+def corpus_taus(hm, texts: Sequence[str], progress: Optional[Callable[[int, int], None]] = None,
+                layer: Optional[int] = None, gradients: bool = True, max_steps: Optional[int] = None,
+                per_layer: bool = False) -> pd.DataFrame:
+    """One row per (sentence, output step, method, layer): τ of that method with occlusion; layer -1 is the
+    mean over layers (or `layer`), per_layer adds attention and value_norm at each layer alone. Texts past
+    MAX_PIECES give no rows. progress(done, total) after each sentence. max_steps: the first steps only."""
+    rows = []
+    for k, text in enumerate(texts):
+        run = hm.run(text)
+        steps = n_steps(run) if max_steps is None else min(n_steps(run), max_steps)
+        for s in range(1, steps + 1):
+            c = compare_step(hm, run, s, layer, gradients, per_layer)
+            rows += [{"sentence": k, "step": s, "method": m, "layer": -1, "tau": v} for m, v in c.tau.items()]
+            rows += [{"sentence": k, "step": s, "method": m, "layer": i, "tau": v} for (m, i), v in c.layer_tau.items()]
+        if progress is not None:
+            progress(k + 1, len(texts))
+    return pd.DataFrame(rows, columns=["sentence", "step", "method", "layer", "tau"])
+
+
+def tau_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per method (layer -1 rows: the mean over layers): steps, median τ, mean τ, and the share of steps with
+    τ > 0.5 (NaN τ left out)."""
+    d = df[df["layer"] == -1].dropna(subset=["tau"])
+    g = d.groupby("method", sort=False)["tau"]
+    out = pd.DataFrame({"steps": g.size(), "median": g.median(), "mean": g.mean(),
+                        "above_half": g.apply(lambda x: float((x > 0.5).mean()))})
+    return out.reindex([m for m in COMPARED if m in out.index])

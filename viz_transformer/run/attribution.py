@@ -1,0 +1,171 @@
+"""The model-running half of attribution: one output step teacher-forced, and the three methods that perturb or
+differentiate the input pieces' token embeddings (occlusion, grad × input, integrated gradients, through Captum).
+
+    tgt = step_target(hm, run, 2)               # the token the model wrote at output step 2, forced
+    occlusion(hm, tgt)                          # [pieces] drop in log p(token) with each piece's embedding zeroed
+
+The reading-only methods (attention, rollout, value norm) and `attribute`, which picks among all six, are in
+analysis/attribution.py. Captum (and matplotlib, which captum.attr imports on load) is imported on first use only.
+"""
+from __future__ import annotations
+
+import copy
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from viz_transformer.core.batch import Batch, one_row
+from viz_transformer.core.hooks import hooks_active
+from viz_transformer.run.decoding import allowed_logits, never_generated
+from viz_transformer.run.forced import output_labels
+
+IG_STEPS = 32          # Captum's Gauss-Legendre steps for integrated gradients (the issue's floor)
+MAX_PIECES = 256       # occlusion and integrated gradients refuse longer inputs: each costs a forward per piece / step
+ROWS = 8192            # token positions per forward (rows × their length): occluded copies, or IG's points
+
+_FLOAT32: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # a bfloat16 model -> its float32 copy
+
+
+@dataclass(frozen=True)
+class StepTarget:
+    """One output step, teacher-forced: the ids up to it and where its token is read."""
+    batch: Batch            # source (translator) and decoder input cut just after the row that predicts the token
+    row: int                # the decoder row whose logits give log p(token)
+    token: int              # the id the model wrote at this step
+    hook: str               # the capture whose rows are the input pieces' token embeddings
+    n_pieces: int           # input pieces: a translator's source, a one-sequence model's prompt ([begin] included)
+    pieces: list[str]       # their labels
+    banned: tuple[int, ...]  # never-generated ids, at -inf before the softmax (as every decoding strategy sees them)
+
+
+def n_steps(run) -> int:
+    """Output steps of a run: the tokens it wrote, its final [end] included."""
+    return len(output_labels(run)[0])
+
+
+def step_target(hm, run, step: int) -> StepTarget:
+    """The output step `step` (1 = the first token written) of `run`, for attribution over its input pieces."""
+    if hm.cfg.is_encoder_only:
+        raise ValueError("an encoder-only model writes no output, so there is no output token to attribute")
+    ids, start = output_labels(run)
+    if not 1 <= step <= len(ids):
+        raise ValueError(f"step must be between 1 and {len(ids)} (the output's tokens), not {step}")
+    row = start + step - 1
+    dec = list(run.tgt_ids[: row + 1]) if row + 1 <= len(run.tgt_ids) else list(run.tgt_ids)
+    if len(dec) != row + 1:
+        raise ValueError(f"the run's decoder input has {len(run.tgt_ids)} ids; step {step} needs {row + 1}")
+    if run.src_ids is not None:
+        hook, pieces = "src_embed.hook_tok", list(run.src_pieces)
+    else:
+        hook, pieces = "embed.hook_tok", list(run.tgt_pieces[: run.prompt_len])
+    return StepTarget(one_row(run.src_ids, dec, run.prefix_len), row, int(ids[step - 1]), hook, len(pieces), pieces,
+                      tuple(never_generated(hm.tokenizer)))
+
+
+def float32_model(model):
+    """The model itself when its weights are float32, else a float32 copy kept while the model lives: gradients
+    are taken in float32 even when the model runs in bfloat16."""
+    if next(model.parameters()).dtype == torch.float32:
+        return model
+    if model not in _FLOAT32:
+        _FLOAT32[model] = copy.deepcopy(model).float().eval()
+    return _FLOAT32[model]
+
+
+def _at(b: Batch, tgt: StepTarget) -> torch.Tensor:
+    """logits_at: True at the token's row of every batch row [N, T]."""
+    at = torch.zeros(b.dec.shape, dtype=torch.bool)
+    at[:, tgt.row] = True
+    return at
+
+
+def _run(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor) -> torch.Tensor:
+    """log p(tgt.token) at tgt.row [N] with the input pieces' token embeddings replaced by emb [N, pieces, d]."""
+    n = emb.shape[0]
+    b = batch.expand(n) if n > 1 else batch
+
+    def put(x, hook):                                         # x: (N, T, d); the pieces are its first rows
+        return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
+    with hooks_active([(tgt.hook, put)]):
+        args = (b.src, b.dec) if b.src is not None else (b.dec,)
+        logits = model(*args, prefix_len=b.prefix_len, logits_at=_at(b, tgt)).float().cpu()       # (N, V)
+    return torch.log_softmax(allowed_logits(logits, list(tgt.banned)), -1)[:, tgt.token]
+
+
+def logprob_fn(hm, tgt: StepTarget) -> Callable[[torch.Tensor], torch.Tensor]:
+    """f(emb [N, pieces, d]) -> log p(token) [N]: the float32 model, teacher-forced, with those embeddings."""
+    model = float32_model(hm.model)
+    return lambda emb: _run(model, tgt.batch, tgt, emb.to(model.device))
+
+
+def embedding(hm, tgt: StepTarget) -> torch.Tensor:
+    """The input pieces' token embeddings e as captured at tgt.hook: [1, pieces, d], float32 on the model's device."""
+    model, got = float32_model(hm.model), {}
+
+    def keep(x, hook):
+        got["e"] = x[:, : tgt.n_pieces].detach().float().clone()
+    b = tgt.batch
+    with torch.no_grad(), hooks_active([(tgt.hook, keep)]):
+        model(*((b.src, b.dec) if b.src is not None else (b.dec,)), prefix_len=b.prefix_len, logits_at=_at(b, tgt))
+    return got["e"]
+
+
+def _chunk(tgt: StepTarget, n: int) -> int:
+    """Rows per forward: all n while they hold at most ROWS positions together."""
+    length = tgt.batch.dec.shape[1] + (tgt.batch.src.shape[1] if tgt.batch.src is not None else 0)
+    return max(1, min(n, ROWS // max(length, 1)))
+
+
+def _captum():
+    import captum.attr as ca          # noqa: PLC0415  (lazy: captum and matplotlib load only when used)
+    return ca
+
+
+def _check_long(tgt: StepTarget, what: str) -> None:
+    if tgt.n_pieces > MAX_PIECES:
+        raise ValueError(f"{what} runs on inputs of at most {MAX_PIECES} pieces; this one has {tgt.n_pieces}")
+
+
+def occlusion(hm, tgt: StepTarget) -> torch.Tensor:
+    """[pieces]: log p(token) − log p(token) with that one piece's token embedding replaced by zeros (its position,
+    and everything else, kept). Captum's Occlusion with a one-piece window. The reference the others are held to."""
+    _check_long(tgt, "occlusion")
+    e = embedding(hm, tgt)
+    with torch.no_grad():
+        attr = _captum().Occlusion(logprob_fn(hm, tgt)).attribute(
+            e, sliding_window_shapes=(1, e.shape[-1]), strides=(1, e.shape[-1]), baselines=0.0,
+            perturbations_per_eval=_chunk(tgt, tgt.n_pieces))
+    return attr[0].mean(-1).detach().cpu()                       # every feature of a piece's window holds its drop
+
+
+def grad_x_input(hm, tgt: StepTarget) -> torch.Tensor:
+    """[pieces]: ‖(∂ log p(token) / ∂e_j) ⊙ e_j‖₂ over the d_model features (Captum's InputXGradient), in float32."""
+    e = embedding(hm, tgt)
+    with torch.enable_grad():
+        attr = _captum().InputXGradient(logprob_fn(hm, tgt)).attribute(e.requires_grad_())
+    return attr[0].detach().norm(dim=-1).cpu()
+
+
+@dataclass(frozen=True)
+class IGResult:
+    scores: torch.Tensor     # [pieces] L2 norm over features of the attributions
+    signed: torch.Tensor     # [pieces] the signed attributions summed over features (they add up to about the gap)
+    error: float             # completeness: Σ attributions (signed, over pieces and features) − (f(x) − f(0))
+    gap: float               # f(x) − f(0): log p(token) with the embeddings, minus with all of them zero
+
+
+def integrated_gradients(hm, tgt: StepTarget, steps: int = IG_STEPS) -> IGResult:
+    """Captum's IntegratedGradients on the input pieces' token embeddings, baseline all zeros, `steps`
+    Gauss-Legendre points (at least IG_STEPS), L2-aggregated per piece, with its completeness error."""
+    if steps < IG_STEPS:
+        raise ValueError(f"integrated gradients takes at least {IG_STEPS} steps, not {steps}")
+    _check_long(tgt, "integrated gradients")
+    e, f = embedding(hm, tgt), logprob_fn(hm, tgt)
+    with torch.enable_grad():
+        attr, delta = _captum().IntegratedGradients(f).attribute(
+            e.requires_grad_(), baselines=torch.zeros_like(e), n_steps=steps, internal_batch_size=_chunk(tgt, steps),
+            return_convergence_delta=True)
+    a = attr[0].detach().cpu()
+    return IGResult(a.norm(dim=-1), a.sum(-1), float(delta[0]), float(a.sum() - delta[0]))   # delta = Σ − gap
