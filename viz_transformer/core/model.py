@@ -288,6 +288,12 @@ class Transformer(nn.Module):
             cache.ids, cache.layers = all_ids, layers
         return logits
 
+    def relative_bias(self, part: str):
+        """The RelativeBias module of the "encoder" or "decoder" stack (T5's, in its layer 0), or None."""
+        stack = self.encoder if part == "encoder" and hasattr(self, "encoder") else self.decoder if part == "decoder" else None
+        first = stack[0].self_attn if stack is not None and len(stack) else None
+        return getattr(first, "rel_bias", None)
+
     def position_bias(self, stack: nn.ModuleList, n_q: int, n_k: int, offset: int = 0) -> Optional[torch.Tensor]:
         """The relative position bias [1, head, n_q, n_k] every layer of `stack` adds, from its layer 0 (queries
         from position `offset` on, as in cached decoding); None for a model without one."""

@@ -95,13 +95,14 @@ class RelativeBias(nn.Module):
     def forward(self, n_q: int, n_k: int, offset: int = 0) -> torch.Tensor:
         return self.weight[self.buckets(n_q, n_k, offset)].permute(2, 0, 1).unsqueeze(0)     # (1, nh, q, k)
 
-    def by_offset(self, max_offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(offsets [n], bias [head, n]): the bias each head adds at key-minus-query offsets -max .. max (causal:
-        -max .. 0), for a chart of bias against offset."""
+    @torch.no_grad()
+    def by_offset(self, max_offset: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(offsets [n], bias [head, n], bucket [n]) at key-minus-query offsets -max .. max (causal: -max .. 0): the
+        bias each head adds and the bucket each offset falls in, for a chart of bias against offset (CPU, float32)."""
         hi = max_offset if self.bidirectional else 0
         offsets = torch.arange(-max_offset, hi + 1, device=self.weight.device)
         b = relative_bucket(offsets, self.bidirectional, self.n_buckets, self.max_distance)
-        return offsets, self.weight[b].t()                                        # (nh, n)
+        return offsets.cpu(), self.weight[b].t().float().cpu(), b.cpu()            # (n), (nh, n), (n)
 
 
 def bias_capture(prefix: str) -> Optional[str]:

@@ -22,6 +22,8 @@ LABELS = {   # English defaults; the app passes its own (translated) table with 
     "tok_embed": "Token embedding × √d_model", "tok_embed.unscaled": "Token embedding", "pos": "+ Positional encoding ({kind})",
     "pos.sinusoidal": "sinusoidal", "pos.learned": "learned", "pos.sinusoidal_halves": "sinusoidal, sines first",
     "pos.rope": "none added: RoPE rotates q and k in every self-attention",
+    "pos.relative": "none added: a learned bias per offset bucket and head is added to the scores",
+    "pos.bias": "+ Relative position bias on the scores · {h} heads, buckets: {b}",
     "norm": "LayerNorm", "add": "⊕ Add (residual)", "add_norm": "Add & LayerNorm",
     "norm.rms": "RMSNorm", "add_norm.rms": "Add & RMSNorm", "final_norm.rms": "Final RMSNorm",
     "ffn.gated": "Gated feed-forward ({act}(gate) × up) · d_ff {d_ff}",
@@ -79,13 +81,14 @@ def _label(labels: dict, kind: str, cfg: ModelConfig, column: str) -> str:
     labels = {**LABELS, **labels}
     variants = ([f"{kind}.rms"] * (cfg.norm_type == "rms") + [f"{kind}.gated"] * (cfg.ffn == "gated")
                 + [f"{kind}.unscaled"] * (not cfg.scale_embeddings)       # GPT-2, Llama, Qwen2: no × √d_model
-                + [f"{kind}.mlm"] * cfg.is_encoder_only)                  # BERT's softmax: every position's piece
+                + [f"{kind}.mlm"] * cfg.is_encoder_only                   # BERT's softmax: every position's piece
+                + [f"{kind}.bias"] * (cfg.positional == "relative"))      # T5: a bias on the scores, not a table
     lab = next((labels[v] for v in variants if v in labels), labels.get(kind, kind))
     if kind == "input":
         lab = labels["input." + ("source" if column == "encoder" and cfg.is_encoder_decoder else "target"
                                  if cfg.is_encoder_decoder else "sequence")]
     return lab.format(h=cfg.n_heads, act=cfg.activation, d_ff=cfg.d_ff, v=cfg.vocab_size,
-                      kind=labels["pos." + cfg.positional])
+                      kind=labels["pos." + cfg.positional], b=cfg.rel_buckets)
 
 
 def _inner_shape(kind: str, cfg: ModelConfig, n: int, n_src: Optional[int], labels: dict) -> Optional[str]:
@@ -96,6 +99,8 @@ def _inner_shape(kind: str, cfg: ModelConfig, n: int, n_src: Optional[int], labe
         return labels["heads_shape"].format(h=cfg.n_heads, q=n, k=n_src)
     if kind == "ffn":
         return shape_text(n, cfg.d_ff)
+    if kind == "pos" and cfg.positional == "relative":        # T5: the bias every layer's self-attention adds
+        return labels["heads_shape"].format(h=cfg.n_heads, q=n, k=n)
     return None
 
 

@@ -1,8 +1,8 @@
-"""Page: the sinusoidal table, chosen dimensions as curves, position similarity, learned positions."""
+"""Page: the sinusoidal table, chosen dimensions as curves, position similarity, learned positions; RoPE; T5's bias."""
 import streamlit as st
 
 from viz_explorer.kit import context
-from viz_explorer.pages.look import rope
+from viz_explorer.pages.look import relative_bias, rope
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import positions
@@ -17,6 +17,10 @@ st.title(t("pe.title"))
 if cfg.positional == "rope":                 # nothing is added: the rotation of q and k, on this model's own q and k
     st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
     rope.section(ctx)
+    st.stop()
+if cfg.positional == "relative":             # T5: nothing is added either: a learned bias on the scores, by offset
+    st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
+    relative_bias.section(ctx)
     st.stop()
 widgets.intro("pe")
 st.markdown(t("pe.uses", kind=t(f"pe.kind.{cfg.positional}"), d=cfg.d_model, L=cfg.max_len))
