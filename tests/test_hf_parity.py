@@ -397,9 +397,9 @@ def test_remote_code_is_refused(built, tmp_path, no_unpickling):
 
 def test_unknown_model_type_is_refused(built, tmp_path):
     folder = _copy(built, "llama-3heads-tied", tmp_path / "m")
-    _edit_config(folder, model_type="t5")
+    _edit_config(folder, model_type="bart")
     msg = _refusal(folder)
-    assert "'t5' is not supported" in msg and all(f in msg for f in SUPPORTED + ("bert", "xlm-roberta")), msg
+    assert "'bart' is not supported" in msg and all(f in msg for f in SUPPORTED + ("bert", "xlm-roberta", "t5", "mt5")), msg
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["rope_parameters", "rope_scaling"])
