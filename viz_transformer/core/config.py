@@ -79,6 +79,7 @@ class ModelConfig:
     prepend_bos: bool = True          # encoding puts [begin] before a prompt; False: the tokenizer adds what it adds
     ban_specials: bool = True         # [pad], [unk] and [begin] are never generated (this project's models)
     forced_eos: bool = False          # the last token a generation may add is [end] (Marian's forced_eos_token_id)
+    forced_eos_id: int = -1           # the id forced_eos forces there when it is not [end]; -1: eos_id
     stop_ids: tuple = ()              # ids that end a generation as [end] does (a generation config's eos list)
     repetition_penalty: float = 1.0   # a generation config's: logits of ids already in the sequence ÷ it (× it if < 0)
     num_beams: int = 4                # a generation config's: the beam width when a call names none
@@ -156,6 +157,7 @@ class ModelConfig:
               "rel_buckets must be ≥ 4 and rel_max_distance above rel_buckets / 2")
         check(all(isinstance(i, int) and 0 <= i < self.out_vocab for i in self.stop_ids),
               "stop_ids must be vocabulary ids")
+        check(-1 <= self.forced_eos_id < self.out_vocab, "forced_eos_id must be -1 (eos_id) or a vocabulary id")
         check(self.repetition_penalty > 0, "repetition_penalty must be positive")
         check(self.early_stopping in EARLY_STOPPING, f"early_stopping {self.early_stopping!r} not in {EARLY_STOPPING}")
         check(self.num_beams >= 1 and self.max_new_tokens >= 0 and self.max_length >= 0,

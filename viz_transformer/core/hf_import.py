@@ -79,6 +79,15 @@ def _eos(raw: dict, gen: dict) -> int:
     return _eos_list(raw, gen)[0]
 
 
+def _forced_id(forced, eos: int) -> int:
+    """forced_eos_token_id as our forced_eos_id: -1 when it is the end id (or absent), else the id itself (a folder
+    whose forced token is not its eos_token_id: transformers forces it at the length limit all the same)."""
+    if forced is None:
+        return -1
+    forced = int(forced[0] if isinstance(forced, list) else forced)
+    return -1 if forced == eos else forced
+
+
 def hf_config(raw: dict, gen: Optional[dict] = None, names=None) -> ModelConfig:
     """Our ModelConfig for a Hugging Face config.json (and generation_config.json): CheckpointError, in one
     line, for what is not supported. names: the weights' tensor names (a BERT-family head is read from them)."""
@@ -91,7 +100,7 @@ def hf_config(raw: dict, gen: Optional[dict] = None, names=None) -> ModelConfig:
     pad = _get(gen, "pad_token_id", default=_get(raw, "pad_token_id", default=-1))
     forced = _get(gen, "forced_eos_token_id", default=_get(raw, "forced_eos_token_id", default=None))
     common = dict(architecture="decoder_only", n_encoder_layers=0, dropout=0.0, norm="pre", prepend_bos=False,
-                  forced_eos=forced is not None and int(forced if not isinstance(forced, list) else forced[0]) == _eos(raw, gen),
+                  forced_eos=forced is not None, forced_eos_id=_forced_id(forced, _eos(raw, gen)),
                   ban_specials=False, sep_id=-1, pad_id=int(pad if not isinstance(pad, list) else pad[0]),
                   bos_id=int(_get(raw, "bos_token_id", default=-1)), eos_id=_eos(raw, gen),
                   stop_ids=tuple(dict.fromkeys(i for i in _eos_list(raw, gen)[1:] if i >= 0)),

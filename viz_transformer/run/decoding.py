@@ -62,8 +62,8 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
         for t in range(steps):
             logits, rows = _step_logits(model, cur, cache, banned, watch)
             logits = penalise_repeats(logits, seen, cfg.repetition_penalty)
-            if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end]
-                logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([cfg.eos_id]), 0.0)
+            if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end] (or the forced id)
+                logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([forced_id(cfg)]), 0.0)
             nxt = pick(logits)
             if on_step is not None and on_step(t, logits, nxt, rows):
                 break
@@ -77,6 +77,12 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
             cur = nxt.unsqueeze(1)
             seen = torch.cat([seen, cur], 1)
     return out
+
+
+def forced_id(cfg) -> int:
+    """The id a forced_eos config forces at the length limit: [end], or the folder's forced_eos_token_id when it is
+    another id (transformers' ForcedEOSTokenLogitsProcessor forces it whatever the end id is)."""
+    return cfg.forced_eos_id if cfg.forced_eos_id >= 0 else cfg.eos_id
 
 
 def stop_ids(cfg) -> list[int]:
@@ -302,7 +308,7 @@ def _beam_logp(logits: torch.Tensor, seen: torch.Tensor, cfg, banned: list[int],
         return torch.log_softmax(allowed_logits(logits, banned), -1)
     logp = allowed_logits(penalise_repeats(torch.log_softmax(logits, -1), seen, cfg.repetition_penalty), banned)
     if cfg.forced_eos and last:
-        logp = torch.full_like(logp, float("-inf")).index_fill(-1, torch.tensor([cfg.eos_id]), 0.0)
+        logp = torch.full_like(logp, float("-inf")).index_fill(-1, torch.tensor([forced_id(cfg)]), 0.0)
     return logp
 
 
