@@ -39,6 +39,7 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group 
         PageSpec("patching", "experiment/patching.py", "nav.patching", "healing"),
         PageSpec("architectures", "experiment/compare_architectures.py", "nav.architectures", "account_tree"),
         PageSpec("rollout", "experiment/rollout.py", "nav.rollout", "stacked_line_chart"),
+        PageSpec("attribution", "experiment/attribution.py", "nav.attribution", "compare_arrows"),
         PageSpec("head_stats", "experiment/head_stats.py", "nav.stats", "analytics")),
     "nav.sec.train": (
         PageSpec("training", "train/attention_over_training.py", "nav.training", "movie"),

@@ -1093,6 +1093,79 @@ EN = {
     "lc.answer_wrong": "The answer: **{answer}**. You answered {choice}.",
     "lc.present": "Present this class",
     "pc.open_figure": "Open this step's figure",
+    # -- Attention vs attribution (issue 40) --
+    "nav.attribution": "Attention vs attribution",
+    "ab.title": "Attention vs attribution",
+    "ab.intro": "Does attention explain the output? For one word the model wrote, six ways of scoring the input "
+                "pieces side by side, each held against occlusion: how much the word's log-probability drops when "
+                "one piece's embedding is zeroed.",
+    "ab.encoder_only": "This model writes no output (it only fills in blanks), so there is no output word to explain. "
+                       "Pick a translator or a language model.",
+    "ab.no_output": "The model wrote nothing for this text, so there is no output word to explain.",
+    "ab.m.attention": "attention",
+    "ab.m.rollout": "rollout",
+    "ab.m.value_norm": "value norm",
+    "ab.m.grad_x_input": "grad × input",
+    "ab.m.integrated_gradients": "integrated gradients",
+    "ab.m.occlusion": "occlusion",
+    "ab.step": "Output step",
+    "ab.layer": "Layer (attention, value norm)",
+    "ab.layer_help": "Attention and value norm read one layer's attention; the mean over layers by default.",
+    "ab.layer_mean": "mean over layers",
+    "ab.layer_one": "layer {layer}",
+    "ab.writes": "Step {step} of {n}: the model writes **{piece}**.",
+    "ab.run_gradients": "Compute occlusion and the gradients",
+    "ab.capped": "This input has {n} pieces: occlusion and the gradient methods run on at most {limit}, so only "
+                 "attention, rollout and value norm are shown, with no τ.",
+    "ab.limit": "Occlusion and the gradient methods run on inputs of at most {limit} pieces; integrated gradients "
+                "uses {steps} steps.",
+    "ab.fig_title": "Step {step} (“{piece}”): each method over the input pieces",
+    "ab.axis_pieces": "input piece",
+    "ab.axis_method": "method",
+    "ab.cb": "÷ row's largest |score|",
+    "ab.hover": "score",
+    "ab.marks": "Each row has its own scale (divided by its largest |score|). Black squares: in each row, the "
+                "{k} pieces whose rank differs most from their rank under occlusion.",
+    "ab.best": "On this word, **{method}** agrees best with occlusion (τ = {tau}).",
+    "ab.no_best": "No method's ranking can be compared with occlusion here (a constant row).",
+    "ab.attention_misleads": "Attention misleads most on **{piece}** (piece {i}): attention ranks it {a}, occlusion "
+                             "{o} (attention's τ = {tau}).",
+    "ab.col.method": "method",
+    "ab.col.tau": "Kendall τ with occlusion",
+    "ab.col.different": "pieces ranked most differently",
+    "ab.col.steps": "output steps",
+    "ab.col.median": "median τ",
+    "ab.col.mean": "mean τ",
+    "ab.col.above_half": "steps with τ > 0.5",
+    "ab.ig_error": "Integrated gradients' completeness error: {error} against f(x) − f(0) = {gap} ({share}, "
+                   "{steps} steps). A large share means the path bends sharply and the integral is rough.",
+    "ab.defs": "Definitions",
+    "ab.defs_md": "i = the row that predicts this step's word (teacher-forced on the model's own output); j = an input "
+                  "piece (a translator's source pieces; a one-sequence model's prompt, its [begin] included).\n\n"
+                  "- **attention**: the step's cross-attention row (one-sequence models: its self-attention row over "
+                  "the prompt), mean over heads, one layer or the mean over layers.\n"
+                  "- **rollout**: a translator's source attribution (last cross-attention × encoder rollout); a "
+                  "one-sequence model's row of the decoder rollout (Abnar & Zuidema 2020).\n"
+                  "- **value norm**: ‖Σ_h α_h,ij W_O,h v_h,j‖, the length of what piece j adds through the layer's "
+                  "heads (Kobayashi et al. 2020).\n"
+                  "- **grad × input**: ‖(∂ log p(word) / ∂e_j) ⊙ e_j‖₂ over the features of piece j's token embedding.\n"
+                  "- **integrated gradients**: Captum's IntegratedGradients on the token embeddings, baseline all "
+                  "zeros, L2 norm per piece.\n"
+                  "- **occlusion**: log p(word) − log p(word with e_j = 0), the position kept: the reference.\n\n"
+                  "**Kendall τ** compares two rankings of the pieces: 1 = the same order, 0 = unrelated, −1 = reversed. "
+                  "Gradients are taken in float32.",
+    "ab.often": "How often does attention agree?",
+    "ab.source": "Sentences",
+    "ab.source.builtin": "built-in held-out set",
+    "ab.source.own": "your own",
+    "ab.builtin_help": "{n} {n:sentence|sentences} the model never trained on ({lang}): τ of each method with "
+                       "occlusion at every output step of every sentence.",
+    "ab.run_corpus": "Measure {n} {n:sentence|sentences}",
+    "ab.not_yet": "Not measured yet: press the button (it runs every method at every output step; minutes).",
+    "ab.often_title": "τ with occlusion over {steps} output steps of {n} sentences (mean per method, the dotted line "
+                      "is 0)",
+    "ab.often_best": "Over these sentences **{method}** agrees best with occlusion (median τ = {median}); attention's "
+                     "median τ is {att}.",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

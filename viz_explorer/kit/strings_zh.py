@@ -909,4 +909,67 @@ ZH = {
     "lc.answer_wrong": "答案：**{answer}**。你的答案是 {choice}。",
     "lc.present": "投影这堂课",
     "pc.open_figure": "打开这一步的图",
+    # -- 注意力与归因（issue 40）--
+    "nav.attribution": "注意力与归因",
+    "ab.title": "注意力与归因",
+    "ab.intro": "注意力能解释输出吗？对模型写出的一个词，用六种方法给输入子词打分并排对照，每一种都与遮挡法比较："
+                "把一个子词的嵌入置零后，这个词的对数概率下降多少。",
+    "ab.encoder_only": "这个模型不写输出（它只填空），所以没有可解释的输出词。请选择翻译模型或语言模型。",
+    "ab.no_output": "模型对这段文本什么也没写，所以没有可解释的输出词。",
+    "ab.m.attention": "注意力",
+    "ab.m.rollout": "注意力展开",
+    "ab.m.value_norm": "值向量范数",
+    "ab.m.grad_x_input": "梯度 × 输入",
+    "ab.m.integrated_gradients": "积分梯度",
+    "ab.m.occlusion": "遮挡",
+    "ab.step": "输出步",
+    "ab.layer": "层（注意力、值向量范数）",
+    "ab.layer_help": "注意力和值向量范数读取一层的注意力；默认取各层的平均。",
+    "ab.layer_mean": "各层平均",
+    "ab.layer_one": "第 {layer} 层",
+    "ab.writes": "第 {step} 步（共 {n} 步）：模型写出 **{piece}**。",
+    "ab.run_gradients": "计算遮挡和梯度方法",
+    "ab.capped": "这段输入有 {n} 个子词：遮挡和梯度方法最多处理 {limit} 个，所以这里只显示注意力、注意力展开和值向量范数，"
+                 "没有 τ。",
+    "ab.limit": "遮挡和梯度方法只处理不超过 {limit} 个子词的输入；积分梯度用 {steps} 步。",
+    "ab.fig_title": "第 {step} 步（“{piece}”）：每种方法在输入子词上的得分",
+    "ab.axis_pieces": "输入子词",
+    "ab.axis_method": "方法",
+    "ab.cb": "÷ 该行最大的 |得分|",
+    "ab.hover": "得分",
+    "ab.marks": "每一行有自己的色标（除以该行最大的 |得分|）。黑框：每一行中排名与遮挡法差得最多的 {k} 个子词。",
+    "ab.best": "在这个词上，**{method}** 与遮挡法最一致（τ = {tau}）。",
+    "ab.no_best": "这里没有哪种方法的排名能与遮挡法比较（某一行是常数）。",
+    "ab.attention_misleads": "注意力在 **{piece}**（第 {i} 个子词）上误导最大：注意力把它排第 {a}，遮挡法排第 {o}"
+                             "（注意力的 τ = {tau}）。",
+    "ab.col.method": "方法",
+    "ab.col.tau": "与遮挡法的 Kendall τ",
+    "ab.col.different": "排名差得最多的子词",
+    "ab.col.steps": "输出步数",
+    "ab.col.median": "τ 中位数",
+    "ab.col.mean": "τ 平均",
+    "ab.col.above_half": "τ > 0.5 的步数占比",
+    "ab.ig_error": "积分梯度的完备性误差：{error}，对照 f(x) − f(0) = {gap}（{share}，{steps} 步）。占比大说明积分路径"
+                   "弯得急，积分粗糙。",
+    "ab.defs": "定义",
+    "ab.defs_md": "i = 预测这一步的词的那一行（用模型自己的输出做教师强制）；j = 一个输入子词（翻译模型的源文本子词；"
+                  "单序列模型的提示，包括其 [begin]）。\n\n"
+                  "- **注意力**：这一步的交叉注意力行（单序列模型：提示范围内的自注意力行），对头取平均，一层或各层平均。\n"
+                  "- **注意力展开**：翻译模型的源文本归因（最后一层交叉注意力 × 编码器注意力展开）；单序列模型取解码器"
+                  "注意力展开的这一行（Abnar & Zuidema 2020）。\n"
+                  "- **值向量范数**：‖Σ_h α_h,ij W_O,h v_h,j‖，子词 j 经由这一层各头加进来的向量的长度"
+                  "（Kobayashi et al. 2020）。\n"
+                  "- **梯度 × 输入**：‖(∂ log p(词) / ∂e_j) ⊙ e_j‖₂，在子词 j 的词元嵌入的各维上取。\n"
+                  "- **积分梯度**：Captum 的 IntegratedGradients，作用在词元嵌入上，基线全零，每个子词取 L2 范数。\n"
+                  "- **遮挡**：log p(词) − log p(e_j = 0 时的词)，位置保留：作为参照。\n\n"
+                  "**Kendall τ** 比较两种子词排名：1 = 顺序相同，0 = 无关，−1 = 相反。梯度用 float32 计算。",
+    "ab.often": "注意力有多常与遮挡一致？",
+    "ab.source": "句子",
+    "ab.source.builtin": "内置的留出集",
+    "ab.source.own": "你自己的",
+    "ab.builtin_help": "{n} 个模型从未训练过的句子（{lang}）：每个句子每个输出步上，各方法与遮挡法的 τ。",
+    "ab.run_corpus": "测量 {n} 个句子",
+    "ab.not_yet": "尚未测量：请按按钮（它在每个输出步上运行每种方法；需要几分钟）。",
+    "ab.often_title": "{n} 个句子 {steps} 个输出步上与遮挡法的 τ（每种方法的平均；虚线为 0）",
+    "ab.often_best": "在这些句子上，**{method}** 与遮挡法最一致（τ 中位数 = {median}）；注意力的 τ 中位数为 {att}。",
 }

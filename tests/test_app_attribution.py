@@ -1,0 +1,46 @@
+"""The Attention vs attribution page through AppTest on the tiny checkpoints, in English and Chinese: the rows
+are the library's scores for the chosen step, τ with occlusion in the table, the sentence that names the best
+method, the step slider, a pasted corpus measured with its progress pass, and a model that writes nothing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app_util import ZH, array, figure, open_app, texts
+from viz_transformer import load_checkpoint
+from viz_transformer.analysis import attribution as AA
+
+PAGE = "viz_explorer/pages/experiment/attribution.py"
+
+
+@pytest.mark.parametrize("lang", [None, "zh"])
+def test_the_rows_are_each_methods_scores_and_tau_is_against_occlusion(env, lang):
+    at = open_app(PAGE, lang=lang)
+    hm = load_checkpoint(env / "tiny-zh-en")
+    run = hm.run(ZH)
+    at.slider(key="ab_step").set_value(2).run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    fig = figure(at, "2")
+    raw = array(fig["data"][0]["customdata"])
+    for row, m in enumerate(AA.METHODS):
+        want = AA.attribute(hm, ZH, 2, m, run=run).numpy()
+        np.testing.assert_allclose(raw[row], want, rtol=1e-4, atol=1e-6)
+    occ = raw[-1]
+    table = at.dataframe[0].value
+    assert len(table) == len(AA.COMPARED)
+    np.testing.assert_allclose(table.iloc[:, 1].to_numpy(dtype=float),
+                               [AA.kendall_tau(raw[i], occ) for i in range(len(AA.COMPARED))], atol=1e-9)
+    shown = texts(at)
+    assert ("agrees best with occlusion" in shown) if lang is None else ("与遮挡法最一致" in shown)
+
+
+def test_a_language_model_and_a_pasted_corpus(env):
+    at = open_app(PAGE, ckpt="tiny-lm", text="Once upon a time")
+    assert figure(at, "Step 1")
+    at.segmented_control(key="ab_source").set_value("own").run(timeout=120)
+    at.text_area(key="ab_paste").input("The cat sat.\nI like tea.").run(timeout=120)
+    at.button(key="ab_run").click().run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    summary = at.dataframe[-1].value
+    assert list(summary.iloc[:, 0]) == ["attention", "rollout", "value norm", "grad × input", "integrated gradients"]
+    assert "agrees best with occlusion (median" in texts(at)

@@ -1,0 +1,132 @@
+"""Page: attention beside attribution. For one output step, six ways of scoring the input pieces (attention,
+rollout, value norm, grad × input, integrated gradients, occlusion), each method's Kendall τ with occlusion, the
+pieces it ranks most unlike occlusion, and τ over a corpus (analysis/attribution.py)."""
+import hashlib
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from viz_explorer.kit import callbacks
+from viz_explorer.kit import context
+from viz_explorer.kit import on_request
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_explorer.server import cached
+from viz_transformer.analysis import attribution as AA
+from viz_transformer.plots import attribution_figures
+from viz_transformer.run import attribution as grads
+from viz_transformer.run.forced import output_labels
+from viz_transformer.training import corpora
+
+N_BUILTIN = 200          # held-out sentences of the built-in corpus the "how often" pass reads
+
+ctx = context.need_run()
+hm, cfg, run, path = ctx.hm, ctx.hm.cfg, ctx.run, str(ctx.path)
+st.title(t("ab.title"))
+widgets.intro("ab")
+if cfg.is_encoder_only:
+    st.info(t("ab.encoder_only"), icon=":material/info:")
+    st.stop()
+ids = output_labels(run)[0]
+if not ids:
+    st.info(t("ab.no_output"), icon=":material/info:")
+    st.stop()
+names = {m: t(f"ab.m.{m}") for m in AA.METHODS}
+
+c = st.columns([3, 2])
+step = c[0].slider(t("ab.step"), 1, len(ids), 1, key="ab_step") if len(ids) > 1 else 1
+layers = [-1, *range(cfg.n_decoder_layers)]
+layer = c[1].selectbox(t("ab.layer"), layers, key="ab_layer", help=t("ab.layer_help"),
+                       format_func=lambda i: t("ab.layer_mean") if i < 0 else t("ab.layer_one", layer=i))
+layer = None if layer < 0 else layer
+piece = hm.tokenizer.pieces([ids[step - 1]])[0]
+st.markdown(t("ab.writes", step=step, n=len(ids), piece=widgets.md_escape(piece)))
+
+gradients = on_request.asked(hm, "attribution", (ctx.name, ctx.text), t("ab.run_gradients"))
+try:
+    comp = cached.memo().get(("attribution", path, ctx.stamp, ctx.text, step, layer, gradients), lambda: AA.compare_step(
+        hm, run, step, layer, gradients))
+except ValueError as e:
+    st.error(str(e))
+    st.stop()
+
+pieces = comp.pieces
+if comp.capped:
+    st.warning(t("ab.capped", n=len(pieces), limit=grads.MAX_PIECES), icon=":material/content_cut:")
+else:
+    st.caption(t("ab.limit", limit=grads.MAX_PIECES, steps=grads.IG_STEPS))
+_, (ka, kb) = widgets.window(len(comp.scores), len(pieces), "ab_window", pieces=pieces)
+widgets.show(attribution_figures.method_rows(
+    comp.scores, pieces, names, t("ab.fig_title", step=step, piece=piece), t("ab.axis_pieces"), t("ab.axis_method"),
+    t("ab.cb"), t("ab.hover"), marks=comp.different, start=ka, stop=kb), key="ab_rows")
+st.caption(t("ab.marks", k=AA.N_DIFFERENT))
+
+if comp.tau:
+    best, att = comp.best, comp.different.get("attention", [])
+    verdict = t("ab.best", method=names[best], tau=f"{comp.tau[best]:.2f}") if best else t("ab.no_best")
+    if att:
+        j = att[0]
+        r_att, r_occ = AA.ranks(comp.scores["attention"])[j], AA.ranks(comp.scores["occlusion"])[j]
+        verdict += " " + t("ab.attention_misleads", piece=widgets.md_escape(pieces[j]), i=j, a=int(r_att), o=int(r_occ),
+                           tau=f"{comp.tau['attention']:.2f}")
+    st.markdown(verdict)
+    table = pd.DataFrame({"method": [names[m] for m in comp.tau], "tau": list(comp.tau.values()),
+                          "different": [", ".join(f"{j}:{pieces[j]}" for j in comp.different[m]) for m in comp.tau]})
+    st.dataframe(table, hide_index=True, key="ab_table", column_config={
+        "method": st.column_config.Column(t("ab.col.method")),
+        "tau": st.column_config.NumberColumn(t("ab.col.tau"), format="%.2f"),
+        "different": st.column_config.Column(t("ab.col.different"))})
+if comp.ig is not None:
+    st.caption(t("ab.ig_error", error=f"{comp.ig.error:+.3f}", gap=f"{comp.ig.gap:.3f}",
+                 share=f"{abs(comp.ig.error) / max(abs(comp.ig.gap), 1e-9):.1%}", steps=grads.IG_STEPS))
+with st.expander(t("ab.defs")):
+    st.markdown(t("ab.defs_md"))
+
+# -- how often: τ over every output step of a corpus -----------------------------------------------------------------
+st.subheader(t("ab.often"))
+source = st.segmented_control(t("ab.source"), ["builtin", "own"], default="builtin", required=True, key="ab_source",
+                              format_func=callbacks.label("ab.source."))
+if source == "builtin":
+    lang = "zh" if cfg.is_translator else "en"
+    texts = corpora.load(lang)[:N_BUILTIN]
+    st.caption(t("ab.builtin_help", n=len(texts), lang=t(f"hs.lang.{lang}")))
+else:
+    up = st.file_uploader(t("hs.upload"), type=["txt", "tsv", "csv"], key="ab_upload")
+    pasted = st.text_area(t("hs.paste"), key="ab_paste", height=120)
+    try:
+        raw = up.getvalue().decode("utf-8") if up is not None else pasted
+        texts = corpora.parse(raw) if raw.strip() else None
+    except (UnicodeDecodeError, ValueError) as e:
+        st.error(t("hs.bad_file", error=e))
+        texts = None
+    if texts is None:
+        st.stop()
+digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
+store, key = cached.corpus_results(), ("attribution", path, ctx.stamp, digest, layer)
+if key not in store and st.button(t("ab.run_corpus", n=len(texts)), key="ab_run", type="primary",
+                                  icon=":material/play_arrow:"):
+    bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
+    progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
+    store[key] = AA.corpus_taus(hm, texts, progress, layer)
+    bar.empty()
+if key not in store:
+    st.info(t("ab.not_yet"))
+    st.stop()
+df = store[key]
+summary = AA.tau_summary(df)
+taus = {names[m]: df[(df["method"] == m) & (df["layer"] == -1)]["tau"].to_numpy(dtype=float) for m in summary.index}
+n_steps = len(df[["sentence", "step"]].drop_duplicates())
+widgets.show(attribution_figures.tau_distribution(taus, t("ab.often_title", n=df["sentence"].nunique(), steps=n_steps),
+                                                  t("ab.axis_method"), t("ab.col.tau")), key="ab_often")
+st.dataframe(summary.reset_index().assign(method=lambda d: [names[m] for m in d["method"]]), hide_index=True,
+             key="ab_often_table", column_config={
+                 "method": st.column_config.Column(t("ab.col.method")),
+                 "steps": st.column_config.NumberColumn(t("ab.col.steps")),
+                 "median": st.column_config.NumberColumn(t("ab.col.median"), format="%.2f"),
+                 "mean": st.column_config.NumberColumn(t("ab.col.mean"), format="%.2f"),
+                 "above_half": st.column_config.NumberColumn(t("ab.col.above_half"), format="percent")})
+if np.isfinite(summary["median"]).any():
+    top = summary["median"].idxmax()
+    st.markdown(t("ab.often_best", method=names[top], median=f"{summary.loc[top, 'median']:.2f}",
+                  att=f"{summary.loc['attention', 'median']:.2f}" if "attention" in summary.index else "–"))
