@@ -110,12 +110,21 @@ TIERS = pytest.StashKey[dict]()      # node id -> (mark names, fixture names) of
 
 @pytest.hookimpl(tryfirst=True)      # before -m deselects
 def pytest_collection_modifyitems(config, items):
-    """A browser or train test is slow too; every test's marks and fixtures are kept for tests/test_tiers.py."""
+    """A browser or train test is slow too; every test's marks and fixtures are kept for tests/test_tiers.py; files
+    run slowest kind first."""
     for item in items:
         if item.get_closest_marker("browser") or item.get_closest_marker("train"):
             item.add_marker(pytest.mark.slow)
     config.stash[TIERS] = {item.nodeid: ({m.name for m in item.iter_markers()}, set(getattr(item, "fixturenames", ())))
                            for item in items}
+    # Files with a browser test first, then the other slow ones, then the rest, each file's tests together and in
+    # their order: pytest.ini's workers (-n 2 --dist loadfile --no-loadscope-reorder) take files in this order, so
+    # the longest walks start early and the many short files even the two workers out at the end.
+    rank: dict = {}
+    for item in items:
+        r = 0 if item.get_closest_marker("browser") else 1 if item.get_closest_marker("slow") else 2
+        rank[item.path] = min(rank.get(item.path, 2), r)
+    items.sort(key=lambda item: rank[item.path])              # stable: a file's tests stay in order
 
 
 # A test's VIZ_CHECKPOINTS is the app's only root (the shipped models left out), as it is for every server a
@@ -141,11 +150,13 @@ def _same_threads_after_each_test():
 @pytest.fixture(scope="session")
 def server(ckpt_root):
     """The real server on a free port, one for the session's browser tests (they share no state but the loaded
-    models); the shipped checkpoints if zh-en loads, else the tiny ones. Yields (url, checkpoints folder)."""
+    models; one a worker under pytest.ini's -n); the shipped checkpoints if zh-en loads, else the tiny ones.
+    Yields (url, checkpoints folder)."""
     from browser_util import app_server, usable
     real = ROOT / "checkpoints"
     root = real if usable(real / "zh-en") else ckpt_root
-    with app_server(root, "server.log") as url:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")    # pytest.ini's -n: each worker process has a server of its own
+    with app_server(root, f"server-{worker}.log" if worker else "server.log") as url:
         yield url, root
 
 
