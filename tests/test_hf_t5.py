@@ -160,3 +160,25 @@ def test_a_lean_run_recomputes_every_pattern_with_the_bias_and_divisor(t5, shape
                       ("decoder.cross_attn", theirs.cross_attentions)):
         for head in (0, 2):
             torch.testing.assert_close(head_pattern(lean.cache, block, 1, head), hf[1][0, head], atol=1e-5, rtol=1e-5)
+
+
+def test_positions_off_takes_the_bias_out(t5):
+    """The positions page's intervention on T5: the stack's bias is zero, so each pattern is softmax(q·k) alone
+    (a softmax written here over the captured q and k; divisor 1), and the model's logits change."""
+    from viz_transformer.run.interventions import positions_off_hooks
+    _, tok, hm = t5("t5-v1.1-gated-gelu")
+    src, dec = torch.tensor([tok(U.TEXTS[3]).input_ids]), torch.tensor([[0, 5, 7, 9]])
+    hooks = positions_off_hooks(hm)
+    assert {n for n, _ in hooks} == {"encoder.0.self_attn.hook_bias", "decoder.0.self_attn.hook_bias"}
+    with torch.no_grad():
+        on = hm.model(src, dec)
+        off = hm.model.run_with_hooks(src, dec, fwd_hooks=hooks)
+        _, cache = hm.model.run_with_cache(src, dec)
+        from viz_transformer.core.hooks import hooks_active
+        with hooks_active(hm.model.resolve_hooks(hooks)):
+            _, off_cache = hm.model.run_with_cache(src, dec)
+    assert (on - off).abs().max() > 1e-2
+    assert not off_cache["encoder.0.self_attn.hook_bias"].any() and cache["encoder.0.self_attn.hook_bias"].any()
+    q, k = off_cache["encoder.1.self_attn.hook_q"][0], off_cache["encoder.1.self_attn.hook_k"][0]   # (T, nh, hs)
+    want = torch.softmax(torch.einsum("qhd,khd->hqk", q, k), -1)
+    torch.testing.assert_close(off_cache["encoder.1.self_attn.hook_pattern"][0], want, atol=1e-5, rtol=1e-5)

@@ -120,8 +120,9 @@ def positions_off_hooks(hm) -> list[tuple[str, Callable]]:
     """Hooks that take every position signal out: each added positional encoding (`*.hook_pos`, [pos, d_model])
     becomes zero, and with RoPE each rotated q and k (`hook_rot_q` / `hook_rot_k`) is replaced by the same q or
     k before its rotation (`hook_q` / `hook_k`, seen a moment earlier in the same forward). The model then sees
-    its tokens as a bag, with order only where a mask carries it (causal self-attention)."""
-    hooks = [(n, lambda x, hook: torch.zeros_like(x)) for n in hm.hook_names if n.endswith(".hook_pos")]
+    its tokens as a bag, with order only where a mask carries it (causal self-attention). T5's relative position
+    bias (`*.hook_bias`, [1, head, q, k], layer 0's, added by every layer of its stack) becomes zero too."""
+    hooks = [(n, lambda x, hook: torch.zeros_like(x)) for n in hm.hook_names if n.endswith((".hook_pos", ".hook_bias"))]
     for name in hm.hook_names:
         if name.endswith(".hook_rot_q") or name.endswith(".hook_rot_k"):
             before, kept = name.replace(".hook_rot_", ".hook_"), {}
