@@ -44,3 +44,27 @@ def test_a_language_model_and_a_pasted_corpus(env):
     summary = at.dataframe[-1].value
     assert list(summary.iloc[:, 0]) == ["attention", "rollout", "value norm", "grad × input", "integrated gradients"]
     assert "agrees best with occlusion (median" in texts(at)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_lesson_step_reveals_occlusion_with_attention_beside_it(lang):
+    from streamlit.testing.v1 import AppTest
+    from app_util import APP
+    from viz_explorer.lessons import lesson_file
+    lesson = lesson_file.load_lesson("attention-step-by-step")
+    i = next(k for k, s in enumerate(lesson.steps) if s.question.get("kind") == "top_piece")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lesson"], at.query_params["step"], at.query_params["lang"] = ("attention-step-by-step",
+                                                                                  str(i + 1), lang)
+    at.run()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    qid = f"attention-step-by-step/{i + 1}"              # quiz.question_id: the step as the address counts it
+    pills = next(b for b in at.button_group if b.key == f"qz_pick_{qid}")
+    pills.set_value(pills.options[0]).run()
+    next(b for b in at.button if b.key == f"qz_reveal_{qid}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    fig = figure(at, "occlusion" if lang == "en" else "遮挡法")
+    assert list(fig["data"][0]["y"]) == (["occlusion", "attention"] if lang == "en" else ["遮挡", "注意力"])
+    shown = texts(at)
+    assert ("drops log p(“▁engineer”) the most" if lang == "en" else "下降最多") in shown

@@ -263,3 +263,26 @@ def test_bfloat16_model_takes_gradients_in_float32(models, runs):
         assert torch.equal(p, q.float()), n
     got = A.grad_x_input(hm16, A.step_target(hm16, run, 1))
     assert got.dtype == torch.float32 and torch.isfinite(got).all()
+
+
+# -- the lesson step: "which source piece matters most for this word?" -------------------------------------------
+def test_the_lesson_question_answers_with_occlusion_and_shows_attention(models, runs):
+    from viz_explorer.lessons import lesson_file
+    from viz_transformer.analysis import claims, questions
+    lesson = lesson_file.load_lesson("attention-step-by-step")
+    i = next(k for k, s in enumerate(lesson.steps) if s.question.get("kind") == "top_piece")
+    step = lesson.steps[i]
+    assert step.page == "attribution"
+    ckpt, text = lesson_file.model_and_text(lesson, i)
+    hm = models[ckpt]
+    values = {k: claims.evaluate(v["kind"], hm, text, {a: b for a, b in v.items() if a != "kind"}).values
+              for k, v in step.facts.items()}
+    q = questions.ask("top_piece", hm, text, lesson_file.question_args(step, values))
+    run = hm.run(text)
+    s = q.evidence["step"]
+    assert hm.tokenizer.pieces([run.trace.output_ids[s - 1]])[0] == "▁engineer" == q.evidence["word"]
+    occ = _occlusion(hm, run, s)                                   # the hook written here
+    assert q.answer == int(np.argmax(occ)) and q.options[q.answer] == f"{q.answer}:{run.src_pieces[q.answer]}"
+    np.testing.assert_allclose(q.evidence["attention"], _attention(hm, run, s, range(hm.cfg.n_decoder_layers)),
+                               atol=1e-6)
+    assert q.evidence["attention_best"] == int(np.argmax(q.evidence["attention"]))

@@ -32,6 +32,7 @@ CHANGES = {
     "patching": ({"over": "blocks"}, ""),
     "architectures": ({"depth": "first"}, "tab:Masks"),
     "rollout": ({}, ""),
+    "attribution": ({}, ""),
     "head_stats": ({"stat": "self", "threshold": "0.7"}, ""),
     "training": ({}, ""),
     "export": ({}, ""),

@@ -88,11 +88,11 @@ def _next(at) -> None:
 
 def test_a_lesson_walks_its_steps_and_restores_a_step():
     at = open_lesson("attention-step-by-step")
-    assert "Step 1 of 8" in texts(at) and at.title[0].value == "Overview"
+    assert "Step 1 of 9" in texts(at) and at.title[0].value == "Overview"
     assert at.session_state["ckpt"] == "zh-en" and at.session_state["text"] == "我是一名工程师。"
     assert by_key(at.button, "ls_back").disabled
     _next(at)                                          # step 2: the step-by-step page, encoder head 0
-    assert at.title[0].value == "Attention step by step" and "Step 2 of 8" in texts(at)
+    assert at.title[0].value == "Attention step by step" and "Step 2 of 9" in texts(at)
     assert at.session_state["st_block"] == "encoder.self_attn" and at.session_state["st_layer"] == 0
     shown = dict(at.query_params)             # lesson mode's keys, and the view's own settings (viz_explorer/lessons/links.py)
     assert {k: shown[k] for k in ("lesson", "step", "block", "layer")} == {
@@ -103,16 +103,16 @@ def test_a_lesson_walks_its_steps_and_restores_a_step():
     by_key(at.button, "ls_restore").click().run(timeout=120)                 # back to the lesson
     assert at.session_state["st_layer"] == 0 and at.session_state["st_head"] == 0
     by_key(at.button, "ls_back").click().run(timeout=120)
-    assert at.title[0].value == "Overview" and "Step 1 of 8" in texts(at)
+    assert at.title[0].value == "Overview" and "Step 1 of 9" in texts(at)
 
 
 def test_the_lesson_stands_on_top_of_the_page_not_in_the_sidebar():
     at = open_lesson("attention-step-by-step", step=2)
     panel = next(e for e in at.main.expander if e.label.startswith("Lesson: Attention step by step"))
-    assert "Step 2 of 8" in [c.value for c in panel.caption]
+    assert "Step 2 of 9" in [c.value for c in panel.caption]
     assert {b.key for b in panel.button} >= {"ls_back", "ls_next", "ls_restore", "ls_leave"}
     assert any("**query**" in m.value for m in panel.markdown)                  # the step's note
-    assert not [c.value for c in at.sidebar.caption if "of 8" in c.value]
+    assert not [c.value for c in at.sidebar.caption if "of 9" in c.value]
     assert not [b.key for b in at.sidebar.button if b.key and b.key.startswith("ls_") and b.key != "ls_save"]
 
 

@@ -1166,6 +1166,13 @@ EN = {
                       "is 0)",
     "ab.often_best": "Over these sentences **{method}** agrees best with occlusion (median τ = {median}); attention's "
                      "median τ is {att}.",
+    "qz.top_word": "At output step {step} the model writes **{word}**.",
+    "qz.top_title": "Which piece matters for “{word}”: occlusion, and attention beside it",
+    "qz.ev.top_same": "Zeroing **{piece}**'s embedding drops log p(“{word}”) the most ({drop:.2f}); attention also puts "
+                      "its largest weight there ({weight:.2f}, mean over heads and layers).",
+    "qz.ev.top_differs": "Zeroing **{piece}**'s embedding drops log p(“{word}”) the most ({drop:.2f}), but attention puts "
+                         "its largest weight on **{looked}** ({weight:.2f}, mean over heads and layers): attention is "
+                         "not the reason here.",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

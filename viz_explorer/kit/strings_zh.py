@@ -972,4 +972,10 @@ ZH = {
     "ab.not_yet": "尚未测量：请按按钮（它在每个输出步上运行每种方法；需要几分钟）。",
     "ab.often_title": "{n} 个句子 {steps} 个输出步上与遮挡法的 τ（每种方法的平均；虚线为 0）",
     "ab.often_best": "在这些句子上，**{method}** 与遮挡法最一致（τ 中位数 = {median}）；注意力的 τ 中位数为 {att}。",
+    "qz.top_word": "在第 {step} 个输出步，模型写出 **{word}**。",
+    "qz.top_title": "哪个子词对 “{word}” 最重要：遮挡法，旁边是注意力",
+    "qz.ev.top_same": "把 **{piece}** 的嵌入置零，log p(“{word}”) 下降最多（{drop:.2f}）；注意力也把最大的权重放在那里"
+                      "（{weight:.2f}，对头和层取平均）。",
+    "qz.ev.top_differs": "把 **{piece}** 的嵌入置零，log p(“{word}”) 下降最多（{drop:.2f}），但注意力把最大的权重放在 "
+                         "**{looked}** 上（{weight:.2f}，对头和层取平均）：在这里注意力并不是原因。",
 }

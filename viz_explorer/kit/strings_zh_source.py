@@ -925,4 +925,8 @@ SOURCE = {
     "ab.not_yet": "86796d93",
     "ab.often_title": "5cb9466f",
     "ab.often_best": "533db073",
+    "qz.top_word": "b2d6d077",
+    "qz.top_title": "f258ae0a",
+    "qz.ev.top_same": "03c291c6",
+    "qz.ev.top_differs": "6aeebced",
 }

@@ -20,6 +20,7 @@ import streamlit as st
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis.questions import NO, ROLES, YES, Question
+from viz_transformer.plots import attribution_figures
 from viz_transformer.plots import question_figures as figures
 
 on_answer: list[Callable[[str, list[str], str], None]] = []     # the class feature registers here
@@ -140,6 +141,8 @@ def _context(qid: str, q: Question, entry: dict) -> None:
         st.caption(t("qz.so_far", step=ev["step"], pieces=widgets.md_escape(" ".join(ev["so_far"]))))
     elif q.kind == "knockout_changes":
         st.caption(t("qz.output", output=widgets.md_escape(ev["output"])))
+    elif q.kind == "top_piece":
+        st.caption(t("qz.top_word", step=ev["step"], word=widgets.md_escape(ev["word"])))
 
 
 def _verdict(q: Question, choice) -> None:
@@ -174,6 +177,16 @@ def _evidence(qid: str, q: Question, choice) -> None:
                               colorbar=t("qz.differs"))
         line = t("qz.ev.changed" if ev["changed"] else "qz.ev.same", output=widgets.md_escape(ev["output"]),
                  output_off=widgets.md_escape(ev["output_off"]))
+    elif q.kind == "top_piece":            # occlusion's answer, attention beside it
+        fig = attribution_figures.method_rows(
+            {"occlusion": ev["occlusion"], "attention": ev["attention"]}, ev["pieces"],
+            {m: t(f"ab.m.{m}") for m in ("occlusion", "attention")}, t("qz.top_title", word=ev["word"]),
+            t("ab.axis_pieces"), t("ab.axis_method"), t("ab.cb"), t("ab.hover"),
+            marks={"occlusion": [ev["best"]], "attention": [ev["attention_best"]]})
+        same = ev["best"] == ev["attention_best"]
+        line = t("qz.ev.top_same" if same else "qz.ev.top_differs", piece=widgets.md_escape(ev["pieces"][ev["best"]]),
+                 drop=ev["occlusion"][ev["best"]], looked=widgets.md_escape(ev["pieces"][ev["attention_best"]]),
+                 weight=ev["attention"][ev["attention_best"]], word=widgets.md_escape(ev["word"]))
     else:
         fig = figures.role_scores(ev["stats"], ev["threshold"], ev["role"] if ev["role"] in ev["stats"] else None,
                                   t("qz.role_title", block=widgets.block_label(ev["block"]), layer=ev["layer"],

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from viz_transformer.analysis import patterns, piece_labels, summaries
+from viz_transformer.analysis import attribution, patterns, piece_labels, summaries
 from viz_transformer.analysis.claims import _run as shared_run          # one run per model and text
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
 from viz_transformer.run.decoding import decode_ids, default_new_tokens
@@ -159,3 +159,20 @@ def head_role(hm, text: str, block: Optional[str] = None, layer: int = 0, head: 
                     {"stats": stats, "threshold": summaries.ROLE_THRESHOLD, "entropy": float(r["entropy"]),
                      "max_entropy": float(r["max_entropy"]), "broad": summaries.BROAD_FRACTION,
                      "evidence": r["evidence"], "role": answer, "block": block, "layer": layer, "head": head})
+
+
+@kind
+def top_piece(hm, text: str, step: int = 1) -> Question:
+    """Which input piece matters most for the word the model writes at output step `step` (1 = the first): the
+    answer is occlusion's (analysis.attribution: the largest drop in log p when a piece's embedding is zeroed);
+    the evidence has the attention row (mean over heads and layers) beside it."""
+    run = shared_run(hm, text)
+    tgt = attribution.step_target(hm, run, step)
+    occ = attribution.grads.occlusion(hm, tgt)
+    att = attribution.attention_row(hm, tgt)
+    best, looked = int(occ.argmax()), int(att.argmax())
+    return Question("top_piece", key_labels(tgt.pieces), best,
+                    {"pieces": list(tgt.pieces), "occlusion": [float(x) for x in occ],
+                     "attention": [float(x) for x in att], "best": best, "attention_best": looked,
+                     "word": hm.tokenizer.pieces([tgt.token])[0], "step": step})
+
