@@ -11,7 +11,7 @@ import torch
 import hf_t5_util as U
 from app_util import array, by_key, figure, figures, open_app
 from viz_explorer.kit.registry import PAGES, page_path
-from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings import EN, fill
 from viz_explorer.kit.strings_zh import ZH
 from viz_transformer import load_checkpoint
 
@@ -61,7 +61,7 @@ def test_positional_page_draws_the_bias_by_offset_and_for_the_text(env, lang):
     for h in range(hm.cfg.n_heads):
         ys = array(by_offset["data"][h]["y"])
         np.testing.assert_allclose(ys[(x >= -20) & (x <= 20)], row[h], atol=1e-6)
-    buckets = array(figure(at, table["pe.rel.buckets_title"].format(b=hm.cfg.rel_buckets))["data"][0]["y"])
+    buckets = array(figure(at, fill(table["pe.rel.buckets_title"], b=hm.cfg.rel_buckets))["data"][0]["y"])
     half = hm.cfg.rel_buckets // 2                   # both ways: each side half the buckets; "ahead by 0" never occurs
     assert set(buckets.tolist()) == set(range(hm.cfg.rel_buckets)) - {half}
     matrix = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith(
@@ -85,3 +85,22 @@ def test_decoding_page_beam_search_with_the_generation_config(env):
     by_key(at.button_group, "dc_strategy").set_value("beam").run(timeout=60)
     assert by_key(at.slider, "dc_width").value == hm.cfg.num_beams == 3
     assert not at.exception, [e.value for e in at.exception]
+
+
+def test_step_by_step_reproduces_t5s_pattern(env):
+    """The step page on T5: divisor 1 and the stack's bias by default, so its weights are the captured pattern, and
+    PyTorch's SDPA with the same bias agrees."""
+    hm = load_checkpoint(env / NAME)
+    run = hm.run(TEXT)
+    at = open_app("viz_explorer/pages/step/step_by_step.py", ckpt=NAME, text=TEXT)
+    assert EN["st.relative"] in [c.value for c in at.caption]
+    assert by_key(at.slider, "st_div_8_t5").value == 1.0
+    assert not at.exception, [e.value for e in at.exception]
+    from viz_transformer.analysis import attention_maths, patterns
+    from viz_transformer.core.positional import position_terms
+    for block in ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn"):
+        q, k, v, mask = patterns.head_qkv(run.cache, block, 1, 2)
+        div, bias = position_terms(run.cache, patterns.hook_name(block, 1, "hook_pattern").rsplit(".", 1)[0], 2)
+        hs = attention_maths.attention_steps(q, k, v, mask, div, bias)
+        torch.testing.assert_close(hs.weights, run.cache[patterns.hook_name(block, 1, "hook_pattern")][0, 2])
+        assert attention_maths.sdpa_difference(hs, q, k, v, mask, div, bias)[0] < 1e-5

@@ -304,6 +304,7 @@ EN = {
                 "divided by √d_k, plus the mask, softmax over each row, times V.",
     "st.divisor": "Divide the scores by (the model uses √d_k = {sqrt:.2f})",
     "st.divisor_help": "Smaller → softmax sharpens toward the arg-max; larger → it flattens toward uniform.",
+    "st.relative": "T5 does not divide its scores: the model's divisor is 1, shown below where other models show √d_k; its relative position bias (the positional page) is added to them, so Q Kᵀ ÷ 1 below includes that bias.",
     "st.Q": "Q: queries of head {head}",
     "st.K": "K: keys of head {head}",
     "st.V": "V: values of head {head}",

@@ -243,6 +243,7 @@ SOURCE = {
     "st.intro": "5cb27ec2",
     "st.divisor": "f7fc85c3",
     "st.divisor_help": "beec4912",
+    "st.relative": "1fc21e82",
     "st.Q": "816ca7a7",
     "st.K": "e0e8e883",
     "st.V": "9867f4a5",

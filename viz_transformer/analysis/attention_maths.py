@@ -17,28 +17,33 @@ def snap_divisor(value: float, d_head: int, tolerance: float = 0.03) -> float:
     return sqrt_dk if abs(value - sqrt_dk) < tolerance else float(value)
 
 
-def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None) -> AttentionSteps:
-    """softmax((q kᵀ) / divisor + mask) v for one head with every stage kept; divisor defaults to
-    √d_k. The model's own attention function, so at √d_k it reproduces the captured pattern."""
-    return attention(q, k, v, mask, divisor)
+def attention_steps(q, k, v, mask=None, divisor: Optional[float] = None, bias=None) -> AttentionSteps:
+    """softmax((q kᵀ) / divisor + bias + mask) v for one head with every stage kept; divisor defaults to
+    √d_k; bias: T5's relative position bias [q, k] (none elsewhere). The model's own attention function, so at the
+    model's divisor and bias it reproduces the captured pattern."""
+    return attention(q, k, v, mask, divisor, bias=bias)
 
 
-def sdpa_reference(q, k, v, mask=None, divisor: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+def sdpa_reference(q, k, v, mask=None, divisor: Optional[float] = None, bias=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(weights [T, S], z [T, d]) of one head from PyTorch's torch.nn.functional.scaled_dot_product_attention,
     an implementation independent of attention.attention, on the same q, k, v and mask: the weights are its
     output on an identity V (softmax(...) · I), z its output on v. divisor None: SDPA's own default scale,
-    1/√d_k. A fully masked row is all zeros, as in attention.attention (older PyTorch gives NaN there)."""
+    1/√d_k. bias [q, k]: added to the scaled scores (SDPA's float attn_mask, the mask's -inf in it). A fully masked
+    row is all zeros, as in attention.attention (older PyTorch gives NaN there)."""
     scale = None if divisor is None else 1.0 / float(divisor)
+    if bias is not None:
+        mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
     sdpa = torch.nn.functional.scaled_dot_product_attention
     eye = torch.eye(k.shape[-2], dtype=v.dtype, device=v.device)
     weights, z = (sdpa(q, k, x, attn_mask=mask, scale=scale).nan_to_num(0.0) for x in (eye, v))
     return weights, z
 
 
-def sdpa_difference(steps: AttentionSteps, q, k, v, mask=None, divisor: Optional[float] = None) -> tuple[float, float]:
+def sdpa_difference(steps: AttentionSteps, q, k, v, mask=None, divisor: Optional[float] = None,
+                    bias=None) -> tuple[float, float]:
     """max |difference| between step-by-step attention (`steps`, from attention_steps) and sdpa_reference on
     the q, k, v, mask and divisor given here (not those `steps` recorded): (of the weights, of z)."""
-    weights, z = sdpa_reference(q, k, v, mask, divisor)
+    weights, z = sdpa_reference(q, k, v, mask, divisor, bias)
     return float((steps.weights - weights).abs().max()), float((steps.z - z).abs().max())
 
 

@@ -8,6 +8,7 @@ from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import attention_maths, patterns, piece_labels
+from viz_transformer.core.positional import position_terms
 from viz_transformer.plots import charts, heatmaps
 
 ctx = context.need_run()
@@ -19,12 +20,17 @@ widgets.rows_note(run)
 c = st.columns([3, 1, 1])
 block, layer, head = widgets.block_layer_head(c, cfg, "st", default_block="decoder.self_attn")
 sqrt_dk = math.sqrt(cfg.d_head)
+model_div, bias = position_terms(run.cache, patterns.hook_name(block, layer, "hook_pattern").rsplit(".", 1)[0], head)
+if model_div is not None:                   # T5: scores not divided (÷ 1), its relative position bias added
+    sqrt_dk = model_div
+    st.caption(t("st.relative"))
 divisor = st.slider(t("st.divisor", sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
-                    key=f"st_div_{cfg.d_head}", help=t("st.divisor_help"))
-divisor = attention_maths.snap_divisor(divisor, cfg.d_head)                # the slider's default is √d_k rounded
+                    key=f"st_div_{cfg.d_head}" + ("_t5" if model_div is not None else ""), help=t("st.divisor_help"))
+divisor = sqrt_dk if model_div is not None and abs(divisor - sqrt_dk) < 0.03 else \
+    attention_maths.snap_divisor(divisor, cfg.d_head)                      # the slider's default is √d_k rounded
 
 q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
-hs = attention_maths.attention_steps(q, k, v, mask, divisor)
+hs = attention_maths.attention_steps(q, k, v, mask, divisor, bias)
 q_pieces, k_pieces = piece_labels.query_labels(run, block), piece_labels.block_pieces(run, block)[1]
 T, S = len(q_pieces), len(k_pieces)
 (qa, qb), (ka, kb) = widgets.window(T, S, "st_start", pieces=k_pieces)
@@ -60,7 +66,8 @@ with tabs["scores"]:
             widgets.show(heatmaps.attention_heatmap(hs.weights[qa:qb, ka:kb], q_pieces[qa:qb], k_pieces[ka:kb],
                                                  t("st.softmax"), xk, yq, t("cb.weight"), qa, ka, width=width),
                          key="st_weights")
-        check = attention_maths.sdpa_difference(hs, q, k, v, mask, None if divisor == sqrt_dk else divisor)   # None: SDPA's √d_k
+        check = attention_maths.sdpa_difference(hs, q, k, v, mask, None if divisor == math.sqrt(cfg.d_head) else divisor,
+                                                bias)   # None: SDPA's √d_k
         st.metric(t("st.check", div=divisor), f"{check[0]:.2e}")
         if divisor != sqrt_dk:
             st.info(t("st.check_other"))
