@@ -182,3 +182,31 @@ def test_positions_off_takes_the_bias_out(t5):
     q, k = off_cache["encoder.1.self_attn.hook_q"][0], off_cache["encoder.1.self_attn.hook_k"][0]   # (T, nh, hs)
     want = torch.softmax(torch.einsum("qhd,khd->hqk", q, k), -1)
     torch.testing.assert_close(off_cache["encoder.1.self_attn.hook_pattern"][0], want, atol=1e-5, rtol=1e-5)
+
+
+def test_an_output_matrix_of_its_own(t5, tmp_path):
+    """FLAN-T5 and mT5 checkpoints keep an lm_head.weight apart from the shared embedding (transformers 5 saves a
+    tied one): saved beside it, our model reads it as the output while both stacks keep the shared embedding. The
+    reference: transformers' model with that matrix put in its lm_head."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+    ref, tok, built = t5("t5-v1.1-gated-gelu")
+    folder = tmp_path / "own-head"
+    shutil.copytree(built.path, folder)
+    state = load_file(folder / "model.safetensors")
+    head = torch.randn(state["shared.weight"].shape, generator=torch.Generator().manual_seed(7))
+    save_file({**state, "lm_head.weight": head}, folder / "model.safetensors", metadata={"format": "pt"})
+    hm = load_checkpoint(folder)
+    assert not hm.cfg.tie_embeddings and not hm.cfg.output_scale
+    src, dec = torch.tensor([tok(U.TEXTS[2]).input_ids]), torch.tensor([[0, 4, 9, 11]])
+    with torch.no_grad():
+        own = torch.nn.Linear(ref.config.d_model, head.shape[0], bias=False)
+        own.weight = torch.nn.Parameter(head)
+        tied, ref.lm_head = ref.lm_head, own
+        try:
+            want = ref(input_ids=src, decoder_input_ids=dec).logits
+        finally:
+            ref.lm_head = tied
+        torch.testing.assert_close(hm.model(src, dec), want, atol=1e-4, rtol=1e-4)
+        assert torch.equal(hm.model.src_embed.W_E.weight, hm.model.tgt_embed.W_E.weight)
