@@ -210,3 +210,23 @@ def test_an_output_matrix_of_its_own(t5, tmp_path):
             ref.lm_head = tied
         torch.testing.assert_close(hm.model(src, dec), want, atol=1e-4, rtol=1e-4)
         assert torch.equal(hm.model.src_embed.W_E.weight, hm.model.tgt_embed.W_E.weight)
+
+
+def test_a_broken_spiece_model_or_bucket_setting_is_refused_in_one_line(t5, tmp_path):
+    import json
+    import shutil
+
+    from viz_transformer.core.checkpoint_files import CheckpointError
+    _, _, built = t5("mt5-gated-gelu-spiece")
+    folder = tmp_path / "broken"
+    shutil.copytree(built.path, folder)
+    (folder / "spiece.model").write_bytes(b"\x00not a sentencepiece model" * 10)
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(folder)
+    assert "spiece.model" in str(e.value) and "\n" not in str(e.value)
+    shutil.copy(built.path / "spiece.model", folder / "spiece.model")
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "relative_attention_max_distance": 2}))
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(folder)
+    assert "rel_max_distance" in str(e.value) and "\n" not in str(e.value)
