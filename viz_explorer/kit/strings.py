@@ -845,8 +845,9 @@ EN = {
                    "`python -m viz_transformer trace --out run.npz`.",
     "ex.npz": "Download .npz",
     "ex.json": "Download .json",
-    "ex.large": "This run's tensors are {gb:.1f} GB at full size: the .npz leaves out its {n} attention scores and "
-                "patterns, which `viz_transformer.export.read_run` computes back from q, k, v and the mask.",
+    "ex.large": "This run's tensors are {gb:.1f} GB at full size: the .npz leaves out {n} {n:capture|captures} of "
+                "attention scores and patterns, which `viz_transformer.export.read_run` computes back from q, k, v "
+                "and the mask.",
     "ex.json_too_large": "Too large for JSON text: take the .npz.",
     "ex.report": "Report",
     "ex.report_help": "One HTML file: the text, its tokens, the model view of every block, the heads you pick, "

@@ -659,7 +659,7 @@ SOURCE = {
     "ex.run_help": "3cb6d4b6",
     "ex.npz": "cc0308a8",
     "ex.json": "f06b4119",
-    "ex.large": "e3da979a",
+    "ex.large": "80043382",
     "ex.json_too_large": "c4b7c576",
     "ex.report": "ee45c303",
     "ex.report_help": "08178325",
