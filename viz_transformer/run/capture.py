@@ -20,6 +20,7 @@ from viz_transformer.core.batch import Batch, forward, make_batch, one_row
 from viz_transformer.run.decoding import (allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
                                           never_generated)
 from viz_transformer.run.derived_cache import lean_forward
+from viz_transformer.run.lean_once import lean_run_once, reads_prompt_once
 from viz_transformer.run.trace import Trace
 from viz_transformer.core.hooks import Cache, NamesFilter
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_encoder, encode_input
@@ -102,7 +103,8 @@ class HookedModel:
         pairs active for the generation and the capture of this call only. An encoder-only model
         (BERT) reads the text, or the sentence pair (text, pair) or "A [SEP] B", once, and generates
         nothing: its logits are the masked-LM head's at every piece. lean: scores and patterns are recomputed on
-        read, never all held at once (derived_cache.lean_forward; for long texts), the same numbers."""
+        read, never all held at once (derived_cache.lean_forward; for long texts), the same numbers; a one-sequence
+        model's lean run reads its prompt once (run/lean_once.py: its output's positions equal to float rounding)."""
         if self.cfg.is_encoder_only:
             return self._run_encoder(text, pair, names_filter, fwd_hooks, target, lean)
         if pair is not None:
@@ -114,14 +116,17 @@ class HookedModel:
         target_ids = None if target is None else encode_target(tok, target)      # "" = the prompt alone
         reserve = max_new_tokens if target_ids is None else len(target_ids)
         inp = encode_input(tok, cfg, text, reserve=reserve)
-        trace = None
-        if target_ids is None:
-            trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, fwd_hooks=hooks)
-            out_ids = trace.generated_ids
+        if lean and reads_prompt_once(model, target_ids, hooks):       # the prompt read once: capture, then generate
+            trace, out_ids, logits, cache = lean_run_once(model, tok, inp, max_new_tokens, names_filter)
         else:
-            out_ids = target_ids
-        out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
-        logits, cache = _capture(model, make_batch(cfg, [inp], [out_ids]), hooks, names_filter, lean)
+            trace = None
+            if target_ids is None:
+                trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, fwd_hooks=hooks)
+                out_ids = trace.generated_ids
+            else:
+                out_ids = target_ids
+            out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
+            logits, cache = _capture(model, make_batch(cfg, [inp], [out_ids]), hooks, names_filter, lean)
         tgt_ids = inp.decoder_ids(out_ids)
         src_ids = list(inp.src) if inp.src is not None else None
         predicted = tok.pieces(allowed_logits(logits[0], never_generated(tok)).argmax(-1).tolist())

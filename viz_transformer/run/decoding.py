@@ -44,23 +44,29 @@ def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list[int], pick=_pick_greedy,
-             on_step=None, watch: Sequence[str] = (), fwd_hooks=()) -> list[list[int]]:
+             on_step=None, watch: Sequence[str] = (), fwd_hooks=(), past: Optional[tuple] = None) -> list[list[int]]:
     """The one token-by-token loop with a KV cache, for every row of `batch` (whose prompts have one
     length): each step feeds the new tokens and appends pick(logits [B, V]) -> ids [B] (default: the
     argmax, greedy), with the never-generated ids at -inf. A row stops at [end]; the loop stops when every
     row has, after max_new_tokens (never past max_len), or when on_step(t, logits, ids, rows) returns
     True; rows = {name: [B, head, key]}, the last query's pattern of each hook in `watch`. Returns each
-    row's generated ids, without [end]. fwd_hooks: active for the whole loop."""
+    row's generated ids, without [end]. fwd_hooks: active for the whole loop. past: (KVCache holding the whole
+    prompt, the raw logits [B, V] of its last position, rows {name: [B, head, key]} of `watch` there), from a
+    forward that already read the prompt (a lean run's capture, run/lean_once.py): the loop starts from it
+    instead of reading the prompt again."""
     cfg = model.cfg
     stops = torch.tensor(stop_ids(cfg))
     with hooks_active(model.resolve_hooks(fwd_hooks)):
-        cache, cur = start_cache(model, batch), batch.dec
+        cache, cur = (start_cache(model, batch) if past is None else past[0]), batch.dec
         seen = batch.dec                                      # every decoder id so far (repetition penalty)
         out: list[list[int]] = [[] for _ in range(len(batch))]
         done = torch.zeros(len(batch), dtype=torch.bool)
         steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
         for t in range(steps):
-            logits, rows = _step_logits(model, cur, cache, banned, watch)
+            if t == 0 and past is not None:
+                logits, rows = allowed_logits(past[1], banned), {n: past[2][n] for n in watch}
+            else:
+                logits, rows = _step_logits(model, cur, cache, banned, watch)
             logits = penalise_repeats(logits, seen, cfg.repetition_penalty)
             if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end] (or the forced id)
                 logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([forced_id(cfg)]), 0.0)
@@ -185,15 +191,22 @@ def _candidates(tok: Tokenizer, probs: torch.Tensor, k: int) -> list[Candidate]:
 def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int], watch: Sequence[str] = ()):
     """One decoder call: (logits [B, V] of the last position with the never-generated ids at -inf, rows
     {hook name: [B, head, key]}: the last query's row of each hook_pattern in `watch`)."""
+    hooks, rows = last_rows(watch)
+    last = torch.zeros(ids.shape, dtype=torch.bool)
+    last[:, -1] = True                          # the vocabulary projection at the last position alone: a long
+    with hooks_active(hooks):                                # prompt's first step is otherwise [T, vocab] (1.2 GB)
+        logits = model.decode(ids, cache=cache, logits_at=last.to(ids.device))
+    return allowed_logits(logits, banned), rows
+
+
+def last_rows(watch: Sequence[str]):
+    """(hooks, rows): hooks that keep, in rows {hook name: [B, head, key]}, the last query's row of each hook_pattern
+    in `watch` (what a trace records at each step)."""
     rows: dict[str, torch.Tensor] = {}
 
     def grab(x, hook):
         rows[hook.name] = x[:, :, -1, :].detach().to("cpu", torch.float32, copy=True)   # (B, nh, k)
-    last = torch.zeros(ids.shape, dtype=torch.bool)
-    last[:, -1] = True                          # the vocabulary projection at the last position alone: a long
-    with hooks_active([(n, grab) for n in watch]):          # prompt's first step is otherwise [T, vocab] (1.2 GB)
-        logits = model.decode(ids, cache=cache, logits_at=last.to(ids.device))
-    return allowed_logits(logits, banned), rows
+    return [(n, grab) for n in watch], rows
 
 
 def _pattern_names(cfg) -> list[str]:
@@ -243,17 +256,18 @@ def new_tokens(cfg, prompt_len: int) -> int:
 def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
                max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
-               fwd_hooks=(), early_stopping: str = "true") -> Trace:
+               fwd_hooks=(), early_stopping: str = "true", past: Optional[tuple] = None) -> Trace:
     """decode_input with the settings as loose arguments (its callers before DecodeSettings)."""
     return decode_input(model, tok, inp, DecodeSettings(strategy, max_new_tokens, temperature, top_k, top_p, seed,
                                                         beam_width, length_penalty, early_stopping, n_candidates),
-                        fwd_hooks)
+                        fwd_hooks, past)
 
 
 @torch.no_grad()
-def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeSettings, fwd_hooks=()) -> Trace:
+def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeSettings, fwd_hooks=(),
+                 past: Optional[tuple] = None) -> Trace:
     """`decode` on an already encoded input (inputs.encode_input); settings resolved and checked
-    (DecodeSettings.resolved: no None left)."""
+    (DecodeSettings.resolved: no None left). past: the prompt already read (generate's past; not for beam)."""
     strategy = s.strategy
     model.eval()
     cfg = model.cfg
@@ -265,6 +279,8 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
     batch = make_batch(cfg, [inp])
     max_new_tokens = max(0, min(s.max_new_tokens, cfg.max_len - len(inp.prompt)))
     if strategy == "beam":
+        if past is not None:
+            raise ValueError("beam search reads the prompt itself: it takes no past")
         with hooks_active(model.resolve_hooks(fwd_hooks)):
             return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens, s, banned)
     gen = torch.Generator().manual_seed(s.seed)
@@ -281,7 +297,7 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
         i, probs = int(nxt[0]), shown[-1]
         trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, s.n_candidates),
                                 {k: v[0] for k, v in rows.items()}))
-    generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks)
+    generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks, past)
     return trace
 
 

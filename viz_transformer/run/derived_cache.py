@@ -6,6 +6,7 @@ tensor (checked bit for bit when the run is compacted; a capture an intervention
     small = compact_run(hm.run(text))        # small.cache[name] == run.cache[name] for every name
     lean = compact_run(hm.run(text, names_filter=patterns_only, fwd_hooks=hooks))   # output, logits, patterns
     long = hm.run(text, lean=True)           # the same cache as `small`, never holding every block's patterns
+                                             # (an LM's output positions: to float rounding, run/lean_once.py)
 
 A long text needs the last form: at 2,048 pieces a Qwen2.5-0.5B-sized model's scores and patterns are
 24 x 14 x 2048^2 x 4 B = 5.6 GB each, so lean_forward checks each block's as they pass and keeps none.
@@ -19,7 +20,7 @@ import torch
 
 from viz_transformer.core.attention import attention, repeat_kv
 from viz_transformer.core.batch import forward
-from viz_transformer.core.hooks import Cache, NamesFilter, resolve_names
+from viz_transformer.core.hooks import Cache, NamesFilter, hooks_active, resolve_names
 from viz_transformer.core.positional import bias_capture, position_terms
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
@@ -121,6 +122,14 @@ def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
     pattern checked against its block's recompute as it passes (after any fwd_hook changed it) and stored only
     where they differ: at most one block's [batch, head, q, k] tensors exist at a time. A block whose scores or
     pattern are asked for keeps its q, k, v and mask, asked for or not (what they are recomputed from)."""
+    return lean_capture(model, lambda: forward(model, batch)[0], names_filter, fwd_hooks)
+
+
+def lean_capture(model, call, names_filter: NamesFilter = None, fwd_hooks=(), check: bool = True):
+    """(call(), DerivedCache): lean_forward's capture around any call of the model (call runs it; the capture's
+    hooks and fwd_hooks are active meanwhile). check=False marks every asked-for score and pattern as
+    recomputed on read without comparing it: only for a call no fwd_hook changes, where the model's
+    tensor is by construction what the recompute gives from the stored q, k, v and mask."""
     names = resolve_names(names_filter, model.hook_names)
     wanted = set(names)
     blocks = {n.rsplit(".", 1)[0] for n in names if n.rsplit(".", 1)[1] in DERIVED}
@@ -140,7 +149,7 @@ def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
         order[hook.name] = None
         held[hook.name] = x
 
-    def check(x, hook):
+    def check_block(x, hook):
         order[hook.name] = None
         prefix = hook.name.rsplit(".", 1)[0]
         steps = recompute(cache._t, prefix)
@@ -152,8 +161,17 @@ def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
             else:
                 cache.store(name, t)
 
+    def mark(x, hook):
+        order[hook.name] = None
+        if hook.name in wanted:
+            derived[hook.name] = hook.name.rsplit(".", 1)[0]
+
     hooks = [(n, save) for n in dict.fromkeys(inputs + [n for n in names if n.rsplit(".", 1)[1] not in DERIVED])]
-    hooks += [(f"{b}.hook_scores", hold) for b in blocks] + [(f"{b}.hook_pattern", check) for b in blocks]
-    logits, _ = forward(model, batch, list(fwd_hooks) + hooks)
+    if check:
+        hooks += [(f"{b}.hook_scores", hold) for b in blocks] + [(f"{b}.hook_pattern", check_block) for b in blocks]
+    else:
+        hooks += [(f"{b}.{h}", mark) for b in blocks for h in DERIVED]
+    with torch.no_grad(), hooks_active(model.resolve_hooks(list(fwd_hooks) + hooks)):
+        out = call()
     kept = [n for n in order if n in cache or n in derived]
-    return logits, DerivedCache(dict(cache.items()), derived, kept, model.n_layers)
+    return out, DerivedCache(dict(cache.items()), derived, kept, model.n_layers)
