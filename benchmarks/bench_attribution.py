@@ -54,27 +54,35 @@ def page_times(tokens, repeat: int) -> list[dict]:
     return [r for r in rows if r["page"] == PAGE]
 
 
-def corpus(name: str, n: int, max_steps=None) -> dict:
+def corpus(name: str, n: int, max_steps=None, save=None, chunk: int = 10) -> dict:
+    """τ over the first n built-in sentences, `chunk` sentences at a time; save(result so far) after each chunk."""
+    import pandas as pd
     import torch
     from viz_transformer import load_checkpoint
     from viz_transformer.analysis import attribution as AA
     from viz_transformer.training import corpora
     hm = load_checkpoint(ROOT / "checkpoints" / name)
     texts = corpora.load("zh" if hm.cfg.is_translator else "en")[:n]
-    t = time.perf_counter()
-    df = AA.corpus_taus(hm, texts, lambda done, total: print(f"  {name}: {done}/{total}", end="\r", flush=True),
-                        per_layer=True, max_steps=max_steps)
-    seconds = time.perf_counter() - t
-    summary = AA.tau_summary(df)
-    layers = (df[df["layer"] >= 0].dropna(subset=["tau"]).groupby(["method", "layer"])["tau"]
-              .agg(steps="size", median="median", above_half=lambda x: float((x > 0.5).mean())))
-    return {"model": name, "sentences": len(texts), "max_steps": max_steps, "threads": torch.get_num_threads(), "steps": len(df[["sentence", "step"]].drop_duplicates()),
-            "seconds": round(seconds, 1), "summary": summary.round(3).reset_index().to_dict("records"),
-            "per_layer": layers.round(3).reset_index().to_dict("records")}
+    t, parts = time.perf_counter(), []
+    for a in range(0, len(texts), chunk):
+        part = AA.corpus_taus(hm, texts[a:a + chunk], per_layer=True, max_steps=max_steps)
+        parts.append(part.assign(sentence=part["sentence"] + a))
+        df = pd.concat(parts, ignore_index=True)
+        summary = AA.tau_summary(df)
+        layers = (df[df["layer"] >= 0].dropna(subset=["tau"]).groupby(["method", "layer"])["tau"]
+                  .agg(steps="size", median="median", above_half=lambda x: float((x > 0.5).mean())))
+        out = {"model": name, "sentences": min(a + chunk, len(texts)), "of": len(texts), "max_steps": max_steps,
+               "threads": torch.get_num_threads(), "steps": len(df[["sentence", "step"]].drop_duplicates()),
+               "seconds": round(time.perf_counter() - t, 1), "summary": summary.round(3).reset_index().to_dict("records"),
+               "per_layer": layers.round(3).reset_index().to_dict("records")}
+        print(f"  {name}: {out['sentences']}/{len(texts)} sentences, {out['seconds']:.0f} s", flush=True)
+        if save is not None:
+            save(out)
+    return out
 
 
 def _print_corpus(r: dict) -> None:
-    print(f"\n{r['model']}: {r['sentences']} sentences, {r['steps']} output steps"
+    print(f"\n{r['model']}: {r['sentences']} of {r['of']} sentences, {r['steps']} output steps"
           + (f" (the first {r['max_steps']} of each)" if r["max_steps"] else "")
           + f", {r['seconds']:.1f} s ({r['seconds'] / max(r['steps'], 1):.2f} s a step, {r['threads']} torch thread)")
     print(f"  {'method':22s} {'steps':>6s} {'median τ':>9s} {'mean τ':>7s} {'τ > 0.5':>8s}")
@@ -121,11 +129,12 @@ def main(argv=None) -> int:
             torch.set_num_threads(a.threads)
             caps = dict(x.split("=") for x in a.max_steps.split(",")) if a.max_steps else {}
             out["corpus"] = []
+            def save(r):                             # what is done so far, should the pass run past the session
+                if a.json:
+                    Path(a.json).write_text(json.dumps({**out, "corpus": out["corpus"] + [r]}, indent=1, default=str))
             for name in a.models.split(","):
-                out["corpus"].append(corpus(name, a.sentences, int(caps[name]) if name in caps else None))
+                out["corpus"].append(corpus(name, a.sentences, int(caps[name]) if name in caps else None, save))
                 _print_corpus(out["corpus"][-1])
-                if a.json:                       # what is done so far, should a later model run past the session
-                    Path(a.json).write_text(json.dumps(out, indent=1, default=str))
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         for pid in paused:

@@ -68,3 +68,14 @@ def test_the_lesson_step_reveals_occlusion_with_attention_beside_it(lang):
     assert list(fig["data"][0]["y"]) == (["occlusion", "attention"] if lang == "en" else ["遮挡", "注意力"])
     shown = texts(at)
     assert ("drops log p(“▁engineer”) the most" if lang == "en" else "下降最多") in shown
+
+
+def test_a_long_input_waits_for_the_button_and_shows_the_cheap_methods_first(env, monkeypatch):
+    monkeypatch.setattr(AA, "AUTO_PIECES", 4)                 # 我是一名工程师。 has more pieces than that
+    at = open_app(PAGE)
+    assert "more than 4" in texts(at)
+    assert list(figure(at, "Step 1")["data"][0]["y"]) == ["attention", "rollout", "value norm"]
+    assert not at.dataframe                                   # no τ before occlusion has run
+    next(b for b in at.button if b.key == "ab_go").click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(figure(at, "Step 1")["data"][0]["y"]) == len(AA.METHODS) and len(at.dataframe[0].value) == 5

@@ -1117,17 +1117,19 @@ EN = {
     "ab.layer_one": "layer {layer}",
     "ab.writes": "Step {step} of {n}: the model writes **{piece}**.",
     "ab.run_gradients": "Compute occlusion and the gradients",
-    "ab.capped": "This input has {n} pieces: occlusion and the gradient methods run on at most {limit}, so only "
+    "ab.capped": "This input has {n} {n:piece|pieces}: occlusion and the gradient methods run on at most {limit}, so only "
                  "attention, rollout and value norm are shown, with no τ.",
-    "ab.limit": "Occlusion and the gradient methods run on inputs of at most {limit} pieces; integrated gradients "
-                "uses {steps} steps.",
+    "ab.limit": "Occlusion and the gradient methods run at once on inputs of up to {auto} {auto:piece|pieces}, on a "
+                "button up to {limit}, not past {limit}; integrated gradients uses {steps} {steps:step|steps}.",
+    "ab.long": "This input has {n} {n:piece|pieces}, more than {auto}: occlusion and the gradient methods (a forward per piece, "
+               "and per integration step) wait for the button. Attention, rollout and value norm are shown now.",
     "ab.fig_title": "Step {step} (“{piece}”): each method over the input pieces",
     "ab.axis_pieces": "input piece",
     "ab.axis_method": "method",
     "ab.cb": "÷ row's largest |score|",
     "ab.hover": "score",
     "ab.marks": "Each row has its own scale (divided by its largest |score|). Black squares: in each row, the "
-                "{k} pieces whose rank differs most from their rank under occlusion.",
+                "{k} {k:piece|pieces} whose rank differs most from their rank under occlusion.",
     "ab.best": "On this word, **{method}** agrees best with occlusion (τ = {tau}).",
     "ab.no_best": "No method's ranking can be compared with occlusion here (a constant row).",
     "ab.attention_misleads": "Attention misleads most on **{piece}** (piece {i}): attention ranks it {a}, occlusion "
@@ -1140,7 +1142,7 @@ EN = {
     "ab.col.mean": "mean τ",
     "ab.col.above_half": "steps with τ > 0.5",
     "ab.ig_error": "Integrated gradients' completeness error: {error} against f(x) − f(0) = {gap} ({share}, "
-                   "{steps} steps). A large share means the path bends sharply and the integral is rough.",
+                   "{steps} {steps:step|steps}). A large share means the path bends sharply and the integral is rough.",
     "ab.defs": "Definitions",
     "ab.defs_md": "i = the row that predicts this step's word (teacher-forced on the model's own output); j = an input "
                   "piece (a translator's source pieces; a one-sequence model's prompt, its [begin] included).\n\n"
@@ -1164,11 +1166,11 @@ EN = {
                        "occlusion at every output step of every sentence.",
     "ab.run_corpus": "Measure {n} {n:sentence|sentences}",
     "ab.not_yet": "Not measured yet: press the button (it runs every method at every output step; minutes).",
-    "ab.often_title": "τ with occlusion over {steps} output steps of {n} sentences (mean per method, the dotted line "
+    "ab.often_title": "τ with occlusion over {steps} {steps:output step|output steps} of {n} {n:sentence|sentences} (mean per method, the dotted line "
                       "is 0)",
     "ab.often_best": "Over these sentences **{method}** agrees best with occlusion (median τ = {median}); attention's "
                      "median τ is {att}.",
-    "qz.top_word": "At output step {step} the model writes **{word}**.",
+    "qz.top_word": "The model writes **{word}** at output step {step}.",
     "qz.top_title": "Which piece matters for “{word}”: occlusion, and attention beside it",
     "qz.ev.top_same": "Zeroing **{piece}**'s embedding drops log p(“{word}”) the most ({drop:.2f}); attention also puts "
                       "its largest weight there ({weight:.2f}, mean over heads and layers).",

@@ -38,7 +38,8 @@ METHODS = ("attention", "rollout", "value_norm", "grad_x_input", "integrated_gra
 GRADIENT = ("grad_x_input", "integrated_gradients")
 COMPARED = tuple(m for m in METHODS if m != "occlusion")
 N_DIFFERENT = 3          # pieces marked per method: those whose rank differs most from occlusion's
-BUTTON_PARAMS = 50_000_000   # from this many parameters the gradient methods wait for a button (as other sweeps do)
+AUTO_PIECES = 64         # past this many input pieces the page computes occlusion and the gradients on a button: at 128
+                         # pieces on zh-en they take ~15 s of one loaded core (docs/attribution.md), the page's goal is 2 s
 
 
 # -- the reading-only methods, from one capture -------------------------------------------------------------
@@ -168,10 +169,15 @@ class StepComparison:
         return max(got, key=got.get) if got else None
 
 
+def n_pieces(run) -> int:
+    """Input pieces of a run: a translator's source pieces, a one-sequence model's prompt."""
+    return len(run.src_ids) if run.src_ids is not None else run.prompt_len
+
+
 def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: bool = True,
-                 per_layer: bool = False) -> StepComparison:
-    """All six methods at one step (the gradient ones only with gradients=True; occlusion and the gradients not
-    at all past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
+                 per_layer: bool = False, reference: bool = True) -> StepComparison:
+    """All six methods at one step (the gradient ones only with gradients=True, occlusion only with reference=True;
+    neither past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
     also τ of attention and value_norm at each layer alone (layer_tau)."""
     tgt = step_target(hm, run, step)
     cache = _capture(hm, tgt, ["pattern", "v"])
@@ -180,11 +186,11 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
     out.scores["rollout"] = rollout_row(hm, tgt).numpy()
     out.scores["value_norm"] = value_norms(hm, tgt, layer, cache).numpy()
     out.capped = tgt.n_pieces > grads.MAX_PIECES
-    if not out.capped:
-        if gradients:
-            out.scores["grad_x_input"] = grads.grad_x_input(hm, tgt).numpy()
-            out.ig = grads.integrated_gradients(hm, tgt)
-            out.scores["integrated_gradients"] = out.ig.scores.numpy()
+    if not out.capped and gradients:
+        out.scores["grad_x_input"] = grads.grad_x_input(hm, tgt).numpy()
+        out.ig = grads.integrated_gradients(hm, tgt)
+        out.scores["integrated_gradients"] = out.ig.scores.numpy()
+    if not out.capped and reference:
         ref = out.scores["occlusion"] = grads.occlusion(hm, tgt).numpy()
         for m in COMPARED:
             if m in out.scores:

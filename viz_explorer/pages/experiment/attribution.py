@@ -43,10 +43,21 @@ layer = None if layer < 0 else layer
 piece = hm.tokenizer.pieces([ids[step - 1]])[0]
 st.markdown(t("ab.writes", step=step, n=len(ids), piece=widgets.md_escape(piece)))
 
-gradients = on_request.asked(hm, "attribution", (ctx.name, ctx.text), t("ab.run_gradients"))
+n_in = AA.n_pieces(run)                  # occlusion and the gradients: at once, or on a button (large model, long text)
+if on_request.is_large(hm):
+    full = on_request.asked(hm, "attribution", (ctx.name, ctx.text), t("ab.run_gradients"))
+elif AA.AUTO_PIECES < n_in <= grads.MAX_PIECES:
+    asked = st.session_state.setdefault("_ab_asked", set())
+    if (ctx.name, ctx.text) not in asked:
+        st.caption(t("ab.long", n=n_in, auto=AA.AUTO_PIECES))
+        if st.button(t("ab.run_gradients"), key="ab_go", type="primary", icon=":material/play_arrow:"):
+            asked.add((ctx.name, ctx.text))
+    full = (ctx.name, ctx.text) in asked
+else:
+    full = True
 try:
-    comp = cached.memo().get(("attribution", path, ctx.stamp, ctx.text, step, layer, gradients), lambda: AA.compare_step(
-        hm, run, step, layer, gradients))
+    comp = cached.memo().get(("attribution", path, ctx.stamp, ctx.text, step, layer, full), lambda: AA.compare_step(
+        hm, run, step, layer, gradients=full, reference=full))
 except ValueError as e:
     st.error(str(e))
     st.stop()
@@ -55,7 +66,7 @@ pieces = comp.pieces
 if comp.capped:
     st.warning(t("ab.capped", n=len(pieces), limit=grads.MAX_PIECES), icon=":material/content_cut:")
 else:
-    st.caption(t("ab.limit", limit=grads.MAX_PIECES, steps=grads.IG_STEPS))
+    st.caption(t("ab.limit", auto=AA.AUTO_PIECES, limit=grads.MAX_PIECES, steps=grads.IG_STEPS))
 _, (ka, kb) = widgets.window(len(comp.scores), len(pieces), "ab_window", pieces=pieces)
 widgets.show(attribution_figures.method_rows(
     comp.scores, pieces, names, t("ab.fig_title", step=step, piece=piece), t("ab.axis_pieces"), t("ab.axis_method"),
