@@ -4,7 +4,9 @@ RSS (Hugging Face with output_attentions holds 24 x 14 x 2048^2 x 4 B = 5.6 GB o
 process may take here beside ours):
   hf     transformers' eager forward with output_attentions=True (the reference: goal, ours <= 2x);
   lean   hm.run(text, names_filter=shown_captures, lean=True), what the app runs: the greedy continuation (64
-         pieces) and the capture;
+         pieces) and the capture, the prompt read once (run/lean_once.py);
+  twice  the same run with the prompt read twice, as before run/lean_once.py (generation's first step, then
+         the capture over prompt + output with each block's patterns checked bit for bit);
   full   hm.run(text) then compact_run, what the app ran before (only where it fits: 512 pieces).
 
     python -m benchmarks.bench_long --tokens 512,2048 --pause-training
@@ -46,8 +48,11 @@ def one(kind: str, tokens: int) -> dict:
     else:
         from viz_transformer.run.derived_cache import compact_run, shown_captures
         from viz_explorer.server.byte_lru import nbytes
+        if kind == "twice":
+            import viz_transformer.run.capture as capture
+            capture.reads_prompt_once = lambda *a: False
         t = time.perf_counter()
-        run = hm.run(text, names_filter=shown_captures, lean=True) if kind == "lean" else compact_run(hm.run(text))
+        run = compact_run(hm.run(text)) if kind == "full" else hm.run(text, names_filter=shown_captures, lean=True)
         row["seconds"] = time.perf_counter() - t
         row["kept_mib"] = nbytes(run) / 2**20
         row["generated"] = len(run.output_ids)
@@ -61,6 +66,7 @@ def one(kind: str, tokens: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokens", default="512,2048")
+    p.add_argument("--kinds", default="hf,lean,twice,full", help="which runs (full only where it fits)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--pause-training", action="store_true", help="SIGSTOP `viz_transformer train` while timing")
     p.add_argument("--one", help=argparse.SUPPRESS)
@@ -75,7 +81,7 @@ def main(argv=None) -> int:
     env = {"OMP_NUM_THREADS": str(a.threads), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parent.parent)}
     with PausedTraining(a.pause_training):
         for tokens in [int(t) for t in a.tokens.split(",")]:
-            for kind in ("hf", "lean") + (("full",) if tokens <= FITS_FULL else ()):
+            for kind in [k for k in a.kinds.split(",") if k != "full" or tokens <= FITS_FULL]:
                 out = subprocess.run([sys.executable, "-m", "benchmarks.bench_long", "--one", kind, "--tokens",
                                       str(tokens)], capture_output=True, text=True, env=env)
                 if out.returncode:
