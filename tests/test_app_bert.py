@@ -30,12 +30,6 @@ def root(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def env(root, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
-    return root
-
-
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_page_opens_on_a_bert_pair(env, lang):
     table = ZH if lang == "zh" else EN
