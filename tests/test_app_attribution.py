@@ -37,6 +37,7 @@ def test_the_rows_are_each_methods_scores_and_tau_is_against_occlusion(env, lang
 def test_a_language_model_and_a_pasted_corpus(env):
     at = open_app(PAGE, ckpt="tiny-lm", text="Once upon a time")
     assert figure(at, "Step 1")
+    assert "Pick a set of sentences" in texts(at) and not [b for b in at.button if b.key == "ab_run"]
     at.segmented_control(key="ab_source").set_value("own").run(timeout=120)
     at.text_area(key="ab_paste").input("The cat sat.\nI like tea.").run(timeout=120)
     at.button(key="ab_run").click().run(timeout=300)

@@ -1162,6 +1162,7 @@ EN = {
     "ab.source": "Sentences",
     "ab.source.builtin": "built-in held-out set",
     "ab.source.own": "your own",
+    "ab.pick_source": "Pick a set of sentences: the built-in held-out set or your own.",
     "ab.builtin_help": "{n} {n:sentence|sentences} the model never trained on ({lang}): τ of each method with "
                        "occlusion at every output step of every sentence.",
     "ab.run_corpus": "Measure {n} {n:sentence|sentences}",

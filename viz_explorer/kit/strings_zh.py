@@ -971,6 +971,7 @@ ZH = {
     "ab.source": "句子",
     "ab.source.builtin": "内置的留出集",
     "ab.source.own": "你自己的",
+    "ab.pick_source": "选择一组句子：内置的留出集，或你自己的句子。",
     "ab.builtin_help": "{n} 个模型从未训练过的句子（{lang}）：每个句子每个输出步上，各方法与遮挡法的 τ。",
     "ab.run_corpus": "测量 {n} 个句子",
     "ab.not_yet": "尚未测量：请按按钮（它在每个输出步上运行每种方法；需要几分钟）。",

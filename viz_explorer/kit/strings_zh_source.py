@@ -922,6 +922,7 @@ SOURCE = {
     "ab.source": "fc0ba475",
     "ab.source.builtin": "f3223b20",
     "ab.source.own": "14a58176",
+    "ab.pick_source": "7e72436a",
     "ab.builtin_help": "eb4b21fc",
     "ab.run_corpus": "18b1257e",
     "ab.not_yet": "86796d93",

@@ -48,10 +48,10 @@ if on_request.is_large(hm):
     full = on_request.asked(hm, "attribution", (ctx.name, ctx.text), t("ab.run_gradients"))
 elif AA.AUTO_PIECES < n_in <= grads.MAX_PIECES:
     asked = st.session_state.setdefault("_ab_asked", set())
-    if (ctx.name, ctx.text) not in asked:
+    if (ctx.name, ctx.text) not in asked:       # a click, never a value left in session state, starts the work
         st.caption(t("ab.long", n=n_in, auto=AA.AUTO_PIECES))
-        if st.button(t("ab.run_gradients"), key="ab_go", type="primary", icon=":material/play_arrow:"):
-            asked.add((ctx.name, ctx.text))
+        st.button(t("ab.run_gradients"), key="ab_go", type="primary", icon=":material/play_arrow:",
+                  on_click=asked.add, args=((ctx.name, ctx.text),))
     full = (ctx.name, ctx.text) in asked
 else:
     full = True
@@ -96,8 +96,11 @@ with st.expander(t("ab.defs")):
 
 # -- how often: τ over every output step of a corpus -----------------------------------------------------------------
 st.subheader(t("ab.often"))
-source = st.segmented_control(t("ab.source"), ["builtin", "own"], default="builtin", required=True, key="ab_source",
+source = st.segmented_control(t("ab.source"), ["builtin", "own"], default=None, key="ab_source",
                               format_func=callbacks.label("ab.source."))
+if source not in ("builtin", "own"):          # nothing chosen yet: the pass takes minutes, so it is never the default
+    st.caption(t("ab.pick_source"))
+    st.stop()
 if source == "builtin":
     lang = "zh" if cfg.is_translator else "en"
     texts = corpora.load(lang)[:N_BUILTIN]
@@ -115,8 +118,10 @@ else:
         st.stop()
 digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
 store, key = cached.corpus_results(), ("attribution", path, ctx.stamp, digest, layer)
-if key not in store and st.button(t("ab.run_corpus", n=len(texts)), key="ab_run", type="primary",
-                                  icon=":material/play_arrow:"):
+if key not in store:
+    st.button(t("ab.run_corpus", n=len(texts)), key="ab_run", type="primary", icon=":material/play_arrow:",
+              on_click=st.session_state.__setitem__, args=("_ab_corpus_go", key))
+if key not in store and st.session_state.pop("_ab_corpus_go", None) == key:
     bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
     progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
     store[key] = AA.corpus_taus(hm, texts, progress, layer)
