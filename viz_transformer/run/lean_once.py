@@ -5,9 +5,10 @@ runs the whole prompt to fill its KV cache, then the capture runs prompt + outpu
 capture is that first step: its forward fills the KV cache and gives the last position's logits; generation
 goes on from there; the output's positions are then captured in one forward with the prompt's cache as
 past, and the two captures are joined along the position axis (the mask into the [T+n, T+n] mask the model
-uses on the whole sequence). The same names, shapes and dtypes as the plain lean run; the prompt's values
-and the generated ids are the same bit for bit, the output's positions the same to float rounding (they are
-computed against cached keys instead of in one pass).
+uses on the whole sequence). The same names, shapes and dtypes as the plain lean run; the generated ids and
+the trace the same bit for bit (the prompt's forward computes what generation's own first step does), the
+captured values and logits the same to float rounding (computed in two passes, against cached keys, instead
+of one over the whole sequence; tests/test_lean_fast.py).
 
     if reads_prompt_once(hm.model, target, hooks):
         trace, out_ids, logits, cache = lean_run_once(hm.model, hm.tokenizer, inp, 64, shown_captures)
