@@ -299,3 +299,22 @@ def test_every_latex_formula_parses_as_balanced_braces():
             assert depth >= 0, key
         assert depth == 0, key
     assert json.dumps(strings.LATEX)
+
+
+def _unrendered_bold(text: str) -> bool:
+    """True when a CommonMark renderer (markdown-it, as the browser's renderer follows the same spec) leaves a
+    `**` as text: e.g. a closing `**` after Chinese punctuation and before a character (`（T5）**位置`)."""
+    from markdown_it import MarkdownIt
+    return "**" in MarkdownIt("commonmark").render(text)
+
+
+def test_every_bold_span_renders_in_both_languages():
+    assert _unrendered_bold("使用**相对位置（T5）**位置编码") and not _unrendered_bold("使用**正弦**位置编码")
+    placeholder = re.compile(r"\{[^{}]*\}")
+    bad = [f"{lang}:{k}" for lang, table in (("en", EN), ("zh", ZH)) for k, s in table.items()
+           if isinstance(s, str) and "**" in s and _unrendered_bold(placeholder.sub("x", s))]
+    # a bold placeholder filled with each of its values: the positional page's kind of encoding
+    for lang, table in (("en", EN), ("zh", ZH)):
+        bad += [f"{lang}:pe.uses with {k}" for k in table if k.startswith("pe.kind.")
+                if _unrendered_bold(strings.fill(table["pe.uses"], kind=table[k], d=32, L=512))]
+    assert not bad, bad
