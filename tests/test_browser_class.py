@@ -15,11 +15,13 @@ from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server, free_port
+from viz_explorer.lessons.lesson_file import load_lesson
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 LABELS = {"got_it": "Got it", "unsure": "Not sure", "lost": "Lost"}
 OPTS = list(LABELS)
+N_STEPS = len(load_lesson("attention-step-by-step").steps)     # the class runs this lesson
 READY = ("() => { const r = document.querySelector('[data-test-script-state]');"
          " return (!r || r.getAttribute('data-test-script-state') === 'notRunning')"
          " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
@@ -90,7 +92,7 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 for s in students[1:]:                                       # open the join link
                     s.goto(join)
                 for s in students:
-                    s.get_by_text("Step 1 of 8").first.wait_for()
+                    s.get_by_text(f"Step 1 of {N_STEPS}").first.wait_for()
                     _ready(s)
                     assert secret not in s.content()
                 hostile = "<b>Mei</b><img src=x>"
@@ -112,10 +114,10 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-1-{kind}.png"), full_page=True)
 
                 click_until(teacher.get_by_role("button", name="Next step"),
-                            teacher.locator('[data-testid="stMain"]').get_by_text("Step 2 of 8", exact=True))
+                            teacher.locator('[data-testid="stMain"]').get_by_text(f"Step 2 of {N_STEPS}", exact=True))
                 step2 = ["unsure", "lost", "unsure"]
                 for s, o in zip(students, step2):
-                    s.get_by_text("Step 2 of 8").first.wait_for()           # the students follow by themselves
+                    s.get_by_text(f"Step 2 of {N_STEPS}").first.wait_for()           # the students follow by themselves
                     _answer(s, o)
                 want2 = [Counter(step2)[o] for o in OPTS]
                 _answered(teacher, 3, 3, want2)
@@ -129,11 +131,11 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 _ready(teacher)
                 _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
                 click_until(teacher.get_by_role("button", name="Previous step"),
-                            teacher.locator('[data-testid="stMain"]').get_by_text("Step 1 of 8", exact=True))
+                            teacher.locator('[data-testid="stMain"]').get_by_text(f"Step 1 of {N_STEPS}", exact=True))
                 _answered(teacher, 3, 3, want1)                              # and step 1's
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-2-{kind}.png"), full_page=True)
                 students[0].reload()                                         # a student comes back: same id, same answer
-                students[0].get_by_text("Step 1 of 8").first.wait_for()
+                students[0].get_by_text(f"Step 1 of {N_STEPS}").first.wait_for()
                 students[0].get_by_text(f"Your answer: {LABELS[step1[0]]}.").wait_for()
                 assert re.search(r"me=([^&]+)", students[0].url).group(1) == ids[0]
                 for pg in pages:

@@ -7,6 +7,7 @@ import pytest
 
 from browser_util import ARTIFACTS, CHROMIUM, settle
 from viz_explorer.kit import presenter
+from viz_explorer.lessons.lesson_file import load_lesson
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
@@ -69,14 +70,15 @@ def test_presenting_a_lesson_the_arrow_key_moves_its_step(server, tab):     # no
     if root.name != "checkpoints":
         pytest.skip("the lesson uses the shipped checkpoints")
     tab.set_viewport_size({"width": 1280, "height": 720})
+    n = len(load_lesson("attention-step-by-step").steps)
     tab.goto(f"{url}/?present=1&lesson=attention-step-by-step")
     main = tab.locator('[data-testid="stMain"]')
-    main.get_by_text("Step 1 of 8", exact=True).wait_for()
+    main.get_by_text(f"Step 1 of {n}", exact=True).wait_for()
     settle(tab)
     tab.screenshot(path=str(ARTIFACTS / "presenter-lesson-1.png"))
     tab.mouse.click(1275, 360)
     tab.keyboard.press("ArrowRight")
-    main.get_by_text("Step 2 of 8", exact=True).wait_for()
+    main.get_by_text(f"Step 2 of {n}", exact=True).wait_for()
     settle(tab)
     assert "step=2" in tab.url and "present=1" in tab.url
     tab.get_by_role("heading", name="Attention step by step").first.wait_for()           # the step's page
