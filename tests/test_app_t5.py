@@ -89,6 +89,7 @@ def test_step_by_step_reproduces_t5s_pattern(env):
     at = open_app("viz_explorer/pages/step/step_by_step.py", ckpt=NAME, text=TEXT)
     assert EN["st.relative"] in [c.value for c in at.caption]
     assert by_key(at.slider, "st_div_8_t5").value == 1.0
+    assert by_key(at.slider, "st_div_8_t5").label == fill(EN["st.divisor_unscaled"], sqrt=1.0)     # not "√d_k = 1.00"
     assert not at.exception, [e.value for e in at.exception]
     from viz_transformer.analysis import attention_maths, patterns
     from viz_transformer.core.positional import position_terms

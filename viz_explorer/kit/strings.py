@@ -303,6 +303,7 @@ EN = {
     "st.intro": "One head's scaled dot-product attention on your text, step by step with its real numbers: QKᵀ, "
                 "divided by √d_k, plus the mask, softmax over each row, times V.",
     "st.divisor": "Divide the scores by (the model uses √d_k = {sqrt:.2f})",
+    "st.divisor_unscaled": "Divide the scores by (the model uses {sqrt:.2f}: its scores are not scaled)",
     "st.divisor_help": "Smaller → softmax sharpens toward the arg-max; larger → it flattens toward uniform.",
     "st.relative": "T5 does not divide its scores: the model's divisor is 1, shown below where other models show √d_k; its relative position bias (the positional page) is added to them, so Q Kᵀ ÷ 1 below includes that bias.",
     "st.Q": "Q: queries of head {head}",
@@ -320,6 +321,7 @@ EN = {
     "st.row_title": "Weights of query {q}: divisor {div:.2f} vs √d_k",
     "st.series_div": "divisor {div:.2f}",
     "st.series_model": "√d_k = {sqrt:.2f} (the model)",
+    "st.series_model_unscaled": "÷ {sqrt:.2f} (the model)",
     "st.entropy": "Entropy of the row (0 = one-hot, {max:.2f} = uniform over its allowed keys)",
     "st.why": "Why divide by √d_k?",
     "st.why_text": "If q and k have independent entries with variance 1, q·k is a sum of d_k such products: "

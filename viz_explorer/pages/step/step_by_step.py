@@ -24,7 +24,8 @@ model_div, bias = position_terms(run.cache, patterns.hook_name(block, layer, "ho
 if model_div is not None:                   # T5: scores not divided (÷ 1), its relative position bias added
     sqrt_dk = model_div
     st.caption(t("st.relative"))
-divisor = st.slider(t("st.divisor", sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
+model_says = "_unscaled" if model_div is not None else ""        # T5: the model divides by 1, not by √d_k
+divisor = st.slider(t("st.divisor" + model_says, sqrt=sqrt_dk), 0.1, round(max(8.0, 4 * sqrt_dk), 1), round(sqrt_dk, 2), 0.05,
                     key=f"st_div_{cfg.d_head}" + ("_t5" if model_div is not None else ""), help=t("st.divisor_help"))
 divisor = sqrt_dk if model_div is not None and abs(divisor - sqrt_dk) < 0.03 else \
     attention_maths.snap_divisor(divisor, cfg.d_head)                      # the slider's default is √d_k rounded
@@ -79,7 +80,7 @@ with tabs["output"]:
         # -- sharpen / flatten: one query row at the chosen divisor vs the model's √d_k ---------------------
         model = patterns.head_pattern(run.cache, block, layer, head)        # at the model's √d_k
         row = st.slider(t("st.row"), 0, T - 1, min(1, T - 1), key="st_row") if T > 1 else 0
-        series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model", sqrt=sqrt_dk): model[row]}
+        series = {t("st.series_div", div=divisor): hs.weights[row], t("st.series_model" + model_says, sqrt=sqrt_dk): model[row]}
         widgets.show(charts.grouped_bars(heatmaps.labels(k_pieces), series, t("st.row_title", q=f"{row}:{q_pieces[row]}",
                                         div=divisor), yk, t("cb.weight")))
         st.metric(t("st.entropy", max=attention_maths.uniform_entropy(mask[row])), f"{attention_maths.entropy(hs.weights[row]):.3f}")
