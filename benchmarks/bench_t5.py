@@ -52,7 +52,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", default="/tmp/bench_t5")
     p.add_argument("--tokens", type=int, default=128)
-    p.add_argument("--threads", type=int, default=1, help="the server's OMP_NUM_THREADS (1, as deploy/serve.sh)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="set the server's OMP_NUM_THREADS (default: unset, the app's own thread policy, as the README's "
+                        "command runs it)")
     p.add_argument("--pages", default="attention,positional", help="comma-separated page names (registry)")
     p.add_argument("--repeat", type=int, default=3, help="walks, each with a fresh server")
     p.add_argument("--pause-training", action="store_true", help="SIGSTOP `viz_transformer train` while timing")
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
     times: dict[str, list[float]] = {}
     with PausedTraining(a.pause_training):
         for _ in range(a.repeat):
-            with Server(ROOT, root, log="/tmp/bench_t5_server.log", env={"OMP_NUM_THREADS": str(a.threads)}) as server, \
+            with Server(ROOT, root, log="/tmp/bench_t5_server.log", env={} if a.threads is None else {"OMP_NUM_THREADS": str(a.threads)}) as server, \
                     sync_playwright() as pw:
                 browser = launch(pw)
                 rows, _ = walk(browser, server, text, only, goal=GOAL_S)
