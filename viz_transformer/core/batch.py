@@ -20,6 +20,11 @@ from viz_transformer.core.encoding import ModelInput
 PrefixLen = Union[None, int, torch.Tensor]
 
 
+def model_device(model) -> torch.device:
+    """Where a model's weights are (the CPU in the app; a GPU while training on one): its inputs go there."""
+    return next(model.parameters()).device
+
+
 def pad_rows(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     """Right-pad id lists into one [B, T] tensor: the one padding helper."""
     T = max(len(r) for r in rows)
@@ -42,6 +47,12 @@ class Batch:
 
     def __len__(self) -> int:
         return self.dec.shape[0]
+
+    def to(self, device) -> "Batch":
+        """The same batch with its tensors on `device` (a model's, model_device(model)): a no-op where they are."""
+        move = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t
+        return replace(self, src=move(self.src), dec=move(self.dec), prefix_len=move(self.prefix_len),
+                       types=move(self.types))
 
     def expand(self, n: int) -> "Batch":
         """A batch of one repeated as n rows (no copy)."""
@@ -91,6 +102,7 @@ def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
     capture=True also keeps the hooks that names_filter selects (default every one), as run_with_cache."""
     if model.cfg.is_encoder_decoder and batch.src is None:
         raise ValueError("an encoder-decoder model needs the source ids as well as the decoder input")
+    batch = batch.to(model_device(model))
     with torch.no_grad(), hooks_active(model.resolve_hooks(fwd_hooks)):
         if model.cfg.is_encoder_only:             # one sequence, read both ways: the src and its segments
             args, kw = (batch.src,), {"types": batch.types}

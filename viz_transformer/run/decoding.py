@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import torch
 
 from viz_transformer.core.config import early_stopping_rule
-from viz_transformer.core.batch import Batch, make_batch, start_cache
+from viz_transformer.core.batch import Batch, make_batch, model_device, start_cache
 from viz_transformer.core.hooks import hooks_active
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
 from viz_transformer.core.model import KVCache, Transformer
@@ -35,7 +35,7 @@ def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
     """Logits [..., V] with the never-generated ids at -inf (so softmax gives them 0)."""
     if not banned:
         return logits
-    return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
+    return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long, device=logits.device), float("-inf"))
 
 
 def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
@@ -55,12 +55,13 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
     forward that already read the prompt (a lean run's capture, run/lean_once.py): the loop starts from it
     instead of reading the prompt again."""
     cfg = model.cfg
-    stops = torch.tensor(stop_ids(cfg))
+    batch = batch.to(model_device(model))
+    stops = torch.tensor(stop_ids(cfg), device=batch.dec.device)
     with hooks_active(model.resolve_hooks(fwd_hooks)):
         cache, cur = (start_cache(model, batch) if past is None else past[0]), batch.dec
         seen = batch.dec                                      # every decoder id so far (repetition penalty)
         out: list[list[int]] = [[] for _ in range(len(batch))]
-        done = torch.zeros(len(batch), dtype=torch.bool)
+        done = [False] * len(batch)
         steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
         for t in range(steps):
             if t == 0 and past is not None:
@@ -69,16 +70,17 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
                 logits, rows = _step_logits(model, cur, cache, banned, watch)
             logits = penalise_repeats(logits, seen, cfg.repetition_penalty)
             if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end] (or the forced id)
-                logits = torch.full_like(logits, float("-inf")).index_fill(-1, torch.tensor([forced_id(cfg)]), 0.0)
+                logits = torch.full_like(logits, float("-inf")).index_fill(
+                    -1, torch.tensor([forced_id(cfg)], device=logits.device), 0.0)
             nxt = pick(logits)
             if on_step is not None and on_step(t, logits, nxt, rows):
                 break
-            ended = torch.isin(nxt, stops)
+            ended = torch.isin(nxt, stops).tolist()
             for r, i in enumerate(nxt.tolist()):
                 if not done[r] and not ended[r]:
                     out[r].append(i)
-            done |= ended
-            if bool(done.all()):
+            done = [d or e for d, e in zip(done, ended)]
+            if all(done):
                 break
             cur = nxt.unsqueeze(1)
             seen = torch.cat([seen, cur], 1)
@@ -192,10 +194,10 @@ def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: 
     """One decoder call: (logits [B, V] of the last position with the never-generated ids at -inf, rows
     {hook name: [B, head, key]}: the last query's row of each hook_pattern in `watch`)."""
     hooks, rows = last_rows(watch)
-    last = torch.zeros(ids.shape, dtype=torch.bool)
+    last = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
     last[:, -1] = True                          # the vocabulary projection at the last position alone: a long
     with hooks_active(hooks):                                # prompt's first step is otherwise [T, vocab] (1.2 GB)
-        logits = model.decode(ids, cache=cache, logits_at=last.to(ids.device))
+        logits = model.decode(ids, cache=cache, logits_at=last)
     return allowed_logits(logits, banned), rows
 
 

@@ -124,7 +124,7 @@ class Recorder:
         i = len(self.index["steps"])
         for j, run in enumerate(runs):
             for name, t in run.cache.items():
-                self.tensors[f"{i}/{j}/{name}"] = t[0].to(torch.float16).contiguous()
+                self.tensors[f"{i}/{j}/{name}"] = t[0].to(torch.float16).cpu().contiguous()
         self.index.setdefault("src_pieces", [r.src_pieces for r in runs])
         self.index.setdefault("tgt_pieces", [r.tgt_pieces for r in runs])
         self.index.setdefault("prompt_len", [r.prompt_len for r in runs])
