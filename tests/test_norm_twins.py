@@ -82,3 +82,23 @@ def test_norm_twins_numbers_follow_their_definitions():
     assert n["level"] == pytest.approx(0.9 * 23) and (n["pre_to"], n["post_to"]) == (300, 400)   # 20.7: pre 24 at 300, post 23 at 400
     assert (n["pre_loss"], n["post_loss"], n["warmup"]) == (5.0, 6.1, 150)    # first point at or after update 150
     assert norm_twins({"curve": []}, post, pre_loss, post_loss) is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_post_norm_model_without_a_twin_shows_its_sweep(monkeypatch, lang):
+    """The shipped zh-en-postnorm has no pre-norm twin yet: the norm tab draws its learning-rate sweep from its
+    meta.json (every run's curve) and states what it shows with the numbers schedule_sweep derives there."""
+    from app_util import ROOT
+    from viz_transformer.analysis.architectures import schedule_sweep
+    monkeypatch.delenv("VIZ_CHECKPOINTS", raising=False)
+    meta = load_checkpoint(ROOT / "checkpoints" / "zh-en-postnorm").meta
+    sw = schedule_sweep(meta)
+    at = open_tab(open_app(PAGE, "zh-en", text="我是一名工程师。", lang=lang, timeout=180), "ar", "norm")
+    body = texts(at)
+    assert "zh-en-postnorm" in body and "No post-norm translator" not in body
+    for number in (f"{sw['test']:.1f}", f"{sw['val']:.1f}", f"{sw['old_test']:.1f}", f"{sw['lead_min']:+.1f}",
+                   f"{sw['lead_max']:+.1f}"):
+        assert number in body, number
+    fig = figure(at, "each of 6 epochs" if lang == "en" else "6 个轮次")
+    drawn = sorted(np.round(array(tr["y"]).astype(float), 2).tolist() for tr in fig["data"])      # float32 on the wire
+    assert drawn == sorted(r["curve"] for r in meta["schedule_sweep"]["runs"])

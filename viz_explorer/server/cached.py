@@ -263,6 +263,12 @@ def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:
     return (pair[0].path, pair[1].path) if pair else None
 
 
+def post_norm_models() -> list[Path]:
+    """The post-norm translators among the checkpoints, by name (shown with their sweep while they have no twin)."""
+    from viz_transformer import list_checkpoints
+    return [i.path for i in recipes.post_norm_translators(list_checkpoints(checkpoints_root()))]
+
+
 @st.cache_data(show_spinner=False, max_entries=8)       # ~0.6 MiB each for a 512-piece text
 def arch_view(path: str, stamp: float, text: str) -> dict:
     """What the architecture comparison shows of one model's run, small enough to keep: the output, where

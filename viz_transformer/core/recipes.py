@@ -17,13 +17,14 @@ TWIN_KEYS = ("architecture", "d_model", "n_heads", "n_encoder_layers", "n_decode
 
 
 def recipe(meta: Optional[dict]) -> Optional[tuple]:
-    """(split, the train_config values of RECIPE_KEYS), or None for a folder that does not say how it was trained.
+    """(split, the train_config values of RECIPE_KEYS, whether CJK characters are one piece each), or None for a
+    folder that does not say how it was trained.
     A fine-tuned model (meta.json's `init_from`, written by training.train) adds the recipe of the model it
     started from, its peak rate and its pieces: two fine-tunes compare only when both stages match."""
     tc = (meta or {}).get("train_config")
     if not isinstance(tc, dict):
         return None
-    key = (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS)
+    key = (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS) + (bool(tc.get("cjk_chars")),)   # the pieces
     base = meta.get("init_from")
     if isinstance(base, dict):
         key += (recipe(base), tc.get("lr"), tc.get("cjk_chars"))
@@ -66,6 +67,11 @@ def is_twin(pre, post) -> bool:
     return (pre.config.norm, post.config.norm) == ("pre", "post") \
         and all(getattr(pre.config, k) == getattr(post.config, k) for k in TWIN_KEYS) \
         and recipe(pre.meta) is not None and recipe(pre.meta) == recipe(post.meta)
+
+
+def post_norm_translators(infos: Iterable) -> list:
+    """The post-norm translators, by name (a post-norm model may ship before its pre-norm twin is trained)."""
+    return sorted((i for i in _usable(infos) if i.config.norm == "post"), key=lambda i: i.name)
 
 
 def norm_pair(infos: Iterable, prefer: Optional[str] = None) -> Optional[tuple]:

@@ -132,5 +132,7 @@ with tabs["norm"]:
         if pair:
             st.subheader(t("ar.twin"))
             norm_twins.show(*pair)
+        elif (alone := cached.post_norm_models()):
+            norm_twins.show_sweep(alone[0])
         else:
             st.caption(t("ar.twin_none"))

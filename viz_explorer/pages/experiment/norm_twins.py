@@ -64,6 +64,30 @@ def show(pre: Path, post: Path) -> None:
                 t("axis.query" if block == "encoder.self_attn" else "axis.query_ref"), t("cb.weight")), key=f"nt_heat_{k}")
 
 
+def show_sweep(post: Path) -> None:
+    """A post-norm model without a twin: its learning-rate sweep (both norms, the same settings and short budget)
+    from its meta.json, the curves, the table and what they show."""
+    hm = cached.model_facts(str(post), cached.folder_stamp(post))
+    sweep = A.schedule_sweep(hm.meta or {})
+    st.markdown(t("ar.twin_missing", post=post.name))
+    if sweep is None:
+        return
+    st.subheader(t("ar.sweep"))
+    setting = lambda r: t("ar.sweep_setting", schedule=r["schedule"], lr=f"{r['lr']:g}", warmup=r["warmup"])
+    curves = {t("ar.sweep_line", norm=t(f"ov.norm_short.{norm}"), setting=setting(r)): (list(range(1, len(sweep["curves"][norm, k]) + 1)), sweep["curves"][norm, k])
+              for norm in ("post", "pre") for r in sweep["rows"]
+              for k in [(r["schedule"], r["lr"], r["warmup"])]}
+    widgets.show(charts.xy_curves(curves, t("ar.sweep_fig", epochs=sweep["epochs"]), t("ar.sweep_x"),
+                                  t("ar.twin_bleu_y"), height=420), key="nt_sweep")
+    cols = ("schedule", "lr", "warmup", "post", "pre", "lead")
+    st.dataframe([{t(f"ar.sweep_col.{c}"): (f"{r[c]:g}" if c == "lr" else r[c]) for c in cols} for r in sweep["rows"]],
+                 hide_index=True)
+    numbers = {k: sweep[k] for k in ("epochs", "updates", "val_pairs", "lead_min", "lead_max", "pre_led", "n", "val", "test")}
+    st.markdown(t("ar.sweep_reads", **numbers, picked=setting(sweep["picked"]), name=post.name)
+                + (" " + t("ar.sweep_old", old_val=sweep["old_val"], old_test=sweep["old_test"])
+                   if sweep["old_test"] is not None else ""))
+
+
 def _loss(snaps) -> list:
     return list(snaps.loss_curve) if snaps is not None and snaps.loss_curve else []
 
