@@ -99,6 +99,6 @@ def test_a_post_norm_model_without_a_twin_shows_its_sweep(monkeypatch, lang):
     for number in (f"{sw['test']:.1f}", f"{sw['val']:.1f}", f"{sw['old_test']:.1f}", f"{sw['lead_min']:+.1f}",
                    f"{sw['lead_max']:+.1f}"):
         assert number in body, number
-    fig = figure(at, "each of 6 epochs" if lang == "en" else "6 个轮次")
+    fig = figure(at, "over 6 epochs" if lang == "en" else "6 个轮次")
     drawn = sorted(np.round(array(tr["y"]).astype(float), 2).tolist() for tr in fig["data"])      # float32 on the wire
     assert drawn == sorted(r["curve"] for r in meta["schedule_sweep"]["runs"])

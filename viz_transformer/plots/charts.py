@@ -20,19 +20,28 @@ def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabe
 
 def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str,
               log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX,
-              mark_x: Optional[float] = None) -> go.Figure:
-    """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown)."""
+              mark_x: Optional[float] = None, styles: Optional[Sequence[dict]] = None) -> go.Figure:
+    """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown); styles: a
+    plotly line dict per series (colour, dash, width) where the lines come in groups, instead of one dash each."""
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
     for n, (name, (x, ys)) in enumerate(series.items()):
+        line = styles[n] if styles else dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)
         fig.add_trace(go.Scatter(x=list(x), y=to_numpy(ys), mode="lines+markers" if len(x) <= 30 else "lines",
-                                 name=escape(name), line=dict(dash=dashes[n % len(dashes)], width=2.5 - 0.3 * n)))
+                                 name=escape(name), line=line))
     if mark_x is not None:
         fig.add_vline(x=mark_x, line=dict(color="#d62728", width=1.5))
     fig.update_xaxes(type="log" if log_x else "linear")
     fig.update_yaxes(type="log" if log_y else "linear")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
-    return layout(fig, title, xlabel, ylabel, height, width=width)
+    if len(series) <= 4:
+        fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+        return layout(fig, title, xlabel, ylabel, height, width=width)
+    # many lines: the legend goes under the axis, one line each, so on a phone it never covers the title
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left", entrywidthmode="fraction",
+                                  entrywidth=1.0))
+    fig = layout(fig, title, xlabel, ylabel, height + 22 * len(series), width=width)
+    fig.update_layout(margin=dict(b=fig.layout.margin.b + 22 * len(series)))
+    return fig
 
 
 def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,

@@ -116,9 +116,11 @@ with tabs["norm"]:
     if tabs["norm"].open:
         st.subheader(t("ar.norm"))
         pair = cached.norm_pair(models.get("encoder_decoder"))    # the comparison's own model first, else any twin
+        alone = [] if pair else cached.post_norm_models()
         pre = pair[0] if pair else models.get("encoder_decoder")
-        st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=pair[0].name, post=pair[1].name)
-                                                 if pair else t("ar.norm_all_pre")))
+        st.markdown(t("ar.norm_intro") + " " + (t("ar.norm_has_twin", pre=pair[0].name, post=pair[1].name) if pair
+                                                 else t("ar.norm_lone_post", post=alone[0].name) if alone
+                                                 else t("ar.norm_all_pre")))
         base = cached.model_facts(str(pre), cached.folder_stamp(pre)) if pre is not None else None
         grads = (base.meta or {}).get("init_grad_norms") if base is not None else None
         if grads:
@@ -132,7 +134,7 @@ with tabs["norm"]:
         if pair:
             st.subheader(t("ar.twin"))
             norm_twins.show(*pair)
-        elif (alone := cached.post_norm_models()):
+        elif alone:
             norm_twins.show_sweep(alone[0])
         else:
             st.caption(t("ar.twin_none"))

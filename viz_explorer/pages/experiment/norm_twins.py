@@ -69,18 +69,23 @@ def show_sweep(post: Path) -> None:
     from its meta.json, the curves, the table and what they show."""
     hm = cached.model_facts(str(post), cached.folder_stamp(post))
     sweep = A.schedule_sweep(hm.meta or {})
+    st.subheader(t("ar.sweep"))
     st.markdown(t("ar.twin_missing", post=post.name))
     if sweep is None:
         return
-    st.subheader(t("ar.sweep"))
-    setting = lambda r: t("ar.sweep_setting", schedule=r["schedule"], lr=f"{r['lr']:g}", warmup=r["warmup"])
-    curves = {t("ar.sweep_line", norm=t(f"ov.norm_short.{norm}"), setting=setting(r)): (list(range(1, len(sweep["curves"][norm, k]) + 1)), sweep["curves"][norm, k])
+    rate = lambda lr: f"{lr:.0e}".replace("e-0", "e-")                      # 7e-4, as the commands write it
+    setting = lambda r: t("ar.sweep_setting", schedule=r["schedule"], lr=rate(r["lr"]), warmup=r["warmup"])
+    short = lambda r: t("ar.sweep_short", schedule=r["schedule"], lr=rate(r["lr"]), warmup=r["warmup"])
+    curves = {t("ar.sweep_line", norm=t(f"ov.norm_short.{norm}"), setting=short(r)): (list(range(1, len(sweep["curves"][norm, k]) + 1)), sweep["curves"][norm, k])
               for norm in ("post", "pre") for r in sweep["rows"]
               for k in [(r["schedule"], r["lr"], r["warmup"])]}
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]      # one per setting; post-norm solid, pre-norm dashed
+    styles = [dict(color=colours[i % len(colours)], dash="solid" if norm == "post" else "dash", width=2)
+              for norm in ("post", "pre") for i in range(len(sweep["rows"]))]
     widgets.show(charts.xy_curves(curves, t("ar.sweep_fig", epochs=sweep["epochs"]), t("ar.sweep_x"),
-                                  t("ar.twin_bleu_y"), height=420), key="nt_sweep")
+                                  t("ar.twin_bleu_y"), height=420, styles=styles), key="nt_sweep")
     cols = ("schedule", "lr", "warmup", "post", "pre", "lead")
-    st.dataframe([{t(f"ar.sweep_col.{c}"): (f"{r[c]:g}" if c == "lr" else r[c]) for c in cols} for r in sweep["rows"]],
+    st.dataframe([{t(f"ar.sweep_col.{c}"): (rate(r[c]) if c == "lr" else r[c]) for c in cols} for r in sweep["rows"]],
                  hide_index=True)
     numbers = {k: sweep[k] for k in ("epochs", "updates", "val_pairs", "lead_min", "lead_max", "pre_led", "n", "val", "test")}
     st.markdown(t("ar.sweep_reads", **numbers, picked=setting(sweep["picked"]), name=post.name)
