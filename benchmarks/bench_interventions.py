@@ -14,7 +14,8 @@ import torch
 
 from benchmarks.bench_core import timeit  # (one timing helper for every benchmark)
 from viz_transformer import load_checkpoint
-from viz_transformer.run.decoding import allowed_logits, decode_ids, never_generated
+from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.encoding import encode_input
 from viz_transformer.run.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads
 

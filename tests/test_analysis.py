@@ -266,7 +266,7 @@ def test_beam_links_on_a_real_beam_search(tiny_translator):
 def _recomputed_predictions(hm, run) -> list[str]:
     """Independent of the run's logits: the model forward on the teacher-forced ids, argmax of each row
     with the never-generated ids excluded (as decoding does)."""
-    from viz_transformer.run.decoding import never_generated
+    from viz_transformer.run.logit_rules import never_generated
     with torch.no_grad():
         if hm.cfg.is_encoder_decoder:
             logits = hm.model(torch.tensor([run.src_ids]), torch.tensor([run.tgt_ids]))[0]

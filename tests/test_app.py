@@ -317,7 +317,7 @@ def test_lab_pages_open_for_a_translator_and_a_language_model(env, ckpt, text):
 
 
 def test_knockout_toggle_changes_the_after_probabilities(env):
-    from viz_transformer.run.decoding import never_generated
+    from viz_transformer.run.logit_rules import never_generated
     at = open_app("viz_explorer/pages/experiment/knockout.py")
     before, after, x = _bars(at)
     assert np.allclose(before, after)                      # nothing knocked out yet

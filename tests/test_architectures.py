@@ -12,7 +12,8 @@ import torch
 import viz_transformer.training.train as T
 from viz_transformer.analysis import architectures as A
 from viz_transformer import load_checkpoint
-from viz_transformer.run.decoding import greedy_ids, never_generated
+from viz_transformer.run.decoding import greedy_ids
+from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.core.encoding import encode_input
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.snapshots import SNAPSHOT_PAIRS, load_training_snapshots, planned_steps

@@ -15,7 +15,7 @@ import hf_util as H
 from viz_transformer import attribute, load_checkpoint
 from viz_transformer.analysis import attribution as AA
 from viz_transformer.run import attribution as A
-from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.logit_rules import never_generated
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {"zh-en": "我是一名工程师。", "zh-en-decoder": "我是一名工程师。", "en-stories": "Once upon a time there was a",

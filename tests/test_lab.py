@@ -12,7 +12,7 @@ from viz_transformer import load_checkpoint
 from viz_transformer.run import forced
 from viz_transformer.run import permute
 from viz_transformer.core.hook_names import per_head
-from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.run.interventions import head_ablation_hooks, positions_off_hooks
 
 TEXT = "我是一名工程师。"

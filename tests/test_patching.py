@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.run.patching import (Patch, output_logprob, patched_logits, patching_scores, prepare_pair,
                                       resid_names, score_grid)
 

@@ -84,7 +84,7 @@ class ModelConfig:
     repetition_penalty: float = 1.0   # a generation config's: logits of ids already in the sequence ÷ it (× it if < 0)
     num_beams: int = 4                # a generation config's: the beam width when a call names none
     early_stopping: str = "true"      # beam search ends: "true" once num_beams hypotheses have ended; "false" and
-                                      # "never" when the best running beam cannot beat them (decoding._beam)
+                                      # "never" when the best running beam cannot beat them (run.beam.beam_search)
     length_penalty: float = 1.0       # beam search ranks an ended hypothesis by score / length ** length_penalty
     max_new_tokens: int = 0           # tokens generated when a call names none; 0: max_length's rule, else 40
     max_length: int = 0               # a generation config's max_length: prompt + new tokens; 0: none

@@ -18,7 +18,7 @@ import torch
 
 from viz_transformer.core.batch import Batch, one_row
 from viz_transformer.core.hooks import hooks_active
-from viz_transformer.run.decoding import allowed_logits, never_generated
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.run.forced import output_labels
 
 IG_STEPS = 32          # Captum's Gauss-Legendre steps for integrated gradients (the floor)

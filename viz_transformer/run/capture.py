@@ -17,8 +17,8 @@ from viz_transformer.core.hf_import import is_hf_folder, load_hf_weights, read_h
 from viz_transformer.core.hf_tokenizer import hf_tokenizer
 from viz_transformer.core.st_folder import transformer_folder
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
-from viz_transformer.run.decoding import (allowed_logits, decode_ids, default_new_tokens, greedy_batch, greedy_outputs,
-                                          never_generated)
+from viz_transformer.run.decoding import decode_ids, default_new_tokens, greedy_batch, greedy_outputs
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.run.derived_cache import lean_forward
 from viz_transformer.run.lean_once import lean_run_once, reads_prompt_once
 from viz_transformer.run.trace import Trace

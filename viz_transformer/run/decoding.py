@@ -1,8 +1,8 @@
-"""Decoding on ids: fast batched greedy translation (training, evaluation) and step-by-step traces.
+"""Decoding texts: fast batched greedy (and beam) outputs for many texts (training, evaluation), and the
+step-by-step trace of one text (decode), greedy, sampled or beam search.
 
-Text becomes ids once (inputs.py), generation works on ids, strings are made only for display.
-[pad], [unk] and [begin] are never generated: every strategy masks them out of the distribution
-(a generated [pad] would silently become a masked key).
+Text becomes ids once (inputs.py), generation works on ids (generation.py: the one loop; beam.py: beam search),
+strings are made only for display. What a step may generate is logit_rules.py's.
 """
 from __future__ import annotations
 
@@ -12,99 +12,16 @@ from typing import Optional, Sequence
 import torch
 
 from viz_transformer.core.config import early_stopping_rule
-from viz_transformer.core.batch import Batch, make_batch, model_device, start_cache
+from viz_transformer.core.batch import make_batch, start_cache
 from viz_transformer.core.hooks import hooks_active
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_input
-from viz_transformer.core.model import KVCache, Transformer
-from viz_transformer.core.hook_names import decoder_blocks, hook_name
+from viz_transformer.core.model import Transformer
 from viz_transformer.core.tokenizer import Tokenizer, source_pieces
-from viz_transformer.run.decode_settings import STRATEGIES, DecodeSettings  # noqa: F401  (decoding.STRATEGIES: its old home)
-from viz_transformer.run.trace import Beam, Candidate, Step, Trace
-
-
-def never_generated(tok: Tokenizer) -> list[int]:
-    """Ids no strategy may choose: [pad], [unk], [begin]; for an imported model (its tokenizer says
-    bans_specials = False) only its generation_config's single-token bad_words_ids, as Hugging Face's
-    generate does."""
-    if not getattr(tok, "bans_specials", True):
-        return list(getattr(tok, "banned", []))
-    return sorted(i for i in {tok.pad_id, tok.unk_id, tok.bos_id} if i >= 0)
-
-
-def allowed_logits(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
-    """Logits [..., V] with the never-generated ids at -inf (so softmax gives them 0)."""
-    if not banned:
-        return logits
-    return logits.index_fill(-1, torch.tensor(banned, dtype=torch.long, device=logits.device), float("-inf"))
-
-
-def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
-    return logits.argmax(-1)
-
-
-@torch.no_grad()
-def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list[int], pick=_pick_greedy,
-             on_step=None, watch: Sequence[str] = (), fwd_hooks=(), past: Optional[tuple] = None) -> list[list[int]]:
-    """The one token-by-token loop with a KV cache, for every row of `batch` (whose prompts have one
-    length): each step feeds the new tokens and appends pick(logits [B, V]) -> ids [B] (default: the
-    argmax, greedy), with the never-generated ids at -inf. A row stops at [end]; the loop stops when every
-    row has, after max_new_tokens (never past max_len), or when on_step(t, logits, ids, rows) returns
-    True; rows = {name: [B, head, key]}, the last query's pattern of each hook in `watch`. Returns each
-    row's generated ids, without [end]. fwd_hooks: active for the whole loop. past: (KVCache holding the whole
-    prompt, the raw logits [B, V] of its last position, rows {name: [B, head, key]} of `watch` there), from a
-    forward that already read the prompt (a lean run's capture, run/lean_once.py): the loop starts from it
-    instead of reading the prompt again."""
-    cfg = model.cfg
-    batch = batch.to(model_device(model))
-    stops = torch.tensor(stop_ids(cfg), device=batch.dec.device)
-    with hooks_active(model.resolve_hooks(fwd_hooks)):
-        cache, cur = (start_cache(model, batch) if past is None else past[0]), batch.dec
-        seen = batch.dec                                      # every decoder id so far (repetition penalty)
-        out: list[list[int]] = [[] for _ in range(len(batch))]
-        done = [False] * len(batch)
-        steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
-        for t in range(steps):
-            if t == 0 and past is not None:
-                logits, rows = allowed_logits(past[1], banned), {n: past[2][n] for n in watch}
-            else:
-                logits, rows = _step_logits(model, cur, cache, banned, watch)
-            logits = penalise_repeats(logits, seen, cfg.repetition_penalty)
-            if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end] (or the forced id)
-                logits = torch.full_like(logits, float("-inf")).index_fill(
-                    -1, torch.tensor([forced_id(cfg)], device=logits.device), 0.0)
-            nxt = pick(logits)
-            if on_step is not None and on_step(t, logits, nxt, rows):
-                break
-            ended = torch.isin(nxt, stops).tolist()
-            for r, i in enumerate(nxt.tolist()):
-                if not done[r] and not ended[r]:
-                    out[r].append(i)
-            done = [d or e for d, e in zip(done, ended)]
-            if all(done):
-                break
-            cur = nxt.unsqueeze(1)
-            seen = torch.cat([seen, cur], 1)
-    return out
-
-
-def forced_id(cfg) -> int:
-    """The id a forced_eos config forces at the length limit: [end], or the folder's forced_eos_token_id when it is
-    another id (transformers' ForcedEOSTokenLogitsProcessor forces it whatever the end id is)."""
-    return cfg.forced_eos_id if cfg.forced_eos_id >= 0 else cfg.eos_id
-
-
-def stop_ids(cfg) -> list[int]:
-    """The ids that end a generation: [end], and an imported model's other end-of-sequence ids."""
-    return [cfg.eos_id, *cfg.stop_ids]
-
-
-def penalise_repeats(logits: torch.Tensor, seen: torch.Tensor, penalty: float) -> torch.Tensor:
-    """A generation config's repetition_penalty, as Hugging Face applies it: the logit of every id already in the
-    sequence (prompt included) divided by the penalty, or multiplied when it is negative. logits [B, V], seen [B, T]."""
-    if penalty == 1.0:
-        return logits
-    score = logits.gather(-1, seen)
-    return logits.scatter(-1, seen, torch.where(score < 0, score * penalty, score / penalty))
+from viz_transformer.run.beam import beam_search
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.generation import candidates, generate, pattern_names
+from viz_transformer.run.logit_rules import never_generated
+from viz_transformer.run.trace import Step, Trace
 
 
 def greedy_outputs(model: Transformer, inputs: Sequence[ModelInput], max_new_tokens: int,
@@ -185,37 +102,6 @@ def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) 
     return probs
 
 
-def _candidates(tok: Tokenizer, probs: torch.Tensor, k: int) -> list[Candidate]:
-    p, i = torch.topk(probs, min(k, probs.shape[-1]))
-    return [Candidate(int(a), tok.piece(int(a)), float(b)) for a, b in zip(i, p) if b > 0]
-
-
-def _step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int], watch: Sequence[str] = ()):
-    """One decoder call: (logits [B, V] of the last position with the never-generated ids at -inf, rows
-    {hook name: [B, head, key]}: the last query's row of each hook_pattern in `watch`)."""
-    hooks, rows = last_rows(watch)
-    last = torch.zeros(ids.shape, dtype=torch.bool, device=ids.device)
-    last[:, -1] = True                          # the vocabulary projection at the last position alone: a long
-    with hooks_active(hooks):                                # prompt's first step is otherwise [T, vocab] (1.2 GB)
-        logits = model.decode(ids, cache=cache, logits_at=last)
-    return allowed_logits(logits, banned), rows
-
-
-def last_rows(watch: Sequence[str]):
-    """(hooks, rows): hooks that keep, in rows {hook name: [B, head, key]}, the last query's row of each hook_pattern
-    in `watch` (what a trace records at each step)."""
-    rows: dict[str, torch.Tensor] = {}
-
-    def grab(x, hook):
-        rows[hook.name] = x[:, :, -1, :].detach().to("cpu", torch.float32, copy=True)   # (B, nh, k)
-    return [(n, grab) for n in watch], rows
-
-
-def _pattern_names(cfg) -> list[str]:
-    """Every decoder attention block's hook_pattern: what a trace records at each step."""
-    return [hook_name(b, i, "hook_pattern") for b in decoder_blocks(cfg) for i in range(cfg.n_decoder_layers)]
-
-
 @torch.no_grad()
 def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int] = None, temperature: float = 1.0,
            top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: Optional[int] = None,
@@ -284,7 +170,7 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
         if past is not None:
             raise ValueError("beam search reads the prompt itself: it takes no past")
         with hooks_active(model.resolve_hooks(fwd_hooks)):
-            return _beam(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens, s, banned)
+            return beam_search(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens, s, banned)
     gen = torch.Generator().manual_seed(s.seed)
     shown: list[torch.Tensor] = []
 
@@ -297,9 +183,9 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
 
     def record(t, logits, nxt, rows):
         i, probs = int(nxt[0]), shown[-1]
-        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), _candidates(tok, probs, s.n_candidates),
+        trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), candidates(tok, probs, s.n_candidates),
                                 {k: v[0] for k, v in rows.items()}))
-    generate(model, batch, max_new_tokens, banned, pick, record, _pattern_names(cfg), fwd_hooks, past)
+    generate(model, batch, max_new_tokens, banned, pick, record, pattern_names(cfg), fwd_hooks, past)
     return trace
 
 
@@ -314,91 +200,3 @@ def greedy_prefix(trace: Trace, cfg, inp: ModelInput, max_new_tokens: int) -> Op
     if trace.strategy != "greedy" or cfg.forced_eos or not same or (len(trace.steps) < max_new_tokens and not ended):
         return None
     return dataclasses.replace(trace, steps=trace.steps[:max_new_tokens])
-
-
-def _beam_logp(logits: torch.Tensor, seen: torch.Tensor, cfg, banned: list[int], hf_order: bool,
-               last: bool) -> torch.Tensor:
-    """Each beam's next-token scores [nb, V] (log-probabilities). This project's models: the never-generated
-    ids removed, then log_softmax (their probability goes to the others). An imported model, as Hugging Face's
-    beam search: log_softmax of the logits, then the processors on the log-probabilities (repetition
-    penalty, bad_words_ids at -inf, and at the last step allowed only [end] at 0 when forced_eos)."""
-    if not hf_order:
-        return torch.log_softmax(allowed_logits(logits, banned), -1)
-    logp = allowed_logits(penalise_repeats(torch.log_softmax(logits, -1), seen, cfg.repetition_penalty), banned)
-    if cfg.forced_eos and last:
-        logp = torch.full_like(logp, float("-inf")).index_fill(-1, torch.tensor([forced_id(cfg)]), 0.0)
-    return logp
-
-
-def _beam(model, tok, cache, prompt, trace, max_new_tokens: int, s: DecodeSettings, banned) -> Trace:
-    """Beam search with Hugging Face's rules (transformers' _beam_search): each step ranks the
-    K = max(2, 1 + number of end ids) × width best continuations by their summed log-probability. Those among
-    the first `width` that end (an end id, or the length limit at the last step) join the ended hypotheses,
-    ranked by score / length ** length_penalty, of which the best `width` are kept; the first `width` that
-    do not end run on. The search stops at the length limit, or when `width` hypotheses have ended and
-    either early_stopping is "true" or the best running beam's score / L ** length_penalty cannot beat the
-    worst kept one (L: its length; with "never" and a positive penalty the longest possible length).
-    The answer is the best ended hypothesis. Each hypothesis carries its own history of rows and
-    candidates, so the trace's steps follow the best one while `beams` shows every beam per step."""
-    cfg = model.cfg
-    width, length_penalty, n_candidates = s.beam_width, s.length_penalty, s.n_candidates
-    early_stopping = early_stopping_rule(s.early_stopping)
-    stops = set(stop_ids(cfg))
-    keep = max(2, 1 + len(stops)) * width
-    hf_order = not getattr(tok, "bans_specials", True)
-    names = _pattern_names(cfg)
-    alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
-    alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
-    ended: list[tuple[float, dict]] = []     # (score / length ** length_penalty, hypothesis), best first
-    beams_per_step: list[list[Beam]] = []
-    cur = torch.tensor([prompt])
-
-    for t in range(max_new_tokens):
-        last = t == max_new_tokens - 1
-        logits, rows = _step_logits(model, cur, cache, [] if hf_order else banned, names)
-        seen = torch.tensor([prompt + h["tokens"] for h in alive])
-        logp = _beam_logp(logits, seen, cfg, banned, hf_order, last)          # (nb, V)
-        total = torch.tensor([h["score"] for h in alive]).unsqueeze(1) + logp
-        top = torch.topk(total.flatten(), min(keep, total.numel()))
-        V = logp.shape[-1]
-        nxt_alive, parents, nxt_pos, step_beams = [], [], [], []
-        for rank, (score, flat) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
-            if score == float("-inf"):                   # a never-generated id: nothing further is possible
-                break
-            b, token = divmod(flat, V)
-            h = alive[b]
-            new = {"tokens": h["tokens"] + [token], "score": score,
-                   "rows": h["rows"] + [{k: v[b] for k, v in rows.items()}],
-                   "cands": h["cands"] + [_candidates(tok, logp[b].exp(), n_candidates)],
-                   "probs": h["probs"] + [float(logp[b, token].exp())]}
-            if token in stops or last:
-                if rank < width:                         # only the first `width` may end
-                    ended.append((score / (t + 1) ** length_penalty, new))
-                    step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b],
-                                           token in stops))
-            elif len(nxt_alive) < width:
-                nxt_alive.append(new)
-                parents.append(b)
-                nxt_pos.append(len(step_beams))
-                step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b], False))
-            if len(nxt_alive) >= width and rank >= width - 1:
-                break
-        beams_per_step.append(step_beams)
-        ended = sorted(ended, key=lambda e: -e[0])[:width]
-        if last or not nxt_alive:
-            break
-        if len(ended) >= width:
-            if early_stopping == "true":
-                break
-            L = max_new_tokens if early_stopping == "never" and length_penalty > 0 else t + 1
-            if nxt_alive[0]["score"] / L ** length_penalty <= ended[-1][0]:     # no running beam can do better
-                break
-        alive, alive_pos = nxt_alive, nxt_pos
-        cache.reorder(torch.tensor(parents))
-        cur = torch.tensor([[h["tokens"][-1]] for h in alive])
-    trace.beam_history = beams_per_step
-    best = ended[0][1] if ended else alive[0]           # nothing ended: no step ran, or every id was banned
-    for i, token in enumerate(best["tokens"]):
-        trace.steps.append(Step(i, token, tok.piece(token), best["probs"][i], best["cands"][i],
-                                best["rows"][i], beams_per_step[i] if i < len(beams_per_step) else []))
-    return trace

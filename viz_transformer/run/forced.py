@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from viz_transformer.core.batch import forward
-from viz_transformer.run.decoding import allowed_logits
+from viz_transformer.run.logit_rules import allowed_logits
 
 
 def token_probabilities(logits: torch.Tensor, ids, start: int, banned) -> torch.Tensor:

@@ -24,7 +24,9 @@ import pandas as pd
 import torch
 
 from viz_transformer.core.batch import forward, make_batch
-from viz_transformer.run.decoding import allowed_logits, decode_ids, generate, never_generated
+from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.generation import generate
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.encoding import as_input, check_decoding
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers, parse_prefix
 

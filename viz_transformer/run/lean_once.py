@@ -22,7 +22,8 @@ from viz_transformer.core.batch import make_batch, start_cache
 from viz_transformer.core.encoding import ModelInput
 from viz_transformer.core.hooks import NamesFilter, hooks_active
 from viz_transformer.core.model import KVCache
-from viz_transformer.run.decoding import _pattern_names, decode_ids, last_rows
+from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.generation import last_rows, pattern_names
 from viz_transformer.run.derived_cache import DerivedCache, lean_capture
 from viz_transformer.run.trace import Trace
 
@@ -76,7 +77,7 @@ def lean_run_once(model, tok, inp: ModelInput, max_new_tokens: int,
     last = f"decoder.{cfg.n_decoder_layers - 1}.hook_resid_post"
     batch = make_batch(cfg, [inp])
     kv = start_cache(model, batch)
-    row_hooks, rows = last_rows(_pattern_names(cfg))
+    row_hooks, rows = last_rows(pattern_names(cfg))
 
     def prompt():
         with hooks_active(row_hooks):

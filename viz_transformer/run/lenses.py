@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from viz_transformer.run.decoding import allowed_logits, never_generated
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.batch import forward, one_row
 from viz_transformer.core.hook_names import layer_name
 

@@ -26,7 +26,8 @@ from typing import Callable, Optional, Sequence
 import pandas as pd
 import torch
 
-from viz_transformer.run.decoding import allowed_logits, decode_ids, default_new_tokens, never_generated
+from viz_transformer.run.decoding import decode_ids, default_new_tokens
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.batch import forward, make_batch, one_row
 from viz_transformer.core.tokenizer import source_pieces
 from viz_transformer.core.hooks import Cache

@@ -13,7 +13,7 @@ from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.run import forced
 from viz_transformer.run import blank_effect, interventions
 from viz_transformer.plots import charts, heatmaps
-from viz_transformer.run.decoding import never_generated
+from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.core.hook_names import block_prefix, parse_prefix, per_head
 
 ctx = context.need_run()
