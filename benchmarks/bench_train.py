@@ -31,6 +31,8 @@ from pathlib import Path
 import torch
 
 import viz_transformer.training.train as T
+from viz_transformer.training import step as S
+from viz_transformer.training.tasks import translation_batches
 from viz_transformer.training import data as D
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.model import Transformer
@@ -60,7 +62,7 @@ def bench_arch(arch: str, tok, items, threads: list[int], steps: int, seed: int,
     if arch != "encoder_decoder":
         kw["sep_id"] = tok.sep_id
     cfg = ModelConfig(**kw)
-    enc = T.encode_translation(tok, items, arch, T.TrainConfig.max_tokens)
+    enc = S.encode_translation(tok, items, arch, T.TrainConfig.max_tokens)
     torch.manual_seed(seed)
     init = Transformer(cfg)
     runs = []
@@ -68,19 +70,19 @@ def bench_arch(arch: str, tok, items, threads: list[int], steps: int, seed: int,
         for fast in (False, True):
             tc = T.TrainConfig(task="translation", batch_size=64, lr=7e-4, warmup=400, seed=seed, fast=fast)
             model = copy.deepcopy(init).train()
-            batches = T.translation_batches(enc, tc.batch_size, tc.seed, fast=fast)    # epoch 1's order
+            batches = translation_batches(enc, tc.batch_size, tc.seed, fast=fast)    # epoch 1's order
             runs.append(dict(name=f"{'new' if fast else 'old'}@{n_threads}", fast=fast, threads=n_threads, tc=tc,
-                             model=model, opt=T.make_optimizer(model, tc), batches=batches, i=0, times=[], real=0,
+                             model=model, opt=S.make_optimizer(model, tc), batches=batches, i=0, times=[], real=0,
                              fill=epoch_fill(enc, batches, arch)))
 
     def step(r, timed: bool) -> None:
         torch.set_num_threads(r["threads"])
         batch = r["batches"][r["i"]]
         t0 = time.perf_counter()
-        x, tgt, pl, y = T.translation_inputs(enc, batch, arch, tok.pad_id)
+        x, tgt, pl, y = S.translation_inputs(enc, batch, arch, tok.pad_id)
         for g in r["opt"].param_groups:
-            g["lr"] = T.lr_at(r["i"], r["tc"], 10_000)
-        loss = T.train_step(r["model"], r["opt"], r["tc"], x, y, tok.pad_id, tgt, pl)
+            g["lr"] = S.lr_at(r["i"], r["tc"], 10_000)
+        loss = S.train_step(r["model"], r["opt"], r["tc"], x, y, tok.pad_id, tgt, pl)
         loss.item()                                   # the loop reads it every step (the progress bar)
         dt = time.perf_counter() - t0
         r["i"] += 1

@@ -17,6 +17,7 @@ from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.core.encoding import encode_input
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.snapshots import SNAPSHOT_PAIRS, load_training_snapshots, planned_steps
+from viz_transformer.training.step import target_only
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
 
@@ -128,7 +129,7 @@ def test_causal_patterns_are_full_rank_and_flagged(seq_translator, tiny_translat
 
 def test_target_only_ignores_every_prediction_before_sep():
     x = torch.tensor([[2, 10, 11, 4, 20, 21, 3], [2, 12, 4, 22, 3, 0, 0]])    # [begin] src [sep] tgt [end] [pad]
-    y = T.target_only(x, torch.tensor([4, 3]), pad_id=0)
+    y = target_only(x, torch.tensor([4, 3]), pad_id=0)
     assert y.tolist() == [[0, 0, 0, 20, 21, 3], [0, 0, 22, 3, 0, 0]]
 
 

@@ -16,7 +16,7 @@ import torch
 
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.model import Transformer
-from viz_transformer.training.train import batch_loss, encode_translation, translation_inputs
+from viz_transformer.training.step import batch_loss, encode_translation, translation_inputs
 
 KEY = "init_grad_norms"
 
