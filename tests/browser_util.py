@@ -140,3 +140,36 @@ def wait_healthy(url: str, proc, seconds: float, log) -> None:
         if proc.poll() is not None or time.time() > deadline:
             raise RuntimeError(f"the server did not start; its log, {log}:\n{Path(log).read_text()[-3000:]}")
         time.sleep(0.5)
+
+
+def legible(lang: str, server) -> None:
+    """The legibility walk (benchmarks/legibility.py) in one interface language, on the session's server when it
+    serves the shipped checkpoints: every chart of every page and tab at 7, ~30 and ~120 pieces for each checkpoint;
+    fails with the report's table. LEGIBILITY_ARGS narrows it (its --lang leaves out the other language's test)."""
+    import shlex
+
+    import pytest
+
+    from benchmarks import legibility
+    url, root = server
+    checkpoints = ROOT / "checkpoints"
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing")
+    if not all((checkpoints / c / "model.safetensors").exists() for c in legibility.CHECKPOINTS):
+        pytest.skip("the shipped checkpoints are missing")
+    asked = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", "")))
+    if lang not in asked.lang:
+        pytest.skip(f"LEGIBILITY_ARGS asks for --lang {' '.join(asked.lang)}")
+    args = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", ""))
+                              + ["--checkpoints", str(checkpoints), "--lang", lang, "--json", f"report-{lang}.json"]
+                              + (["--url", url] if Path(root).resolve() == checkpoints.resolve() else []))
+    views, path = legibility.walk(args, log=lambda *a: print(*a, flush=True))
+    rows = legibility.problems(views)
+    charts = sum(len(v["charts"]) for v in views)
+    print(f"\n{legibility.summary(views)}\nreport {path}")
+    assert charts, "no chart was measured"
+    if any(v["exceptions"] or v.get("error") for v in views):
+        pytest.fail(legibility.summary(views), pytrace=False)
+    if rows:
+        pytest.fail(f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
+                    + legibility.table(rows) + "\n\n" + legibility.summary(views), pytrace=False)

@@ -120,11 +120,21 @@ def pytest_collection_modifyitems(config, items):
     # Files with a browser test first, then the other slow ones, then the rest, each file's tests together and in
     # their order: pytest.ini's workers (-n 2 --dist loadfile --no-loadscope-reorder) take files in this order, so
     # the longest walks start early and the many short files even the two workers out at the end.
+    # The longest files (LONGEST, measured) go first of all: a long file handed out late bounds the wall time.
     rank: dict = {}
     for item in items:
         r = 0 if item.get_closest_marker("browser") else 1 if item.get_closest_marker("slow") else 2
-        rank[item.path] = min(rank.get(item.path, 2), r)
+        rank[item.path] = min(rank.get(item.path, (2,)), (r,))
+    for path in rank:
+        if path.name in LONGEST:
+            rank[path] = (-1, LONGEST.index(path.name))
     items.sort(key=lambda item: rank[item.path])              # stable: a file's tests stay in order
+
+
+# Longest first, from `python -m pytest --durations=0` per file (docs/benchmarks.md, Test suite): each over a minute
+# on 2 idle cores.
+LONGEST = ("test_browser_class_access.py", "test_browser_legibility.py", "test_browser_legibility_zh.py",
+           "test_recipes.py", "test_browser_links.py")
 
 
 # A test's VIZ_CHECKPOINTS is the app's only root (the shipped models left out), as it is for every server a

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from browser_util import ARTIFACTS, CHROMIUM, charts, no_exception, open_page, settle
-from browser_util import ARGS, app_server  # noqa: F401  (tests/test_browser_long.py still imports these from here)
 
 SENTENCE = "他是我的朋友。"
 

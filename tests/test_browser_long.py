@@ -10,8 +10,7 @@ from urllib.parse import quote
 import pytest
 
 import hf_util as H
-from browser_util import open_drawn
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, app_server
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, app_server, open_drawn
 from viz_explorer.kit import registry
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")]
