@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import statistics
 import time
@@ -21,33 +20,11 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.busy import BusyLoops
 from viz_transformer import load_checkpoint
 from viz_explorer.server.defaults import EXAMPLES
 
 DEFAULT = torch.get_num_threads()        # torch's own choice in this process (the cores, or OMP_NUM_THREADS)
-
-
-def _spin() -> None:
-    while True:
-        pass
-
-
-class BusyLoops:
-    """One process per core spinning in pure Python while the block runs."""
-
-    def __enter__(self):
-        ctx = mp.get_context("fork")        # the child only spins: no torch, no OpenMP in it
-        self.procs = [ctx.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 1)]
-        for p in self.procs:
-            p.start()
-        time.sleep(1.0)                     # let the scheduler spread them before timing
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            p.join()
 
 
 def measure(hm, text: str, counts: list[int], rounds: int) -> dict[int, float]:

@@ -5,6 +5,12 @@ server sent for it (websocket frames + /_stcore/message responses).
     python -m benchmarks.pixels                          # every page at 32, 128, 512 tokens
     python -m benchmarks.pixels --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
     python -m benchmarks.pixels --pages Positions --before ../main --rounds 3   # another checkout, same run
+    python -m benchmarks.pixels --tokens 128,512 --repeat 1 --busy   # first views, idle then busy (issue 38)
+
+--repeat 1 times each page's first view after a new text (what it caches is computed then); more repeats report
+the median of the later (warm) visits, the first beside it. --busy: the same walk again, with a new text of each
+length, beside one busy-loop process per core (benchmarks/busy.py), and each page's busy / idle ratio (issue 38's
+goal: no page slower than 3x its idle time; its first views: <= 1.0 s at 128 pieces, <= 2.0 s at 512).
 
 The end of a rerun is read in the page itself, not guessed with a sleep: a MutationObserver sees the app
 root's data-test-script-state go to "running" and back to "notRunning"; then every stPlotlyChart must have
@@ -200,6 +206,34 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+BUSY_SEED = 1000            # the busy walk's texts: new ones, so that each page's first view computes again
+GOALS_S = {128: 1.0, 512: 2.0}           # issue 38: a page's first view, idle
+BUSY_GOAL = 3.0                          # issue 38: busy / idle
+
+
+def busy_table(idle: list[dict], busy: list[dict]) -> str:
+    """Per page and length: idle and busy seconds, their ratio, and the goals (issue 38)."""
+    by = {(r["page"], r["tokens"]): r["seconds"] for r in busy}
+    lines = ["| page | tokens | idle | busy | busy / idle |", "|---|---|---|---|---|"]
+    ratios, over = [], []
+    for r in idle:
+        key = (r["page"], r["tokens"])
+        if key not in by:
+            continue
+        ratio = by[key] / r["seconds"]
+        ratios.append((ratio, key))
+        goal = GOALS_S.get(r["tokens"])
+        if goal is not None and r["seconds"] > goal:
+            over.append(f"{key[0]} at {key[1]}: {r['seconds']:.2f} s > {goal:g} s")
+        lines.append(f"| {key[0]} | {key[1]} | {r['seconds']:.2f} s | {by[key]:.2f} s | {ratio:.1f}x |")
+    if ratios:
+        worst = max(ratios)
+        lines.append(f"worst busy / idle: {worst[0]:.1f}x ({worst[1][0]} at {worst[1][1]}); goal <= {BUSY_GOAL:g}x "
+                     + ("met" if worst[0] <= BUSY_GOAL else "NOT met"))
+    lines.append("idle goals (<= 1.0 s at 128, <= 2.0 s at 512): " + ("met" if not over else "NOT met: " + "; ".join(over)))
+    return "\n".join(lines)
+
+
 def before_after(rounds: dict[str, list[list[dict]]]) -> str:
     """Per page: the median over rounds of each round's warm time, before -> now (rounds alternate)."""
     med = {side: {} for side in rounds}
@@ -233,6 +267,8 @@ def main(argv=None) -> int:
     p.add_argument("--before", help="another checkout (e.g. a worktree of main): its server is timed in the same "
                                     "run, in rounds alternating with this checkout's (a busy machine slows both)")
     p.add_argument("--rounds", type=int, default=3, help="with --before: rounds of each")
+    p.add_argument("--busy", action="store_true", help="then the same walk (new texts) beside one busy-loop process "
+                   "per core, and each page's busy / idle ratio")
     a = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
     from viz_transformer.core.checkpoint import load_tokenizer, read_config
@@ -246,13 +282,21 @@ def main(argv=None) -> int:
         with sync_playwright() as pw:
             browser = launch(pw)
             rows = measure(browser, a.url or server.url, tok, tokens, a.pages, a.repeat)
+            busy = None
+            if a.busy:
+                from benchmarks.busy import BusyLoops
+                print(f"beside {os.cpu_count()} busy-loop processes:", flush=True)
+                with BusyLoops():
+                    busy = measure(browser, a.url or server.url, tok, tokens, a.pages, a.repeat, seed=BUSY_SEED)
             browser.close()
     finally:
         if server:
             server.__exit__()
     print("\n" + table(rows))
+    if busy is not None:
+        print("\n" + busy_table(rows, busy))
     if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
+        Path(a.json).write_text(json.dumps({"idle": rows, "busy": busy} if busy is not None else rows, indent=1))
     return 0
 
 
