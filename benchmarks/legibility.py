@@ -167,8 +167,15 @@ class Walker:
 
     def checkpoint(self, name: str) -> None:
         box = self.pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
-        box.click()
-        self.pg.get_by_role("option", name=name, exact=True).click()
+        option = self.pg.get_by_role("option", name=name, exact=True)
+        for _ in range(3):              # a click on a page just drawn may not open the list: open it again
+            box.get_by_role("combobox").click()
+            try:
+                option.wait_for(timeout=10_000)
+                break
+            except Exception:  # noqa: BLE001 - playwright's TimeoutError: try again, then let click() say it
+                self.pg.keyboard.press("Escape")
+        option.click()
         self.pg.wait_for_timeout(300)
         settle(self.pg, TIMEOUT_MS)
         assert self.current_checkpoint() == name, f"could not choose checkpoint {name}"
