@@ -132,8 +132,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Longest first, from `python -m pytest --durations=0` per file (docs/benchmarks.md, Test suite): each over a minute
-# on 2 idle cores.
-LONGEST = ("test_browser_class_access.py", "test_browser_legibility.py", "test_browser_legibility_zh.py",
+# on 2 idle cores. A worker left with 2 tests or fewer takes the next file at once (xdist's loadscope), so a file of
+# one test takes the one after it too: the two one-test legibility walks go first, one to each worker, then the
+# class-access walk (5 tests) to the first.
+LONGEST = ("test_browser_legibility.py", "test_browser_legibility_zh.py", "test_browser_class_access.py",
            "test_recipes.py", "test_browser_links.py")
 
 
