@@ -49,8 +49,10 @@ DRAWN = """() => {
 }"""
 COMPLETE = DRAWN.replace("() => {", """() => {
   if (![...document.querySelectorAll('[data-testid="stCode"]')].some(c => c.innerText.trim())) return false;""", 1)
-# First paint: the page shows some text (the loading note of a fresh process, or the page itself).
-PAINTED = "() => !!document.querySelector('[data-testid=\"stMain\"] [data-testid=\"stMarkdownContainer\"]')"
+# First paint: the page shows some text (the loading note of a fresh process, a caption, or the page itself; a
+# caption is a stCaptionContainer with no stMarkdownContainer in it).
+PAINTED = ("() => !!document.querySelector('[data-testid=\"stMain\"] :is([data-testid=\"stMarkdownContainer\"], "
+           "[data-testid=\"stCaptionContainer\"])')")
 TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 

@@ -6,10 +6,23 @@ process, so the model loads while the browser loads Streamlit's JavaScript; unde
 starts it. Page runs wait for it (app.py shows a loading note meanwhile, and a blank chart so the browser
 loads plotly.js). Whatever fails in the thread is logged and left to the page run, which meets it again and
 shows it.
+
+The thread shares one GIL with the server, which meanwhile serves the browser Streamlit's ~140 JavaScript files,
+so two settings hold while it runs (benchmarks/cold_start.py; docs/benchmarks.md, "Cold start"):
+- the GIL's switch interval is 1 ms instead of 5: the server's event loop and file threads give the GIL up at
+  each read or write and then wait up to a switch interval for this thread to hand it back (the convoy effect;
+  the browser waited 250-800 ms for single files);
+- Python's cyclic garbage collector is off: the ~280k objects the imports make (torch most of them) set off
+  ~500 collections, four of them full, ~0.35 s of CPU on the first page's path. What is alive at the end is
+  frozen out of the collector's reach for good (gc.freeze, as viz_explorer/server/memory.py does after a page
+  run), with the ~7k objects of cyclic garbage the imports leave (under 1 MiB), so the first page run's
+  collection stays short too.
 """
 from __future__ import annotations
 
+import gc
 import importlib
+import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -21,12 +34,16 @@ from viz_explorer.server import defaults
 log = get_logger("viz_transformer.startup")     # Streamlit's format and level (logger.level in config.toml)
 _ready = threading.Event()                      # the one signal: set when the load has finished or failed
 _started = threading.Lock()                     # taken once, by the first start()
+SWITCH_S = 0.001                                # the GIL's switch interval while loading (Python's default: 5 ms)
 
 
 def load() -> None:
     """The imports app.py makes, then the default checkpoint loaded and its first example run, into the same
     caches the sidebar reads (viz_explorer.server.cached)."""
     t0 = time.perf_counter()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_S)             # both process-wide; back in `finally`, however the load ends
+    gc.disable()
     try:
         _import_light()
         from viz_explorer.server import cached, memory  # noqa: F401  (torch)
@@ -45,6 +62,9 @@ def load() -> None:
     except Exception:  # noqa: BLE001 - the page run meets the same problem and shows it
         log.exception("the start-up load failed; the first page run loads what it needs itself")
     finally:
+        gc.freeze()
+        gc.enable()
+        sys.setswitchinterval(switch)
         _ready.set()
 
 
