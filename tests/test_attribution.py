@@ -286,3 +286,21 @@ def test_the_lesson_question_answers_with_occlusion_and_shows_attention(models, 
     np.testing.assert_allclose(q.evidence["attention"], _attention(hm, run, s, range(hm.cfg.n_decoder_layers)),
                                atol=1e-6)
     assert q.evidence["attention_best"] == int(np.argmax(q.evidence["attention"]))
+
+
+def test_a_capture_too_big_to_hold_is_refused_in_one_line(models, runs, monkeypatch):
+    """compare_step holds every decoder layer's attention patterns twice (the rows, the rollout): past
+    CAPTURE_BYTES it refuses before capturing (a 2,048-piece text on a Qwen2.5-0.5B-sized model grew past 14 GiB).
+    The estimate is the size of the patterns the capture really holds."""
+    from viz_transformer.core.batch import forward
+    hm, run = models["zh-en-decoder"], runs["zh-en-decoder"]
+    tgt = A.step_target(hm, run, 2)
+    cache = forward(hm.model, tgt.batch, capture=True, names_filter=lambda n: n.endswith("hook_pattern"))[1]
+    held = sum(t.numel() * t.element_size() for _, t in cache.items())      # the decoder's self-attention patterns
+    assert AA.capture_bytes(hm, tgt) == 2 * held
+    monkeypatch.setattr(AA, "CAPTURE_BYTES", 2 * held - 1)
+    with pytest.raises(ValueError) as e:
+        AA.compare_step(hm, run, 2)
+    assert "GiB" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setattr(AA, "CAPTURE_BYTES", 2 * held)
+    assert "attention" in AA.compare_step(hm, run, 2).scores

@@ -47,6 +47,25 @@ def _block(hm) -> str:
     return "cross_attn" if hm.cfg.is_encoder_decoder else "self_attn"
 
 
+CAPTURE_BYTES = 2 << 30     # the attention scores compare_step holds at once (every decoder layer's patterns, twice)
+
+
+def capture_bytes(hm, tgt: StepTarget) -> int:
+    """What compare_step's captures hold at once: each decoder layer's pattern over the step's rows, for the
+    attention and value rows and again for the rollout (float32)."""
+    cfg, T = hm.cfg, tgt.batch.dec.shape[1]
+    keys = tgt.batch.src.shape[1] if tgt.batch.src is not None else T
+    return 2 * cfg.n_decoder_layers * cfg.n_heads * T * max(keys, T) * 4
+
+
+def check_size(hm, tgt: StepTarget) -> None:
+    """A clear refusal before a capture that would not fit (a 2,048-piece text on a 24-layer model: ~12 GB)."""
+    need = capture_bytes(hm, tgt)
+    if need > CAPTURE_BYTES:
+        raise ValueError(f"comparing attention with attribution at this length would hold {need / 2**30:.1f} GiB of "
+                         f"attention patterns (the most is {CAPTURE_BYTES / 2**30:.0f} GiB): use a shorter text")
+
+
 def _capture(hm, tgt: StepTarget, kinds: Sequence[str]):
     """The decoder's patterns (and values) of tgt's batch: a capture of its own, so a lean run still works."""
     blk, L = _block(hm), hm.cfg.n_decoder_layers
@@ -180,6 +199,7 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
     neither past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
     also τ of attention and value_norm at each layer alone (layer_tau)."""
     tgt = step_target(hm, run, step)
+    check_size(hm, tgt)
     cache = _capture(hm, tgt, ["pattern", "v"])
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
     out.scores["attention"] = attention_row(hm, tgt, layer, cache).numpy()
