@@ -29,8 +29,10 @@ def hf_lms(tmp_path_factory):
     import hf_util as H
     from viz_transformer import load_checkpoint
     root = tmp_path_factory.mktemp("hf_lean_fast")
-    return {i: load_checkpoint(H.build(H.SHAPE_BY_ID[i], root / i))
-            for i in ("qwen2-gqa2-tied-sharded", "qwen3-headdim24-gqa2-tied", "mistral-window6-gqa1")}
+    with pytest.MonkeyPatch.context() as mp:    # [end] not made reachable: the tests need an output to read after the
+        mp.setenv("NOEOS", "1")                 # prompt (a made-reachable [end] came first in one test order in CI)
+        return {i: load_checkpoint(H.build(H.SHAPE_BY_ID[i], root / i))
+                for i in ("qwen2-gqa2-tied-sharded", "qwen3-headdim24-gqa2-tied", "mistral-window6-gqa1")}
 
 
 def _twice(hm, text, monkeypatch, **kw):
