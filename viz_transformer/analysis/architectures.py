@@ -154,27 +154,24 @@ def schedule_sweep(meta: dict) -> Optional[dict]:
     """What a post-norm model's learning-rate sweep (meta["schedule_sweep"], written when it shipped) shows, as
     numbers a page prints; None without one. Each setting (schedule, peak rate, warm-up) ran from scratch for the
     same short budget with each norm placement:
-    - per setting, the best validation BLEU of post-norm and of pre-norm, and pre minus post;
+    - per setting (rows), the best validation BLEU of post-norm and of pre-norm, pre minus post, and each curve;
     - the smallest and largest lead of pre-norm over post-norm, and on how many settings pre-norm led;
     - the setting picked for post-norm (its best), and the model's full-budget validation and test BLEU beside the
       model it replaced (meta["replaces"]), when recorded."""
-    sweep = meta.get("schedule_sweep")
-    if not sweep or not sweep.get("runs"):
-        return None
-    key = lambda r: (r["schedule"], r["lr"], r["warmup"])
-    by = {(r["norm"], key(r)): r for r in sweep["runs"]}
-    settings = [k for n, k in by if n == "post" and ("pre", k) in by]
-    rows = [{"schedule": s, "lr": lr, "warmup": w, "post": by["post", (s, lr, w)]["bleu"],
-             "pre": by["pre", (s, lr, w)]["bleu"], "lead": round(by["pre", (s, lr, w)]["bleu"] - by["post", (s, lr, w)]["bleu"], 2)}
-            for s, lr, w in settings]
+    runs = (meta.get("schedule_sweep") or {}).get("runs") or []
+    by = {(r["norm"], r["schedule"], r["lr"], r["warmup"]): r for r in runs}
+    rows = []
+    for (norm, *setting), post in by.items():
+        pre = by.get(("pre", *setting))
+        if norm == "post" and pre is not None:
+            rows.append(dict(zip(("schedule", "lr", "warmup"), setting), post=post["bleu"], pre=pre["bleu"],
+                             lead=round(pre["bleu"] - post["bleu"], 2), post_curve=post["curve"], pre_curve=pre["curve"]))
     if not rows:
         return None
-    picked = max((r for r in sweep["runs"] if r["norm"] == "post"), key=lambda r: r["bleu"])
-    leads = [r["lead"] for r in rows]
-    old = meta.get("replaces") or {}
+    sweep, old, leads = meta["schedule_sweep"], meta.get("replaces") or {}, [r["lead"] for r in rows]
     return {"rows": rows, "epochs": sweep.get("budget_epochs"), "updates": sweep.get("budget_updates"),
             "val_pairs": sweep.get("val_pairs"), "n": len(rows), "pre_led": sum(x > 0 for x in leads),
-            "lead_min": min(leads), "lead_max": max(leads), "picked": picked,
+            "lead_min": min(leads), "lead_max": max(leads),
+            "picked": max((r for r in runs if r["norm"] == "post"), key=lambda r: r["bleu"]),
             "val": (meta.get("val") or {}).get("bleu"), "test": (meta.get("test") or {}).get("bleu"),
-            "old_val": (old.get("val") or {}).get("bleu"), "old_test": (old.get("test") or {}).get("bleu"),
-            "curves": {(r["norm"], key(r)): r["curve"] for r in sweep["runs"]}}
+            "old_val": (old.get("val") or {}).get("bleu"), "old_test": (old.get("test") or {}).get("bleu")}

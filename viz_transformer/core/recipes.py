@@ -20,14 +20,15 @@ def recipe(meta: Optional[dict]) -> Optional[tuple]:
     """(split, the train_config values of RECIPE_KEYS, whether CJK characters are one piece each), or None for a
     folder that does not say how it was trained.
     A fine-tuned model (meta.json's `init_from`, written by training.train) adds the recipe of the model it
-    started from, its peak rate and its pieces: two fine-tunes compare only when both stages match."""
+    started from and its peak rate: two fine-tunes compare only when both stages match."""
     tc = (meta or {}).get("train_config")
     if not isinstance(tc, dict):
         return None
-    key = (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS) + (bool(tc.get("cjk_chars")),)   # the pieces
+    key = (meta.get("split"),) + tuple(tc.get(k) for k in RECIPE_KEYS)
     base = meta.get("init_from")
     if isinstance(base, dict):
-        key += (recipe(base), tc.get("lr"), tc.get("cjk_chars"))
+        key += (recipe(base), tc.get("lr"))
+    key += (bool(tc.get("cjk_chars")),)                     # the pieces
     return key
 
 

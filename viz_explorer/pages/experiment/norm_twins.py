@@ -74,11 +74,9 @@ def show_sweep(post: Path) -> None:
     if sweep is None:
         return
     rate = lambda lr: f"{lr:.0e}".replace("e-0", "e-")                      # 7e-4, as the commands write it
-    setting = lambda r: t("ar.sweep_setting", schedule=r["schedule"], lr=rate(r["lr"]), warmup=r["warmup"])
-    short = lambda r: t("ar.sweep_short", schedule=r["schedule"], lr=rate(r["lr"]), warmup=r["warmup"])
-    curves = {t("ar.sweep_line", norm=t(f"ov.norm_short.{norm}"), setting=short(r)): (list(range(1, len(sweep["curves"][norm, k]) + 1)), sweep["curves"][norm, k])
-              for norm in ("post", "pre") for r in sweep["rows"]
-              for k in [(r["schedule"], r["lr"], r["warmup"])]}
+    words = lambda r: dict(schedule=r["schedule"], lr=rate(r["lr"]), warmup=r["warmup"])
+    curves = {t("ar.sweep_line", norm=t(f"ov.norm_short.{norm}"), setting=t("ar.sweep_short", **words(r))):
+              (range(1, len(r[f"{norm}_curve"]) + 1), r[f"{norm}_curve"]) for norm in ("post", "pre") for r in sweep["rows"]}
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]      # one per setting; post-norm solid, pre-norm dashed
     styles = [dict(color=colours[i % len(colours)], dash="solid" if norm == "post" else "dash", width=2)
               for norm in ("post", "pre") for i in range(len(sweep["rows"]))]
@@ -88,7 +86,7 @@ def show_sweep(post: Path) -> None:
     st.dataframe([{t(f"ar.sweep_col.{c}"): (rate(r[c]) if c == "lr" else r[c]) for c in cols} for r in sweep["rows"]],
                  hide_index=True)
     numbers = {k: sweep[k] for k in ("epochs", "updates", "val_pairs", "lead_min", "lead_max", "pre_led", "n", "val", "test")}
-    st.markdown(t("ar.sweep_reads", **numbers, picked=setting(sweep["picked"]), name=post.name)
+    st.markdown(t("ar.sweep_reads", **numbers, picked=t("ar.sweep_setting", **words(sweep["picked"])), name=post.name)
                 + (" " + t("ar.sweep_old", old_val=sweep["old_val"], old_test=sweep["old_test"])
                    if sweep["old_test"] is not None else ""))
 
