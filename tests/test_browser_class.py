@@ -41,8 +41,12 @@ def _answered(teacher, k: int, n: int, bars: list[int]) -> None:
 
 
 def _answer(student, option: str) -> None:
+    from playwright.sync_api import expect
+    _ready(student)
     box = student.locator('[data-testid="stMain"]')
-    box.get_by_text(LABELS[option], exact=True).click()
+    group = box.get_by_role("radiogroup", name="Your answer")
+    expect(group).to_have_count(1)          # a step's rerun can leave the last step's group up for a moment
+    group.get_by_text(LABELS[option], exact=True).click()
     box.get_by_role("button", name="Send").click()
     box.get_by_text(f"Your answer: {LABELS[option]}.").wait_for()
 
