@@ -1,0 +1,98 @@
+"""The rows of a long text's attention patterns and rollouts that a heatmap's window shows, computed without
+the whole [q, k] matrices: a compact run's patterns from the captured q, k and mask of those rows alone (the
+model's own `attention`), a rollout's rows carried down the layers over the positions they can reach.
+
+At 2,048 pieces a Qwen2.5-0.5B-sized model's one layer is 14 × 2,112² weights; a 52-row window needs 52 rows
+of it, and a rollout's 52 rows a (52 × T) · (T × T) product per layer instead of T³. Pure torch, no figures.
+"""
+from __future__ import annotations
+
+import torch
+
+from viz_transformer.core.attention import attention
+from viz_transformer.core.hook_names import hook_name, layer_name
+from viz_transformer.core.positional import position_terms
+
+
+def closed_prefix(mask: torch.Tensor, end: int) -> int:
+    """The smallest m ≥ end such that no query row < m may attend to a key ≥ m (mask [q, k], True = may
+    attend): the positions rows < end can reach through any number of layers. Causal: end; a prefix LM
+    whose prefix is longer: the prefix; attention both ways: every position."""
+    m = max(0, min(int(end), mask.shape[-1]))
+    while m < mask.shape[-1]:
+        reach = mask[:m, m:].nonzero()
+        if not len(reach):
+            break
+        m = m + int(reach[:, 1].max()) + 1
+    return m
+
+
+def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: int | None = None,
+                 heads=None, batch: int = 0) -> torch.Tensor:
+    """Query rows [a, b) of one layer's pattern over keys [0, n_keys): [head, b - a, n_keys] (`heads`: a list
+    of heads, default all). A stored pattern is sliced; a compact run's (recomputed on read) comes from the
+    captured q of those rows, k and the mask with the model's `attention`, never the whole layer. n_keys must
+    cover every key the rows may attend to, or their softmax would be another one: ValueError."""
+    a, b = rows
+    name = hook_name(block, layer, "hook_pattern")
+    if name not in getattr(cache, "derived", {}):
+        p = cache[name][batch]
+        heads = list(range(p.shape[0])) if heads is None else list(heads)
+        return p[heads, a:b, :n_keys]
+    prefix = name.rsplit(".", 1)[0]
+    rot = f"{prefix}.hook_rot_q" in cache
+    q_all = cache[f"{prefix}.hook_rot_q" if rot else f"{prefix}.hook_q"][batch]          # (T, nh, hs)
+    k_all = cache[f"{prefix}.hook_rot_k" if rot else f"{prefix}.hook_k"][batch]          # (S, nkv, hs)
+    mask = cache[f"{prefix}.hook_mask"][batch, 0]                                        # (T, S)
+    S = k_all.shape[0] if n_keys is None else n_keys
+    if mask[a:b, S:].any():
+        raise ValueError(f"rows {a}..{b - 1} may attend to keys past {S - 1}: their pattern needs every key "
+                         f"they can see")
+    heads = list(range(q_all.shape[1])) if heads is None else list(heads)
+    group = q_all.shape[1] // k_all.shape[1]                                             # grouped-query attention
+    q = q_all[a:b, heads].transpose(0, 1)                                                # (h, w, hs)
+    k = k_all[:S, [h // group for h in heads]].transpose(0, 1)                           # (h, S, hs)
+    divisor, bias = position_terms(cache, prefix)
+    if bias is not None:                                                                 # T5: [1, head, q, k]
+        bias = bias[0][heads, a:b, :S]
+    no_values = q.new_zeros(len(heads), S, 0)         # the pattern needs no values: weights @ v costs nothing
+    return attention(q, k, no_values, mask[a:b, :S], divisor, bias=bias).weights
+
+
+def rollout_rows(cache, part: str, rows: tuple[int, int], batch: int = 0, residual: float = 0.5) -> torch.Tensor:
+    """Rows [a, b) of summaries.rollout(cache, part): [b - a, T]. R[a:b] = Â_L[a:b] Â_(L−1) ⋯ Â_1, carried
+    down one layer at a time over the positions those rows can reach (closed_prefix of layer 0's mask:
+    causal rows 0..b−1 need no later position), each Â_l from pattern_rows. Columns past them are 0."""
+    n = cache.n_layers.get(part)
+    if not n:
+        raise KeyError(f"this model has no {part!r} layers")
+    block = f"{part}.self_attn"
+    mask = cache[layer_name(part, 0, "self_attn.hook_mask")][batch, 0]
+    T = mask.shape[-1]
+    a, b = max(0, rows[0]), min(T, rows[1])
+    m = closed_prefix(mask, b)
+    out = None
+    for layer in reversed(range(n)):
+        lo, hi = (a, b) if out is None else (0, m)                                       # the top layer: the rows
+        p = pattern_rows(cache, block, layer, (lo, hi), m, batch=batch).double().mean(0)  # (hi - lo, m)
+        step = (1 - residual) * p + residual * torch.eye(m, dtype=torch.float64)[lo:hi]
+        step = step / step.sum(-1, keepdim=True)
+        out = step if out is None else out @ step                                        # (b - a, m)
+    full = torch.zeros(b - a, T, dtype=torch.float64)
+    full[:, :m] = out
+    return full.float()
+
+
+def source_attribution_rows(cache, rows: tuple[int, int], batch: int = 0) -> torch.Tensor:
+    """Rows [a, b) of summaries.source_attribution: the mean over heads of the last decoder layer's
+    cross-attention rows, carried down the encoder's layers (Â_L ⋯ Â_1) as rollout_rows does: [b - a, S]."""
+    if not cache.n_layers.get("encoder") or not cache.n_layers.get("decoder"):
+        raise ValueError("source attribution needs an encoder-decoder model")
+    last = cache.n_layers["decoder"] - 1
+    out = pattern_rows(cache, "decoder.cross_attn", last, rows, batch=batch).double().mean(0)    # (w, S)
+    S = out.shape[-1]
+    for layer in reversed(range(cache.n_layers["encoder"])):
+        p = pattern_rows(cache, "encoder.self_attn", layer, (0, S), batch=batch).double().mean(0)
+        step = 0.5 * p + 0.5 * torch.eye(S, dtype=torch.float64)
+        out = out @ (step / step.sum(-1, keepdim=True))
+    return out.float()
