@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, click_until
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server
@@ -21,9 +21,6 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 SHOTS = ARTIFACTS / "present-class"
 PUBLIC = "http://192.0.2.10:8765"         # TEST-NET-1: the address the projected QR code shows
-READY = ("() => { const r = document.querySelector('[data-test-script-state]');"
-         " return r && r.getAttribute('data-test-script-state') === 'notRunning'"
-         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
 BARS = "() => { const p = document.querySelector('.js-plotly-plot'); return p && p.data ? Array.from(p.data[0].y) : null; }"
 LESSON = "present-test"
 TEXT, ARGS_Q = "我是一名工程师。", {"block": "encoder.self_attn", "layer": 0, "head": 1, "row": 1}
@@ -45,9 +42,9 @@ def lessons(tmp_path) -> dict:
 
 
 def settle(pg) -> None:
-    pg.wait_for_timeout(400)
+    """The page's run has ended and drawn (browser_util.READY). Called after a page load, or once what an action
+    brings has shown: the live pages' fragments rerun by themselves, so a rerun's start says nothing of a click."""
     pg.wait_for_function(READY, timeout=TIMEOUT_MS)
-    pg.wait_for_timeout(300)
 
 
 def new_page(browser, width: int, height: int):
@@ -73,7 +70,7 @@ def pick(student, i: int) -> None:
 def shot(pg, name: str) -> None:
     """A screenshot of the screen as the projector shows it, scrolled to the top."""
     pg.locator('[data-testid="stMain"]').evaluate("m => m.scrollTo({top: 0, behavior: 'instant'})")
-    pg.wait_for_timeout(500)
+    settle(pg)
     pg.screenshot(path=str(SHOTS / name))
 
 
@@ -104,11 +101,11 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         teacher.wait_for_url(re.compile(r"teach="))
         settle(teacher)
         code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
-        teacher.get_by_role("button", name="Present this class").click()
-        teacher.wait_for_url(re.compile(r"present=1"))
         main = teacher.locator('[data-testid="stMain"]')
+        click_until(teacher.get_by_role("button", name="Present this class"),     # the live chart's fragment runs
+                    main.get_by_role("button", name="Reveal the answer"))
+        teacher.wait_for_url(re.compile(r"present=1"))
         settle(teacher)
-        main.get_by_role("button", name="Reveal the answer").wait_for()
         assert main.get_by_text("Row 1 of this head: predict, then look.").count() == 1      # the step's note
         assert main.get_by_text("Step 1 of 3", exact=True).count() >= 1
         assert main.get_by_text(code, exact=True).count() == 1                              # the code, its QR
@@ -129,9 +126,8 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         want = [int(i == right) + int(i == wrong) for i in range(len(q.options))]
         counted(teacher, 2, 2, want)
 
-        main.get_by_role("button", name="Reveal the answer").click()
         answer = q.options[q.answer]
-        main.get_by_text(f"The answer: {answer}.").wait_for()
+        click_until(main.get_by_role("button", name="Reveal the answer"), main.get_by_text(f"The answer: {answer}."))
         assert cr.revealed(code, f"{LESSON}/1", eng)
         students[0].get_by_text(f"The answer: {answer}. You got it right.").wait_for()       # within 3 s
         students[1].get_by_text(f"The answer: {answer}. You answered {q.options[wrong]}.").wait_for()
