@@ -133,8 +133,9 @@ def _slug(s: str) -> str:
 class Walker:
     """One browser page on one server; walks (checkpoint, language, text) combinations, page by page."""
 
-    def __init__(self, browser, url: str, root: Path, shots: str = "fail", out: Path = OUT, log=print):
+    def __init__(self, browser, url: str, root: Path, shots: str = "fail", out: Path = OUT, log=print, check=None):
         self.browser, self.url, self.root, self.shots, self.out, self.log = browser, url, Path(root), shots, out, log
+        self.check = check      # check(walker, page name, where) after each page is measured: a test's own checks
         self.pg = self.tok = None
         self.views: list[dict] = []
 
@@ -286,6 +287,9 @@ class Walker:
                             self.views.append({**where, "page": name, "tab": "", "tab_index": 0, "charts": [],
                                                "exceptions": 0, "error": f"{type(e).__name__}: {e}"})
                             settle(self.pg, TIMEOUT_MS)
+                        else:
+                            if self.check:               # its failure ends the walk: a test's assertion
+                                self.check(self, name, where)
                         self.views[-1]["seconds"] = round(time.perf_counter() - t0, 2)
         return self.views
 
@@ -352,8 +356,8 @@ def save(views: list[dict], out: Path = OUT, seconds: float = 0.0, name: str = "
 
 
 def run(checkpoints_dir: Path, checkpoints=tuple(CHECKPOINTS), langs=LANGS, lengths=LENGTHS, pages=None,
-        shots: str = "fail", url: str | None = None, out: Path = OUT, log=print) -> tuple[list[dict], float]:
-    """Start a server (unless url), one headless Chromium, walk; returns the views and the wall time."""
+        shots: str = "fail", url: str | None = None, out: Path = OUT, log=print, check=None) -> tuple[list[dict], float]:
+    """Start a server (unless url), one headless Chromium, walk (Walker's check); returns the views and the wall time."""
     from playwright.sync_api import sync_playwright
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -362,7 +366,7 @@ def run(checkpoints_dir: Path, checkpoints=tuple(CHECKPOINTS), langs=LANGS, leng
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             try:
-                w = Walker(browser, url or server.url, checkpoints_dir, shots, out, log)
+                w = Walker(browser, url or server.url, checkpoints_dir, shots, out, log, check)
                 views = w.walk(checkpoints, langs, lengths, pages)
             finally:
                 browser.close()
@@ -386,10 +390,10 @@ def options(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def walk(a: argparse.Namespace, log=print) -> tuple[list[dict], Path]:
-    """The walk the options ask for; returns the views and the saved report's path."""
+def walk(a: argparse.Namespace, log=print, check=None) -> tuple[list[dict], Path]:
+    """The walk the options ask for (Walker's check); returns the views and the saved report's path."""
     out = Path(a.out).resolve()
-    views, seconds = run(Path(a.checkpoints), a.checkpoint, a.lang, a.lengths, a.pages, a.shots, a.url, out, log)
+    views, seconds = run(Path(a.checkpoints), a.checkpoint, a.lang, a.lengths, a.pages, a.shots, a.url, out, log, check)
     return views, save(views, out, seconds, a.json)
 
 

@@ -142,10 +142,12 @@ def wait_healthy(url: str, proc, seconds: float, log) -> None:
         time.sleep(0.5)
 
 
-def legible(lang: str, server) -> None:
+def legible(lang: str, server, check=None) -> None:
     """The legibility walk (benchmarks/legibility.py) in one interface language, on the session's server when it
     serves the shipped checkpoints: every chart of every page and tab at 7, ~30 and ~120 pieces for each checkpoint;
-    fails with the report's table. LEGIBILITY_ARGS narrows it (its --lang leaves out the other language's test)."""
+    fails with the report's table. check(walker, page name, where) runs on each page once it is measured (the
+    walk's per-page checks, one walk per language). LEGIBILITY_ARGS narrows it (its --lang leaves out the other
+    language's test)."""
     import shlex
 
     import pytest
@@ -163,7 +165,7 @@ def legible(lang: str, server) -> None:
     args = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", ""))
                               + ["--checkpoints", str(checkpoints), "--lang", lang, "--json", f"report-{lang}.json"]
                               + (["--url", url] if Path(root).resolve() == checkpoints.resolve() else []))
-    views, path = legibility.walk(args, log=lambda *a: print(*a, flush=True))
+    views, path = legibility.walk(args, log=lambda *a: print(*a, flush=True), check=check)
     rows = legibility.problems(views)
     charts = sum(len(v["charts"]) for v in views)
     print(f"\n{legibility.summary(views)}\nreport {path}")
@@ -173,3 +175,25 @@ def legible(lang: str, server) -> None:
     if rows:
         pytest.fail(f"{len(rows)} of {charts} charts are illegible (report: {path}, PNGs beside it)\n"
                     + legibility.table(rows) + "\n\n" + legibility.summary(views), pytrace=False)
+
+
+class Offline:
+    """A walk's check (legible): no request of the walk's page leaves the app's own server (the page icon once came
+    from fonts.gstatic.com, which fails offline and from mainland China). Call it on each page, then .verify()."""
+
+    def __init__(self):
+        self.walker = self.icon = None
+
+    def __call__(self, walker, name: str, where: dict) -> None:
+        self.walker = walker
+        self.icon = self.icon or walker.pg.eval_on_selector('link[rel~="icon"]', "l => l.href")
+
+    def verify(self) -> None:
+        from urllib.parse import urlparse
+        assert self.walker, "the walk measured no page"
+        host = urlparse(self.walker.url).hostname
+        fetched = [u for u in self.walker.traffic.urls.values() if not u.startswith(("data:", "blob:"))]
+        remote = sorted({u for u in fetched if urlparse(u).hostname != host})
+        assert not remote, f"requests that left {host}: {remote}"
+        assert urlparse(self.icon).hostname == host, f"the page icon is not the shipped one: {self.icon}"
+        assert any("MaterialSymbols" in u for u in fetched), "the navigation's icon font (Streamlit's own) was not asked for"

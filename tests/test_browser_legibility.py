@@ -4,7 +4,8 @@ every page and every tab at 7, ~30 and ~120 pieces, for zh-en, zh-en-decoder and
 drawn chart
 (tests/legibility.js): no plot side under 110 px, no two labels overlapping (rotated boxes), no label past
 the chart's edge, no colour bar or legend taller than its plot. The report and a PNG of each failing chart
-are written under test-artifacts/legibility/ (report-en.json, report-zh.json).
+are written under test-artifacts/legibility/ (report-en.json, report-zh.json). On the same pages, each walk also
+checks that no request leaves the app's own server (browser_util.Offline: the page icon, the fonts).
 
 One page, one language, one length, from the shell (same options as benchmarks/legibility.py), or as the
 test with LEGIBILITY_ARGS:
@@ -19,13 +20,15 @@ import sys
 import pytest
 
 from benchmarks import legibility
-from browser_util import legible
+from browser_util import Offline, legible
 
 pytestmark = pytest.mark.browser
 
 
 def test_every_chart_is_legible(server):
-    legible("en", server)
+    offline = Offline()
+    legible("en", server, offline)
+    offline.verify()
 
 
 if __name__ == "__main__":
