@@ -94,3 +94,18 @@ def test_rows_of_a_grouped_query_rope_folder(tmp_path, shape_id):
             torch.testing.assert_close(windows.pattern_rows(lean.cache, "decoder.self_attn", layer, (a, b)),
                                        full.cache[patterns.hook_name("decoder.self_attn", layer, "hook_pattern")][0, :, a:b],
                                        **TOL)
+
+
+@pytest.mark.parametrize("head", [1, "mean", "max"])
+def test_a_head_window_is_the_slice_of_head_matrix(runs, head):
+    from viz_transformer.analysis import sinks
+    full, lean = runs["tiny-lm"]
+    whole = patterns.layer_patterns(full.cache, "decoder.self_attn", 1)                     # (H, T, T)
+    T = whole.shape[-1]
+    for no_sink in (False, True):
+        shown = sinks.without_sink(whole, [0]) if no_sink else whole
+        expected = patterns.head_matrix(shown, head, ["x"] * T, ["x"] * T)[0]
+        got = windows.head_window(lean.cache, "decoder.self_attn", 1, head, (3, 9), (2, 7), no_sink)
+        torch.testing.assert_close(got, expected[3:9, 2:7].to(got.dtype), **TOL)
+    tiles = list(windows.layer_windows(lean.cache, "decoder.self_attn", 2, (3, 9), (2, 7)))
+    torch.testing.assert_close(tiles[1], whole[:, 3:9, 2:7], **TOL)

@@ -289,6 +289,8 @@ EN = {
     "at.model_view_title": "{block}: all layers × heads",
     "at.model_view_cb": "max weight in block",
     "at.model_view_hover": "click to open",
+    "at.model_view_window": "A text this long: every tile shows its head over the heatmap's window above (query rows "
+                            "{qa}–{qb}, key columns {ka}–{kb}); move the window to see the rest.",
     "at.downsampled": "{n} {n:token|tokens}: each tile is shrunk to {m}×{m} {m:cell|cells} (each cell = the max of "
                       "its block).",
     "at.line_view": "Line view",
@@ -779,6 +781,7 @@ EN = {
     "ro.lm_note": "This model keeps everything in one sequence: rows after the prompt are the generated tokens, "
                   "and their columns over the prompt are its attribution.",
     "ro.csv": "Download as CSV",
+    "ro.csv_rows": "Download rows {qa}–{qb} as CSV (every key)",
     "cb.relevance": "relevance",
 
     # head statistics

@@ -247,6 +247,8 @@ ZH = {
     "at.model_view_title": "{block}：所有层 × 头",
     "at.model_view_cb": "模块内最大权重",
     "at.model_view_hover": "点击打开",
+    "at.model_view_window": "文本这么长时，每个小图只显示这个头在上方热力图窗口里的部分（查询行 {qa}–{qb}、键列 {ka}–{kb}）；"
+                            "移动窗口即可看其余部分。",
     "at.downsampled": "{n} 个词元：每个小图缩小为 {m}×{m} 格（每格取其区域的最大值）。",
     "at.line_view": "连线视图",
     "at.line_heads": "要画的头",
@@ -632,6 +634,7 @@ ZH = {
     "ro.attr_title": "源文本归因：译文每个词元在源文本各子词上的分布",
     "ro.lm_note": "这个模型把一切放在一个序列里：提示之后的行是生成的词元，它们在提示上的列就是归因。",
     "ro.csv": "下载 CSV",
+    "ro.csv_rows": "下载第 {qa}–{qb} 行的 CSV（含所有键）",
     "cb.relevance": "相关度",
     "hs.title": "注意力头统计",
     "hs.intro": "每个头平均在做什么：每个注意力模块的每个头一行，每个数都在非填充的查询行上取平均（对语料还在句子上取平均）。",

@@ -12,6 +12,7 @@ from viz_explorer.kit.page_parts import formula, intro, md_escape, show  # noqa:
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import figure_rules
+from viz_transformer.plots.style import BIG_KEYS
 from viz_transformer.core.hook_names import parse_prefix
 
 
@@ -101,6 +102,12 @@ def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_
     (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, start, size)
     st.caption(t("fig.window_note", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
     return (qa, qb), (ka, kb)
+
+
+def window_zmax(shown, n_keys: int):
+    """The top of a window's weight scale (heatmaps.attention_heatmap's zmax): its own rule (0..1) while the whole
+    matrix has few keys, else the window's largest weight (over thousands of keys weights are ~1/keys)."""
+    return None if n_keys <= BIG_KEYS else float(shown.max()) or 1.0
 
 
 def _jump(key: str, pieces: list[str], size: int, n: int) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from viz_transformer.analysis.patterns import reduce_heads
+from viz_transformer.analysis.sinks import without_sink
 from viz_transformer.core.attention import attention
 from viz_transformer.core.hook_names import hook_name, layer_name
 from viz_transformer.core.positional import position_terms
@@ -57,6 +59,22 @@ def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: i
         bias = bias[0][heads, a:b, :S]
     no_values = q.new_zeros(len(heads), S, 0)         # the pattern needs no values: weights @ v costs nothing
     return attention(q, k, no_values, mask[a:b, :S], divisor, bias=bias).weights
+
+
+def head_window(cache, block: str, layer: int, head, rows: tuple[int, int], cols: tuple[int, int],
+                no_sink: bool = False, batch: int = 0) -> torch.Tensor:
+    """The [rows, cols] window of one head's pattern (head an int), or of the mean/max over heads ("mean",
+    "max"), as patterns.head_matrix gives it for the whole layer; no_sink: each row renormalised without
+    position 0 first (sinks.without_sink, over all its keys)."""
+    p = pattern_rows(cache, block, layer, rows, heads=[head] if isinstance(head, int) else None, batch=batch)
+    p = without_sink(p, [0]) if no_sink else p
+    return (p[0] if isinstance(head, int) else reduce_heads(p, head))[:, cols[0]:cols[1]]
+
+
+def layer_windows(cache, block: str, n_layers: int, rows: tuple[int, int], cols: tuple[int, int], batch: int = 0):
+    """Every layer's [head, rows, cols] window, one layer at a time (the model view of a long text's window)."""
+    for layer in range(n_layers):
+        yield pattern_rows(cache, block, layer, rows, batch=batch)[..., cols[0]:cols[1]]
 
 
 def rollout_rows(cache, part: str, rows: tuple[int, int], batch: int = 0, residual: float = 0.5) -> torch.Tensor:

@@ -9,7 +9,7 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
-from viz_transformer.analysis import patterns, piece_labels
+from viz_transformer.analysis import patterns, piece_labels, windows
 from viz_transformer.run import forced
 from viz_transformer.run import blank_effect, interventions
 from viz_transformer.plots import charts, heatmaps
@@ -88,10 +88,12 @@ block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "ko")
 if (block_prefix(block, layer), head) in heads:
     st.caption(t("ko.is_off", mode=t(f"ko.mode.{mode}")))
 q_pieces, k_pieces = piece_labels.query_labels(after, block), piece_labels.block_pieces(after, block)[1]
-mat = patterns.head_pattern(after.cache, block, layer, head)
-widgets.show(heatmaps.attention_heatmap(mat, q_pieces, k_pieces, t("ko.attention_title", block=widgets.block_label(block),
-                                     layer=layer, head=widgets.head_label(head)), t("axis.key"),
-                                     widgets.query_axis(block), colorbar=t("cb.weight")), key="ko_attention")
+(qa, qb), (ka, kb) = widgets.window(len(q_pieces), len(k_pieces), "ko_window", pieces=k_pieces)   # a long text
+mat = windows.head_window(after.cache, block, layer, head, (qa, qb), (ka, kb))
+widgets.show(heatmaps.attention_heatmap(mat, q_pieces[qa:qb], k_pieces[ka:kb], t("ko.attention_title",
+                                        block=widgets.block_label(block), layer=layer, head=widgets.head_label(head)),
+                                        t("axis.key"), widgets.query_axis(block), t("cb.weight"), qa, ka,
+                                        zmax=widgets.window_zmax(mat, len(k_pieces))), key="ko_attention")
 
 # -- ranking ----------------------------------------------------------------------------------------
 st.subheader(t("ko.rank"))

@@ -9,6 +9,7 @@ from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import architectures
 from viz_transformer.analysis import sinks
+from viz_transformer.analysis import windows
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
 
@@ -33,14 +34,20 @@ if cfg.is_encoder_only:
 no_special = bool(specials) and st.toggle(t("at.no_special"), key="at_no_special", help=t("at.no_special_help"))
 
 n_layers = patterns.n_layers(cfg, block)
-pat = patterns.layer_patterns(run.cache, block, layer)              # (H, q, k): a long text's layers one at a time
 q_pieces, k_pieces = piece_labels.block_pieces(run, block)
-shown = sinks.without_sink(pat, [0]) if no_sink else pat   # each head's pieces, before words/mean
-if no_special:
-    shown = sinks.without_tokens(shown, specials)
-    q_pieces = k_pieces = [p for i, p in enumerate(k_pieces) if i not in specials]
-mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
-qp = piece_labels.row_labels(q_pieces, None, words) if no_special else piece_labels.query_labels(run, block, words)
+whole = words or no_special            # word groups and hidden pieces need every row: the layer at once
+if whole:
+    pat = patterns.layer_patterns(run.cache, block, layer)          # (H, q, k): a long text's layers one at a time
+    shown = sinks.without_sink(pat, [0]) if no_sink else pat        # each head's pieces, before words/mean
+    if no_special:
+        shown = sinks.without_tokens(shown, specials)
+        q_pieces = k_pieces = [p for i, p in enumerate(k_pieces) if i not in specials]
+    mat, qp, kp = patterns.head_matrix(shown, head, q_pieces, k_pieces, words)
+    qp = piece_labels.row_labels(q_pieces, None, words) if no_special else piece_labels.query_labels(run, block, words)
+else:
+    qp, kp = piece_labels.query_labels(run, block), k_pieces
+(qa, qb), (ka, kb) = widgets.window(len(qp), len(kp), "at_window", pieces=kp)     # a long text: a window of it
+mat = mat[qa:qb, ka:kb] if whole else windows.head_window(run.cache, block, layer, head, (qa, qb), (ka, kb), no_sink)
 title = t("at.heatmap_title", block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 if no_special:
     title = t("at.no_special_title", title=title)
@@ -49,30 +56,38 @@ if no_sink:
     share = sinks.share_of(sinks.sink_shares(run.cache, block, patterns.n_layers(cfg, block)), layer, head)
     st.caption(t("at.no_sink_note" if isinstance(head, int) else "at.no_sink_note_heads",
                  share=f"{share:.0%}" if share == share else "–", piece=widgets.md_escape(k_pieces[0])))
-fig = heatmaps.attention_heatmap(mat, qp, kp, title, t("axis.key"), widgets.query_axis(block), colorbar=t("cb.weight"))
+fig = heatmaps.attention_heatmap(mat, qp[qa:qb], kp[ka:kb], title, t("axis.key"), widgets.query_axis(block),
+                                 colorbar=t("cb.weight"), q_start=qa, k_start=ka,
+                                 zmax=widgets.window_zmax(mat, len(kp)))
+in_window = lambda bs: [min(max(b - ka, 0), kb - ka) for b in bs]      # noqa: E731  (boundaries in the window)
 seg = architectures.segments(run, cfg)
 if seg is not None and not words:          # one sequence: mark [begin] | source | [sep] + target
     st.caption(t("at.segments", a=seg.source_end - 1, b=seg.source_end, c=seg.target_start))
-    model_figures.mark_segments(fig, [seg.source_start, seg.source_end],
+    model_figures.mark_segments(fig, in_window([seg.source_start, seg.source_end]),
                                ["", t("ar.part.source"), t("ar.part.target")])
 pair = run.segments if cfg.is_encoder_only else None
 if pair and 1 in pair and not (words or no_special):      # a sentence pair: mark where sentence B starts
-    model_figures.mark_segments(fig, [pair.index(1)], [t("at.sentence_a"), t("at.sentence_b")])
+    model_figures.mark_segments(fig, in_window([pair.index(1)]), [t("at.sentence_a"), t("at.sentence_b")])
 widgets.show(fig, key="at_heatmap")
 
 # -- model view: click a tile to open that head -------------------------------------------------
 st.subheader(t("at.model_view"))
 st.caption(t("at.model_view_help"))
 tile = TILE if n_layers * cfg.n_heads <= GRID_CELLS else TILE // 2
-if max(len(q_pieces), len(k_pieces)) > tile:
-    st.caption(t("at.downsampled", n=max(len(q_pieces), len(k_pieces)), m=tile))
-
-
+part = not whole and (qb - qa, kb - ka) != (len(qp), len(kp))         # a long text: every head over the window
+if part:
+    st.caption(t("at.model_view_window", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1))
+    layers = windows.layer_windows(run.cache, block, n_layers, (qa, qb), (ka, kb))
+else:
+    layers = (patterns.layer_patterns(run.cache, block, l) for l in range(n_layers))
+n_shown = max(qb - qa, kb - ka) if part else max(len(q_pieces), len(k_pieces))
+if n_shown > tile:
+    st.caption(t("at.downsampled", n=n_shown, m=tile))
 sel = (layer, head) if isinstance(head, int) else None
-widgets.show(heatmaps.model_view(patterns.model_view_tiles((patterns.layer_patterns(run.cache, block, l) for l in range(n_layers)), tile), t("at.model_view_title",
-            block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
-            colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
-            key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")
+widgets.show(heatmaps.model_view(patterns.model_view_tiles(layers, tile), t("at.model_view_title",
+             block=widgets.block_label(block)), t("axis.layer"), t("axis.head"), selected=sel,
+             colorbar=t("at.model_view_cb"), hover=t("at.model_view_hover")),
+             key="at_model_view", on_select=callbacks.open_head(cfg.n_heads), selection_mode="points")
 
 # -- line view ------------------------------------------------------------------------------------
 st.subheader(t("at.line_view"))
@@ -89,7 +104,8 @@ if n > LINE_WINDOW:
     (qa, qb), (ka, kb) = patterns.axis_windows(len(lq), len(lk), start, LINE_WINDOW)
     st.caption(t("at.line_capped", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1, m=MAX_LINES))
 if heads:
-    mats = [patterns.head_matrix(pat, h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] for h in heads]
+    mats = [patterns.head_matrix(pat, h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] if whole else
+            windows.head_window(run.cache, block, layer, h, (qa, qb), (ka, kb)) for h in heads]
     widgets.show(heatmaps.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
                                  t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
                                  k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=widgets.query_axis(block),
