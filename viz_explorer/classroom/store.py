@@ -7,7 +7,9 @@
     reveal(code, secret, "q1"); revealed(code, "q1")           # the answer shown to all: no more answers to q1
 
 Every call is one short transaction, so N processes (or machines on one PostgreSQL) see the same class.
-Errors a person can cause are ClassError with a one-line message; the page shows it.
+Errors a person can cause are ClassError with a one-line message; the page shows it. sqlalchemy and the tables
+(tables()) are imported and made on the first call that reads or writes the database:
+every page run imports this module (live_class.remember), and only a live class needs them.
 """
 from __future__ import annotations
 
@@ -15,14 +17,15 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
 import time
 import unicodedata
-from typing import Optional
+import weakref
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Optional
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-
-from viz_explorer.server import db
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"   # 32 symbols: no I, O, 0, 1 (read aloud, typed from a board)
 CODE_LEN = 8                    # 32**8 = 2**40 codes
@@ -31,44 +34,6 @@ NICK_MAX = 24                   # characters
 CHOICE_MAX, QUESTION_MAX, OPTIONS_MAX = 200, 128, 26
 RATE_WINDOW, RATE_MAX = 10, 20  # at most 20 actions (joins, answers) per browser per 10 s window
 MAX_STEP = 4096
-
-classes = sa.Table(
-    "classes", db.METADATA,
-    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-    sa.Column("secret_hash", sa.String(64), nullable=False),          # sha256 of the teacher's secret
-    sa.Column("lesson", sa.String(64), nullable=False),
-    sa.Column("step", sa.Integer, nullable=False, server_default=sa.text("0")),
-    sa.Column("created", sa.Float, nullable=False),
-)
-members = sa.Table(
-    "class_members", db.METADATA,
-    sa.Column("code", sa.String(CODE_LEN), sa.ForeignKey("classes.code"), primary_key=True),
-    sa.Column("browser", sa.String(43), primary_key=True),
-    sa.Column("nickname", sa.String(NICK_MAX), nullable=False, server_default=""),
-    sa.Column("joined", sa.Float, nullable=False),
-)
-answers = sa.Table(
-    "class_answers", db.METADATA,
-    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-    sa.Column("browser", sa.String(43), primary_key=True),
-    sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
-    sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
-    sa.Column("at", sa.Float, nullable=False),
-)
-reveals = sa.Table(             # the questions whose answer the teacher has shown the class
-    "class_reveals", db.METADATA,
-    sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-    sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
-    sa.Column("at", sa.Float, nullable=False),
-)
-hits = sa.Table(                # the rate limit's counters: one row per browser and window
-    "class_hits", db.METADATA,
-    sa.Column("browser", sa.String(43), primary_key=True),
-    sa.Column("window", sa.Integer, primary_key=True),
-    sa.Column("n", sa.Integer, nullable=False),
-)
-
-
 MESSAGES = {            # ClassError's key -> its one-line English message (the page shows strings' "lc.err.KEY")
     "code": "a class code is {n} letters and digits, e.g. {example}",
     "no_class": "there is no class {code}: check the code with your teacher",
@@ -94,8 +59,78 @@ class ClassError(ValueError):
         self.key, self.kw = key, kw
 
 
+_tables: list = []                          # tables(), once made
+_created: "weakref.WeakSet" = weakref.WeakSet()   # the engines the class tables were created on
+_lock = threading.Lock()
+
+
+def _make_tables() -> SimpleNamespace:
+    import sqlalchemy as sa
+    from viz_explorer.server import db
+    classes = sa.Table(
+        "classes", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("secret_hash", sa.String(64), nullable=False),          # sha256 of the teacher's secret
+        sa.Column("lesson", sa.String(64), nullable=False),
+        sa.Column("step", sa.Integer, nullable=False, server_default=sa.text("0")),
+        sa.Column("created", sa.Float, nullable=False),
+    )
+    members = sa.Table(
+        "class_members", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), sa.ForeignKey("classes.code"), primary_key=True),
+        sa.Column("browser", sa.String(43), primary_key=True),
+        sa.Column("nickname", sa.String(NICK_MAX), nullable=False, server_default=""),
+        sa.Column("joined", sa.Float, nullable=False),
+    )
+    answers = sa.Table(
+        "class_answers", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("browser", sa.String(43), primary_key=True),
+        sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+        sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
+        sa.Column("at", sa.Float, nullable=False),
+    )
+    reveals = sa.Table(             # the questions whose answer the teacher has shown the class
+        "class_reveals", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+        sa.Column("at", sa.Float, nullable=False),
+    )
+    hits = sa.Table(                # the rate limit's counters: one row per browser and window
+        "class_hits", db.METADATA,
+        sa.Column("browser", sa.String(43), primary_key=True),
+        sa.Column("window", sa.Integer, primary_key=True),
+        sa.Column("n", sa.Integer, nullable=False),
+    )
+    return SimpleNamespace(classes=classes, members=members, answers=answers, reveals=reveals, hits=hits)
+
+
+def tables() -> SimpleNamespace:
+    """The class tables (classes, members, answers, reveals, hits) in the app's database's METADATA, made on the
+    store's first use with sqlalchemy's import (0.25-0.45 s): every page run imports this module
+    (live_class.remember), and only a live class reads them."""
+    with _lock:
+        if not _tables:
+            _tables.append(_make_tables())
+        return _tables[0]
+
+
+def _sql():
+    """(sqlalchemy, tables()), both imported or made on first use."""
+    import sqlalchemy as sa
+    return sa, tables()
+
+
 def _eng(eng: Optional[sa.Engine]) -> sa.Engine:
-    return eng or db.engine()
+    """`eng`, else the app's engine, with the class tables created on it once (db.engine() creates METADATA's
+    tables when it makes an engine, which may be before tables() was first called: a long text's link)."""
+    from viz_explorer.server import db
+    eng, t = eng or db.engine(), tables()
+    with _lock:
+        if eng not in _created:
+            db.METADATA.create_all(eng, tables=[t.classes, t.members, t.answers, t.reveals, t.hits])
+            _created.add(eng)
+    return eng
 
 
 def _hash(secret: str) -> str:
@@ -104,6 +139,7 @@ def _hash(secret: str) -> str:
 
 def _upsert(conn, table: sa.Table, keys: list[str], values: dict, update: dict):
     """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
+    from sqlalchemy.dialects import postgresql, sqlite
     insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table).values(**values)
     return conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=update))
 
@@ -130,6 +166,7 @@ def nickname(text) -> str:
 
 def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str]:
     """A new class on `lesson` at step 0: (code, the teacher's secret). The secret is not stored."""
+    sa, T = _sql()
     if not isinstance(lesson, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,63}$", lesson):
         raise ClassError("lesson", lesson=repr(lesson))
     secret = secrets.token_urlsafe(18)
@@ -137,7 +174,7 @@ def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str
         code = new_code()
         try:
             with _eng(eng).begin() as conn:
-                conn.execute(classes.insert().values(code=code, secret_hash=_hash(secret), lesson=lesson, step=0,
+                conn.execute(T.classes.insert().values(code=code, secret_hash=_hash(secret), lesson=lesson, step=0,
                                                      created=time.time()))
             return code, secret
         except sa.exc.IntegrityError:
@@ -147,9 +184,10 @@ def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str
 
 def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int]:
     """(lesson, current step) of a class; ClassError when there is no such class."""
+    sa, T = _sql()
     code = normal_code(code)
     with _eng(eng).connect() as conn:
-        row = conn.execute(sa.select(classes.c.lesson, classes.c.step).where(classes.c.code == code)).first()
+        row = conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step).where(T.classes.c.code == code)).first()
     if row is None:
         raise ClassError("no_class", code=code)
     return row[0], row[1]
@@ -157,10 +195,11 @@ def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, in
 
 def is_teacher(code: str, secret, eng: Optional[sa.Engine] = None) -> bool:
     """Whether `secret` is this class's teacher secret (constant-time comparison of the hashes)."""
+    sa, T = _sql()
     if not isinstance(secret, str) or not secret or len(secret) > 64:
         return False
     with _eng(eng).connect() as conn:
-        row = conn.execute(sa.select(classes.c.secret_hash).where(classes.c.code == normal_code(code))).first()
+        row = conn.execute(sa.select(T.classes.c.secret_hash).where(T.classes.c.code == normal_code(code))).first()
     return row is not None and hmac.compare_digest(row[0], _hash(secret))
 
 
@@ -173,11 +212,12 @@ def _need_teacher(code: str, secret, eng) -> str:
 
 def set_step(code: str, secret: str, step: int, eng: Optional[sa.Engine] = None) -> None:
     """The teacher moves the class to `step` (0-based); the students follow."""
+    sa, T = _sql()
     code = _need_teacher(code, secret, eng)
     if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < MAX_STEP:
         raise ClassError("step", last=MAX_STEP - 1)
     with _eng(eng).begin() as conn:
-        conn.execute(classes.update().where(classes.c.code == code).values(step=step))
+        conn.execute(T.classes.update().where(T.classes.c.code == code).values(step=step))
 
 
 def _check_browser(browser) -> str:
@@ -188,23 +228,25 @@ def _check_browser(browser) -> str:
 
 def _rate(conn, browser: str, now: float) -> None:
     """Count one action of `browser` in the database (so the limit holds across processes); refuse past it."""
+    sa, T = _sql()
     window = int(now // RATE_WINDOW)
-    _upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1})
-    n = conn.execute(sa.select(hits.c.n).where(hits.c.browser == browser, hits.c.window == window)).scalar_one()
+    _upsert(conn, T.hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": T.hits.c.n + 1})
+    n = conn.execute(sa.select(T.hits.c.n).where(T.hits.c.browser == browser, T.hits.c.window == window)).scalar_one()
     if n > RATE_MAX:
         raise ClassError("rate", seconds=RATE_WINDOW)
     if n == 1:                                   # a browser's first action in a window: forget its old windows
-        conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
+        conn.execute(T.hits.delete().where(T.hits.c.browser == browser, T.hits.c.window < window))
 
 
 def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = None) -> str:
     """A student joins (or renames themself in) a class; returns the nickname as stored."""
+    sa, T = _sql()
     code, browser, nick = normal_code(code), _check_browser(browser), nickname(nick)
     lesson_and_step(code, eng)
     now = time.time()
     with _eng(eng).begin() as conn:
         _rate(conn, browser, now)
-        _upsert(conn, members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
+        _upsert(conn, T.members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
                                                      "joined": now}, {"nickname": nick})
     return nick
 
@@ -213,6 +255,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
            eng: Optional[sa.Engine] = None) -> None:
     """Record a student's answer to `question` (their latest one counts). The choice must be one of the
     question's options; the student must have joined; the browser's rate limit applies."""
+    sa, T = _sql()
     code, browser, question = normal_code(code), _check_browser(browser), _check_question(question)
     if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
             or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
@@ -221,14 +264,14 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
         raise ClassError("choice")
     now = time.time()
     with _eng(eng).begin() as conn:
-        if conn.execute(sa.select(members.c.browser).where(members.c.code == code,
-                                                           members.c.browser == browser)).first() is None:
+        if conn.execute(sa.select(T.members.c.browser).where(T.members.c.code == code,
+                                                           T.members.c.browser == browser)).first() is None:
             raise ClassError("join")
-        if conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
-                                                        reveals.c.question == question)).first() is not None:
+        if conn.execute(sa.select(T.reveals.c.code).where(T.reveals.c.code == code,
+                                                        T.reveals.c.question == question)).first() is not None:
             raise ClassError("revealed")
         _rate(conn, browser, now)
-        _upsert(conn, answers, ["code", "browser", "question"],
+        _upsert(conn, T.answers, ["code", "browser", "question"],
                 {"code": code, "browser": browser, "question": question, "choice": choice, "at": now},
                 {"choice": choice, "at": now})
 
@@ -241,42 +284,47 @@ def _check_question(question) -> str:
 
 def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> None:
     """The teacher shows the class the answer to `question`; from then on it takes no more answers."""
+    sa, T = _sql()
     code, question = _need_teacher(code, secret, eng), _check_question(question)
     with _eng(eng).begin() as conn:
-        _upsert(conn, reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
+        _upsert(conn, T.reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
                 {"question": question})
 
 
 def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
     """Whether the teacher has shown the answer to `question` (anyone in the class may know this)."""
+    sa, T = _sql()
     code, question = normal_code(code), _check_question(question)
     with _eng(eng).connect() as conn:
-        return conn.execute(sa.select(reveals.c.code).where(reveals.c.code == code,
-                                                            reveals.c.question == question)).first() is not None
+        return conn.execute(sa.select(T.reveals.c.code).where(T.reveals.c.code == code,
+                                                            T.reveals.c.question == question)).first() is not None
 
 
 def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
     """This browser's own answer to `question` in this class, None if it has not answered."""
+    sa, T = _sql()
     code, browser = normal_code(code), _check_browser(browser)
     with _eng(eng).connect() as conn:
-        return conn.execute(sa.select(answers.c.choice).where(
-            answers.c.code == code, answers.c.browser == browser, answers.c.question == question)).scalar()
+        return conn.execute(sa.select(T.answers.c.choice).where(
+            T.answers.c.code == code, T.answers.c.browser == browser, T.answers.c.question == question)).scalar()
 
 
 def counts(code: str, secret: str, question: str, options: list[str],
            eng: Optional[sa.Engine] = None) -> dict[str, int]:
     """The teacher's view of a question: option -> how many students chose it (every option listed)."""
+    sa, T = _sql()
     code = _need_teacher(code, secret, eng)
     with _eng(eng).connect() as conn:
-        rows = conn.execute(sa.select(answers.c.choice, sa.func.count()).where(
-            answers.c.code == code, answers.c.question == question).group_by(answers.c.choice)).all()
+        rows = conn.execute(sa.select(T.answers.c.choice, sa.func.count()).where(
+            T.answers.c.code == code, T.answers.c.question == question).group_by(T.answers.c.choice)).all()
     got = dict(rows)
     return {o: int(got.get(o, 0)) for o in options}
 
 
 def roster(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list[str]:
     """The teacher's list of the nicknames who joined, in joining order ("" for none given)."""
+    sa, T = _sql()
     code = _need_teacher(code, secret, eng)
     with _eng(eng).connect() as conn:
-        return [r[0] for r in conn.execute(sa.select(members.c.nickname).where(members.c.code == code)
-                                           .order_by(members.c.joined, members.c.browser))]
+        return [r[0] for r in conn.execute(sa.select(T.members.c.nickname).where(T.members.c.code == code)
+                                           .order_by(T.members.c.joined, T.members.c.browser))]

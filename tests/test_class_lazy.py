@@ -1,0 +1,40 @@
+"""The live class's store imports sqlalchemy on its first use, not with the first page's modules (issue 38: 0.25-0.45 s
+of a fresh server's first page), and creates its tables on whatever engine it is first handed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from viz_explorer.classroom import store as cr
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_first_pages_modules_do_not_import_sqlalchemy():
+    # what viz_explorer/startup/load.py imports before the first page, in a fresh interpreter
+    code = ("import sys\n"
+            "from viz_explorer.startup import load\n"
+            "load._import_light()\n"
+            "from viz_explorer.server import cached, memory\n"
+            "from viz_explorer.kit import context, registry, session_guard, sidebar\n"
+            "from viz_explorer.lessons import lesson_mode, links\n"
+            "from viz_explorer.classroom import live_class, class_present\n"
+            "assert 'torch' in sys.modules\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlalchemy'))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_class_on_an_engine_made_before_the_store_was_used(tmp_path):
+    eng = sa.create_engine(f"sqlite:///{tmp_path / 'bare.sqlite3'}")     # no table on it yet
+    code, secret = cr.create_class("attention-step-by-step", eng)
+    assert cr.lesson_and_step(code, eng) == ("attention-step-by-step", 0)
+    assert cr.is_teacher(code, secret, eng)
+    with eng.connect() as conn:
+        names = set(sa.inspect(conn).get_table_names())
+    assert {"classes", "class_members", "class_answers", "class_reveals", "class_hits"} <= names
+    eng.dispose()
