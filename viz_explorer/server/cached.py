@@ -209,17 +209,23 @@ def _ablated(path: str, stamp: float, text: str, heads: tuple, mode: str):
 
 @heavy
 def positions_off(path: str, stamp: float, text: str):
-    """The run with every position signal taken out: its page reads the output and the patterns alone."""
+    """The run with every position signal taken out: its page reads the output, the patterns and (a translator)
+    the encoder's outputs, which the order test compares."""
     hm = load_model(path, stamp)
-    return hm.run(text, names_filter=patterns_only, fwd_hooks=interventions.positions_off_hooks(hm), lean=True)
+    outputs = permute.encoder_outputs_name(hm.cfg)
+    return hm.run(text, names_filter=lambda n: patterns_only(n) or n == outputs,
+                  fwd_hooks=interventions.positions_off_hooks(hm), lean=True)
 
 
 @heavy
 def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
+    """permute.order_test of the text's run, with or without positions: the unpermuted side's output and (a
+    translator) encoder outputs are read off the cached run made under the same hooks, not computed again."""
     hm = load_model(path, stamp)
-    own = (run_text(path, stamp, text) if positions else positions_off(path, stamp, text)).output   # cached runs
+    own = run_text(path, stamp, text) if positions else positions_off(path, stamp, text)    # cached runs
     return permute.order_test(hm, run_text(path, stamp, text).input, how,
-                          () if positions else interventions.positions_off_hooks(hm), output=own)
+                              () if positions else interventions.positions_off_hooks(hm), output=own.output,
+                              outputs=permute.run_outputs(own, hm.cfg))
 
 
 # -- models side by side, and attention over training ------------------------------------------------

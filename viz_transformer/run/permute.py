@@ -64,6 +64,20 @@ class OrderTest:
     permuted_output: str
 
 
+def encoder_outputs_name(cfg) -> Optional[str]:
+    """The capture order_test compares for a translator (its encoder's last hook_resid_post), which a run of the
+    same text under the same hooks already holds: same ids, same forward (run_outputs); None for a one-sequence
+    model, whose run reads the prompt together with its continuation."""
+    return f"encoder.{cfg.n_encoder_layers - 1}.hook_resid_post" if cfg.is_encoder_decoder else None
+
+
+def run_outputs(run, cfg) -> Optional[torch.Tensor]:
+    """order_test's `outputs` read off a translator's run (hm.run with encoder_outputs_name captured) [pos, d];
+    None when the run has none."""
+    name = encoder_outputs_name(cfg)
+    return run.cache[name][0] if name is not None and name in run.cache else None
+
+
 def _last_layer(hm, inp: ModelInput, fwd_hooks) -> torch.Tensor:
     """The last layer's hook_resid_post over the input: the encoder's (translator) or the decoder's."""
     cfg = hm.cfg
@@ -74,20 +88,21 @@ def _last_layer(hm, inp: ModelInput, fwd_hooks) -> torch.Tensor:
 
 
 def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
-               output: Optional[str] = None) -> OrderTest:
+               output: Optional[str] = None, outputs: Optional[torch.Tensor] = None) -> OrderTest:
     """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
     pieces stay) through the model with fwd_hooks: the last layer's outputs over the input, how far
     they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute
     with its input (gap ~0). text: a string, or the ModelInput a run already made (`run.input`).
     output: the greedy output of the text's own ids under the same hooks, when the caller already has it
-    (the app's cached run): it is not decoded again."""
+    (the app's cached run): it is not decoded again. outputs: likewise the last layer's outputs over the text's
+    own ids [pos, d] (run_outputs of that run): that forward is not made again."""
     tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp = as_input(tok, cfg, text, max_new_tokens)
     ids = inp.ids
     order = permutation(ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(source_pieces(tok, ids)))
     moved = inp.with_ids([ids[i] for i in order])
-    outs = [_last_layer(hm, x, fwd_hooks) for x in (inp, moved)]
+    outs = [outputs if x is inp and outputs is not None else _last_layer(hm, x, fwd_hooks) for x in (inp, moved)]
     texts = [tok.decode(decode_ids(model, tok, x, "greedy", max_new_tokens, fwd_hooks=fwd_hooks).generated_ids)
              if x is moved or output is None else output for x in (inp, moved)]
     return OrderTest("encoder" if inp.src is not None else "decoder", source_pieces(tok, ids),
