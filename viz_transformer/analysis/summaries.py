@@ -95,7 +95,6 @@ def pattern_stats(pattern: torch.Tensor, allowed: torch.Tensor, q_valid: torch.T
     Returns stat -> [B, H], each the mean over the valid query rows of that sentence."""
     p = pattern.double()
     B, H, Q, K = p.shape
-    allowed = allowed.expand(B, H, Q, K)
     rows = q_valid.double()[:, None, :].expand(B, H, Q)                            # (B, H, Q)
 
     def mean_rows(x: torch.Tensor, w: torch.Tensor = rows) -> torch.Tensor:
@@ -104,14 +103,15 @@ def pattern_stats(pattern: torch.Tensor, allowed: torch.Tensor, q_valid: torch.T
     qpos = torch.arange(Q, dtype=torch.float64)[:, None]
     kpos = torch.arange(K, dtype=torch.float64)[None, :]
     plogp = torch.where(p > 0, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))
-    last_key = (allowed.long() * torch.arange(1, K + 1)).argmax(-1, keepdim=True)   # (B, H, Q, 1)
+    # on the mask as captured, [B, 1 or H, Q, K], then widened: one head's work, not H (a 512-piece text: 16 MB)
+    last_key = (allowed.long() * torch.arange(1, K + 1)).argmax(-1, keepdim=True).expand(B, H, Q, 1)
     out = {"entropy": mean_rows(-plogp.sum(-1)),
            "mean_distance": mean_rows((p * (qpos - kpos).abs()).sum(-1)),
            "first_token": mean_rows(p[..., 0]),
            "last_token": mean_rows(p.gather(-1, last_key).squeeze(-1)),
            "punctuation": mean_rows((p * key_punct.double()[:, None, None, :]).sum(-1)),
            "max_weight": mean_rows(p.max(-1).values),
-           "max_entropy": mean_rows(allowed.sum(-1).clamp_min(1).double().log())}
+           "max_entropy": mean_rows(allowed.sum(-1).clamp_min(1).double().log().expand(B, H, Q))}
     nan = torch.full((B, H), float("nan"), dtype=torch.float64)
     if same_sequence and Q == K:
         out["self"] = mean_rows(torch.diagonal(p, dim1=-2, dim2=-1))
