@@ -1,6 +1,7 @@
 """The Positions on/off page's order test reads the unpermuted side's encoder outputs off the cached run made under
-the same hooks (viz_explorer/server/cached.py: order_test); the result must be what a full recompute gives, to the bit
-(the page shows the gap, ~0 without positions, to 3 significant digits)."""
+the same hooks (viz_explorer/server/cached.py: order_test), and the permuted side's off the encoder pass its decoding
+makes; each must be what a forward of its own gives, to the bit (the page shows the gap, ~0 without positions, to 3
+significant digits)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,8 +34,13 @@ def test_the_order_test_off_a_cached_run_equals_a_full_recompute(tiny_translator
     hooks = () if positions else interventions.positions_off_hooks(hm)
     filt = shown_captures if positions else (lambda n: patterns_only(n) or n == name)   # as cached.py runs them
     reused, full = both(hm, hooks, filt)
-    assert torch.equal(reused.outputs, full.outputs) and torch.equal(reused.permuted_outputs, full.permuted_outputs)
-    assert reused.gap == full.gap and reused.order == full.order
+    inp = hm.run(TEXT, max_new_tokens=1).input
+    moved = inp.with_ids([inp.ids[i] for i in reused.order])
+    own, permuted = permute._last_layer(hm, inp, hooks), permute._last_layer(hm, moved, hooks)   # a forward each
+    for r in (reused, full):
+        assert torch.equal(r.outputs, own) and torch.equal(r.permuted_outputs, permuted)
+        assert r.gap == permute.multiset_gap(own, permuted)
+    assert reused.order == full.order
     assert (reused.output, reused.permuted_output) == (full.output, full.permuted_output)
 
 

@@ -87,6 +87,18 @@ def _last_layer(hm, inp: ModelInput, fwd_hooks) -> torch.Tensor:
     return cache[name][0]                                                         # (pos, d)
 
 
+def _greedy(hm, inp: ModelInput, fwd_hooks, max_new_tokens: int) -> tuple[str, Optional[torch.Tensor]]:
+    """The greedy output of inp under fwd_hooks and, for a translator, its last encoder layer's outputs [pos, d],
+    kept as decoding encodes the source (once: the same encode _last_layer makes, not made a second time)."""
+    name, seen = encoder_outputs_name(hm.cfg), {}
+
+    def keep(x, hook) -> None:                   # None: the tensor goes on unchanged
+        seen.setdefault("x", x[0].detach().clone())
+    ids = decode_ids(hm.model, hm.tokenizer, inp, "greedy", max_new_tokens,
+                     fwd_hooks=[*fwd_hooks, *([(name, keep)] if name else [])]).generated_ids
+    return hm.tokenizer.decode(ids), seen.get("x")
+
+
 def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
                output: Optional[str] = None, outputs: Optional[torch.Tensor] = None) -> OrderTest:
     """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
@@ -95,16 +107,21 @@ def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None
     with its input (gap ~0). text: a string, or the ModelInput a run already made (`run.input`).
     output: the greedy output of the text's own ids under the same hooks, when the caller already has it
     (the app's cached run): it is not decoded again. outputs: likewise the last layer's outputs over the text's
-    own ids [pos, d] (run_outputs of that run): that forward is not made again."""
-    tok, cfg, model = hm.tokenizer, hm.cfg, hm.model
+    own ids [pos, d] (run_outputs of that run): that forward is not made again. A translator's outputs over an input
+    it decodes are kept from that decoding's encoder pass (_greedy)."""
+    tok, cfg = hm.tokenizer, hm.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp = as_input(tok, cfg, text, max_new_tokens)
     ids = inp.ids
     order = permutation(ids, {cfg.bos_id, cfg.eos_id}, how, keep=word_free(source_pieces(tok, ids)))
     moved = inp.with_ids([ids[i] for i in order])
-    outs = [outputs if x is inp and outputs is not None else _last_layer(hm, x, fwd_hooks) for x in (inp, moved)]
-    texts = [tok.decode(decode_ids(model, tok, x, "greedy", max_new_tokens, fwd_hooks=fwd_hooks).generated_ids)
-             if x is moved or output is None else output for x in (inp, moved)]
+    texts, outs = [output, None], [outputs, None]
+    for i, x in enumerate((inp, moved)):
+        if texts[i] is None:
+            texts[i], kept = _greedy(hm, x, fwd_hooks, max_new_tokens)
+            outs[i] = kept if outs[i] is None else outs[i]
+        if outs[i] is None:
+            outs[i] = _last_layer(hm, x, fwd_hooks)
     return OrderTest("encoder" if inp.src is not None else "decoder", source_pieces(tok, ids),
                      source_pieces(tok, moved.ids), order,
                      outs[0], outs[1], multiset_gap(outs[0], outs[1]), texts[0], texts[1])
