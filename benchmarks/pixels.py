@@ -207,6 +207,7 @@ def table(rows: list[dict]) -> str:
 
 
 BUSY_SEED = 1000            # the busy walk's texts: new ones, so that each page's first view computes again
+ROUND_SEED = 2000           # --before --repeat 1: round i's texts (seed ROUND_SEED * i), new to both servers
 GOALS_S = {128: 1.0, 512: 2.0}           # issue 38: a page's first view, idle
 BUSY_GOAL = 3.0                          # issue 38: busy / idle
 
@@ -310,7 +311,10 @@ def _before_after(a, tok, tokens) -> int:
         for i in range(a.rounds):
             for side, server in ((("before", old), ("now", now)) if i % 2 == 0 else (("now", now), ("before", old))):
                 print(f"round {i + 1}/{a.rounds}: {side} ({before if side == 'before' else ROOT})", flush=True)
-                rounds[side].append(measure(browser, server.url, tok, tokens, a.pages, a.repeat))
+                # --repeat 1 times first views: each round its own texts (both sides the same), or a later
+                # round would find the first round's results cached
+                seed = ROUND_SEED * (i + 1) if a.repeat == 1 else 0
+                rounds[side].append(measure(browser, server.url, tok, tokens, a.pages, a.repeat, seed=seed))
         browser.close()
     print("\n" + before_after(rounds))
     if a.json:
