@@ -261,7 +261,8 @@ def test_long_text_is_cut_with_a_notice(env):
     at = open_app("viz_explorer/pages/look/attention.py", text=text)
     gone = left_out(hm.tokenizer, hm.cfg, text, encode_input(hm.tokenizer, hm.cfg, text))
     assert gone and f"({len(gone)} characters) was left out" in texts(at)            # in characters, not pieces
-    assert len(figure(at, "layer 0, head 0")["data"][0]["x"]) == hm.cfg.max_len
+    shown = len(figure(at, "layer 0, head 0")["data"][0]["x"])                    # a window of the max_len pieces
+    assert shown + by_key(at.slider, "at_window").max == hm.cfg.max_len
 
 
 def test_broken_checkpoint_is_listed_and_the_others_keep_working(ckpt_root, tmp_path, monkeypatch):

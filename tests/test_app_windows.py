@@ -108,3 +108,19 @@ def test_the_knock_out_window_is_the_slice_of_the_knocked_out_run(env):
     assert np.allclose(z, run.cache["decoder.1.self_attn.hook_pattern"][0, 0, 4:4 + W, 4:4 + W], atol=1e-6)
     untouched = hm.run(LONG).cache["decoder.1.self_attn.hook_pattern"][0, 0, 4:4 + W, 4:4 + W]
     assert not np.allclose(z, untouched, atol=1e-4)                              # the knock-out is in it
+
+
+def test_the_masks_tab_windows_the_causal_and_prefix_masks(env):
+    from app_util import open_tab
+    from viz_transformer.core.masks import causal_mask, prefix_lm_mask
+    run = load_checkpoint(env / "tiny-lm").run(LONG)
+    T = len(run.tgt_pieces)
+    at = open_tab(open_app("viz_explorer/pages/look/masks.py", ckpt="tiny-lm", text=LONG), "mk", "causal")
+    move(move(at, "mk_causal_window", 6), "mk_prefix_window", 2)
+    causal, prefix = figures(at)[:2]
+    assert np.array_equal(array(causal["data"][0]["z"]) != 0, causal_mask(T)[0, 0, 6:6 + W, 6:6 + W].numpy())
+    assert causal["data"][0]["y"] == labels(run.tgt_pieces[6:6 + W], 6)
+    p = by_key(at.slider, "mk_prefix").value
+    assert np.array_equal(array(prefix["data"][0]["z"]) != 0, prefix_lm_mask(T, p)[0, 0, 2:2 + W, 2:2 + W].numpy())
+    short = open_tab(open_app("viz_explorer/pages/look/masks.py"), "mk", "causal")
+    assert not any(k and k.endswith("window") for k in sliders(short))

@@ -9,7 +9,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import mask_examples, patterns, piece_labels
 from viz_transformer.run import capture
-from viz_transformer.plots import heatmaps
+from viz_transformer.plots import figure_rules, heatmaps
 
 ctx = context.need_run()
 run, cfg = ctx.run, ctx.hm.cfg
@@ -62,21 +62,25 @@ with tabs["causal"]:
         pieces = run.tgt_pieces
         T = len(pieces)
         seq, p0 = mask_examples.prefix_lm_layout(run)           # the sentence as a prefix LM sees it
-        (left, right), width = widgets.figure_columns(2, max(T, len(seq)), max(T, len(seq)))
+        n = min(max(T, len(seq)), figure_rules.max_cells())       # a long text: each figure a window of it
+        (left, right), width = widgets.figure_columns(2, n, n)
         with left:
             st.subheader(t("mk.causal"))
             st.caption(t("mk.causal_help"))
-            widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(T, 1)["causal"], pieces, pieces,
-                                            t("mk.causal_title"),
-                                            width=width, **mask_kw))
+            (a, b), _ = widgets.window(T, T, "mk_causal_window", width=width, pieces=pieces)
+            widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(T, 1)["causal"][a:b, a:b], pieces[a:b],
+                                               pieces[a:b], t("mk.causal_title"), width=width, q_start=a, k_start=a,
+                                               **mask_kw))
         with right:
             st.subheader(t("mk.prefix"))
             st.caption(t("mk.prefix_help"))
             if cfg.architecture == "prefix_lm" and run.prefix_len:     # the mask this model really applied
                 st.caption(t("mk.prefix_applied", p=run.prefix_len))
                 hook = patterns.hook_name("decoder.self_attn", 0, "hook_mask")
-                widgets.show(heatmaps.mask_heatmap(run.cache[hook][0, 0], pieces, pieces, t("mk.mask_title", hook=hook),
-                                                width=width, **mask_kw), key="mk_prefix_fig")
+                (a, b), _ = widgets.window(T, T, "mk_prefix_window", width=width, pieces=pieces)
+                widgets.show(heatmaps.mask_heatmap(run.cache[hook][0, 0, a:b, a:b], pieces[a:b], pieces[a:b],
+                                                   t("mk.mask_title", hook=hook), width=width, q_start=a, k_start=a,
+                                                   **mask_kw), key="mk_prefix_fig")
             else:                     # prefix = [begin] + source + [sep]
                 st.caption(t("mk.prefix_layout" if cfg.is_translator else "mk.prefix_layout_lm", p=p0))
                 state = st.session_state
@@ -86,9 +90,10 @@ with tabs["causal"]:
                     state["mk_prefix_for"] = seq
                 state["mk_prefix"] = min(max(1, state["mk_prefix"]), len(seq))
                 p = st.slider(t("mk.prefix_len"), 1, len(seq), key="mk_prefix") if len(seq) > 1 else 1
-                widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(len(seq), p)["prefix_lm"], seq, seq,
-                                                t("mk.prefix_title", p=p), width=width, **mask_kw),
-                             key="mk_prefix_fig")
+                (a, b), _ = widgets.window(len(seq), len(seq), "mk_prefix_window", width=width, pieces=seq)
+                widgets.show(heatmaps.mask_heatmap(mask_examples.example_masks(len(seq), p)["prefix_lm"][a:b, a:b],
+                                                   seq[a:b], seq[a:b], t("mk.prefix_title", p=p), width=width,
+                                                   q_start=a, k_start=a, **mask_kw), key="mk_prefix_fig")
 
 with tabs["applied"]:
     if tabs["applied"].open:
