@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from viz_explorer.classroom import store as cr
@@ -13,6 +14,7 @@ from viz_explorer.classroom import store as cr
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow                  # a fresh interpreter importing torch
 def test_the_first_pages_modules_do_not_import_sqlalchemy():
     # what viz_explorer/startup/load.py imports before the first page, in a fresh interpreter
     code = ("import sys\n"
