@@ -47,6 +47,35 @@ def settle(pg, timeout: int = TIMEOUT_MS) -> None:
     pg.evaluate(WATCH)
 
 
+# The main column's scroll position and height and every chart's box, the same over `frames` animation frames (at
+# most `cap`): a scroll snap, a chart's relayout have come to rest.
+STILL = """async ([frames, cap]) => {
+  const m = document.querySelector('[data-testid="stMain"]');
+  const look = () => JSON.stringify([window.scrollY, m && m.scrollTop, m && m.scrollHeight,
+    ...[...document.querySelectorAll('[data-testid="stPlotlyChart"]')].map(c => {
+      const r = c.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; })]);
+  let last = look(), same = 0, n = 0;
+  while (same < frames && n++ < cap) {
+    await new Promise(r => requestAnimationFrame(r));
+    const now = look(); same = now === last ? same + 1 : 0; last = now;
+  }
+  return same >= frames; }"""
+
+
+def still(pg, frames: int = 6) -> None:
+    """Wait until nothing on the page moves (STILL) instead of sleeping after a scroll or before a screenshot."""
+    assert pg.evaluate(STILL, [frames, 1200]), "the page kept moving for 1,200 frames"
+
+
+def hover(pg, chart, x: float, y: float) -> None:
+    """Move the mouse to (x, y) over `chart` (a locator of one st.plotly_chart) and wait until plotly has picked the
+    point under it (its graph div's _hoverdata): plotly reports a click on the point it hovers."""
+    gd = chart.locator(".js-plotly-plot").first.element_handle()
+    gd.evaluate("gd => { gd._hoverdata = undefined; }")
+    pg.mouse.move(x, y)
+    pg.wait_for_function("gd => gd._hoverdata && gd._hoverdata.length > 0", arg=gd)
+
+
 def no_exception(pg) -> None:
     assert pg.locator('[data-testid="stException"]').count() == 0
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, charts, no_exception, open_page, settle
+from browser_util import ARTIFACTS, CHROMIUM, charts, hover, no_exception, open_page, settle
 
 SENTENCE = "他是我的朋友。"
 
@@ -47,10 +47,9 @@ def test_explorer_end_to_end(server, page):
     assert charts(pg) == 3
     assert "encoder self-attention, layer 0, head 0" in main.inner_text()
     # a click near the bottom-right of the model view opens the last layer's last head
-    grid = pg.locator('[data-testid="stPlotlyChart"]').nth(1).locator(".nsewdrag").first
-    bb = grid.bounding_box()
-    pg.mouse.move(bb["x"] + bb["width"] * 0.97, bb["y"] + bb["height"] * 0.97)
-    pg.wait_for_timeout(300)
+    view = pg.locator('[data-testid="stPlotlyChart"]').nth(1)
+    bb = view.locator(".nsewdrag").first.bounding_box()
+    hover(pg, view, bb["x"] + bb["width"] * 0.97, bb["y"] + bb["height"] * 0.97)
     pg.mouse.click(bb["x"] + bb["width"] * 0.97, bb["y"] + bb["height"] * 0.97)
     settle(pg)
     assert "encoder self-attention, layer 0, head 0" not in main.inner_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, settle
+from browser_util import ARTIFACTS, CHROMIUM, settle, still
 from test_browser_lessons import STEP, _shown
 from viz_explorer.lessons import lesson_file
 
@@ -44,7 +44,7 @@ def test_the_lesson_step_is_in_the_first_screen(server, tab, size, lang):     # 
     settle(tab)
     tab.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')]"
                           ".every(c => c.querySelector('.main-svg'))")
-    tab.wait_for_timeout(500)                                   # the charts' own layout settles
+    still(tab)                                                  # the charts' own layout settles
     SHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SHOTS / f"{lang}-{w}x{h}.png"), full_page=False)
     assert tab.locator('[data-testid="stException"]').count() == 0

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, no_exception, settle
+from browser_util import ARTIFACTS, CHROMIUM, hover, no_exception, settle
 from viz_explorer.lessons import lesson_file
 
 ARCH = {"zh-en": "enc-dec · 3+3 layers", "en-stories": "decoder-only · 4 layers"}
@@ -97,8 +97,7 @@ def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, pa
     pick = next(i for i in range(len(q.options)) if i != q.answer)         # a wrong key, to see both frames
     cell = box.locator(".js-plotly-plot .nsewdrag").first.bounding_box()
     x, y = cell["x"] + cell["width"] * (pick + 0.5) / len(q.options), cell["y"] + cell["height"] / 2
-    pg.mouse.move(x, y)
-    pg.wait_for_timeout(500)                            # plotly reports a click on the point it hovers
+    hover(pg, box, x, y)                                # plotly reports a click on the point it hovers
     pg.mouse.click(x, y)
     settle(pg)
     chosen = box.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, settle
+from browser_util import ARTIFACTS, CHROMIUM, settle, still
 from viz_explorer.kit import presenter
 from viz_explorer.lessons.lesson_file import load_lesson
 
@@ -48,7 +48,7 @@ def test_presenter_mode_large_type_no_sidebar_and_the_arrow_keys(server, tab, la
     header = 3.75 * presenter.FONT_PX
     # scroll to 12 px short of the figure's top under the header: the page comes to rest on the figure
     main.evaluate("(m, d) => m.scrollBy({top: d, behavior: 'instant'})", chart.bounding_box()["y"] - header - 12)
-    tab.wait_for_timeout(800)
+    still(tab)
     top = chart.bounding_box()["y"]
     assert abs(top - header) <= 2, (top, header)                      # the figure starts under the header
     tab.screenshot(path=str(ARTIFACTS / f"presenter-overview-figure-{lang}-{w}x{h}.png"))

@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, settle
+from browser_util import ARTIFACTS, CHROMIUM, settle, still
 from viz_explorer.kit import presenter
 
 pytestmark = [pytest.mark.browser,
@@ -56,7 +56,7 @@ def test_a_presented_heatmap_fills_the_projector(server, tab, lang):     # noqa:
     assert big["chart"]["h"] <= 1080 - 3.75 * presenter.FONT_PX                             # and a screen high
     chart = tab.locator('[data-testid="stPlotlyChart"]').nth(i)
     chart.scroll_into_view_if_needed()
-    tab.wait_for_timeout(800)
+    still(tab)
     tab.screenshot(path=str(OUT / f"heatmap-{lang}-1920x1080.png"))
     report = tab.evaluate(MEASURER, {"tol": grow})[i]     # the rules hold, zoomed (their 1 px tolerance with it)
     assert not report["problems"], report["problems"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import ARTIFACTS, CHROMIUM, no_exception, open_page, settle
+from browser_util import ARTIFACTS, CHROMIUM, hover, no_exception, open_page, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 
@@ -37,12 +37,12 @@ def test_summaries_and_an_offline_report(server, page, tmp_path):  # noqa: F811
     assert pg.locator('[data-testid="stDataFrame"]').count() == 1
     pg.screenshot(path=str(ARTIFACTS / "s2-head-stats.png"))
     # the cross-attention grid (third): a click on its bottom-right cell opens the last layer's last head
-    grid = pg.locator('[data-testid="stPlotlyChart"]').nth(2).locator(".nsewdrag").first
+    cross = pg.locator('[data-testid="stPlotlyChart"]').nth(2)
+    grid = cross.locator(".nsewdrag").first
     grid.scroll_into_view_if_needed()
     bb = grid.bounding_box()
     x, y = bb["x"] + bb["width"] * 0.97, bb["y"] + bb["height"] * 0.9
-    pg.mouse.move(x, y)
-    pg.wait_for_timeout(300)
+    hover(pg, cross, x, y)
     pg.mouse.click(x, y)
     pg.get_by_role("heading", name="Attention: heads and layers").first.wait_for()
     settle(pg)
