@@ -14,16 +14,13 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, click_until
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server, free_port
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
-READY = ("() => { const r = document.querySelector('[data-test-script-state]');"
-         " return r && r.getAttribute('data-test-script-state') === 'notRunning'"
-         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
 PUBLIC = "http://192.0.2.10:8765/viz"         # TEST-NET-1: an address no test machine is
 WARN = {"en": "Phones cannot open this address", "zh": "手机打不开这个地址"}
 BATCH = 4                     # fresh browsers that open their addresses at once
@@ -40,16 +37,10 @@ def lessons(tmp_path_factory) -> dict:
     return {"VIZ_LESSONS": str(folder)}
 
 
-def settle(pg) -> None:
-    """After an action on a live class page (its fragment reruns by itself, so a rerun's start is no sign of the
-    action's): let the rerun begin, then wait until the page is ready."""
-    pg.wait_for_timeout(400)
-    pg.wait_for_function(READY, timeout=TIMEOUT_MS)
-    pg.wait_for_timeout(300)
-
-
 def loaded(pg) -> None:
-    """After goto or reload: a new document starts in the "initial" script state, so READY waits for its first run."""
+    """After goto or reload, a new document starts in the "initial" script state, so READY waits for its first run;
+    after an action, once what it brings has shown (a live class page's fragment reruns by itself, so a rerun's
+    start is no sign of the action's), READY waits for that run to end."""
     pg.wait_for_function(READY, timeout=TIMEOUT_MS)
 
 
@@ -65,8 +56,8 @@ def start_class(pg, url: str) -> str:
     loaded(pg)
     pg.get_by_role("button", name="Start a class").click()
     pg.wait_for_url(re.compile(r"teach="))
-    settle(pg)
     pg.get_by_role("button", name="Next step").wait_for()
+    loaded(pg)
     return re.search(r"teach=([A-Z0-9]{8})", pg.url).group(1)
 
 
@@ -116,9 +107,9 @@ def test_without_the_setting_a_loopback_teacher_is_warned(lang, loopback):
         loaded(teacher)
         teacher.get_by_role("button", name={"en": "Start a class", "zh": "开始上课"}[lang]).click()
         teacher.wait_for_url(re.compile(r"teach="))
-        settle(teacher)
         warning = teacher.locator('[data-testid="stAlert"]').filter(has_text=WARN[lang])
         warning.wait_for()
+        loaded(teacher)
         assert warning.count() == 1 and "VIZ_PUBLIC_URL" in warning.inner_text()
         code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
         assert qr_text(teacher) == f"{server.url}/live_class?class={code}&lang={lang}"
@@ -165,7 +156,7 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         click_until(box.get_by_role("button", name="Hide the key"),  # folded again before projecting
                     box.get_by_role("button", name="Show the key"))
         click_until(teacher.get_by_role("button", name="Next step"), teacher.get_by_text("Step 2 of 3").first)
-        settle(teacher)
+        loaded(teacher)
         seen |= addresses(teacher)
         teacher.reload()                                             # the teacher's reload keeps the right
         loaded(teacher)
@@ -189,7 +180,7 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         students[1].get_by_role("button", name="Join").click()
         for s in students:
             s.get_by_text("Step 2 of 3").first.wait_for()
-            settle(s)
+            loaded(s)
             assert secret not in s.content()
             seen |= addresses(s)
             s.goto(next(a for a in addresses(s, copy_link=False) if "lesson=" in a))   # their lesson tab
@@ -218,8 +209,11 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
                 main.get_by_role("button", name="Run the class").click()
                 main.get_by_text("not this class's teacher key").wait_for()
             if pg.get_by_role("button", name="Next lesson step").count():                 # walking the lesson
+                panel = pg.locator(".st-key-lesson_panel")
+                i = int(re.search(r"Step (\d) of 3", panel.inner_text()).group(1))
                 pg.get_by_role("button", name="Next lesson step").first.click()
-                settle(pg)
+                panel.get_by_text(f"Step {i + 1} of 3", exact=True).wait_for()    # the click's rerun has run
+                loaded(pg)
             assert pg.locator('[data-testid="stException"]').count() == 0, address
             pg.context.close()
             assert cr.lesson_and_step(code, eng) == (LESSON, 1), address  # nobody moved it
