@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from viz_transformer.analysis.pattern_rows import pattern_rows
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers as block_layers
 
 COLUMNS = ["block", "layer", "head", "first_share", "top_other", "top_other_share", "n_rows"]
 
 
-def sink_shares(cache, block: str, n_layers: int, batch: int = 0) -> pd.DataFrame:
+def sink_shares(cache, block: str, n_layers: int, batch: int = 0, step: int = 256) -> pd.DataFrame:
     """One row per head of one attention block kind ("decoder.self_attn"): block, layer, head and
 
         first_share      the mean over query rows of p[q, 0], the weight on the first key position
@@ -32,12 +33,22 @@ def sink_shares(cache, block: str, n_layers: int, batch: int = 0) -> pd.DataFram
     all the attention those rows give. NaN (and top_other −1) when no row qualifies (a one-piece text)."""
     rows = []
     for layer in range(n_layers):
-        p = cache[hook_name(block, layer, "hook_pattern")][batch].double()           # (H, Q, K)
-        H, Q, K = p.shape
-        allowed = cache[hook_name(block, layer, "hook_mask")][batch].expand(H, Q, K)  # (H, Q, K)
-        use = allowed[..., 0] & (allowed.sum(-1) > 1)                                # (H, Q)
-        n = use.sum(-1)                                                              # (H,)
-        share = (p * use[..., None]).sum(-2) / n[:, None].clamp_min(1)              # (H, K)
+        mask = cache[hook_name(block, layer, "hook_mask")][batch]                    # (1 or H, Q, K)
+        Q, K = mask.shape[-2:]
+        total, n = None, None
+        for a in range(0, Q, step):                      # `step` query rows at a time, over the keys they may see
+            b = min(Q, a + step)
+            allowed = mask[:, a:b]
+            cols = allowed.reshape(-1, K).any(0).nonzero()
+            m = int(cols.max()) + 1 if len(cols) else 1
+            p = pattern_rows(cache, block, layer, (a, b), m, batch=batch).double()    # (H, w, m)
+            use = (allowed[..., 0] & (allowed.sum(-1) > 1)).expand(p.shape[0], b - a)   # (H, w)
+            part = torch.zeros(p.shape[0], K, dtype=torch.float64)
+            part[:, :m] = (p * use[..., None]).sum(-2)
+            total = part if total is None else total + part
+            n = use.sum(-1) if n is None else n + use.sum(-1)
+        H = total.shape[0]
+        share = total / n[:, None].clamp_min(1)                                      # (H, K)
         share[n == 0] = float("nan")
         for h in range(H):
             top = int(share[h, 1:].argmax()) + 1 if K > 1 and n[h] > 0 else -1

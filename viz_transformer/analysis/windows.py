@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import torch
 
+from viz_transformer.analysis.pattern_rows import pattern_rows  # noqa: F401  (re-exported: the pages' name)
 from viz_transformer.analysis.patterns import reduce_heads
 from viz_transformer.analysis.sinks import without_sink
-from viz_transformer.core.attention import attention
 from viz_transformer.core.hook_names import hook_name, layer_name
-from viz_transformer.core.positional import position_terms
 
 
 def closed_prefix(mask: torch.Tensor, end: int) -> int:
@@ -27,38 +26,6 @@ def closed_prefix(mask: torch.Tensor, end: int) -> int:
             break
         m = m + int(reach[:, 1].max()) + 1
     return m
-
-
-def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: int | None = None,
-                 heads=None, batch: int = 0) -> torch.Tensor:
-    """Query rows [a, b) of one layer's pattern over keys [0, n_keys): [head, b - a, n_keys] (`heads`: a list
-    of heads, default all). A stored pattern is sliced; a compact run's (recomputed on read) comes from the
-    captured q of those rows, k and the mask with the model's `attention`, never the whole layer. n_keys must
-    cover every key the rows may attend to, or their softmax would be another one: ValueError."""
-    a, b = rows
-    name = hook_name(block, layer, "hook_pattern")
-    if name not in getattr(cache, "derived", {}):
-        p = cache[name][batch]
-        heads = list(range(p.shape[0])) if heads is None else list(heads)
-        return p[heads, a:b, :n_keys]
-    prefix = name.rsplit(".", 1)[0]
-    rot = f"{prefix}.hook_rot_q" in cache
-    q_all = cache[f"{prefix}.hook_rot_q" if rot else f"{prefix}.hook_q"][batch]          # (T, nh, hs)
-    k_all = cache[f"{prefix}.hook_rot_k" if rot else f"{prefix}.hook_k"][batch]          # (S, nkv, hs)
-    mask = cache[f"{prefix}.hook_mask"][batch, 0]                                        # (T, S)
-    S = k_all.shape[0] if n_keys is None else n_keys
-    if mask[a:b, S:].any():
-        raise ValueError(f"rows {a}..{b - 1} may attend to keys past {S - 1}: their pattern needs every key "
-                         f"they can see")
-    heads = list(range(q_all.shape[1])) if heads is None else list(heads)
-    group = q_all.shape[1] // k_all.shape[1]                                             # grouped-query attention
-    q = q_all[a:b, heads].transpose(0, 1)                                                # (h, w, hs)
-    k = k_all[:S, [h // group for h in heads]].transpose(0, 1)                           # (h, S, hs)
-    divisor, bias = position_terms(cache, prefix)
-    if bias is not None:                                                                 # T5: [1, head, q, k]
-        bias = bias[0][heads, a:b, :S]
-    no_values = q.new_zeros(len(heads), S, 0)         # the pattern needs no values: weights @ v costs nothing
-    return attention(q, k, no_values, mask[a:b, :S], divisor, bias=bias).weights
 
 
 def head_window(cache, block: str, layer: int, head, rows: tuple[int, int], cols: tuple[int, int],

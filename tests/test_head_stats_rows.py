@@ -1,0 +1,67 @@
+"""Issue 38: the head statistics page's numbers read a block of pattern rows at a time (summaries.head_stats,
+sinks.sink_shares over windows.pattern_rows) equal the whole-layer computation they replace: pattern_stats on
+each layer's full [B, H, Q, K] pattern, and the shares' formula on the full pattern, on a stored run and on a lean
+run (patterns recomputed per block of rows), for a translator (cross-attention) and a language model, with
+blocks of 3 rows so that every text spans several."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from viz_transformer.analysis import sinks, summaries
+from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
+
+TEXTS = {"tiny_translator": "他是我的朋友。我们明天去北京。", "tiny_lm": "Once upon a time, a cat sat. The end!"}
+
+
+def whole_layer_stats(run, cfg) -> pd.DataFrame:
+    """The old head_stats: pattern_stats on every layer's full pattern."""
+    punct = {"decoder": torch.tensor([[summaries.is_punctuation(p) for p in run.tgt_pieces]])}
+    if run.src_pieces is not None:
+        punct["encoder"] = torch.tensor([[summaries.is_punctuation(p) for p in run.src_pieces]])
+    rows = []
+    for block in available_blocks(cfg):
+        part, attn = BLOCKS[block]
+        kpart = "encoder" if attn == "cross_attn" else part
+        for layer in range(n_layers(cfg, block)):
+            p = run.cache[hook_name(block, layer, "hook_pattern")][:1]
+            s = summaries.pattern_stats(p, run.cache[hook_name(block, layer, "hook_mask")][:1],
+                                        torch.ones(1, p.shape[2], dtype=torch.bool), punct[kpart],
+                                        same_sequence=attn == "self_attn")
+            rows += [{"block": block, "layer": layer, "head": h, **{k: float(v[0, h]) for k, v in s.items()}}
+                     for h in range(p.shape[1])]
+    return pd.DataFrame(rows)
+
+
+def whole_layer_first_share(run, block: str, layer: int) -> np.ndarray:
+    """[H] mean of p[q, 0] over the rows that may see position 0 and another key, on the full pattern."""
+    p = run.cache[hook_name(block, layer, "hook_pattern")][0].double()
+    allowed = run.cache[hook_name(block, layer, "hook_mask")][0].expand_as(p)
+    use = allowed[..., 0] & (allowed.sum(-1) > 1)
+    return ((p[..., 0] * use).sum(-1) / use.sum(-1)).numpy()
+
+
+@pytest.mark.parametrize("model", list(TEXTS))
+@pytest.mark.parametrize("lean", [False, True])
+def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
+    hm = request.getfixturevalue(model)
+    run = hm.run(TEXTS[model], lean=lean)
+    if lean:
+        assert getattr(run.cache, "derived", None), "a lean run recomputes its patterns on read"
+    want = whole_layer_stats(run, hm.cfg)
+    monkeypatch.setattr(summaries, "ROWS_AT_ONCE", 3)
+    got = summaries.head_stats(run)
+    assert len(got) == len(want) and (got[["block", "layer", "head"]].values == want[["block", "layer", "head"]].values).all()
+    for stat in summaries.STATS:
+        assert np.allclose(got[stat], want[stat], rtol=0, atol=1e-6, equal_nan=True), (stat, float((got[stat] - want[stat]).abs().max()))
+        assert (got[stat].isna() == want[stat].isna()).all(), stat
+    for block in available_blocks(hm.cfg):
+        df = sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=3)
+        whole = sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=10_000)
+        assert df["top_other"].tolist() == whole["top_other"].tolist()
+        assert np.allclose(df["top_other_share"], whole["top_other_share"], atol=1e-6, equal_nan=True)
+        for layer in range(n_layers(hm.cfg, block)):
+            shares = df[df["layer"] == layer]["first_share"].to_numpy()
+            assert np.allclose(shares, whole_layer_first_share(run, block, layer), rtol=0, atol=1e-6), (block, layer)
