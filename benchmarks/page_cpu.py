@@ -1,5 +1,6 @@
 """Server CPU of each page's first view after a new text, without a browser: the app under Streamlit's AppTest in
-one process (one torch thread, as the app sets), a new text of N pieces submitted on the Overview, then each page
+one process (the app's own thread policy: nothing in the environment sets the thread count, as with the README's
+command), a new text of N pieces submitted on the Overview, then each page
 opened once; the process's CPU seconds around each page run. Page times from outside (benchmarks/pixels.py) add the
 browser's drawing and, on a busy machine, waiting for a core; CPU seconds show the server's own work.
 
@@ -25,7 +26,6 @@ SEEDS = (1, 2, 3)
 def walk(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
     """{"new text": s, page: s, ...}: CPU seconds of each run, in this process, of the app in `root`."""
     import time
-    sys.path.insert(0, str(root))
     from streamlit.testing.v1 import AppTest
     from benchmarks.texts import text_of
     from viz_explorer.kit.registry import PAGES, page_path
@@ -54,7 +54,8 @@ def walk(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
 
 
 def in_tree(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")} | {"VIZ_THREADS": "1"}
+    # the tree's own code (PYTHONPATH before the installed package), under the app's own thread policy
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")} | {"PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, __file__, "--walk", str(root), str(n), str(seed), *pages], cwd=root, env=env,
                          capture_output=True, text=True, timeout=1800)
     if out.returncode:

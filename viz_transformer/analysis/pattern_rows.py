@@ -10,6 +10,12 @@ from viz_transformer.core.hook_names import hook_name
 from viz_transformer.core.positional import position_terms
 
 
+def key_end(allowed: torch.Tensor) -> int:
+    """1 + the last key any row of `allowed` [.., rows, K] may attend to: the keys those rows' pattern needs."""
+    cols = allowed.reshape(-1, allowed.shape[-1]).any(0).nonzero()
+    return int(cols.max()) + 1 if len(cols) else 1
+
+
 def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: int | None = None,
                  heads=None, batch: int = 0) -> torch.Tensor:
     """Query rows [a, b) of one layer's pattern over keys [0, n_keys): [head, b - a, n_keys] (`heads`: a list

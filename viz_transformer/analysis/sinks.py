@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from viz_transformer.analysis.pattern_rows import pattern_rows
+from viz_transformer.analysis.pattern_rows import key_end, pattern_rows
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers as block_layers
 
 COLUMNS = ["block", "layer", "head", "first_share", "top_other", "top_other_share", "n_rows"]
@@ -39,8 +39,7 @@ def sink_shares(cache, block: str, n_layers: int, batch: int = 0, step: int = 25
         for a in range(0, Q, step):                      # `step` query rows at a time, over the keys they may see
             b = min(Q, a + step)
             allowed = mask[:, a:b]
-            cols = allowed.reshape(-1, K).any(0).nonzero()
-            m = int(cols.max()) + 1 if len(cols) else 1
+            m = key_end(allowed)
             p = pattern_rows(cache, block, layer, (a, b), m, batch=batch).double()    # (H, w, m)
             use = (allowed[..., 0] & (allowed.sum(-1) > 1)).expand(p.shape[0], b - a)   # (H, w)
             part = torch.zeros(p.shape[0], K, dtype=torch.float64)

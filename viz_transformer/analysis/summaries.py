@@ -18,8 +18,7 @@ import torch
 
 from viz_transformer.run.capture import run_padded
 
-from viz_transformer.analysis.pattern_rows import pattern_rows
-
+from viz_transformer.analysis.pattern_rows import key_end, pattern_rows
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, layer_name, n_layers
 from viz_transformer.core.masks import causal_mask, prefix_lm_mask
 
@@ -145,12 +144,6 @@ def _table(rows: list[dict]) -> pd.DataFrame:
 ROWS_AT_ONCE = 256      # head_stats reads a layer's pattern this many query rows at a time (all heads)
 
 
-def _key_end(allowed: torch.Tensor) -> int:
-    """1 + the last key any row of `allowed` [.., rows, K] may attend to (the keys the rows' pattern needs)."""
-    cols = allowed.reshape(-1, allowed.shape[-1]).any(0).nonzero()
-    return int(cols.max()) + 1 if len(cols) else 1
-
-
 def layer_stat_sums(cache, block: str, layer: int, key_punct: torch.Tensor, same_sequence: bool,
                     batch: int = 0, step: Optional[int] = None) -> tuple[dict[str, torch.Tensor], int]:
     """The sums over query rows of every STATS quantity of one layer's heads (stat -> [H], float64) and the
@@ -164,7 +157,7 @@ def layer_stat_sums(cache, block: str, layer: int, key_punct: torch.Tensor, same
     for a in range(0, Q, step):
         b = min(Q, a + step)
         allowed = mask[:, a:b]                                                       # (1 or H, w, K)
-        n = _key_end(allowed)
+        n = key_end(allowed)
         p = pattern_rows(cache, block, layer, (a, b), n, batch=batch).double()      # (H, w, n)
         H, w = p.shape[:2]
         dist = (torch.arange(a, b, dtype=torch.float64)[:, None] - torch.arange(n, dtype=torch.float64)).abs()
@@ -201,7 +194,7 @@ def head_stats(run) -> pd.DataFrame:
             sums, Q = layer_stat_sums(run.cache, block, layer, punct[kpart], attn == "self_attn")
             means = {k: (sums[k] / (Q - 1 if k == "prev_token" else Q)) if k in sums and (k != "prev_token" or Q > 1)
                      else None for k in STATS}
-            for h in range(cfg_like.n_heads):
+            for h in range(len(sums["entropy"])):
                 rows.append({"block": block, "layer": layer, "head": h,
                              **{k: float("nan") if v is None else float(v[h]) for k, v in means.items()}})
     return _table(rows)
@@ -215,18 +208,6 @@ class _CacheCfg:
         self.is_encoder_decoder = bool(n.get("encoder")) and bool(n.get("decoder"))
         self.architecture = "encoder_only" if not n.get("decoder") else None    # BERT: one block kind, the encoder's
         self.n_encoder_layers, self.n_decoder_layers = n.get("encoder", 0), n.get("decoder", 0)
-        first = "decoder.self_attn" if n.get("decoder") else "encoder.self_attn"
-        self.n_heads = run.cache[hook_name(first, 0, "hook_pattern")].shape[1]
-
-
-class _Row0:
-    """A cache view that keeps batch row 0 only (as a batch of one)."""
-
-    def __init__(self, cache):
-        self.cache = cache
-
-    def __getitem__(self, name):
-        return self.cache[name][:1]
 
 
 @torch.no_grad()
