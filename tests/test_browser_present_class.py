@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, click_until
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server
@@ -21,6 +21,9 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
 SHOTS = ARTIFACTS / "present-class"
 PUBLIC = "http://192.0.2.10:8765"         # TEST-NET-1: the address the projected QR code shows
+READY = ("() => { const r = document.querySelector('[data-test-script-state]');"
+         " return r && r.getAttribute('data-test-script-state') === 'notRunning'"
+         " && !document.querySelector('[data-testid=\"stSkeleton\"]'); }")
 BARS = "() => { const p = document.querySelector('.js-plotly-plot'); return p && p.data ? Array.from(p.data[0].y) : null; }"
 LESSON = "present-test"
 TEXT, ARGS_Q = "我是一名工程师。", {"block": "encoder.self_attn", "layer": 0, "head": 1, "row": 1}
@@ -42,9 +45,9 @@ def lessons(tmp_path) -> dict:
 
 
 def settle(pg) -> None:
-    """The page's run has ended and drawn (browser_util.READY). Called after a page load, or once what an action
-    brings has shown: the live pages' fragments rerun by themselves, so a rerun's start says nothing of a click."""
+    pg.wait_for_timeout(400)
     pg.wait_for_function(READY, timeout=TIMEOUT_MS)
+    pg.wait_for_timeout(300)
 
 
 def new_page(browser, width: int, height: int):
@@ -70,24 +73,13 @@ def pick(student, i: int) -> None:
 def shot(pg, name: str) -> None:
     """A screenshot of the screen as the projector shows it, scrolled to the top."""
     pg.locator('[data-testid="stMain"]').evaluate("m => m.scrollTo({top: 0, behavior: 'instant'})")
-    settle(pg)
+    pg.wait_for_timeout(500)
     pg.screenshot(path=str(SHOTS / name))
 
 
-def press(pg, key: str, done, tries: int = 3, wait_ms: int = 30_000) -> None:
-    """Press `key` on the page until `done` (a locator) shows: a key pressed while the page's key listener is
-    still being drawn (just after a reload) or while the live chart's fragment reruns is lost, as a click can be
-    (browser_util.click_until); a teacher presses again, and so does this."""
-    from playwright.sync_api import TimeoutError as Timeout
-    for _ in range(tries):
-        pg.mouse.click(pg.viewport_size["width"] - 5, pg.viewport_size["height"] // 2)     # focus on the page
-        pg.keyboard.press(key)
-        try:
-            done.wait_for(timeout=wait_ms)
-            return
-        except Timeout:
-            pass
-    done.wait_for()
+def press(pg, key: str) -> None:
+    pg.mouse.click(pg.viewport_size["width"] - 5, pg.viewport_size["height"] // 2)     # focus on the page
+    pg.keyboard.press(key)
 
 
 def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url, ckpt_root, lessons):  # noqa: F811
@@ -112,11 +104,11 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         teacher.wait_for_url(re.compile(r"teach="))
         settle(teacher)
         code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
-        main = teacher.locator('[data-testid="stMain"]')
-        click_until(teacher.get_by_role("button", name="Present this class"),     # the live chart's fragment runs
-                    main.get_by_role("button", name="Reveal the answer"))
+        teacher.get_by_role("button", name="Present this class").click()
         teacher.wait_for_url(re.compile(r"present=1"))
+        main = teacher.locator('[data-testid="stMain"]')
         settle(teacher)
+        main.get_by_role("button", name="Reveal the answer").wait_for()
         assert main.get_by_text("Row 1 of this head: predict, then look.").count() == 1      # the step's note
         assert main.get_by_text("Step 1 of 3", exact=True).count() >= 1
         assert main.get_by_text(code, exact=True).count() == 1                              # the code, its QR
@@ -137,8 +129,9 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         want = [int(i == right) + int(i == wrong) for i in range(len(q.options))]
         counted(teacher, 2, 2, want)
 
+        main.get_by_role("button", name="Reveal the answer").click()
         answer = q.options[q.answer]
-        click_until(main.get_by_role("button", name="Reveal the answer"), main.get_by_text(f"The answer: {answer}."))
+        main.get_by_text(f"The answer: {answer}.").wait_for()
         assert cr.revealed(code, f"{LESSON}/1", eng)
         students[0].get_by_text(f"The answer: {answer}. You got it right.").wait_for()       # within 3 s
         students[1].get_by_text(f"The answer: {answer}. You answered {q.options[wrong]}.").wait_for()
@@ -155,7 +148,8 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         counted(teacher, 2, 2, want)
         assert main.get_by_role("button", name="Reveal the answer").is_disabled()
 
-        press(teacher, "ArrowRight", main.get_by_text("Step 2 of 3", exact=True).first)     # → moves the class
+        press(teacher, "ArrowRight")                                  # → moves the class
+        main.get_by_text("Step 2 of 3", exact=True).first.wait_for()
         assert cr.lesson_and_step(code, eng) == (LESSON, 1)
         settle(teacher)
         assert main.get_by_role("button", name="Reveal the answer").count() == 0          # a poll has no answer
@@ -175,7 +169,8 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         zh.locator('[data-testid="stMain"]').get_by_text("第 2 步，共 3 步", exact=True).first.wait_for()
         settle(zh)
         shot(zh, f"present-class-step2-zh-{kind}.png")
-        press(zh, "ArrowLeft", zh.locator('[data-testid="stMain"]').get_by_text(f"答案：{answer}。"))  # ← step 1: revealed
+        press(zh, "ArrowLeft")                                        # ← back to step 1: the reveal is still on
+        zh.locator('[data-testid="stMain"]').get_by_text(f"答案：{answer}。").wait_for()
         assert cr.lesson_and_step(code, eng) == (LESSON, 0)
         settle(zh)
         shot(zh, f"present-class-revealed-zh-{kind}.png")
