@@ -123,7 +123,9 @@ def prompt_perplexity(run) -> Optional[float]:
     ids = run.tgt_ids[1:run.prompt_len]
     if not ids:
         return None
-    return math.exp(-picked_logprobs(run.logits[: len(ids)], ids).mean().item())
+    kept = getattr(run.logits, "next_logprobs", None)          # a RowLogits: computed in the run, block by block
+    lp = kept[: len(ids)] if kept is not None else picked_logprobs(run.logits[: len(ids)], ids)
+    return math.exp(-lp.mean().item())
 
 
 def picked_logprobs(logits: torch.Tensor, ids: list[int], rows: int = 256) -> torch.Tensor:

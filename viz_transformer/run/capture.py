@@ -21,6 +21,7 @@ from viz_transformer.run.decoding import decode_ids, default_new_tokens, greedy_
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.run.derived_cache import lean_forward
 from viz_transformer.run.lean_once import lean_run_once, reads_prompt_once
+from viz_transformer.run.row_logits import RowLogits
 from viz_transformer.run.trace import Trace
 from viz_transformer.core.hooks import Cache, NamesFilter
 from viz_transformer.core.encoding import ModelInput, check_decoding, encode_encoder, encode_input
@@ -40,7 +41,8 @@ class Run:
     tgt_ids: list[int]              # decoder input: [begin] + output (translator), [begin] + prompt + output (LM)
     tgt_pieces: list[str]
     output: str                     # the output as text (display only)
-    logits: torch.Tensor            # [tgt_pos, vocab] (an encoder-only model: [src_pos, vocab], its head's)
+    logits: torch.Tensor            # [tgt_pos, vocab] (an encoder-only model: [src_pos, vocab], its head's); a lean
+                                    # LM run's is a RowLogits (run/row_logits.py): rows projected when read
     cache: Cache
     n_cut: int = 0                  # pieces of the text dropped to fit max_len ...
     cut_at: str = "end"             # ... at its "end" (translator) or its "start" (LM)
@@ -51,6 +53,7 @@ class Run:
     predicted: list[str] = field(default_factory=list)   # per decoder row, the piece it predicts: argmax of its
                                     # logits without the never-generated ids, as greedy picks (analysis.query_labels)
     input: Optional[ModelInput] = None   # what the model read: the text encoded once
+    predicted_ids: list[int] = field(default_factory=list)   # `predicted` as ids (a decoder's rows; [] for BERT)
 
     def batch(self) -> Batch:
         """The run's exact ids as a batch of one (source, [begin] + output or prompt + output, prefix; an
@@ -123,7 +126,8 @@ class HookedModel:
         reserve = max_new_tokens if target_ids is None else len(target_ids)
         inp = encode_input(tok, cfg, text, reserve=reserve)
         if lean and reads_prompt_once(model, target_ids, hooks):       # the prompt read once: capture, then generate
-            trace, out_ids, logits, cache = lean_run_once(model, tok, inp, max_new_tokens, names_filter)
+            trace, out_ids, rows, cache = lean_run_once(model, tok, inp, max_new_tokens, names_filter)
+            logits = [rows]                                                   # as the batch of one below
         else:
             trace = None
             if target_ids is None:
@@ -135,10 +139,12 @@ class HookedModel:
             logits, cache = _capture(model, make_batch(cfg, [inp], [out_ids]), hooks, names_filter, lean)
         tgt_ids = inp.decoder_ids(out_ids)
         src_ids = list(inp.src) if inp.src is not None else None
-        predicted = tok.pieces(_greedy_picks(logits[0], never_generated(tok)))
+        picks = logits[0].predicted_ids if isinstance(logits[0], RowLogits) else _greedy_picks(logits[0],
+                                                                                              never_generated(tok))
+        predicted = tok.pieces(picks)
         return Run(text, src_ids, source_pieces(tok, src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
                    tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
-                   len(inp.prompt), trace, predicted, inp)
+                   len(inp.prompt), trace, predicted, inp, picks)
 
     def _run_encoder(self, text: str, pair: Optional[str], names_filter: NamesFilter, fwd_hooks, target,
                      lean: bool = False) -> Run:

@@ -140,9 +140,17 @@ def lean_capture(model, call, names_filter: NamesFilter = None, fwd_hooks=(), ch
     derived: dict[str, str] = {}
     held: dict[str, torch.Tensor] = {}            # a block's scores, until its pattern passes (the mask comes between)
     order: dict[str, None] = {}                   # names in the order they passed, as a full capture keeps them
+    sources: dict[tuple, str] = {}                # (storage, offset, shape, strides, dtype) of a tensor -> its name
 
     def save(x, hook):
         order[hook.name] = None
+        src = (x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.shape), x.stride(), x.dtype)
+        twin = cache._t.get(sources.get(src, ""))
+        if twin is not None and twin.dtype == x.dtype and torch.equal(twin, x) and not (
+                hook.passes_on and twin.untyped_storage().data_ptr() == src[0]):
+            cache._t[hook.name] = twin          # the tensor another name captured, unchanged (a block's resid_post is
+            return                              # the next block's resid_pre; every layer's mask): kept once
+        sources[src] = hook.name
         cache.store(hook.name, x, fresh=not hook.passes_on)
 
     def hold(x, hook):

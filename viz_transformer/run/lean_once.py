@@ -8,7 +8,8 @@ past, and the two captures are joined along the position axis (the mask into the
 uses on the whole sequence). The same names, shapes and dtypes as the plain lean run; the generated ids and
 the trace the same bit for bit (the prompt's forward computes what generation's own first step does), the
 captured values and logits the same to float rounding (computed in two passes, against cached keys, instead
-of one over the whole sequence; tests/test_lean_fast.py).
+of one over the whole sequence; tests/test_lean_fast.py). The logits are a RowLogits (run/row_logits.py): the
+output's rows kept, every other row projected from the last residual when read, never all at once.
 
     if reads_prompt_once(hm.model, target, hooks):
         trace, out_ids, logits, cache = lean_run_once(hm.model, hm.tokenizer, inp, 64, shown_captures)
@@ -25,6 +26,8 @@ from viz_transformer.core.model import KVCache
 from viz_transformer.run.decoding import decode_ids
 from viz_transformer.run.generation import last_rows, pattern_names
 from viz_transformer.run.derived_cache import DerivedCache, lean_capture
+from viz_transformer.run.logit_rules import never_generated
+from viz_transformer.run.row_logits import RowLogits, row_logits
 from viz_transformer.run.trace import Trace
 
 POSITION_AXIS = {"hook_pos": 0}     # [pos, d_model]; every other capture of a one-sequence model is [batch, pos, ...]
@@ -63,16 +66,21 @@ def _join(name: str, first: torch.Tensor, then: torch.Tensor) -> torch.Tensor:
 
 def _joined(first: DerivedCache, then: DerivedCache) -> DerivedCache:
     stored = first._t
+    done: dict[tuple[int, int], torch.Tensor] = {}      # captures one tensor held under two names stay one tensor
     for name in list(stored):
-        stored[name] = _join(name, stored[name], then._t.pop(name))     # one name at a time: less held at once
+        pair = (id(stored[name]), id(then._t[name]))
+        if pair not in done:
+            done[pair] = _join(name, stored[name], then._t[name])
+        then._t.pop(name)
+        stored[name] = done[pair]                       # one name at a time: less held at once
     return DerivedCache(stored, first.derived, first.order, first.n_layers)
 
 
 @torch.no_grad()
 def lean_run_once(model, tok, inp: ModelInput, max_new_tokens: int,
-                  names_filter: NamesFilter = None) -> tuple[Trace, list[int], torch.Tensor, DerivedCache]:
-    """(greedy trace, output ids, logits [1, T + n, vocab], cache) of a lean run that reads the prompt once
-    (module doc). Only where reads_prompt_once holds."""
+                  names_filter: NamesFilter = None) -> tuple[Trace, list[int], RowLogits, DerivedCache]:
+    """(greedy trace, output ids, logits [T + n, vocab] as a RowLogits, cache) of a lean run that reads the prompt
+    once (module doc). Only where reads_prompt_once holds."""
     cfg = model.cfg
     last = f"decoder.{cfg.n_decoder_layers - 1}.hook_resid_post"
     batch = make_batch(cfg, [inp])
@@ -91,5 +99,10 @@ def lean_run_once(model, tok, inp: ModelInput, max_new_tokens: int,
         x_out, then = lean_capture(model, lambda: _decode(model, torch.tensor([out_ids]), prompt_kv, last),
                                    names_filter, check=False)
         x, cache = torch.cat([x, x_out], 1), _joined(cache, then)
-    return trace, list(out_ids), model.unembed(x), cache
+    kept = cache._t.get(last)
+    if kept is not None and torch.equal(kept, x):
+        x = kept                                        # the last residual is a capture too: held once
+    ids = inp.decoder_ids(list(out_ids))
+    logits = row_logits(model.unembed, x[0], ids[1:], len(inp.prompt) - 1, never_generated(tok))
+    return trace, list(out_ids), logits, cache
 

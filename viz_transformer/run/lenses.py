@@ -85,8 +85,11 @@ def lens_view(hm, run, lp: Optional[torch.Tensor] = None, k: int = 5,
     if W != b - a:
         raise ValueError(f"the lens has {W} positions but the run's decoder input has {b - a}")
     tok = hm.tokenizer
-    last = lp[-1] if (a, b) == (0, T) else run.logits.float()
-    final = allowed_logits(last, never_generated(tok)).argmax(-1)                    # (T,)
+    if (a, b) == (0, T) or len(run.predicted_ids) != T:
+        last = lp[-1] if (a, b) == (0, T) else run.logits.float()
+        final = allowed_logits(last, never_generated(tok)).argmax(-1)                # (T,)
+    else:                                                   # the same argmax, taken in the run (capture.Run)
+        final = torch.tensor(run.predicted_ids)
     probs = lp.exp()
     final_prob = torch.full((L, T), float("nan"))
     final_prob[:, a:b] = probs.gather(-1, final[a:b].view(1, W, 1).expand(L, W, 1)).squeeze(-1)   # (L, T)
