@@ -1,8 +1,15 @@
-"""Issue 38: the head statistics page's numbers read a block of pattern rows at a time (summaries.head_stats,
-sinks.sink_shares over windows.pattern_rows) equal the whole-layer computation they replace: pattern_stats on
-each layer's full [B, H, Q, K] pattern, and the shares' formula on the full pattern, on a stored run and on a lean
-run (patterns recomputed per block of rows), for a translator (cross-attention) and a language model, with
-blocks of 3 rows so that every text spans several."""
+"""Issue 38: the head statistics page's numbers read a block of pattern rows at a time, once per layer for both
+tables (head_sums.layer_sums under summaries.head_stats, sinks.sink_shares and summaries.head_tables), equal the
+whole-layer computation they replace: pattern_stats on each layer's full [B, H, Q, K] pattern, and the shares'
+formula on the full pattern, on a stored run and on a lean run (patterns recomputed per block of rows), for a
+translator (cross-attention: two-sided distances) and a language model, with blocks of 3 rows so that every text
+spans several.
+
+Tolerance: the per-row quantities are computed in float32, the pattern's own precision, and summed over rows in
+float64 (pattern_stats: float64 throughout). Every summed term is ≥ 0 (−p ln p with p ≤ 1, p·|q − k|, p), so the
+float32 sums carry no cancellation, only rounding of a few units of 2⁻²⁴ ≈ 6e-8 relative per addition; 1e-5
+relative (plus 1e-9 absolute for statistics that are 0) holds that with room, while a wrong key or row, the
+smallest slip, moves a statistic by a whole weight."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +17,10 @@ import pandas as pd
 import pytest
 import torch
 
-from viz_transformer.analysis import sinks, summaries
+from viz_transformer.analysis import head_sums, sinks, summaries
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, n_layers
 
+RTOL, ATOL = 1e-5, 1e-9          # float32 per row, float64 over rows: the module docstring says why
 TEXTS = {"tiny_translator": "他是我的朋友。我们明天去北京。", "tiny_lm": "Once upon a time, a cat sat. The end!"}
 
 
@@ -51,11 +59,11 @@ def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
     if lean:
         assert getattr(run.cache, "derived", None), "a lean run recomputes its patterns on read"
     want = whole_layer_stats(run, hm.cfg)
-    monkeypatch.setattr(summaries, "ROWS_AT_ONCE", 3)
+    monkeypatch.setattr(head_sums, "ROWS_AT_ONCE", 3)
     got = summaries.head_stats(run)
     assert len(got) == len(want) and (got[["block", "layer", "head"]].values == want[["block", "layer", "head"]].values).all()
     for stat in summaries.STATS:
-        assert np.allclose(got[stat], want[stat], rtol=0, atol=1e-6, equal_nan=True), (stat, float((got[stat] - want[stat]).abs().max()))
+        assert np.allclose(got[stat], want[stat], rtol=RTOL, atol=ATOL, equal_nan=True), (stat, float((got[stat] - want[stat]).abs().max()))
         assert (got[stat].isna() == want[stat].isna()).all(), stat
     for block in available_blocks(hm.cfg):
         df = sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=3)
@@ -64,4 +72,9 @@ def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
         assert np.allclose(df["top_other_share"], whole["top_other_share"], atol=1e-6, equal_nan=True)
         for layer in range(n_layers(hm.cfg, block)):
             shares = df[df["layer"] == layer]["first_share"].to_numpy()
-            assert np.allclose(shares, whole_layer_first_share(run, block, layer), rtol=0, atol=1e-6), (block, layer)
+            assert np.allclose(shares, whole_layer_first_share(run, block, layer), rtol=RTOL, atol=ATOL), (block, layer)
+    stats, shares = summaries.head_tables(run)                   # the page's one pass: the same two tables
+    pd.testing.assert_frame_equal(stats, got)
+    assert set(shares) == set(available_blocks(hm.cfg))
+    for block, df in shares.items():
+        pd.testing.assert_frame_equal(df, sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=3))

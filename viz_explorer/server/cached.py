@@ -19,10 +19,8 @@ import streamlit as st
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
 from viz_transformer.analysis import attention_maths, piece_labels
-from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
 from viz_transformer.core import recipes
-from viz_transformer.core.hook_names import n_layers
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
 from viz_transformer.run import lenses
@@ -327,13 +325,17 @@ def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
     return build_report(load_model(path, stamp), run_text(path, stamp, text), list(heads))
 # -- per-head summaries of the sidebar run (every head of every layer: seconds on a large model) --------
 @heavy
+def head_tables(path: str, stamp: float, text: str):
+    """The text's head statistics and sink shares per block (summaries.head_tables: one read of each pattern)."""
+    return summaries.head_tables(run_text(path, stamp, text))
+
+
 def head_stats(path: str, stamp: float, text: str):
-    return summaries.head_stats(run_text(path, stamp, text))
+    return head_tables(path, stamp, text)[0]
 
 
-@heavy
 def sink_shares(path: str, stamp: float, text: str, block: str):
-    return sinks.sink_shares(run_text(path, stamp, text).cache, block, n_layers(load_model(path, stamp).cfg, block))
+    return head_tables(path, stamp, text)[1][block]
 
 
 # -- logit lens and activation patching ---------------------------------------------------------------

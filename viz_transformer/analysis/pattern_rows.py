@@ -1,6 +1,6 @@
 """Query rows of one layer's attention pattern without the whole [head, q, k] matrix: a stored pattern sliced, a
 compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`). Read by
-windows (a heatmap's window), summaries.head_stats and sinks.sink_shares (a block of rows at a time)."""
+windows (a heatmap's window) and head_sums (Head statistics' sums, a block of rows at a time)."""
 from __future__ import annotations
 
 import torch

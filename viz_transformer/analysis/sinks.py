@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from viz_transformer.analysis.pattern_rows import key_end, pattern_rows
+from viz_transformer.analysis import head_sums
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers as block_layers
 
 COLUMNS = ["block", "layer", "head", "first_share", "top_other", "top_other_share", "n_rows"]
 
 
-def sink_shares(cache, block: str, n_layers: int, batch: int = 0, step: int = 256) -> pd.DataFrame:
-    """One row per head of one attention block kind ("decoder.self_attn"): block, layer, head and
+def sink_shares(cache, block: str, n_layers: int, batch: int = 0, step: Optional[int] = None,
+                layers: Optional[Sequence[int]] = None) -> pd.DataFrame:
+    """One row per head of one attention block kind ("decoder.self_attn"), for each of `layers` (default: all
+    n_layers): block, layer, head and
 
         first_share      the mean over query rows of p[q, 0], the weight on the first key position
         top_other        the key position other than 0 with the largest mean weight over the same rows
@@ -30,31 +32,26 @@ def sink_shares(cache, block: str, n_layers: int, batch: int = 0, step: int = 25
     in causal self-attention query 0 may see only itself, so its weight 1 on position 0 is no choice and is
     left out; an encoder's query 0 may see every position and counts. Every share is over the same rows, so
     first_share + the shares of all other positions = 1, and "head 3.5 puts 82% on position 0" means 82% of
-    all the attention those rows give. NaN (and top_other −1) when no row qualifies (a one-piece text)."""
+    all the attention those rows give. NaN (and top_other −1) when no row qualifies (a one-piece text).
+    The pattern is read `step` query rows at a time (head_sums.layer_sums)."""
     rows = []
-    for layer in range(n_layers):
-        mask = cache[hook_name(block, layer, "hook_mask")][batch]                    # (1 or H, Q, K)
-        Q, K = mask.shape[-2:]
-        total, n = None, None
-        for a in range(0, Q, step):                      # `step` query rows at a time, over the keys they may see
-            b = min(Q, a + step)
-            allowed = mask[:, a:b]
-            m = key_end(allowed)
-            p = pattern_rows(cache, block, layer, (a, b), m, batch=batch).double()    # (H, w, m)
-            use = (allowed[..., 0] & (allowed.sum(-1) > 1)).expand(p.shape[0], b - a)   # (H, w)
-            part = torch.zeros(p.shape[0], K, dtype=torch.float64)
-            part[:, :m] = (p * use[..., None]).sum(-2)
-            total = part if total is None else total + part
-            n = use.sum(-1) if n is None else n + use.sum(-1)
-        H = total.shape[0]
-        share = total / n[:, None].clamp_min(1)                                      # (H, K)
-        share[n == 0] = float("nan")
-        for h in range(H):
-            top = int(share[h, 1:].argmax()) + 1 if K > 1 and n[h] > 0 else -1
-            rows.append({"block": block, "layer": layer, "head": h, "first_share": float(share[h, 0]),
-                         "top_other": top, "top_other_share": float(share[h, top]) if top > 0 else float("nan"),
-                         "n_rows": int(n[h])})
+    for layer in range(n_layers) if layers is None else layers:
+        rows += share_rows(block, layer, head_sums.layer_sums(cache, block, layer, sinks=True, batch=batch, step=step))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def share_rows(block: str, layer: int, sums) -> list[dict]:
+    """sink_shares' rows of one layer from its head_sums.LayerSums (key_weight and sink_rows)."""
+    n, K = sums.sink_rows, sums.key_weight.shape[1]
+    share = sums.key_weight / n[:, None].clamp_min(1)                                # (H, K)
+    share[n == 0] = float("nan")
+    rows = []
+    for h in range(share.shape[0]):
+        top = int(share[h, 1:].argmax()) + 1 if K > 1 and n[h] > 0 else -1
+        rows.append({"block": block, "layer": layer, "head": h, "first_share": float(share[h, 0]),
+                     "top_other": top, "top_other_share": float(share[h, top]) if top > 0 else float("nan"),
+                     "n_rows": int(n[h])})
+    return rows
 
 
 def run_sink_shares(run, cfg) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import torch
 
 from viz_transformer.run.capture import run_padded
 
-from viz_transformer.analysis.pattern_rows import key_end, pattern_rows
+from viz_transformer.analysis import head_sums, sinks
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, layer_name, n_layers
 from viz_transformer.core.masks import causal_mask, prefix_lm_mask
 
@@ -141,63 +141,39 @@ def _table(rows: list[dict]) -> pd.DataFrame:
     return df.astype({k: "float64" for k in STATS})
 
 
-ROWS_AT_ONCE = 256      # head_stats reads a layer's pattern this many query rows at a time (all heads)
-
-
-def layer_stat_sums(cache, block: str, layer: int, key_punct: torch.Tensor, same_sequence: bool,
-                    batch: int = 0, step: Optional[int] = None) -> tuple[dict[str, torch.Tensor], int]:
-    """The sums over query rows of every STATS quantity of one layer's heads (stat -> [H], float64) and the
-    row count, read `step` rows at a time with windows.pattern_rows over the keys those rows may see (causal
-    rows < b need keys < b only): never the layer's whole [H, Q, K] pattern. key_punct bool [K]."""
-    mask = cache[hook_name(block, layer, "hook_mask")][batch]                        # (1 or H, Q, K)
-    Q, K = mask.shape[-2:]
-    step = step or ROWS_AT_ONCE
-    sums: dict[str, torch.Tensor] = {}
-    punct = key_punct.double()
-    for a in range(0, Q, step):
-        b = min(Q, a + step)
-        allowed = mask[:, a:b]                                                       # (1 or H, w, K)
-        n = key_end(allowed)
-        p = pattern_rows(cache, block, layer, (a, b), n, batch=batch).double()      # (H, w, n)
-        H, w = p.shape[:2]
-        dist = (torch.arange(a, b, dtype=torch.float64)[:, None] - torch.arange(n, dtype=torch.float64)).abs()
-        last_key = (allowed.long() * torch.arange(1, K + 1)).argmax(-1, keepdim=True).expand(H, w, 1)
-        part = {"entropy": -torch.special.xlogy(p, p).sum(-1),
-                "mean_distance": (p * dist).sum(-1),
-                "first_token": p[..., 0],
-                "last_token": p.gather(-1, last_key.clamp_max(n - 1)).squeeze(-1),
-                "punctuation": p @ punct[:n],
-                "max_weight": p.amax(-1),
-                "max_entropy": allowed.sum(-1).clamp_min(1).double().log().expand(H, w)}
-        if same_sequence and Q == K:
-            part["self"] = torch.diagonal(p[:, :, a:], dim1=-2, dim2=-1) if n > a else p.new_zeros(H, 0)
-            lo = max(a, 1)                                                           # prev_token: rows q ≥ 1
-            part["prev_token"] = (p[:, lo - a:, lo - 1:].diagonal(dim1=-2, dim2=-1) if b > lo
-                                  else p.new_zeros(H, 0))
-        for k, v in part.items():
-            sums[k] = sums.get(k, 0) + v.sum(-1)
-    return sums, Q
-
-
 def head_stats(run) -> pd.DataFrame:
     """One row per head of every attention block of a captured Run (batch 0): block, layer, head and STATS,
-    each the mean over the query rows (pattern_stats' maths, read a block of rows at a time)."""
+    each the mean over the query rows (pattern_stats' maths, read a block of rows at a time: head_sums)."""
+    return head_tables(run, with_sinks=False)[0]
+
+
+def head_tables(run, with_sinks: bool = True) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """head_stats(run) and, per attention block, sinks.sink_shares of the run ({block: table}; empty without
+    with_sinks), from one read of each layer's pattern (the Head statistics page shows both)."""
     cfg_like = _CacheCfg(run)
     punct = {"decoder": torch.tensor([is_punctuation(p) for p in run.tgt_pieces], dtype=torch.bool)}
     if run.src_pieces is not None:
         punct["encoder"] = torch.tensor([is_punctuation(p) for p in run.src_pieces], dtype=torch.bool)
-    rows = []
+    rows, shares = [], {}
     for block in available_blocks(cfg_like):
         part, attn = BLOCKS[block]
         kpart = "encoder" if attn == "cross_attn" else part
         for layer in range(n_layers(cfg_like, block)):
-            sums, Q = layer_stat_sums(run.cache, block, layer, punct[kpart], attn == "self_attn")
-            means = {k: (sums[k] / (Q - 1 if k == "prev_token" else Q)) if k in sums and (k != "prev_token" or Q > 1)
-                     else None for k in STATS}
-            for h in range(len(sums["entropy"])):
-                rows.append({"block": block, "layer": layer, "head": h,
-                             **{k: float("nan") if v is None else float(v[h]) for k, v in means.items()}})
-    return _table(rows)
+            s = head_sums.layer_sums(run.cache, block, layer, punct[kpart], attn == "self_attn", sinks=with_sinks)
+            rows += _stat_rows(block, layer, s)
+            if with_sinks:
+                shares.setdefault(block, []).extend(sinks.share_rows(block, layer, s))
+    return _table(rows), {b: pd.DataFrame(r, columns=sinks.COLUMNS) for b, r in shares.items()}
+
+
+def _stat_rows(block: str, layer: int, s: head_sums.LayerSums) -> list[dict]:
+    """One row per head: each statistic's sum over rows over the rows it counts (NaN where it has none)."""
+    Q = s.n_rows
+    means = {k: (s.stats[k] / (Q - 1 if k == "prev_token" else Q)) if k in s.stats and (k != "prev_token" or Q > 1)
+             else None for k in STATS}
+    return [{"block": block, "layer": layer, "head": h,
+             **{k: float("nan") if v is None else float(v[h]) for k, v in means.items()}}
+            for h in range(len(s.stats["entropy"]))]
 
 
 class _CacheCfg:

@@ -53,7 +53,7 @@ if no_special:
     title = t("at.no_special_title", title=title)
 if no_sink:
     title = t("at.no_sink_title", title=title)
-    share = sinks.share_of(sinks.sink_shares(run.cache, block, patterns.n_layers(cfg, block)), layer, head)
+    share = sinks.share_of(sinks.sink_shares(run.cache, block, n_layers, layers=[layer]), layer, head)
     st.caption(t("at.no_sink_note" if isinstance(head, int) else "at.no_sink_note_heads",
                  share=f"{share:.0%}" if share == share else "–", piece=widgets.md_escape(k_pieces[0])))
 fig = heatmaps.attention_heatmap(mat, qp[qa:qb], kp[ka:kb], title, t("axis.key"), widgets.query_axis(block),
