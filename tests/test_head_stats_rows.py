@@ -78,3 +78,6 @@ def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
     assert set(shares) == set(available_blocks(hm.cfg))
     for block, df in shares.items():
         pd.testing.assert_frame_equal(df, sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=3))
+        last = n_layers(hm.cfg, block) - 1                        # the attention page asks for its one layer
+        one = sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), layers=[last])
+        pd.testing.assert_frame_equal(one, df[df["layer"] == last].reset_index(drop=True))
