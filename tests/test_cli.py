@@ -157,6 +157,8 @@ def test_evaluate_with_beam_search_scores_what_the_traced_beam_search_says(tmp_p
     kept = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     assert kept["test_beam3"]["bleu"] == res["bleu"] and kept["split_seed"] == meta["split_seed"]
     assert kept["test_beam3"]["command"].endswith("--beam-width 3 --length-penalty 0.6 --record")
+    # ... and the translations it scored, one a line, in the pairs' order: the traced beam search's
+    assert (folder / kept["test_beam3"]["translations"]).read_text(encoding="utf-8").splitlines() == hyps
     for args, needle in ((("--beam-width", "0"), "beam_width"), (("--limit", "3", "--record"), "--limit")):
         bad = cli("evaluate", "--checkpoint", folder, *args)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr

@@ -225,7 +225,8 @@ def cmd_evaluate(args) -> int:
     hms = [_load(c) for c in args.checkpoint]
     try:
         if all(hm.cfg.is_translator for hm in hms):
-            results = evaluate_translators(hms, args.split, args.data, args.limit, args.beam_width, args.length_penalty)
+            results = evaluate_translators(hms, args.split, args.data, args.limit, args.beam_width, args.length_penalty,
+                                           keep_translations=args.record)
         elif args.beam_width != 1:
             raise ValueError("--beam-width scores translators; a language model is scored by perplexity")
         elif len(hms) == 1:
@@ -235,10 +236,15 @@ def cmd_evaluate(args) -> int:
     except ValueError as e:
         raise UserError(str(e)) from None
     for path, res in zip(args.checkpoint, results):
+        translations = res.pop("translations", None)
         print(json.dumps(res, ensure_ascii=False))
-        if args.record:      # "test", or "test_beam4": the score, and the command that printed it
+        if args.record:      # "test", or "test_beam4": the score, the command that printed it, the translations
             key = args.split if args.beam_width == 1 else f"{args.split}_beam{args.beam_width}"
-            update_meta(path, **{key: {**{k: v for k, v in res.items() if k != "checkpoint"},
+            kept = {}
+            if translations is not None:      # one per line, in the pairs' order (a translation holds no newline)
+                kept["translations"] = f"translations-{key}.txt"
+                (Path(path) / kept["translations"]).write_text("".join(h + "\n" for h in translations), "utf-8")
+            update_meta(path, **{key: {**{k: v for k, v in res.items() if k != "checkpoint"}, **kept,
                                     "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])}})
     return 0
 

@@ -20,9 +20,10 @@ from viz_transformer.run.decoding import beam_batch
 
 
 def score_translation(model, tok, pairs, limit=None, max_new_tokens=None, beam_width: int = 1,
-                      length_penalty: float = 1.0) -> dict:
+                      length_penalty: float = 1.0, keep_translations: bool = False) -> dict:
     """Corpus BLEU and chrF (sacrebleu) of the model's translations of `pairs`: greedy, or beam search when
-    beam_width > 1 (then the result says so)."""
+    beam_width > 1 (then the result says so). keep_translations: the translations too, in the pairs' order
+    ("translations", a list of strings)."""
     import sacrebleu
     pairs = pairs[:limit] if limit else pairs
     hyps = beam_batch(model, tok, [s for s, _ in pairs], beam_width, length_penalty, max_new_tokens)
@@ -31,6 +32,8 @@ def score_translation(model, tok, pairs, limit=None, max_new_tokens=None, beam_w
            "chrf": round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2), "n": len(pairs)}
     if beam_width > 1:
         res.update(beam_width=beam_width, length_penalty=length_penalty)
+    if keep_translations:
+        res["translations"] = hyps
     return res
 
 
@@ -73,13 +76,15 @@ def common_heldout(hms: list, split: str = "test", data: Optional[str] = None):
 
 
 def evaluate_translators(hms: list, split: str = "test", data: Optional[str] = None,
-                         limit: Optional[int] = None, beam_width: int = 1, length_penalty: float = 1.0) -> list[dict]:
-    """One result per model, all on the same held-out pairs, all decoded alike (greedy, or beam search)."""
+                         limit: Optional[int] = None, beam_width: int = 1, length_penalty: float = 1.0,
+                         keep_translations: bool = False) -> list[dict]:
+    """One result per model, all on the same held-out pairs, all decoded alike (greedy, or beam search);
+    keep_translations: each result holds its model's translations too (score_translation)."""
     items, dropped = common_heldout(hms, split, data)
     out = []
     for hm in hms:
         res = (score_translation(hm.model, hm.tokenizer, items, limit, beam_width=beam_width,
-                                 length_penalty=length_penalty) if items else {"bleu": None, "chrf": None, "n": 0})
+                                 length_penalty=length_penalty, keep_translations=keep_translations) if items else {"bleu": None, "chrf": None, "n": 0})
         by = [("source" if h.meta.get("split") == "by_source" else "pair") for h in hms]
         res.update(split=split, unseen_sources_only=True, split_by=by[0], n_dropped_seen=dropped)
         if len(hms) > 1:
