@@ -9,7 +9,7 @@ import io
 import json
 import re
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
 
@@ -189,8 +189,11 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         assert not [a for a in seen if secret in a], "an address carries the teacher's secret"
         assert cr.lesson_and_step(code, eng) == (LESSON, 1)
 
-        ours = sorted(a for a in seen if urlsplit(a).netloc == urlsplit(server.url).netloc)
+        # each address once without its #fragment (an anchor on the page: the browser never sends it to the server)
+        ours = sorted({urldefrag(a).url for a in seen if urlsplit(a).netloc == urlsplit(server.url).netloc})
         assert any("teach=" in a for a in ours) and any("class=" in a for a in ours)
+        if kind != "sqlite":          # the store's other engine: the addresses that name the class as its teacher
+            ours = [a for a in ours if "teach=" in a]     # (every address, on SQLite: the pages read the store alike)
         fresh = []                    # a student's fresh browser opens each, BATCH at a time (their loads overlap)
         for address in ours:
             if not fresh:
