@@ -85,15 +85,24 @@ def _fresh(browser):
     return context, context.new_page()
 
 
+@pytest.fixture(scope="module")
+def sender(browser):
+    """The context each view is made and its link copied in: one for the module (its cache keeps the app's scripts
+    between pages; each goto still starts a session of its own). The link is opened in a _fresh context."""
+    context, _ = _fresh(browser)
+    yield context
+    context.close()
+
+
 @pytest.mark.parametrize("spec", registry.PAGES, ids=[p.name for p in registry.PAGES])
-def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa: F811
+def test_the_copied_link_opens_the_same_view(server, browser, sender, spec):      # noqa: F811
     url, root = server
     text = TEXT["checkpoints" if root.name == "checkpoints" else "tiny"]
     query, action = CHANGES[spec.name]
     if root.name != "checkpoints":
         query = {k: v for k, v in query.items() if k not in ("layer", "head")}      # tiny models: 2 layers
     path = "" if spec.name == registry.DEFAULT else spec.name
-    first, pg = _fresh(browser)
+    pg = sender.new_page()
     pg.goto(f"{url}/{path}?" + "&".join(f"{k}={v}" for k, v in {"text": text, **query}.items()))
     settle(pg)
     if action.startswith("tab:"):
@@ -106,7 +115,7 @@ def test_the_copied_link_opens_the_same_view(server, browser, spec):      # noqa
     no_exception(pg)
     before = pg.evaluate(VIEW)
     link = _copied_link(pg)
-    first.close()
+    pg.close()
 
     shared = dict(parse_qsl(urlsplit(link).query))
     assert urlsplit(link).path.rstrip("/") == f"/{path}".rstrip("/")
