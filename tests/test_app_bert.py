@@ -76,6 +76,17 @@ def test_hiding_the_special_tokens_renormalises_each_row(env):
     w = run.cache["encoder.0.self_attn.hook_pattern"][0, 0][keep][:, keep].double()
     want = (w / w.sum(-1, keepdim=True)).numpy()
     assert abs(array(f["data"][0]["z"]) - want).max() < 1e-4
+    # the line view below draws the same renormalised weights between the same pieces: its links are those of
+    # `want` at or above the page's default threshold (the row and column of a link read back from its ends)
+    lines = figure(at, "lines from queries (left) to keys (right)")
+    queries = next(d["text"] for d in lines["data"] if d.get("mode") == "text")
+    assert len(queries) == len(keep)
+    n, drawn = len(keep), set()
+    for d in lines["data"]:
+        if d.get("mode") == "lines":
+            drawn |= {(round((1 - d["y"][a]) * (n - 1)), round((1 - d["y"][a + 1]) * (n - 1)))
+                      for a in range(0, len(d["y"]), 3)}
+    assert drawn == {(i, j) for i in range(n) for j in range(n) if want[i, j] >= 0.05}
 
 
 def test_lens_page_fills_in_the_blank_layer_by_layer(env):

@@ -104,8 +104,8 @@ if n > LINE_WINDOW:
     (qa, qb), (ka, kb) = patterns.axis_windows(len(lq), len(lk), start, LINE_WINDOW)
     st.caption(t("at.line_capped", qa=qa, qb=qb - 1, ka=ka, kb=kb - 1, m=MAX_LINES))
 if heads:
-    mats = [patterns.head_matrix(pat, h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] if whole else
-            windows.head_window(run.cache, block, layer, h, (qa, qb), (ka, kb)) for h in heads]
+    mats = [patterns.head_matrix(shown, h, q_pieces, k_pieces, words)[0][qa:qb, ka:kb] if whole else   # as the
+            windows.head_window(run.cache, block, layer, h, (qa, qb), (ka, kb), no_sink) for h in heads]  # heatmap
     widgets.show(heatmaps.line_view(mats, lq[qa:qb], lk[ka:kb], [widgets.head_label(h) for h in heads],
                                  t("at.line_title", block=widgets.block_label(block), layer=layer), q_start=qa,
                                  k_start=ka, max_lines=MAX_LINES, min_weight=min_w, query_label=widgets.query_axis(block),
