@@ -6,6 +6,7 @@ order: a seeded shuffle of the whole file), distinct for each seed.
 from __future__ import annotations
 
 import random
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +25,10 @@ def sentences(lang: str) -> tuple[str, ...]:
     if lang == "en" and EN.exists():
         text = EN.read_text(encoding="utf-8").replace("<|endoftext|>", " ")
         return tuple(s.strip() + "." for s in text.split(".") if len(s.strip()) > 3)
+    corpus = ZH if lang == "zh" else EN
+    print(f"benchmarks.texts: {corpus} is missing (the corpora, ../shared/data, are not beside this tree); "
+          f"the {lang} texts repeat {len(FALLBACK_ZH if lang == 'zh' else FALLBACK_EN)} built-in sentences, so "
+          f"numbers are not comparable with runs on the corpus", file=sys.stderr)
     return tuple(FALLBACK_ZH if lang == "zh" else FALLBACK_EN)
 
 
