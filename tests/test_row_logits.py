@@ -9,7 +9,7 @@ import torch
 
 import viz_transformer.run.row_logits as row_logits
 from viz_transformer.analysis import confidence
-from viz_transformer.run import lenses
+from viz_transformer.run import forced, interventions, lenses
 from viz_transformer.run.derived_cache import shown_captures
 from viz_transformer.run.row_logits import RowLogits
 from viz_explorer.server.byte_lru import nbytes
@@ -132,3 +132,27 @@ def test_a_hook_that_edits_a_shared_tensor_in_place_is_seen_at_its_own_name_only
     assert torch.equal(pre, 2 * post) and not torch.equal(pre, post)
     for name in ("decoder.0.hook_resid_post", "decoder.1.hook_resid_pre", "decoder.1.hook_resid_post"):
         assert torch.equal(lean.cache[name], full.cache[name]), name
+
+
+@pytest.mark.parametrize("name", ["tiny-lm", "qwen2"])
+def test_an_intervened_run_and_its_forced_logits(models, monkeypatch, name):
+    """A head knocked out, a given target (the knock-out page's runs): the lean run's rows and forced_logits are
+    the full capture's and the plain forward's under the same hooks."""
+    hm = models[name]
+    from viz_transformer.core.batch import forward
+    hooks = interventions.head_ablation_hooks([("decoder.0.self_attn", 1)], "zero", cfg=hm.cfg)
+    text = TEXT if hm.cfg.max_len > 64 else TEXT[:40]
+    with monkeypatch.context() as m:
+        m.setattr(row_logits, "ROWS", STEP)
+        lean = hm.run(text, target=" the end", names_filter=shown_captures, fwd_hooks=hooks, lean=True)
+        off = forced.forced_logits(hm, lean, hooks)
+    full = hm.run(text, target=" the end", names_filter=shown_captures, fwd_hooks=hooks)
+    plain = forward(hm.model, full.batch(), hooks)[0][0]
+    assert isinstance(lean.logits, RowLogits) and isinstance(off, RowLogits)
+    assert torch.equal(full.logits, plain) and not torch.allclose(plain, forward(hm.model, full.batch())[0][0])
+    assert torch.allclose(lean.logits.full(), plain, atol=1e-5) and torch.allclose(off.full(), plain, atol=1e-5)
+    assert lean.predicted_ids == full.predicted_ids and off.predicted_ids == full.predicted_ids
+    ids, start = forced.output_labels(full)
+    banned = forced.never_generated(hm.tokenizer)
+    assert torch.allclose(forced.token_probabilities(off, ids, start, banned),
+                          forced.token_probabilities(plain, ids, start, banned), atol=1e-6)

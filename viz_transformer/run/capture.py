@@ -19,7 +19,7 @@ from viz_transformer.core.st_folder import transformer_folder
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
 from viz_transformer.run.decoding import decode_ids, default_new_tokens, greedy_batch, greedy_outputs
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
-from viz_transformer.run.derived_cache import lean_forward
+from viz_transformer.run.derived_cache import lean_forward, lean_rows
 from viz_transformer.run.lean_once import lean_run_once, reads_prompt_once
 from viz_transformer.run.row_logits import RowLogits
 from viz_transformer.run.trace import Trace
@@ -136,7 +136,12 @@ class HookedModel:
             else:
                 out_ids = target_ids
             out_ids = out_ids[: max(0, cfg.max_len - len(inp.prompt))]     # a given target is cut at its end
-            logits, cache = _capture(model, make_batch(cfg, [inp], [out_ids]), hooks, names_filter, lean)
+            batch = make_batch(cfg, [inp], [out_ids])
+            if lean and not cfg.is_encoder_decoder:                  # one sequence: no [T, vocab] logits held
+                rows, cache = lean_rows(model, batch, hooks, names_filter, len(inp.prompt) - 1, never_generated(tok))
+                logits = [rows]
+            else:
+                logits, cache = _capture(model, batch, hooks, names_filter, lean)
         tgt_ids = inp.decoder_ids(out_ids)
         src_ids = list(inp.src) if inp.src is not None else None
         picks = logits[0].predicted_ids if isinstance(logits[0], RowLogits) else _greedy_picks(logits[0],

@@ -19,9 +19,10 @@ from typing import Iterator, Optional
 import torch
 
 from viz_transformer.core.attention import attention, repeat_kv
-from viz_transformer.core.batch import forward
+from viz_transformer.core.batch import forward, model_device
 from viz_transformer.core.hooks import Cache, NamesFilter, hooks_active, resolve_names
 from viz_transformer.core.positional import bias_capture, position_terms
+from viz_transformer.run.row_logits import RowLogits, row_logits
 
 DERIVED = {"hook_scores": "scaled", "hook_pattern": "weights"}     # capture -> AttentionSteps field
 INPUTS = ("hook_q", "hook_k", "hook_v", "hook_mask")
@@ -123,6 +124,30 @@ def lean_forward(model, batch, fwd_hooks=(), names_filter: NamesFilter = None):
     where they differ: at most one block's [batch, head, q, k] tensors exist at a time. A block whose scores or
     pattern are asked for keeps its q, k, v and mask, asked for or not (what they are recomputed from)."""
     return lean_capture(model, lambda: forward(model, batch)[0], names_filter, fwd_hooks)
+
+
+def lean_rows(model, batch, fwd_hooks=(), names_filter: NamesFilter = None, keep_from: int = 0,
+              banned: tuple = ()) -> tuple[RowLogits, "DerivedCache"]:
+    """lean_forward for one row of a one-sequence model (decoder-only, prefix LM), its logits [T, vocab] a RowLogits
+    (run/row_logits.py: the rows from keep_from on kept, the others projected from the last residual when read;
+    banned: the ids its greedy picks leave out), never the whole [T, vocab] tensor."""
+    last = f"decoder.{model.cfg.n_decoder_layers - 1}.hook_resid_post"
+    batch = batch.to(model_device(model))
+    out: dict[str, torch.Tensor] = {}
+
+    def keep(x, hook):
+        out["x"] = x
+
+    def call():
+        with hooks_active([(last, keep)]):          # after fwd_hooks and the capture: the residual unembed reads
+            model.decode(batch.dec, prefix_len=batch.prefix_len,
+                         logits_at=torch.zeros(batch.dec.shape, dtype=torch.bool))
+        return out.pop("x")[0]
+    x, cache = lean_capture(model, call, names_filter, fwd_hooks)
+    kept = cache._t.get(last)
+    if kept is not None and torch.equal(kept[0], x):
+        x = kept[0]                                 # the last residual is a capture too: held once
+    return row_logits(model.unembed, x, batch.dec[0, 1:].tolist(), keep_from, list(banned)), cache
 
 
 def lean_capture(model, call, names_filter: NamesFilter = None, fwd_hooks=(), check: bool = True):

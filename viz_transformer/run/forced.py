@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from viz_transformer.core.batch import forward
-from viz_transformer.run.logit_rules import allowed_logits
+from viz_transformer.run.derived_cache import lean_rows
+from viz_transformer.run.logit_rules import allowed_logits, never_generated
 
 
 def token_probabilities(logits: torch.Tensor, ids, start: int, banned) -> torch.Tensor:
@@ -32,5 +33,10 @@ def output_labels(run) -> tuple[list[int], int]:
 
 def forced_logits(hm, run, fwd_hooks=()) -> torch.Tensor:
     """The logits [tgt_pos, vocab] of run's exact ids (source and decoder input) with fwd_hooks
-    active: the same teacher forcing as run.logits, on an intervened model, never re-tokenized."""
-    return forward(hm.model, run.batch(), fwd_hooks)[0][0]
+    active: the same teacher forcing as run.logits, on an intervened model, never re-tokenized. A one-sequence
+    model's as a RowLogits (run/row_logits.py): the output's rows kept, the others projected when read."""
+    cfg = hm.cfg
+    if cfg.is_encoder_decoder or cfg.is_encoder_only:
+        return forward(hm.model, run.batch(), fwd_hooks)[0][0]
+    return lean_rows(hm.model, run.batch(), fwd_hooks, lambda name: False, run.prompt_len - 1,
+                     never_generated(hm.tokenizer))[0]
