@@ -1,7 +1,9 @@
 """CPU seconds of the Head statistics page's computation on a long text (issue 38): every head's statistics and
 attention-sink shares of a lean run (patterns recomputed on read) of the random Qwen2.5-0.5B-sized folder that
 benchmarks/bench_pages_hf builds (24 layers x 14 heads, 2 KV heads), at one torch thread, under cProfile with
-process CPU time as its clock; the model's run itself is not counted.
+process CPU time as its clock; the model's run itself is not counted. The C allocator is set as the server sets it
+(allocator.fix_mmap_threshold: every tensor of 1 MiB or more on fresh pages), and the computation runs under
+allocator.scratch where the tree has it, as cached.head_tables runs it.
 
     python -m benchmarks.head_stats_cpu --tokens 512,2048 [--before /tmp/old-main] [--now /tmp/new] [--top 12]
 
@@ -13,6 +15,7 @@ Pause the training while timing (touch /root/viz-runs/PAUSE); a 2,048-piece run 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -40,14 +43,18 @@ def measure(text_file: str, top: int, repeat: int) -> dict:
     from viz_transformer.analysis import sinks, summaries
     from viz_transformer.core.hook_names import available_blocks, n_layers
     from viz_transformer.run.derived_cache import shown_captures
+    from viz_explorer.server import allocator
+    allocator.fix_mmap_threshold()            # as the server's memo does: tensors of 1 MiB and more get their own pages
+    scratch = getattr(allocator, "scratch", contextlib.nullcontext)     # what cached.head_tables runs it under
     hm = load_checkpoint(WORK / "root" / NAME)
     run = hm.run(Path(text_file).read_text(encoding="utf-8"), names_filter=shown_captures, lean=True)
 
     def page():
-        if hasattr(summaries, "head_tables"):
-            return summaries.head_tables(run)
-        return summaries.head_stats(run), [sinks.sink_shares(run.cache, b, n_layers(hm.cfg, b))
-                                           for b in available_blocks(hm.cfg)]
+        with scratch():
+            if hasattr(summaries, "head_tables"):
+                return summaries.head_tables(run)
+            return summaries.head_stats(run), [sinks.sink_shares(run.cache, b, n_layers(hm.cfg, b))
+                                               for b in available_blocks(hm.cfg)]
 
     cpu, prof = [], None
     for _ in range(repeat):                   # the profile of the first; the others for the spread

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import threading
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Optional
+from typing import Iterator, Optional
 
 M_MMAP_THRESHOLD = -3            # mallopt parameter numbers, from glibc's malloc.h
+M_TRIM_THRESHOLD = -1
+TRIM_DEFAULT = 128 * 1024        # glibc's M_TRIM_THRESHOLD, which fix_mmap_threshold leaves as it is
 
 
 @lru_cache(maxsize=1)
@@ -35,3 +39,29 @@ def release_free_memory() -> bool:
     """Return the free pages of every malloc arena to the system (malloc_trim(0)). True if any were."""
     libc = _libc()
     return bool(libc and libc.malloc_trim(0))
+
+
+_scratch_lock, _scratch_users = threading.Lock(), [0]
+
+
+@contextmanager
+def scratch(nbytes: int = 64 << 20) -> Iterator[None]:
+    """Within: allocations below nbytes reuse the heap's freed memory instead of new mappings, whose fresh pages
+    the kernel must fault in and zero for every temporary (a long text's Head statistics make thousands of 7 MB
+    blocks: 14 CPU s at 2,048 pieces with the fixed 1 MiB threshold, 5 s without). On leaving (the last of
+    several threads to leave), the threshold is fixed again and the free pages given back."""
+    libc = _libc()
+    with _scratch_lock:
+        _scratch_users[0] += 1
+        if libc and _scratch_users[0] == 1:
+            libc.mallopt(M_MMAP_THRESHOLD, int(nbytes))
+            libc.mallopt(M_TRIM_THRESHOLD, 2 * int(nbytes))
+    try:
+        yield
+    finally:
+        with _scratch_lock:
+            _scratch_users[0] -= 1
+            if libc and _scratch_users[0] == 0:
+                libc.mallopt(M_TRIM_THRESHOLD, TRIM_DEFAULT)
+                fix_mmap_threshold()
+                release_free_memory()
