@@ -20,9 +20,9 @@ from typing import Callable, Optional
 
 import torch
 
-from viz_transformer.run.logit_rules import allowed_logits
 
-ROWS = 128          # rows projected at a time: [128, 151,936] float32 is 74 MiB
+ROWS = 256          # rows projected at a time: [256, 151,936] float32 is 148 MiB (128 rows: 1.4x the CPU time of one
+                    # projection of all 2,112 rows, 256: 1.2x, 512: 1.1x; two threads, Qwen2.5-0.5B-sized)
 
 
 def picked(block: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -140,10 +140,12 @@ def row_logits(unembed: Callable[[torch.Tensor], torch.Tensor], resid: torch.Ten
     for a in range(0, T, step):
         block = unembed(resid[a:a + step])                                   # (≤ step, vocab)
         vocab = block.shape[-1]
-        predicted += allowed_logits(block, banned).argmax(-1).tolist()
         logprobs.append(picked(block, ids[a:a + step]))
         if a + block.shape[0] > keep_from:
             kept.append(block[max(0, keep_from - a):].clone())
+        if banned:                                  # allowed_logits in place: the block is read for nothing else
+            block.index_fill_(-1, torch.tensor(banned, dtype=torch.long, device=block.device), float("-inf"))
+        predicted += block.argmax(-1).tolist()
         del block
     kept_rows = torch.cat(kept) if kept else torch.zeros(0, vocab)
     return RowLogits(unembed, resid, vocab, step, keep_from, kept_rows, predicted,
