@@ -47,8 +47,14 @@ class RowLogits:
     def shape(self) -> torch.Size:
         return torch.Size((self.resid.shape[0], self.vocab))
 
-    dtype = torch.float32
-    device = torch.device("cpu")
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.kept.dtype                  # float32 on the CPU for a loaded model (Transformer.unembed)
+
+    @property
+    def device(self) -> torch.device:
+        return self.kept.device
+
     ndim = 2
 
     def dim(self) -> int:
@@ -73,7 +79,7 @@ class RowLogits:
 
     def rows(self, positions: list[int]) -> torch.Tensor:
         """The logits at positions (each in 0 … pos - 1): [len(positions), vocab]."""
-        out = torch.empty(len(positions), self.vocab)
+        out = torch.empty(len(positions), self.vocab, dtype=self.dtype, device=self.device)
         need: dict[int, list[int]] = {}
         for i, p in enumerate(positions):
             if p >= self.kept_from:
@@ -136,10 +142,10 @@ def row_logits(unembed: Callable[[torch.Tensor], torch.Tensor], resid: torch.Ten
     T, step = resid.shape[0], step or ROWS
     keep_from = max(0, min(keep_from, T))
     ids = torch.as_tensor(list(next_ids), dtype=torch.long)
-    predicted, logprobs, kept, vocab = [], [], [], 0
+    predicted, logprobs, kept, vocab, like = [], [], [], 0, {}
     for a in range(0, T, step):
         block = unembed(resid[a:a + step])                                   # (≤ step, vocab)
-        vocab = block.shape[-1]
+        vocab, like = block.shape[-1], {"dtype": block.dtype, "device": block.device}
         logprobs.append(picked(block, ids[a:a + step]))
         if a + block.shape[0] > keep_from:
             kept.append(block[max(0, keep_from - a):].clone())
@@ -147,6 +153,6 @@ def row_logits(unembed: Callable[[torch.Tensor], torch.Tensor], resid: torch.Ten
             block.index_fill_(-1, torch.tensor(banned, dtype=torch.long, device=block.device), float("-inf"))
         predicted += block.argmax(-1).tolist()
         del block
-    kept_rows = torch.cat(kept) if kept else torch.zeros(0, vocab)
+    kept_rows = torch.cat(kept) if kept else torch.zeros(0, vocab, **like)
     return RowLogits(unembed, resid, vocab, step, keep_from, kept_rows, predicted,
                      torch.cat(logprobs) if logprobs else torch.zeros(0))
