@@ -35,9 +35,12 @@ def _ready(pg) -> None:
 
 def _answered(teacher, k: int, n: int, bars: list[int]) -> None:
     """The teacher's page comes to show k of n answered and these bars, by itself (no reload)."""
+    from playwright.sync_api import expect
     main = teacher.locator('[data-testid="stMain"]')
-    main.get_by_text(f"{k} of {n}", exact=True).wait_for()
+    main.get_by_text(f"{k} of {n}", exact=True).first.wait_for()     # a rerun can leave the last step's line up a moment
     teacher.wait_for_function(f"() => JSON.stringify(({BARS})()) === '{json.dumps(bars, separators=(',', ':'))}'")
+    _ready(teacher)
+    expect(main.get_by_text(f"{k} of {n}", exact=True)).to_have_count(1)   # once settled, one count, this one
 
 
 def _answer(student, option: str) -> None:
