@@ -98,6 +98,22 @@ def test_architecture_page_says_same_budget_only_when_the_models_share_one_recip
     for name in names:
         train_for(name, 8)
     assert shown(open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (True, False)
+    from safetensors.torch import load_file, save_file
+    folder = tmp_path / "tiny-zh-en"                            # the encoder-decoder, its norm after the residual:
+    config = folder / "config.json"                             # the same sublayer norms, no final ones
+    config.write_text(json.dumps(dict(json.loads(config.read_text(encoding="utf-8")), norm="post")), encoding="utf-8")
+    weights = load_file(str(folder / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if not k.startswith(("encoder_norm.", "decoder_norm."))},
+              str(folder / "model.safetensors"))
+    import hashlib
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta["weights_sha256"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
+    said = " ".join(m.value for m in at.markdown)
+    assert load_checkpoint(tmp_path / "tiny-zh-en").cfg.norm == "post" and not at.exception
+    assert EN["ar.fair"] not in said and not any(w.value == EN["ar.unfair"] for w in at.warning)
+    assert EN["ar.fair_norms"].format(post=r"tiny\-zh\-en", pre=r"tiny\-zh\-en\-decoder and tiny\-zh\-en\-prefix") in said
     train_for("tiny-zh-en-prefix", 4)          # the comparison still takes all three, but one had less training
     assert shown(open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (False, True)
 

@@ -483,6 +483,8 @@ SOURCE = {
     "ar.title": "fe6a3232",
     "ar.intro": "6560262b",
     "ar.fair": "8b96810d",
+    "ar.fair_norms": "9e3e62e9",
+    "ar.and": "4f413364",
     "ar.need": "0773f215",
     "ar.unfair": "5036a5ba",
     "ar.using": "f3bf427c",

@@ -17,8 +17,14 @@ from viz_transformer.plots import model_figures
 ctx = context.need_run()
 st.title(t("ar.title"))
 fair = cached.translators_fair()
-st.markdown(t("ar.intro") + (" " + t("ar.fair") if fair else ""))
 models = cached.translators()
+facts = {arch: cached.model_facts(str(path), cached.folder_stamp(path)) for arch, path in models.items()}   # no weights
+by_norm = {n: [models[a].name for a in models if facts[a].cfg.norm == n] for n in ("post", "pre")}
+if fair and all(by_norm.values()):          # one recipe, but the norm placement differs: the page says so
+    fair_note = t("ar.fair_norms", **{n: t("ar.and").join(map(widgets.md_escape, names)) for n, names in by_norm.items()})
+else:
+    fair_note = t("ar.fair") if fair else ""
+st.markdown(t("ar.intro") + (" " + fair_note if fair_note else ""))
 if len(models) < 2:
     st.info(t("ar.need", have=", ".join(p.name for p in models.values()) or "–"))
     st.stop()
@@ -28,11 +34,10 @@ if text != ctx.text:
 if not fair:
     st.warning(t("ar.unfair"), icon=":material/balance:")
 
-runs, facts = {}, {}            # runs: cached.arch_view, the small part of each model's run this page shows; facts: no weights
+runs = {}                       # cached.arch_view: the small part of each model's run this page shows
 with st.spinner(t("sidebar.running")):
     for arch, path in models.items():
-        stamp = cached.folder_stamp(path)
-        facts[arch], runs[arch] = cached.model_facts(str(path), stamp), cached.arch_view(str(path), stamp, text)
+        runs[arch] = cached.arch_view(str(path), cached.folder_stamp(path), text)
 row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
 st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
