@@ -1,7 +1,8 @@
 """CPU seconds of the Head statistics page's computation on a long text (issue 38): every head's statistics and
 attention-sink shares of a lean run (patterns recomputed on read) of the random Qwen2.5-0.5B-sized folder that
 benchmarks/bench_pages_hf builds (24 layers x 14 heads, 2 KV heads), at one torch thread, under cProfile with
-process CPU time as its clock; the model's run itself is not counted. The C allocator is set as the server sets it
+process CPU time as its clock; the model's run itself is not counted. Then its wall time without the profiler, one
+layer at a time and with as many layers at once as the page reads (threads.cores(), where the tree has it). The C allocator is set as the server sets it
 (allocator.fix_mmap_threshold: every tensor of 1 MiB or more on fresh pages), and the computation runs under
 allocator.scratch where the tree has it, as cached.head_tables runs it.
 
@@ -34,6 +35,7 @@ def measure(text_file: str, top: int, repeat: int) -> dict:
     `repeat` times under cProfile. {"cpu_s": [each time's total], "pieces": n, "top": [[function, cumulative s]
     of the first time, ...]}."""
     import cProfile
+    import importlib
     import pstats
     import time
 
@@ -66,7 +68,18 @@ def measure(text_file: str, top: int, repeat: int) -> dict:
     stats = pstats.Stats(prof)
     rows = sorted(((f"{Path(f).name}:{line}({fn})", st[3]) for (f, line, fn), st in stats.stats.items()),
                   key=lambda r: -r[1])[:top]
-    return {"cpu_s": cpu, "pieces": len(run.tgt_pieces), "top": [[n, round(s, 3)] for n, s in rows]}
+    wall = {}                                 # wall seconds, no profiler: one layer at a time, and as the page reads them
+    threads = getattr(importlib.import_module("viz_explorer.server.threads"), "cores", None)
+    for workers in dict.fromkeys([1, threads() if threads else 1]):
+        if workers > 1 or hasattr(summaries, "head_tables"):
+            kw = {"workers": workers} if workers > 1 else {}
+            wall[workers] = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                with scratch():
+                    summaries.head_tables(run, **kw) if kw else page()
+                wall[workers].append(round(time.perf_counter() - t0, 3))
+    return {"cpu_s": cpu, "wall_s": wall, "pieces": len(run.tgt_pieces), "top": [[n, round(s, 3)] for n, s in rows]}
 
 
 def in_tree(root: Path, text_file: str, top: int, repeat: int) -> dict:
@@ -104,7 +117,9 @@ def main(argv=None) -> int:
             for side, root in trees.items():
                 got = in_tree(root, f.name, a.top, a.repeat)
                 print(f"\n{side} @{n} ({got['pieces']} pieces): median {statistics.median(got['cpu_s']):.2f} CPU s "
-                      f"({', '.join(map(str, got['cpu_s']))}); the first time's profile:")
+                      f"({', '.join(map(str, got['cpu_s']))}); wall, median: "
+                      + ", ".join(f"{statistics.median(v):.2f} s with {w} {'layer' if int(w) == 1 else 'layers'} at once"
+                                  for w, v in got.get("wall_s", {}).items()) + "; the first time's profile:")
                 for name, s in got["top"]:
                     print(f"  {s:8.3f}  {name}")
         finally:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_transformer.core.attention import MultiHeadAttention, attention
+from viz_transformer.core.attention import MultiHeadAttention, attention, attention_weights
 from viz_transformer.core.hooks import hooks_active, name_hook_points
 
 
@@ -41,6 +41,38 @@ def test_attention_matches_sdpa(masked):
     torch.testing.assert_close(w, sdpa_weights(q, k, mask), atol=1e-6, rtol=1e-5)
     if mask is not None:
         assert (w.masked_select(~mask.expand_as(w)) == 0).all()
+
+
+@pytest.mark.parametrize("case", ["plain", "mask", "broadcast mask", "bias", "divisor", "masked row", "causal"])
+def test_weights_alone_are_attention_s_weights_bit_for_bit(case):
+    """attention_weights (what a pattern read back from q and k uses) against attention().weights, and both
+    against SDPA's where SDPA is defined."""
+    g = torch.Generator().manual_seed(7)
+    H, T, S, d = 3, 6, 9 if case != "causal" else 6, 8
+    q, k, v = (torch.randn(H, n, d, generator=g) for n in (T, S, S))
+    mask = bias = divisor = None
+    if case in ("mask", "masked row"):
+        mask = torch.rand(T, S, generator=g) > 0.5
+        mask[:, 0] = case == "mask"
+        mask[2] = mask[2] & (case == "mask")           # "masked row": row 2 sees nothing (all zeros, no NaN)
+    elif case == "broadcast mask":
+        mask = torch.rand(2, 1, T, S, generator=g) > 0.3        # more dimensions than q·kᵀ: [2, H, T, S]
+        mask[..., 0] = True
+    elif case == "bias":
+        bias = torch.randn(1, H, T, S, generator=g)
+    elif case == "divisor":
+        divisor = 1.0
+    elif case == "causal":
+        mask = torch.ones(T, S, dtype=torch.bool).tril()
+    want = attention(q, k, v, mask, divisor, bias=bias).weights
+    got = attention_weights(q, k, mask, divisor, bias=bias)
+    assert got.shape == want.shape and torch.equal(got, want), case
+    if case == "masked row":
+        assert torch.equal(got[:, 2], torch.zeros(H, S))
+    elif bias is None:
+        ref = sdpa_weights(q.expand(*got.shape[:-2], T, d), k.expand(*got.shape[:-2], S, d), mask,
+                           None if divisor is None else 1 / divisor)
+        assert torch.allclose(got, ref, atol=1e-6)
 
 
 def test_attention_custom_scale_and_fully_masked_row():

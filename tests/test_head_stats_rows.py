@@ -75,6 +75,9 @@ def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
             assert np.allclose(shares, whole_layer_first_share(run, block, layer), rtol=RTOL, atol=ATOL), (block, layer)
     stats, shares = summaries.head_tables(run)                   # the page's one pass: the same two tables
     pd.testing.assert_frame_equal(stats, got)
+    stats3, shares3 = summaries.head_tables(run, workers=3)      # three layers at once: the same numbers, in order
+    pd.testing.assert_frame_equal(stats3, stats)
+    assert set(shares3) == set(shares) and all(shares3[b].equals(shares[b]) for b in shares)
     assert set(shares) == set(available_blocks(hm.cfg))
     for block, df in shares.items():
         pd.testing.assert_frame_equal(df, sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), step=3))

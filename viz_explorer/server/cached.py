@@ -329,7 +329,7 @@ def head_tables(path: str, stamp: float, text: str):
     """The text's head statistics and sink shares per block (summaries.head_tables: one read of each pattern)."""
     run = run_text(path, stamp, text)
     with allocator.scratch():               # its thousands of pattern-sized temporaries reuse memory: 14 -> 5 s at 2,048
-        return summaries.head_tables(run)
+        return summaries.head_tables(run, workers=threads.cores())
 
 
 def head_stats(path: str, stamp: float, text: str):

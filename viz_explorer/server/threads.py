@@ -49,6 +49,17 @@ def apply() -> int:
     return n
 
 
+def cores() -> int:
+    """Cores this process may run on, at most 4: how many layers a long computation reads at once, each on a
+    Python thread of its own with one intra-op thread (summaries.head_tables' workers). Unlike OpenMP's threads,
+    such a thread does not spin when its core is taken; it waits its turn like any other."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):                # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(4, n))
+
+
 def _imported(module) -> bool:
     """Whether a module in sys.modules has finished importing. Another thread (the start-up load) may be importing
     torch right now: it is then in sys.modules without its functions, and reads OMP_NUM_THREADS itself."""

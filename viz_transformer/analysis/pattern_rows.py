@@ -1,11 +1,12 @@
 """Query rows of one layer's attention pattern without the whole [head, q, k] matrix: a stored pattern sliced, a
-compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`). Read by
-windows (a heatmap's window) and head_sums (Head statistics' sums, a block of rows at a time)."""
+compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`'s weights,
+bit for bit: core.attention.attention_weights). Read by windows (a heatmap's window) and head_sums (Head
+statistics' sums, a block of rows at a time)."""
 from __future__ import annotations
 
 import torch
 
-from viz_transformer.core.attention import attention
+from viz_transformer.core.attention import attention_weights
 from viz_transformer.core.hook_names import hook_name
 from viz_transformer.core.positional import position_terms
 
@@ -44,5 +45,4 @@ def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: i
     divisor, bias = position_terms(cache, prefix)
     if bias is not None:                                                                 # T5: [1, head, q, k]
         bias = bias[0][heads, a:b, :S]
-    no_values = q.new_zeros(len(heads), S, 0)         # the pattern needs no values: weights @ v costs nothing
-    return attention(q, k, no_values, mask[a:b, :S], divisor, bias=bias).weights
+    return attention_weights(q, k, mask[a:b, :S], divisor, bias=bias)

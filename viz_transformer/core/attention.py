@@ -53,6 +53,25 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[
     return AttentionSteps(q, k, v, mask, divisor, qk, scaled, masked, weights, z, bias)
 
 
+def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                      divisor: Optional[float] = None, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """attention(q, k, v, mask, divisor, bias=bias).weights, bit for bit, without v and without keeping the
+    stages: the same operations in the same order, each after the first done in place on one tensor (a pattern
+    read back from the captured q and k makes one [..., T, S] tensor instead of five)."""
+    divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
+    x = q @ k.transpose(-2, -1)
+    others = [t.shape for t in (bias, mask) if t is not None]
+    if any(len(o) > x.dim() or any(a not in (b, 1) for a, b in zip(o[::-1], x.shape[::-1])) for o in others):
+        x = x.expand(torch.broadcast_shapes(x.shape, *others)).clone()     # a larger mask or bias: the full shape
+    x.div_(divisor)
+    if bias is not None:
+        x.add_(bias)
+    if mask is not None:
+        x.masked_fill_(~mask, float("-inf"))
+    x = torch.softmax(x, dim=-1)
+    return x.nan_to_num_(0.0)
+
+
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """Grouped-query attention: [batch, kv_head, pos, d] -> [batch, kv_head · n_rep, pos, d], each key/value
     head shared by n_rep consecutive query heads (query head h reads key/value head h // n_rep)."""
