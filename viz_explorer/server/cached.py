@@ -18,6 +18,7 @@ import streamlit as st
 
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
+from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.core import recipes
