@@ -4,6 +4,7 @@ import streamlit as st
 
 from viz_explorer.server import cached
 from viz_explorer.server import defaults
+from viz_explorer.server import threads
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
@@ -34,10 +35,9 @@ if text != ctx.text:
 if not fair:
     st.warning(t("ar.unfair"), icon=":material/balance:")
 
-runs = {}                       # cached.arch_view: the small part of each model's run this page shows
-with st.spinner(t("sidebar.running")):
-    for arch, path in models.items():
-        runs[arch] = cached.arch_view(str(path), cached.folder_stamp(path), text)
+with st.spinner(t("sidebar.running")):      # cached.arch_view: the small part of each model's run this page shows
+    views = threads.each(lambda path: cached.arch_view(str(path), cached.folder_stamp(path), text), models.values())
+runs = dict(zip(models, views))
 row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
 st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
