@@ -3,6 +3,7 @@ side, and the order test (the text's pieces permuted: a bag of vectors without p
 import streamlit as st
 
 from viz_explorer.server import cached
+from viz_explorer.server import threads
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
@@ -55,7 +56,8 @@ how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="rev
                            format_func=callbacks.label("po.how."))
 try:
     with st.spinner(t("sidebar.running")):
-        tests = {state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on") for state in ("on", "off")}
+        tests = dict(zip(("on", "off"), threads.each(
+            lambda state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on"), ("on", "off"))))
 except ValueError as e:
     st.info(t("po.too_short", error=e))
     st.stop()
