@@ -60,3 +60,21 @@ def test_the_lesson_step_is_in_the_first_screen(server, tab, size, lang):     # 
     assert nxt.is_enabled() and nxt.is_visible()
     if w < 500:                                                 # a phone: the sidebar is closed, the lesson is not
         assert not tab.locator('[data-testid="stSidebarNav"]').is_visible()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_pages_formulas_fit_a_phone(server, tab, lang):     # noqa: F811
+    """At 390 px the attention formula (the widest the pages show) and the decoding page's are whole on the
+    screen: each display formula's box holds all of it, nothing cut off at the edge."""
+    url, root = server
+    tab.set_viewport_size({"width": 390, "height": 844})
+    for name in ("attention", "decoding"):
+        tab.goto(f"{url}/{name}" + ("?lang=zh" if lang == "zh" else ""))
+        tab.locator(".katex-display").first.wait_for()
+        settle(tab)
+        widths = tab.eval_on_selector_all(".katex-display", "els => els.map(e => [e.scrollWidth, e.clientWidth, "
+                                          "e.getBoundingClientRect().right])")
+        assert widths, name
+        for scroll, client, right in widths:
+            assert scroll <= client + 1 and right <= 390, (name, lang, widths)
+        tab.screenshot(path=str(SHOTS / f"formula-{name}-{lang}-390.png"), full_page=False)

@@ -79,10 +79,17 @@ def sidebar_state() -> str:
     return "collapsed" if active() else "auto"
 
 
+# Always, a fixed string: a display formula wider than the screen (the attention formula on a 390 px phone) is
+# shrunk a little on a narrow screen and scrolls sideways past that, instead of being cut off at the edge.
+FORMULA_STYLE = """<style>
+.katex-display { overflow-x: auto; overflow-y: hidden; }
+@media (max-width: 640px) { .katex-display { font-size: 0.85em; } }
+</style>"""
+
+
 def style() -> None:
-    """The presenter's CSS (nothing outside presenter mode)."""
-    if active():
-        st.html(STYLE)
+    """The app's CSS: formulas that fit a phone; in presenter mode, the projector's too."""
+    st.html(FORMULA_STYLE + (STYLE if active() else ""))
 
 
 def step_buttons(where, back, forward) -> None:
