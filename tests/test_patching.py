@@ -57,6 +57,13 @@ def test_everything_gives_a_and_nothing_gives_b(models, zh_en, name):
     # the last residual stream at every position carries everything as well
     last = [Patch(resid_names(hm.cfg)[-1])]
     assert torch.allclose(patched_logits(hm, pair, [last])[0], logits_a, atol=1e-4)
+    # only the rows that score A's output projected (what patching_scores asks for): the same rows of the plain forwards
+    a0, a1 = pair.start, pair.start + len(pair.labels)
+    rows = patched_logits(hm, pair, [[], _everything(hm)], at=(a0, a1), chunk=1)
+    assert rows.shape == (2, a1 - a0, logits_a.shape[-1]) and a1 - a0 < logits_a.shape[0] or hm.cfg.is_encoder_decoder
+    assert torch.allclose(rows[0], logits_b[a0:a1], atol=1e-4) and torch.allclose(rows[1], logits_a[a0:a1], atol=1e-4)
+    assert torch.allclose(output_logprob(hm, pair, rows, 0), output_logprob(hm, pair, torch.stack([logits_b, logits_a])),
+                          atol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["tiny-zh-en", "tiny-prefix"])

@@ -96,10 +96,11 @@ def one_row(src_ids: Optional[Sequence[int]], dec_ids: Sequence[int], prefix_len
     return Batch(src, torch.tensor([list(dec_ids)], dtype=torch.long).reshape(1, -1), prefix_len, types=types)
 
 
-def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
-            names_filter: NamesFilter = None) -> tuple[torch.Tensor, Optional[Cache]]:
+def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False, names_filter: NamesFilter = None,
+            logits_at: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, Optional[Cache]]:
     """(logits [B, T, vocab], Cache or None): the model on a batch, with fwd_hooks active for this call;
-    capture=True also keeps the hooks that names_filter selects (default every one), as run_with_cache."""
+    capture=True also keeps the hooks that names_filter selects (default every one), as run_with_cache.
+    logits_at (bool [B, T], without capture): logits only at those positions, [N, vocab]."""
     if model.cfg.is_encoder_decoder and batch.src is None:
         raise ValueError("an encoder-decoder model needs the source ids as well as the decoder input")
     batch = batch.to(model_device(model))
@@ -110,8 +111,10 @@ def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False,
             args = (batch.src, batch.dec) if batch.src is not None else (batch.dec,)
             kw = {"prefix_len": batch.prefix_len}
         if capture:
+            if logits_at is not None:
+                raise ValueError("logits_at is for a forward without capture")
             return model.run_with_cache(*args, names_filter=names_filter, **kw)
-        return model(*args, **kw), None
+        return model(*args, logits_at=logits_at, **kw), None
 
 
 def start_cache(model, batch: Batch):

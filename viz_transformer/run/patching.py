@@ -174,9 +174,12 @@ def check_patch(p: Patch, pair: Pair, names: Sequence[str]) -> None:
 
 @torch.no_grad()
 def patched_logits(hm, pair: Pair, rows: Sequence[Sequence[Patch]], chunk: int = CHUNK,
-                   progress: Optional[Callable[[int, int], None]] = None) -> torch.Tensor:
+                   progress: Optional[Callable[[int, int], None]] = None,
+                   at: Optional[tuple[int, int]] = None) -> torch.Tensor:
     """B's teacher-forced logits [len(rows), dec pos, vocab], row i with every Patch of rows[i] taken
-    from A (an empty row is B itself). Batched `chunk` rows per forward."""
+    from A (an empty row is B itself). Batched `chunk` rows per forward. at=(a, b): only positions a … b - 1
+    are projected onto the vocabulary, [len(rows), b - a, vocab] (a language model's prompt rows are most of a
+    forward's projection, and none of them is scored)."""
     model = hm.model
     for patches in rows:
         for p in patches:
@@ -185,17 +188,24 @@ def patched_logits(hm, pair: Pair, rows: Sequence[Sequence[Patch]], chunk: int =
     out = []
     for s in range(0, len(rows), chunk):
         part = rows[s:s + chunk]
-        out.append(forward(model, b.expand(len(part)), _row_hooks(pair, part, 0))[0])
+        batch, where = b.expand(len(part)), None
+        if at is not None:
+            where = torch.zeros(len(part), (batch.src if hm.cfg.is_encoder_only else batch.dec).shape[1], dtype=torch.bool)
+            where[:, at[0]:at[1]] = True
+        logits = forward(model, batch, _row_hooks(pair, part, 0), logits_at=where)[0]
+        out.append(logits if at is None else logits.view(len(part), at[1] - at[0], -1))
         if progress:
             progress(s + len(part), len(rows))
     return torch.cat(out) if out else torch.empty(0)
 
 
-def output_logprob(hm, pair: Pair, logits: torch.Tensor) -> torch.Tensor:
-    """Summed log-probability of A's output under logits [B, dec pos, vocab] (or [dec pos, vocab]): [B]."""
+def output_logprob(hm, pair: Pair, logits: torch.Tensor, start: Optional[int] = None) -> torch.Tensor:
+    """Summed log-probability of A's output under logits [B, dec pos, vocab] (or [dec pos, vocab]): [B]. start:
+    the row of logits where A's output is scored (default pair.start; 0 for patched_logits(at=...)'s)."""
     logits = logits if logits.dim() == 3 else logits.unsqueeze(0)
     n = len(pair.labels)
-    rows = logits[:, pair.start:pair.start + n].float()
+    start = pair.start if start is None else start
+    rows = logits[:, start:start + n].float()
     if pair.input_b is None:            # a decoder's output: under the decoding distribution; a blank: the head's own
         rows = allowed_logits(rows, never_generated(hm.tokenizer))
     logp = torch.log_softmax(rows, -1)                                            # (B, n, V)
@@ -231,8 +241,8 @@ def patching_scores(hm, text_a: str, text_b: str, over: str = "heads", part: Opt
     part = part or resid_part(hm.cfg)
     n_pos = len(pair.src_a if part == "encoder" else pair.dec_a)
     patches, cols = components(hm.cfg, over, n_pos, part)
-    logits = patched_logits(hm, pair, [[]] + [[p] for p in patches], progress=progress)
-    lp = output_logprob(hm, pair, logits)
+    at = (pair.start, pair.start + len(pair.labels))                 # the rows that score A's output
+    lp = output_logprob(hm, pair, patched_logits(hm, pair, [[]] + [[p] for p in patches], progress=progress, at=at), 0)
     lp_a, lp_b = float(output_logprob(hm, pair, pair.logits_a)[0]), float(lp[0])
     gap = lp_a - lp_b
     df = pd.DataFrame(cols)
