@@ -18,7 +18,8 @@ import streamlit as st
 
 from viz_explorer.server import threads
 from viz_explorer.startup import load
-from viz_explorer.kit import language, presenter, registry
+from viz_explorer.kit import language, presenter, registry, screen
+from viz_transformer.plots import figure_rules
 from viz_explorer.kit.strings import t
 
 threads.apply()                  # before anything imports torch: its intra-op threads (viz_explorer/server/threads.py)
@@ -69,7 +70,8 @@ def main() -> None:
             links.apply(name, ctx)                      # a link's first run: its settings, checked against the model
             links.share(name, ctx)                      # the address bar follows the view; "Copy link"
             lesson_mode.question(current, lesson_pages)  # the step's question, above the page
-            current.run()
+            with figure_rules.screen(screen.figure_px()):   # a phone's figures laid out for its narrow column
+                current.run()
     finally:
         memory.after_run()                    # the page's namespace (its tensors) is garbage now: free it soon
 

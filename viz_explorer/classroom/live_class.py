@@ -24,7 +24,7 @@ from viz_explorer.classroom import store as cr
 from viz_explorer.server import class_address as ca
 from viz_explorer.classroom import class_control, qr
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
-from viz_explorer.kit import presenter, widgets
+from viz_explorer.kit import presenter, screen, widgets
 from viz_explorer.kit.strings import EN, current, t
 from viz_transformer.plots import question_figures
 
@@ -193,6 +193,7 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
 
 
 @st.fragment(run_every=TEACHER_EVERY)
+@screen.laid_out
 def live_chart(code: str, secret: str, q: Question, step: int, n: int,
                area: Optional[tuple[float, float]] = None) -> None:
     """How many answered and how: reread from the database every TEACHER_EVERY seconds. area: the px a presented
@@ -295,6 +296,7 @@ def student(code: str, lesson: str) -> None:
 
 
 @st.fragment(run_every=STUDENT_EVERY)
+@screen.laid_out
 def answer_box(code: str, me: str, n: int) -> None:
     """The class's current step and its question; sending an answer reruns only this box."""
     try:

@@ -77,12 +77,12 @@ def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tup
     width = figure_rules.side_by_side(n, rows, cols, label_px)
     if presenter.active():
         return [st.container() for _ in range(n)], figure_rules.FIGURE_PX
-    if n > 1 and width < figure_rules.FIGURE_PX:
+    if n > 1 and width < figure_rules.figure_px():
         return list(st.columns(n)), width
     return [st.container() for _ in range(n)], width
 
 
-def window(n_query: int, n_key: int, key: str, width: int = figure_rules.FIGURE_PX, where=None,
+def window(n_query: int, n_key: int, key: str, width: Optional[int] = None, where=None,
            pieces: Optional[list[str]] = None):
     """((qa, qb), (ka, kb)): all positions while a heatmap holds them at readable cells
     (figure_rules.max_cells), else a window of them with a slider to move it and a note of what is shown;

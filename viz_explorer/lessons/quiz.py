@@ -17,7 +17,7 @@ from typing import Callable
 
 import streamlit as st
 
-from viz_explorer.kit import widgets
+from viz_explorer.kit import screen, widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis.questions import NO, ROLES, YES, Question
 from viz_transformer.plots import attribution_figures
@@ -104,6 +104,7 @@ def show(qid: str, q: Question, prompt: str) -> None:
 
 
 @st.fragment
+@screen.laid_out
 def _ask(qid: str, q: Question, prompt: str) -> None:
     entry = state(qid)
     st.markdown(f"**{t('qz.title')}** · {prompt}")

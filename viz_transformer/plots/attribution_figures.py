@@ -19,11 +19,12 @@ MARK = "#000000"        # the outline of a piece ranked most unlike occlusion
 
 def method_rows(scores: dict[str, Sequence[float]], pieces: Sequence[str], row_labels: dict[str, str], title: str,
                 xlabel: str, ylabel: str, colorbar: str, hover: str, marks: Optional[dict[str, Sequence[int]]] = None,
-                start: int = 0, stop: Optional[int] = None, width: int = rules.FIGURE_PX) -> go.Figure:
+                start: int = 0, stop: Optional[int] = None, width: Optional[int] = None) -> go.Figure:
     """Methods × pieces. Each row divided by its own largest |score|, so each row has its own scale in −1..1
     (attention and norms are ≥ 0; occlusion's drop may be < 0): the colour says how a piece ranks within its row;
     the hover gives the score itself. marks: per method, the pieces (indices into `pieces`) outlined in black.
     start, stop: the window of pieces shown (the page's slider), labels keep the pieces' own numbers."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     stop = len(pieces) if stop is None else stop
     names = list(scores)
     raw = np.array([np.asarray(scores[m], dtype=np.float64)[start:stop] for m in names])      # (M, window)
@@ -47,8 +48,9 @@ def method_rows(scores: dict[str, Sequence[float]], pieces: Sequence[str], row_l
 
 
 def tau_distribution(taus: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
-                     width: int = rules.FIGURE_PX) -> go.Figure:
+                     width: Optional[int] = None) -> go.Figure:
     """One box per method: its τ with occlusion over every output step of a corpus, −1..1, with a line at 0."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     fig = go.Figure()
     for k, (name, vals) in enumerate(taus.items()):
         v = np.asarray(vals, dtype=np.float64)

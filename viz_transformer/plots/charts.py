@@ -13,16 +13,18 @@ from viz_transformer.plots.style import escape, labels, layout, to_numpy
 
 
 def curves(x, series: dict[str, Sequence[float]], title: str, xlabel: str, ylabel: str,
-           log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX) -> go.Figure:
+           log_x: bool = False, log_y: bool = False, height: int = 380, width: Optional[int] = None) -> go.Figure:
     """Named lines over a shared x (a legend instead of a colour bar: colour = series)."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     return xy_curves({name: (x, ys) for name, ys in series.items()}, title, xlabel, ylabel, log_x, log_y, height, width)
 
 
 def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title: str, xlabel: str, ylabel: str,
-              log_x: bool = False, log_y: bool = False, height: int = 380, width: int = rules.FIGURE_PX,
+              log_x: bool = False, log_y: bool = False, height: int = 380, width: Optional[int] = None,
               mark_x: Optional[float] = None, styles: Optional[Sequence[dict]] = None) -> go.Figure:
     """Named lines, each over its own x ({name: (x, y)}); mark_x: a vertical line (e.g. the step shown); styles: a
     plotly line dict per series (colour, dash, width) where the lines come in groups, instead of one dash each."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     fig = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]   # coinciding lines stay visible
     for n, (name, (x, ys)) in enumerate(series.items()):
@@ -49,7 +51,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
     """Bars side by side per category (a legend names the series). Categories must be escaped."""
     fig = go.Figure([go.Bar(x=list(categories), y=to_numpy(v), name=escape(k)) for k, v in series.items()])
     fig.update_xaxes(type="category")
-    rules.category_ticks(fig.layout.xaxis, list(categories), (rules.FIGURE_PX - 100) / max(len(categories), 1))
+    rules.category_ticks(fig.layout.xaxis, list(categories), (rules.figure_px() - 100) / max(len(categories), 1))
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return layout(fig, title, xlabel, ylabel, height)
 
@@ -58,7 +60,7 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
                       after_label: str = "after", xlabel: str = "output token", ylabel: str = "probability",
                       height: int = 380) -> go.Figure:
     """Each output token's probability under two models (bars side by side; 0..1)."""
-    cell = (rules.FIGURE_PX - 100) / max(len(pieces), 1)                  # a token's pair of bars
+    cell = (rules.figure_px() - 100) / max(len(pieces), 1)                  # a token's pair of bars
     numbers = cell / 2 >= text_px("0.00", rules.VALUE_PX) + 4       # each bar's number fits above it
     fig = go.Figure([go.Bar(x=labels(pieces), y=to_numpy(v), name=escape(n), customdata=fmt_probs(to_numpy(v)),
                             text=fmt_probs(to_numpy(v)) if numbers else None, textposition="outside",

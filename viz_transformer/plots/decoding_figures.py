@@ -13,8 +13,9 @@ from viz_transformer.plots.style import ATTN_SCALE, escape, labels, layout, to_n
 
 def probability_bars(pieces: Sequence[str], probs: Sequence[float], title: str, chosen: Optional[int] = None,
                      xlabel: str = "probability", ylabel: str = "candidate token",
-                     colorbar: str = "probability", width: int = rules.FIGURE_PX) -> go.Figure:
+                     colorbar: str = "probability", width: Optional[int] = None) -> go.Figure:
     """Horizontal bars, most likely on top; bar colour = probability; the chosen one is outlined."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     p = to_numpy(probs)
     names = labels(pieces)
     outline = [3 if i == chosen else 0 for i in range(len(p))]

@@ -13,12 +13,33 @@ The browser test tests/test_browser_legibility.py measures the result in Chromiu
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+from contextvars import ContextVar
+from typing import Iterator, Optional
 
 from viz_transformer.plots.margins import TICK_PX, every_kth, text_px
 
 FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
+PHONE_PX = 358        # a phone's main column: 390 px less Streamlit's 1rem padding each side
+_SCREEN: ContextVar[int] = ContextVar("figure_px", default=FIGURE_PX)
+
+
+def figure_px() -> int:
+    """The full width figures are laid out for here: FIGURE_PX, or what `screen` set for this page run."""
+    return _SCREEN.get()
+
+
+@contextlib.contextmanager
+def screen(width: int) -> Iterator[None]:
+    """Figures built inside are laid out for a main column `width` px wide (a phone's: PHONE_PX), so that a
+    heatmap shows a narrower window of readable cells instead of being squeezed by the browser."""
+    token = _SCREEN.set(int(width))
+    try:
+        yield
+    finally:
+        _SCREEN.reset(token)
 COLUMN_GAP_PX = 16    # Streamlit's gap between columns
 COLORBAR_PX = 95      # a vertical colour bar, its ticks and its title, right of the plot
 MIN_CELL = 12         # px: the smallest heatmap cell (a hover target, labels every other one); below it, a window
@@ -48,8 +69,9 @@ def colorbar_px(title: str, tick_labels: list[str]) -> float:
     return max(14 + 10 + 5 + ticks + 8, text_px(title)) + 12
 
 
-def max_cells(width: int = FIGURE_PX, label_px: float = 150.0) -> int:
+def max_cells(width: Optional[int] = None, label_px: float = 150.0) -> int:
     """The most rows/columns a heatmap of this figure width shows at MIN_CELL (the rest goes in a window)."""
+    width = width or figure_px()
     return max(1, int((width - label_px - COLORBAR_PX - 20) // MIN_CELL))
 
 
@@ -63,14 +85,16 @@ def cell_px(rows: int, cols: int, plot_w: float, square: bool = True) -> tuple[f
     return max(MIN_CELL, w), max(MIN_CELL, h)
 
 
-def column_px(n: int, width: int = FIGURE_PX) -> int:
+def column_px(n: int, width: Optional[int] = None) -> int:
     """The width of each of n equal columns."""
+    width = width or figure_px()
     return int((width - COLUMN_GAP_PX * (n - 1)) / n)
 
 
-def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: int = FIGURE_PX) -> int:
+def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: Optional[int] = None) -> int:
     """The width each of n heatmaps of rows × cols gets: width / n when their cells stay SIDE_MIN_CELL px
     wide and their plots MIN_PLOT px, else the full width (the page stacks them)."""
+    width = width or figure_px()
     share = column_px(n, width)
     plot_w = share - label_px - COLORBAR_PX - 20
     w, _ = cell_px(rows, cols, plot_w)

@@ -6,6 +6,7 @@ Token labels are escaped here (plotly renders some HTML tags inside text).
 """
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKE
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
-            show_values: Optional[bool] = None, hover: str = "weight", width: int = rules.FIGURE_PX,
+            show_values: Optional[bool] = None, hover: str = "weight", width: Optional[int] = None,
             colorbar_ticks: Optional[Sequence[str]] = None,
             colorbar_tickvals: Optional[Sequence[float]] = None) -> go.Figure:
     """A labelled matrix, rows top to bottom, columns left to right, laid out for a figure `width` px wide
@@ -28,6 +29,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     they never collide; numbers in cells only when the widest fits. A matrix with more rows or columns than
     fit at MIN_CELL shows its first window (drag to pan); the app windows it before (widgets.window). Labels
     must already be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     z = _raw(z)
     if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
         z = z.astype(np.uint8)
@@ -84,10 +86,11 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
 def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
                       xlabel: str = "key (attended to)", ylabel: str = "query (attending)",
                       colorbar: str = "attention weight", q_start: int = 0, k_start: int = 0,
-                      zmax: Optional[float] = None, width: int = rules.FIGURE_PX) -> go.Figure:
+                      zmax: Optional[float] = None, width: Optional[int] = None) -> go.Figure:
     """One [q, k] attention pattern with token labels on both axes. The scale is 0..1 (comparable
     across heads) unless there are more than BIG_KEYS keys: then weights are ~1/k and the scale
     stops at the largest weight, or nothing would be visible."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     a = to_numpy(pattern)
     if zmax is None:
         zmax = 1.0 if a.shape[-1] <= BIG_KEYS else float(np.nanmax(a)) or 1.0
@@ -96,8 +99,9 @@ def attention_heatmap(pattern, q_pieces: Sequence[str], k_pieces: Sequence[str],
 
 
 def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str,
-                   ylabel: str, colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
+                   ylabel: str, colorbar: str = "value", width: Optional[int] = None) -> go.Figure:
     """Signed values on a diverging scale centred on 0 (q, k, v, scores). -inf shows as grey."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     a = to_numpy(m)
     finite = a[np.isfinite(a)]
     lim = float(np.abs(finite).max()) if finite.size else 1.0
@@ -107,9 +111,10 @@ def values_heatmap(m, row_labels: Sequence[str], col_labels: Sequence[str], titl
 
 def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: str,
                  xlabel: str = "key", ylabel: str = "query", allowed: str = "may attend",
-                 blocked: str = "masked (−∞)", colorbar: str = "mask", width: int = rules.FIGURE_PX,
+                 blocked: str = "masked (−∞)", colorbar: str = "mask", width: Optional[int] = None,
                  q_start: int = 0, k_start: int = 0) -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     fig = heatmap(_raw(mask) != 0, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel, colorbar=colorbar,
                   colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
                   hover=f"{allowed} (1) / {blocked} (0)", width=width, colorbar_ticks=[blocked, allowed],
@@ -124,10 +129,11 @@ def dims(n: int) -> list[str]:
 # -- many heads at once --------------------------------------------------------------------------
 def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = "head",
                selected: Optional[tuple[int, int]] = None, colorbar: str = "max weight in block",
-               hover: str = "click to open", width: int = rules.FIGURE_PX) -> go.Figure:
+               hover: str = "click to open", width: Optional[int] = None) -> go.Figure:
     """All layers × heads as one tiled heatmap, each tile 36..90 px. tiles: [layer][head] -> 2-D array (already
     downsampled to a common size). One invisible marker sits on every tile centre so that a click
     selects (layer, head): customdata = [layer, head]."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     L, H = len(tiles), len(tiles[0])
     th, tw = max(t.shape[0] for row in tiles for t in row), max(t.shape[1] for row in tiles for t in row)
     gap = max(1, th // 8)
@@ -138,12 +144,17 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
-    bar_w = rules.colorbar_px(colorbar, ["0.8"])
-    tile_px = min(90.0, max(36.0, (width - 60 - bar_w) / H))          # a head's tile, gaps included
-    plot_h = tile_px * L * (th + gap) / (tw + gap)
-    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
-                               colorbar=dict(title=dict(text=escape(colorbar)), lenmode="pixels",
-                                             len=max(60, plot_h - 24), thickness=14)))
+    flat = width < rules.FIGURE_PX            # a phone's narrow figure: the colour bar under the tiles, not beside
+    bar_w = 0 if flat else rules.colorbar_px(colorbar, ["0.8"])
+    tile_px = min(90.0, max(36.0 if width >= rules.FIGURE_PX else 16.0, (width - 60 - bar_w) / H))   # a head's
+    plot_h = tile_px * L * (th + gap) / (tw + gap)             # tile, gaps included (a phone's: as many as fit)
+    stretched = plot_h < rules.MIN_PLOT                        # few layers on a narrow figure: taller tiles
+    plot_h = max(plot_h, rules.MIN_PLOT)
+    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, plot_h - 24), thickness=14)
+    if flat:
+        bar.update(orientation="h", len=tile_px * H, x=0, xanchor="left", y=-56 / plot_h, yanchor="top",
+                   title=dict(text=escape(colorbar), side="top"))
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip", colorbar=bar))
     cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
     cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
@@ -158,12 +169,14 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
     fig.update_xaxes(tickvals=[h * (tw + gap) + (tw - 1) / 2 for h in range(H)], ticktext=[str(h) for h in range(H)],
                      showgrid=False, zeroline=False)
     fig.update_yaxes(tickvals=[l * (th + gap) + (th - 1) / 2 for l in range(L)], ticktext=[str(l) for l in range(L)],
-                     autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x")
+                     autorange="reversed", showgrid=False, zeroline=False, scaleanchor=None if stretched else "x")
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white")
     layout(fig, title, head_label, layer_label, width=width)
     m = fig.layout.margin
     fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
+    if flat:                                  # room under the plot for the bar, its title and ticks
+        fig.update_layout(margin=dict(b=m.b + 100))     # (56 px under the plot: below the axis title)
     fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
     return fig
 
@@ -184,6 +197,10 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
     colors = _sample_scale(ATTN_SCALE, (edges_bins[:-1] + edges_bins[1:]) / 2 * 0.8 + 0.2)
     Tq, Tk = len(q_pieces), len(k_pieces)
     qy, ky = _column_y(Tq), _column_y(Tk)
+    ends = [query_label, key_label]                           # under each head's two columns; a phone's narrow
+    if rules.figure_px() < rules.FIGURE_PX:                   # figure: without what the parentheses add
+        ends = [re.split(r" ?[(（]", e)[0] or e for e in ends]
+    ends = [escape(e) for e in ends]
     for c, pat in enumerate(pats, start=1):
         edges = line_edges(pat, min_weight, max_lines)
         for b in range(len(edges_bins) - 1):
@@ -200,8 +217,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
                                  textposition="middle left", hoverinfo="skip", showlegend=False), row=1, col=c)
         fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, k_start),
                                  textposition="middle right", hoverinfo="skip", showlegend=False), row=1, col=c)
-        fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=[escape(query_label), escape(key_label)],
-                         showgrid=False, zeroline=False, row=1, col=c)
+        fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=ends, showgrid=False, zeroline=False, row=1, col=c)
         fig.update_yaxes(range=[-0.03, 1.03], showticklabels=False, showgrid=False, zeroline=False, row=1, col=c)
     # an invisible marker carries the colour bar that explains line colour
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
@@ -222,16 +238,18 @@ def _sample_scale(name: str, points) -> list[str]:
 
 
 def head_rows(rows, key_pieces: Sequence[str], title: str, xlabel: str = "key", ylabel: str = "head",
-              colorbar: str = "attention weight", width: int = rules.FIGURE_PX) -> go.Figure:
+              colorbar: str = "attention weight", width: Optional[int] = None) -> go.Figure:
     """[head, key] rows of one query (decoding): one row per head."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     a = to_numpy(rows)
     return heatmap(a, [f"{ylabel} {h}" for h in range(a.shape[0])], labels(key_pieces), title, xlabel, ylabel,
                    colorbar=colorbar, zmin=0, zmax=1, hover=colorbar, width=width)
 
 
 def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = "position",
-                       colorbar: str = "value", width: int = rules.FIGURE_PX) -> go.Figure:
+                       colorbar: str = "value", width: Optional[int] = None) -> go.Figure:
     """[positions, d_model] encoding table on a diverging scale (numeric axes: it can be 512 × 512)."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     a = to_numpy(pe)
     lim = float(np.abs(a).max()) or 1.0
     fig = go.Figure(go.Heatmap(z=a, colorscale=VALUE_SCALE, zmin=-lim, zmax=lim,
@@ -243,8 +261,9 @@ def positional_heatmap(pe, title: str, xlabel: str = "dimension", ylabel: str = 
 
 
 def similarity_heatmap(sim, title: str, xlabel: str = "position", ylabel: str = "position",
-                       colorbar: str = "dot product", width: int = rules.FIGURE_PX) -> go.Figure:
+                       colorbar: str = "dot product", width: Optional[int] = None) -> go.Figure:
     """[L, L] position-by-position similarity (numeric axes)."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     a = to_numpy(sim)
     fig = go.Figure(go.Heatmap(z=a, colorscale="Viridis", colorbar=dict(title=dict(text=escape(colorbar))),
                                hovertemplate=f"{escape(ylabel)} %{{y}}<br>{escape(xlabel)} %{{x}}<br>"

@@ -27,7 +27,7 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     p = to_numpy(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
-    cell = (rules.FIGURE_PX - max(map(text_px, row_names), default=0) - 70 - rules.COLORBAR_PX) / max(T, 1)
+    cell = (rules.figure_px() - max(map(text_px, row_names), default=0) - 70 - rules.COLORBAR_PX) / max(T, 1)
     text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 8, 11)) for c in range(T)] for r in range(R)]
     full = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
     output_start, marked = output_start - a, None if marked is None else marked - a

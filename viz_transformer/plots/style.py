@@ -58,9 +58,10 @@ def _white(fig: go.Figure) -> None:
 
 
 def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optional[int] = None,
-            width: int = rules.FIGURE_PX) -> go.Figure:
+            width: Optional[int] = None) -> go.Figure:
     """Title (wrapped to the figure's width), axis titles, the white template and margins fitted to the
     labels (no automargin redraws)."""
+    width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     text = rules.wrap(escape(title), width - 20)
     fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
                                  pad=dict(t=16)),        # at the top: a legend under it keeps its own rows

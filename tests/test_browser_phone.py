@@ -1,0 +1,64 @@
+"""A phone (390 × 844, a phone's User-Agent) on a long text, in Chromium: the attention page's heatmaps are laid out
+for the phone's narrow column (figure_rules.PHONE_PX, kit/screen.py), so every chart passes the legibility walk's
+measurement (tests/legibility.js: plot sides, labels apart and inside the chart, colour bar no taller than its plot),
+and the heatmap shows a narrower window of the text. The same page at the same size without a phone's User-Agent
+(a narrow desktop window) keeps the desktop's layout. Screenshots under test-artifacts/phone/ (look at them)."""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from benchmarks import legibility
+from browser_util import ARTIFACTS, CHROMIUM, settle, still
+from viz_transformer.plots import figure_rules
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
+PHONE_UA = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/17.5 Mobile/15E148 Safari/604.1")
+TEXT = "我是一名工程师。今天天气很好，我们去公园散步吧。" * 5         # about 120 pieces: the page shows a window
+SHOTS = ARTIFACTS / "phone"
+
+
+def _open(browser, url: str, lang: str, agent: str | None):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=agent)
+    pg = context.new_page()
+    pg.set_default_timeout(120_000)
+    pg.goto(f"{url}/attention?checkpoint=zh-en&text={quote(TEXT)}" + ("&lang=zh" if lang == "zh" else ""))
+    settle(pg)
+    pg.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')]"
+                         ".every(c => c.querySelector('.main-svg'))")
+    still(pg)
+    return pg
+
+
+def _heatmap_columns(pg) -> int:
+    """How many key columns the page's first heatmap shows."""
+    return pg.evaluate("() => { const p = document.querySelector('.js-plotly-plot'); return p.data[0].x.length; }")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_phone_gets_figures_laid_out_for_its_column(server, page, lang):     # noqa: F811
+    url, root = server
+    if root.name != "checkpoints":
+        pytest.skip("the text is cut by the shipped zh-en")
+    browser = page.context.browser
+    phone = _open(browser, url, lang, PHONE_UA)
+    charts = phone.evaluate(legibility.MEASURER, {})
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for i in range(phone.locator('[data-testid="stPlotlyChart"]').count()):
+        phone.locator('[data-testid="stPlotlyChart"]').nth(i).scroll_into_view_if_needed()
+        phone.screenshot(path=str(SHOTS / f"attention-{lang}-phone-{i}.png"))
+    assert phone.locator('[data-testid="stException"]').count() == 0
+    assert charts and not [c for c in charts if c["problems"]], [(c["title"], c["problems"]) for c in charts if c["problems"]]
+    widths = phone.eval_on_selector_all('[data-testid="stPlotlyChart"] .main-svg',
+                                        "els => els.map(e => e.getBoundingClientRect().right)")
+    assert max(widths) <= 390, widths                                   # nothing runs off the screen
+    shown = _heatmap_columns(phone)
+    assert shown <= figure_rules.max_cells(figure_rules.PHONE_PX)       # a phone's window of readable cells
+    narrow = _open(browser, url, lang, None)                            # a narrow desktop window: as before
+    assert _heatmap_columns(narrow) == figure_rules.max_cells(figure_rules.FIGURE_PX) > shown
+    phone.context.close()
+    narrow.context.close()
