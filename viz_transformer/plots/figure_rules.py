@@ -118,6 +118,14 @@ def fit_text(s: str, width_px: float, size: int = VALUE_PX) -> str:
     return ""
 
 
+def fit_label(label: str, room_px: float) -> str:
+    """An axis label in room_px: whole when it fits, else without what its parentheses add ("query (attending)" ->
+    "query", "查询（发出注意的词元）" -> "查询"): a phone's narrow figure."""
+    if text_px(label) <= room_px:
+        return label
+    return re.split(r" ?[(（]", label)[0] or label
+
+
 def wrap(text: str, width_px: float, size: int = TITLE_PX) -> str:
     """Break a title into lines (<br>) at spaces so none is wider than width_px; a word longer than a line
     (a capture name, CJK text) is cut between characters."""

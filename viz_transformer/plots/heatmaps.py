@@ -6,7 +6,6 @@ Token labels are escaped here (plotly renders some HTML tags inside text).
 """
 from __future__ import annotations
 
-import re
 from typing import Optional, Sequence
 
 import numpy as np
@@ -15,8 +14,8 @@ from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.margins import text_px
-from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, escape, labels,
-                                         layout, to_numpy)
+from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, colorbar_under,
+                                         escape, labels, layout, to_numpy)
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
@@ -39,7 +38,8 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     rows, cols = list(row_labels), list(col_labels)
     n_rows, n_cols = z.shape
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
-    bar_w = rules.colorbar_px(colorbar, [str(s) for s in ticks])
+    flat = rules.figure_px() < rules.FIGURE_PX        # a phone: the colour bar under the plot, not beside it
+    bar_w = 0 if flat else rules.colorbar_px(colorbar, [str(s) for s in ticks])
     label_w = max(map(text_px, rows), default=0) + 8 + 30 + 10     # y tick labels, the axis title, the padding
     plot_w = width - label_w - bar_w - 30
     fit = min(rules.max_cells(width), int(plot_w // rules.MIN_CELL))  # shown at once (a pan shows the rest)
@@ -52,6 +52,11 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         cw = ch = max(cw, rules.MIN_PLOT / max(R, C))
     else:
         cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
+    if flat and square and min(R * ch, C * cw) < rules.MIN_PLOT:   # a phone: a few rows' (columns') cells taller
+        square = False
+        cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
+    if flat:                                                         # a phone: axis titles no longer than their side
+        xlabel, ylabel = rules.fit_label(xlabel, label_w + cw * C), rules.fit_label(ylabel, ch * R)
     bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, 0.9 * ch * R - 20), thickness=14)
     if colorbar_ticks is not None:
         bar.update(tickvals=colorbar_tickvals, ticktext=[escape(s) for s in colorbar_ticks])
@@ -78,6 +83,8 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
     fig_w = width if not square else min(width, int(need))
     layout(fig, title, xlabel, ylabel, width=fig_w)
+    if flat:
+        colorbar_under(fig, fig.data[0], cw * C, ch * R)
     m = fig.layout.margin
     fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
     return fig
@@ -144,17 +151,15 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
-    flat = width < rules.FIGURE_PX            # a phone's narrow figure: the colour bar under the tiles, not beside
+    flat = rules.figure_px() < rules.FIGURE_PX   # a phone: the colour bar under the tiles, not beside them
     bar_w = 0 if flat else rules.colorbar_px(colorbar, ["0.8"])
-    tile_px = min(90.0, max(36.0 if width >= rules.FIGURE_PX else 16.0, (width - 60 - bar_w) / H))   # a head's
+    tile_px = min(90.0, max(16.0 if flat else 36.0, (width - 60 - bar_w) / H))   # a head's
     plot_h = tile_px * L * (th + gap) / (tw + gap)             # tile, gaps included (a phone's: as many as fit)
     stretched = plot_h < rules.MIN_PLOT                        # few layers on a narrow figure: taller tiles
     plot_h = max(plot_h, rules.MIN_PLOT)
-    bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, plot_h - 24), thickness=14)
-    if flat:
-        bar.update(orientation="h", len=tile_px * H, x=0, xanchor="left", y=-56 / plot_h, yanchor="top",
-                   title=dict(text=escape(colorbar), side="top"))
-    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip", colorbar=bar))
+    fig = go.Figure(go.Heatmap(z=canvas, colorscale=ATTN_SCALE, zmin=0, zmax=zmax, hoverinfo="skip",
+                               colorbar=dict(title=dict(text=escape(colorbar)), lenmode="pixels",
+                                             len=max(60, plot_h - 24), thickness=14)))
     cx = [h * (tw + gap) + (tw - 1) / 2 for l in range(L) for h in range(H)]
     cy = [l * (th + gap) + (th - 1) / 2 for l in range(L) for h in range(H)]
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", marker=dict(size=20, opacity=0, symbol="square"),
@@ -175,8 +180,9 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
     layout(fig, title, head_label, layer_label, width=width)
     m = fig.layout.margin
     fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
-    if flat:                                  # room under the plot for the bar, its title and ticks
-        fig.update_layout(margin=dict(b=m.b + 100))     # (56 px under the plot: below the axis title)
+    if flat:
+        colorbar_under(fig, fig.data[0], tile_px * H, plot_h)
+        m = fig.layout.margin
     fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
     return fig
 
@@ -199,7 +205,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
     qy, ky = _column_y(Tq), _column_y(Tk)
     ends = [query_label, key_label]                           # under each head's two columns; a phone's narrow
     if rules.figure_px() < rules.FIGURE_PX:                   # figure: without what the parentheses add
-        ends = [re.split(r" ?[(（]", e)[0] or e for e in ends]
+        ends = [rules.fit_label(e, 0) for e in ends]
     ends = [escape(e) for e in ends]
     for c, pat in enumerate(pats, start=1):
         edges = line_edges(pat, min_weight, max_lines)
@@ -305,4 +311,11 @@ def head_grid(values, title: str, layer_label: str = "layer", head_label: str = 
     fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white" if signed else "#d9d9d9")
-    return layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
+    if rules.figure_px() >= rules.FIGURE_PX:
+        return layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
+    layout(fig, title, head_label, layer_label)     # a phone: the bar under the grid, the plot as tall as it needs
+    m, plot_h = fig.layout.margin, max(rules.MIN_PLOT, 45 * L)                  # however many lines the title took
+    colorbar_under(fig, fig.data[0], rules.figure_px() - m.l - m.r, plot_h)
+    m = fig.layout.margin
+    fig.update_layout(height=int(m.t + m.b + plot_h))
+    return fig

@@ -12,7 +12,7 @@ from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.numbers import fmt_probs
 from viz_transformer.plots.margins import text_px
 from viz_transformer.plots.heatmaps import values_heatmap
-from viz_transformer.plots.style import ATTN_SCALE, escape, labels, layout, to_numpy
+from viz_transformer.plots.style import ATTN_SCALE, colorbar_under, escape, labels, layout, to_numpy
 
 
 def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequence[str], positions: Sequence[str],
@@ -27,7 +27,9 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     p = to_numpy(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
-    cell = (rules.figure_px() - max(map(text_px, row_names), default=0) - 70 - rules.COLORBAR_PX) / max(T, 1)
+    flat = rules.figure_px() < rules.FIGURE_PX              # a phone: the colour bar under the grid
+    bar_w = 0 if flat else rules.COLORBAR_PX
+    cell = (rules.figure_px() - max(map(text_px, row_names), default=0) - 70 - bar_w) / max(T, 1)
     text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 8, 11)) for c in range(T)] for r in range(R)]
     full = [[escape(top_pieces[r][a + c]) for c in range(T)] for r in range(R)]
     output_start, marked = output_start - a, None if marked is None else marked - a
@@ -48,6 +50,13 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
                       line=dict(color="black", width=3))
     layout(fig, title, xlabel, ylabel)
     m = fig.layout.margin                         # the plot keeps 48 px a row whatever the slanted labels take
+    if flat:                                      # the axis title on lines as wide as the plot, the bar under it
+        plot_w = rules.figure_px() - m.l - m.r
+        wrapped = rules.wrap(escape(xlabel), plot_w, 14)
+        fig.update_xaxes(title_text=wrapped)
+        fig.update_layout(margin=dict(b=m.b + 18 * wrapped.count("<br>")))
+        colorbar_under(fig, fig.data[0], plot_w, max(48 * R, rules.MIN_PLOT))
+        m = fig.layout.margin
     fig.update_layout(height=int(m.t + m.b + max(48 * R, rules.MIN_PLOT)))
     return fig
 

@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.charts import curves
 from viz_transformer.plots.margins import fit_margins
 from viz_transformer.plots.style import escape, layout, to_numpy
@@ -100,7 +101,8 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
     fig.update_layout(yaxis2=dict(title=dict(text=escape(bleu_label)), overlaying="y", side="right", rangemode="tozero",
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
-    return fit_margins(fig)
+    top = 60 + rules.TITLE_LINE_PX * (rules.title_lines(fig.layout.title.text) - 1)      # a title wrapped on a phone
+    return fit_margins(fig, top, **({} if rules.figure_px() >= rules.FIGURE_PX else {"width": rules.figure_px()}))
 
 
 def layer_gradients(layers: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,

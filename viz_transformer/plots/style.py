@@ -72,6 +72,15 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
 
 
+def colorbar_under(fig: go.Figure, trace, plot_w: float, plot_h: float) -> None:
+    """A phone's colour bar (figure_rules.figure_px() < FIGURE_PX): horizontal, as wide as the plot, under it and
+    its axis labels, so the plot keeps the width a bar beside it would take. Call after `layout` (its margins)."""
+    m = fig.layout.margin
+    trace.colorbar.update(orientation="h", lenmode="pixels", len=max(60, plot_w), thickness=14, x=0, xanchor="left",
+                          y=-(m.b + 6) / max(plot_h, 1), yanchor="top", title=dict(side="top"))
+    fig.update_layout(margin=dict(b=m.b + 66))
+
+
 # -- a figure drawn larger (presenter mode) ---------------------------------------------------------------
 _PLOTLY_PX = {"font.size": 12, "height": 450, "hoverlabel.font.size": 13,       # plotly.js's defaults, written out
               "margin": dict(l=80, r=80, t=100, b=80),                          # so that they grow too

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.heatmaps import attention_heatmap, head_grid
 from viz_transformer.plots.style import escape, layout
 
@@ -42,8 +43,10 @@ ROLE_NUMBER_COLUMNS = 24     # "0.94" at 10 px needs ~28 px: 24 columns fit a ~7
 
 
 def printed_every(n_steps: int) -> int:
-    """How many columns apart the roles chart prints its evidence numbers: 1 up to ROLE_NUMBER_COLUMNS steps."""
-    return max(1, -(-n_steps // ROLE_NUMBER_COLUMNS))
+    """How many columns apart the roles chart prints its evidence numbers: 1 up to ROLE_NUMBER_COLUMNS steps (on a
+    phone's narrower figure, as many fewer as its plot is narrower: figure_rules.figure_px)."""
+    room = max(1, int(ROLE_NUMBER_COLUMNS * (rules.figure_px() - 200) / (rules.FIGURE_PX - 200)))
+    return max(1, -(-n_steps // room))
 
 
 def roles_over_training(table, block: str, role_labels: dict, title: str, xlabel: str, ylabel: str,

@@ -9,7 +9,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns
 from viz_transformer.run import lenses
-from viz_transformer.plots import lens_figures
+from viz_transformer.plots import figure_rules, lens_figures
 
 WINDOW = 20        # positions shown around the marked step (each cell names a token) ...
 BIG_VOCAB = 50_000  # ... half as many beyond this vocabulary: each cell is a read-out over the whole vocabulary
@@ -32,6 +32,7 @@ else:
     st.info(t("ln.no_output"))
 pos = None if step is None else start + step - 1
 size = WINDOW if ctx.hm.cfg.vocab_size <= BIG_VOCAB else WINDOW // 2
+size = min(size, max(4, (figure_rules.figure_px() - 150) // 36))     # a phone: as many 36 px columns as fit
 a, b = patterns.token_window(n_pos, max(0, (start if pos is None else pos) - size // 2), size)
 view = cached.lens(str(ctx.path), ctx.stamp, ctx.text, (a, b))       # read out at the shown positions only
 names = lens_table.row_labels(len(view.rows))
