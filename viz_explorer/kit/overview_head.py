@@ -7,7 +7,7 @@ from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.kit import page_parts, registry
+from viz_explorer.kit import page_parts, registry, screen
 from viz_explorer.kit.strings import has, plurals, t
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots import diagram
@@ -19,6 +19,9 @@ CROSS = [("cross", "attention")]            # encoder-decoders only
 WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { white-space: normal; overflow: visible; }
 </style>"""
 OUTPUT_END = [("softmax", "decoding"), ("heads", "knockout")]
+# On a phone the diagram keeps the width its labels need and its box scrolls sideways. A fixed string.
+PHONE_DIAGRAM = f"""<style>.st-key-ov_diagram_box {{ overflow-x: auto; }}
+.st-key-ov_diagram_inner {{ min-width: {diagram.PHONE_MIN_PX}px; }}</style>"""
 
 
 def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
@@ -41,7 +44,12 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
               d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
     left, right = st.columns([5, 2])
     with left:
-        page_parts.show(diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title), key="ov_diagram")
+        fig = diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title)
+        if screen.is_phone():           # drawn for a desktop column: on a phone it keeps that width and scrolls sideways
+            st.html(PHONE_DIAGRAM)
+            fig.update_layout(width=diagram.PHONE_MIN_PX)
+        with st.container(key="ov_diagram_box"), st.container(key="ov_diagram_inner"):
+            page_parts.show(fig, key="ov_diagram")
     with right:
         st.markdown(f"**{t('ov.open')}**")
         st.html(WRAP)

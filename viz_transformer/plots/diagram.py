@@ -50,6 +50,7 @@ COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm":
            "softmax": "#ead1dc", "seg": "#fde4c8", "emb_norm": "#fff5b1", "mlm_head": "#ead1dc"}
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
 BLOCK_PX = 200             # a block's width in px on the Overview (its diagram takes 5/7 of the page)
+PHONE_MIN_PX = 700         # the narrowest the two-column diagram is drawn (a phone scrolls it sideways)
 
 
 def shape_text(*dims) -> str:
