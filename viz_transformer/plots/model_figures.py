@@ -60,17 +60,23 @@ def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylab
     """Effective rank of every head, one column of points per group; a dashed mark at each group's
     size (the largest rank possible)."""
     fig = go.Figure()
+    keyed = rules.figure_px() < rules.FIGURE_PX         # a phone: the groups named in a legend under the plot, not slanted
     for i, (name, vals) in enumerate(groups.items()):
         v = to_numpy(vals)
         jitter = (np.arange(len(v)) % 8 - 3.5) * 0.04
-        fig.add_trace(go.Scatter(x=i + jitter, y=v, mode="markers", name=escape(name), showlegend=False,
+        fig.add_trace(go.Scatter(x=i + jitter, y=v, mode="markers", name=escape(name), showlegend=keyed,
                                  marker=dict(size=8, opacity=0.8),
                                  hovertemplate=f"{escape(name)}<br>effective rank %{{y:.2f}}<extra></extra>"))
         if sizes and name in sizes:
             fig.add_shape(type="line", x0=i - 0.3, x1=i + 0.3, y0=sizes[name], y1=sizes[name],
                           line=dict(color="#7f7f7f", dash="dash"))
-    fig.update_xaxes(tickvals=list(range(len(groups))), ticktext=[escape(g) for g in groups])
+    fig.update_xaxes(tickvals=list(range(len(groups))), ticktext=["" if keyed else escape(g) for g in groups])
     fig.update_yaxes(rangemode="tozero")
+    if keyed:
+        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=-0.12, x=0, xanchor="left"))
+        fig = layout(fig, title, xlabel, ylabel, 300)
+        fig.update_layout(height=fig.layout.height + 22 * len(groups), margin=dict(b=fig.layout.margin.b + 22 * len(groups)))
+        return fig
     return layout(fig, title, xlabel, ylabel, 520)     # tall: the group names slant below the plot
 
 

@@ -69,7 +69,11 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     fig.update_xaxes(title_text=escape(xlabel))
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
-    return fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+    fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+    if height is not None and rules.figure_px() < rules.FIGURE_PX:   # a phone: a title and legend on more lines, and
+        m = fig.layout.margin                                       # slanted labels, must not eat the plot
+        fig.update_layout(height=max(height, int(m.t + m.b + rules.PHONE_PLOT_H)))
+    return fig
 
 
 def colorbar_under(fig: go.Figure, trace, plot_w: float, plot_h: float) -> None:
