@@ -104,3 +104,4 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length):  
 def registry_names() -> list[str]:
     from viz_explorer.kit import registry
     return [spec.name for spec in registry.PAGES]
+

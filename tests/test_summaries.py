@@ -274,3 +274,16 @@ def test_the_report_labels_each_decoder_row_by_what_it_predicts(tiny_translator)
     assert enc == [f"{i}:{p}" for i, p in enumerate(run.src_pieces)]
     assert cross == [f"{i}:{p} → {n}" for i, p, n in zip(range(99), run.tgt_pieces, run.predicted)]
     assert cross == [f"{i}:{q}" for i, q in enumerate(piece_labels.query_labels(run, "decoder.cross_attn"))]
+
+
+def test_a_report_made_on_a_phone_is_laid_out_for_a_desktop(tiny_translator):
+    """The app keeps one report per text for every session: one asked for on a phone is the desktop's."""
+    import json as _json
+    from viz_transformer import report
+    from viz_transformer.plots import figure_rules
+    run = tiny_translator.run("我是一名工程师。")
+    desktop = report.report_data(tiny_translator, run, when="now")
+    with figure_rules.screen(figure_rules.PHONE_PX):
+        phone = report.report_data(tiny_translator, run, when="now")
+        assert figure_rules.figure_px() == figure_rules.PHONE_PX
+    assert _json.dumps(phone, sort_keys=True) == _json.dumps(desktop, sort_keys=True)

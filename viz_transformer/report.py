@@ -22,6 +22,7 @@ from plotly.utils import PlotlyJSONEncoder
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.core.hook_names import available_blocks, n_layers
+from viz_transformer.plots import figure_rules
 from viz_transformer.plots.numbers import fmt_prob
 from viz_transformer.plots.heatmaps import attention_heatmap, model_view
 from viz_transformer.plots.summary_figures import relevance_heatmap
@@ -174,7 +175,13 @@ def default_heads(cfg) -> list[tuple[str, int, int]]:
 
 def report_data(hm, run, heads: Optional[Sequence[tuple[str, int, int]]] = None, trace=None,
                 when: Optional[str] = None) -> dict:
-    """Everything the report shows, as plain JSON-able data (figures as Plotly JSON)."""
+    """Everything the report shows, as plain JSON-able data (figures as Plotly JSON), laid out for a desktop
+    whatever screen asked for it (a standalone document, and the app keeps one for every session)."""
+    with figure_rules.screen(figure_rules.FIGURE_PX):
+        return _report_data(hm, run, heads, trace, when)
+
+
+def _report_data(hm, run, heads, trace, when) -> dict:
     cfg = hm.cfg
     heads = list(default_heads(cfg) if heads is None else heads)
     trace = run.trace if trace is None else trace
