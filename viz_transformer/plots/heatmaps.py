@@ -203,9 +203,18 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
     colors = _sample_scale(ATTN_SCALE, (edges_bins[:-1] + edges_bins[1:]) / 2 * 0.8 + 0.2)
     Tq, Tk = len(q_pieces), len(k_pieces)
     qy, ky = _column_y(Tq), _column_y(Tk)
-    ends = [query_label, key_label]                           # under each head's two columns; a phone's narrow
-    if rules.figure_px() < rules.FIGURE_PX:                   # figure: without what the parentheses add
-        ends = [rules.fit_label(e, 0) for e in ends]
+    ends = [query_label, key_label]                           # under each head's two columns
+    q_text, k_text = labels(q_pieces, q_start), labels(k_pieces, k_start)
+    x_range = [-0.9, 1.9]
+    if rules.figure_px() < rules.FIGURE_PX:                   # a phone: the labels' room measured, not guessed
+        ends = [rules.fit_label(e, 0) for e in ends]          # (without what the parentheses add)
+        share = (rules.figure_px() - 40) / n - 12              # one head's plot, its gap left out
+        side = (share - 60) / 2                               # at least 60 px of lines between the two columns
+        q_text, k_text = ([escape(rules.fit_text(f"{i}:{p}", side, rules.TICK_PX)) for i, p in enumerate(ps, start)]
+                          for ps, start in ((q_pieces, q_start), (k_pieces, k_start)))
+        room = [max((text_px(x) for x in t), default=0) + 8 for t in (q_text, k_text)]
+        lines = max(60.0, share - sum(room))
+        x_range = [-room[0] / lines, 1 + room[1] / lines]
     ends = [escape(e) for e in ends]
     for c, pat in enumerate(pats, start=1):
         edges = line_edges(pat, min_weight, max_lines)
@@ -219,18 +228,23 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
                 fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                          line=dict(color=colors[b], width=0.8 + 5 * edges_bins[b + 1])),
                               row=1, col=c)
-        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=labels(q_pieces, q_start),
+        fig.add_trace(go.Scatter(x=[-0.02] * Tq, y=qy, mode="text", text=q_text,
                                  textposition="middle left", hoverinfo="skip", showlegend=False), row=1, col=c)
-        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=labels(k_pieces, k_start),
+        fig.add_trace(go.Scatter(x=[1.02] * Tk, y=ky, mode="text", text=k_text,
                                  textposition="middle right", hoverinfo="skip", showlegend=False), row=1, col=c)
-        fig.update_xaxes(range=[-0.9, 1.9], tickvals=[0, 1], ticktext=ends, showgrid=False, zeroline=False, row=1, col=c)
+        fig.update_xaxes(range=x_range, tickvals=[0, 1], ticktext=ends, showgrid=False, zeroline=False, row=1, col=c)
         fig.update_yaxes(range=[-0.03, 1.03], showticklabels=False, showgrid=False, zeroline=False, row=1, col=c)
     # an invisible marker carries the colour bar that explains line colour
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
                              marker=dict(colorscale=ATTN_SCALE, cmin=0, cmax=1, color=[0], showscale=True,
                                          colorbar=dict(title=dict(text=escape(colorbar))))))
     height = int(min(1600, max(380, 60 + 20 * max(Tq, Tk))))
-    return layout(fig, title, "", "", height)
+    layout(fig, title, "", "", height)
+    if rules.figure_px() < rules.FIGURE_PX:                   # a phone: the colour bar under the lines
+        m = fig.layout.margin
+        colorbar_under(fig, fig.data[-1].marker, rules.figure_px() - m.l - m.r, fig.layout.height - m.t - m.b)
+        fig.update_layout(height=fig.layout.height + 66)
+    return fig
 
 
 def _column_y(n: int) -> list[float]:
