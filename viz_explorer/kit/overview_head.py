@@ -7,10 +7,10 @@ from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.kit import page_parts, registry, screen
+from viz_explorer.kit import page_parts, registry
 from viz_explorer.kit.strings import has, plurals, t
 from viz_transformer.core.config import ModelConfig
-from viz_transformer.plots import diagram
+from viz_transformer.plots import diagram, figure_rules
 
 LINKS = [("pos", "positional"), ("attn", "attention"), ("qkv", "step_by_step"), ("mask", "masks")]  # (block, page)
 CROSS = [("cross", "attention")]            # encoder-decoders only
@@ -45,7 +45,7 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
     left, right = st.columns([5, 2])
     with left:
         fig = diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title)
-        if screen.is_phone():           # drawn for a desktop column: on a phone it keeps that width and scrolls sideways
+        if figure_rules.narrow():       # drawn for a desktop column: on a phone it keeps that width and scrolls sideways
             st.html(PHONE_DIAGRAM)
             fig.update_layout(width=diagram.PHONE_MIN_PX)
         with st.container(key="ov_diagram_box"), st.container(key="ov_diagram_inner"):

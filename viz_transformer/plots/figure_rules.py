@@ -32,6 +32,12 @@ def figure_px() -> int:
     return _SCREEN.get()
 
 
+def narrow() -> bool:
+    """Whether figures here are laid out for a column narrower than the desktop's (a phone's): colour bars go under
+    their plots, axis titles shorten, labels get measured room."""
+    return figure_px() < FIGURE_PX
+
+
 @contextlib.contextmanager
 def screen(width: int) -> Iterator[None]:
     """Figures built inside are laid out for a main column `width` px wide (a phone's: PHONE_PX), so that a

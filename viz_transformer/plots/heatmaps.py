@@ -38,7 +38,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     rows, cols = list(row_labels), list(col_labels)
     n_rows, n_cols = z.shape
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
-    flat = rules.figure_px() < rules.FIGURE_PX        # a phone: the colour bar under the plot, not beside it
+    flat = rules.narrow()        # a phone: the colour bar under the plot, not beside it
     bar_w = 0 if flat else rules.colorbar_px(colorbar, [str(s) for s in ticks])
     label_w = max(map(text_px, rows), default=0) + 8 + 30 + 10     # y tick labels, the axis title, the padding
     plot_w = width - label_w - bar_w - 30
@@ -151,7 +151,7 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
             r0, c0 = l * (th + gap), h * (tw + gap)
             canvas[r0:r0 + t.shape[0], c0:c0 + t.shape[1]] = t
     zmax = float(np.nanmax(canvas)) or 1.0    # one scale shared by all tiles, so heads stay comparable
-    flat = rules.figure_px() < rules.FIGURE_PX   # a phone: the colour bar under the tiles, not beside them
+    flat = rules.narrow()   # a phone: the colour bar under the tiles, not beside them
     bar_w = 0 if flat else rules.colorbar_px(colorbar, ["0.8"])
     tile_px = min(90.0, max(16.0 if flat else 36.0, (width - 60 - bar_w) / H))   # a head's
     plot_h = tile_px * L * (th + gap) / (tw + gap)             # tile, gaps included (a phone's: as many as fit)
@@ -206,7 +206,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
     ends = [query_label, key_label]                           # under each head's two columns
     q_text, k_text = labels(q_pieces, q_start), labels(k_pieces, k_start)
     x_range = [-0.9, 1.9]
-    if rules.figure_px() < rules.FIGURE_PX:                   # a phone: the labels' room measured, not guessed
+    if rules.narrow():                   # a phone: the labels' room measured, not guessed
         ends = [rules.fit_label(e, 0) for e in ends]          # (without what the parentheses add)
         share = (rules.figure_px() - 40) / n - 12              # one head's plot, its gap left out
         side = (share - 60) / 2                               # at least 60 px of lines between the two columns
@@ -240,7 +240,7 @@ def line_view(patterns, q_pieces: Sequence[str], k_pieces: Sequence[str], head_n
                                          colorbar=dict(title=dict(text=escape(colorbar))))))
     height = int(min(1600, max(380, 60 + 20 * max(Tq, Tk))))
     layout(fig, title, "", "", height)
-    if rules.figure_px() < rules.FIGURE_PX:                   # a phone: the colour bar under the lines
+    if rules.narrow():                   # a phone: the colour bar under the lines
         m = fig.layout.margin
         colorbar_under(fig, fig.data[-1].marker, rules.figure_px() - m.l - m.r, fig.layout.height - m.t - m.b)
         fig.update_layout(height=fig.layout.height + 66)
@@ -325,7 +325,7 @@ def head_grid(values, title: str, layer_label: str = "layer", head_label: str = 
     fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
                       plot_bgcolor="white" if signed else "#d9d9d9")
-    if rules.figure_px() >= rules.FIGURE_PX:
+    if not rules.narrow():
         return layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
     layout(fig, title, head_label, layer_label)     # a phone: the bar under the grid, the plot as tall as it needs
     m, plot_h = fig.layout.margin, max(rules.MIN_PLOT, 45 * L)                  # however many lines the title took

@@ -27,7 +27,7 @@ def lens_grid(final_prob, top_pieces: Sequence[Sequence[str]], row_names: Sequen
     p = to_numpy(final_prob)[:, a:b]
     R, T = p.shape
     cols = [f"{c} → {escape(f)}" for c, f in zip(labels(positions[a:b], a), final_pieces[a:b])]
-    flat = rules.figure_px() < rules.FIGURE_PX              # a phone: the colour bar under the grid
+    flat = rules.narrow()              # a phone: the colour bar under the grid
     bar_w = 0 if flat else rules.COLORBAR_PX
     cell = (rules.figure_px() - max(map(text_px, row_names), default=0) - 70 - bar_w) / max(T, 1)
     text = [[escape(rules.fit_text(top_pieces[r][a + c], cell - 8, 11)) for c in range(T)] for r in range(R)]

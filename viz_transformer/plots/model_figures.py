@@ -60,7 +60,7 @@ def rank_strip(groups: dict[str, Sequence[float]], title: str, xlabel: str, ylab
     """Effective rank of every head, one column of points per group; a dashed mark at each group's
     size (the largest rank possible)."""
     fig = go.Figure()
-    keyed = rules.figure_px() < rules.FIGURE_PX         # a phone: the groups named in a legend under the plot, not slanted
+    keyed = rules.narrow()         # a phone: the groups named in a legend under the plot, not slanted
     for i, (name, vals) in enumerate(groups.items()):
         v = to_numpy(vals)
         jitter = (np.arange(len(v)) % 8 - 3.5) * 0.04
@@ -108,7 +108,7 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
     top = 60 + rules.TITLE_LINE_PX * (rules.title_lines(fig.layout.title.text) - 1)      # a title wrapped on a phone
-    return fit_margins(fig, top, **({} if rules.figure_px() >= rules.FIGURE_PX else {"width": rules.figure_px()}))
+    return fit_margins(fig, top, **({"width": rules.figure_px()} if rules.narrow() else {}))
 
 
 def layer_gradients(layers: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,

@@ -70,14 +70,14 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     fig.update_yaxes(title_text=escape(ylabel))
     _white(fig)
     fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
-    if height is not None and rules.figure_px() < rules.FIGURE_PX:   # a phone: a title and legend on more lines, and
+    if height is not None and rules.narrow():   # a phone: a title and legend on more lines, and
         m = fig.layout.margin                                       # slanted labels, must not eat the plot
         fig.update_layout(height=max(height, int(m.t + m.b + rules.PHONE_PLOT_H)))
     return fig
 
 
 def colorbar_under(fig: go.Figure, trace, plot_w: float, plot_h: float) -> None:
-    """A phone's colour bar (figure_rules.figure_px() < FIGURE_PX): horizontal, as wide as the plot, under it and
+    """A phone's colour bar (figure_rules.narrow()): horizontal, as wide as the plot, under it and
     its axis labels, so the plot keeps the width a bar beside it would take. Call after `layout` (its margins)."""
     m = fig.layout.margin
     trace.colorbar.update(orientation="h", lenmode="pixels", len=max(60, plot_w), thickness=14, x=0, xanchor="left",
