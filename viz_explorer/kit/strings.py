@@ -605,9 +605,11 @@ EN = {
                 "sequence, but the source prefix attends both ways).",
     "ar.fair": "They were trained on the same data, with the same split, about the same number of parameters and the "
                "same training budget, so what differs between them comes from the architecture.",
-    "ar.fair_norms": "They were trained on the same data, with the same split, about the same number of parameters "
-                     "and the same training budget. One difference is not the architecture's: {post} puts each layer "
-                     "norm after the residual addition (post-norm), {pre} before it (pre-norm).",
+    "ar.fair_but": "They were trained on the same data, with the same split, about the same number of parameters "
+                   "and the same training budget, but not every difference between them is the architecture's:",
+    "ar.diff.norm": "{post} puts each layer norm after the residual addition (post-norm), {pre} before it (pre-norm)",
+    "ar.diff.schedule": "after the warm-up the learning rate falls as 1/√step for {inverse_sqrt} (the original "
+                        "Transformer's schedule), along a cosine for {cosine}",
     "ar.and": " and ",
     "ar.need": "This page needs at least two translator checkpoints of different architectures (found: {have}).",
     "ar.unfair": "These translators were not trained on one recipe (the same data, split and number of updates), so their differences are not only the architecture's. Train them with the same settings to compare the architectures fairly.",

@@ -260,6 +260,12 @@ def translators_fair() -> bool:
     return recipes.same_recipe(recipes.comparison(list_checkpoints(checkpoints_root())).values())
 
 
+def other_differences() -> dict:
+    """What differs between the comparison's translators besides the architecture (core.recipes.other_differences)."""
+    from viz_transformer import list_checkpoints
+    return recipes.other_differences(recipes.comparison(list_checkpoints(checkpoints_root())).values())
+
+
 def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:
     """(pre, post): a pre-norm translator and its post-norm twin (same architecture, size, data, split and
     budget; issue 23), the one whose pre-norm model is `prefer` first; or None."""

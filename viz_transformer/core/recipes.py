@@ -82,3 +82,18 @@ def norm_pair(infos: Iterable, prefer: Optional[str] = None) -> Optional[tuple]:
     pairs = [(a, b) for a in found for b in found if is_twin(a, b)]
     pairs.sort(key=lambda p: p[0].name != prefer)
     return pairs[0] if pairs else None
+
+
+def other_differences(infos: Iterable) -> dict:
+    """What differs between models trained on one recipe besides their architecture: {"norm": {"post": [names],
+    "pre": [names]}, "schedule": {"inverse_sqrt": [...], "cosine": [...]}}, each only when its values differ.
+    The recipe fixes data and budget, not how the layers are normalised nor how the learning rate moves; a page
+    that compares architectures says so instead of crediting these to the architecture."""
+    infos = list(infos)
+    values = {"norm": [i.config.norm for i in infos],
+              "schedule": [((i.meta or {}).get("train_config") or {}).get("schedule", "cosine") for i in infos]}
+    out = {}
+    for key, vals in values.items():
+        if len(set(vals)) > 1:
+            out[key] = {v: [i.name for i, w in zip(infos, vals) if w == v] for v in dict.fromkeys(vals)}
+    return out

@@ -20,9 +20,10 @@ st.title(t("ar.title"))
 fair = cached.translators_fair()
 models = cached.translators()
 facts = {arch: cached.model_facts(str(path), cached.folder_stamp(path)) for arch, path in models.items()}   # no weights
-by_norm = {n: [models[a].name for a in models if facts[a].cfg.norm == n] for n in ("post", "pre")}
-if fair and all(by_norm.values()):          # one recipe, but the norm placement differs: the page says so
-    fair_note = t("ar.fair_norms", **{n: t("ar.and").join(map(widgets.md_escape, names)) for n, names in by_norm.items()})
+others = cached.other_differences() if fair else {}      # one recipe, but norms or schedules differ: the page says so
+names = lambda found: {k: t("ar.and").join(map(widgets.md_escape, v)) for k, v in found.items()}  # noqa: E731
+if others:
+    fair_note = t("ar.fair_but") + " " + "; ".join(t(f"ar.diff.{key}", **names(found)) for key, found in others.items()) + "."
 else:
     fair_note = t("ar.fair") if fair else ""
 st.markdown(t("ar.intro") + (" " + fair_note if fair_note else ""))
