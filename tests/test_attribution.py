@@ -173,7 +173,7 @@ def test_integrated_gradients_completeness(models, runs, name):
     once Captum's Gauss-Legendre quadrature has converged: at 64 steps on en-stories (GELU, a smooth path: < 0.01%),
     at 512 on the others, whose zero-baseline paths bend sharply (ReLU translators: f(α·e) at zh-en's step 6 goes
     from −3.7 to −0.09 between α = 0.1 and 0.2; the random Llama's peaked attention). At 64 steps their error is
-    1-28% (zh-en), 2-3% (zh-en-decoder), 16-24% (Llama): measured in docs/attribution.md, and shown on the page."""
+    1-28% (zh-en), 0.2-2% (zh-en-decoder), 16-24% (Llama): measured in docs/attribution.md, and shown on the page."""
     hm, run = models[name], runs[name]
     steps = 64 if name == "en-stories" else 512
     for step in STEPS:
