@@ -114,14 +114,14 @@ def test_architecture_page_says_same_budget_only_when_the_models_share_one_recip
     assert load_checkpoint(tmp_path / "tiny-zh-en").cfg.norm == "post" and not at.exception
     assert EN["ar.fair"] not in said and not any(w.value == EN["ar.unfair"] for w in at.warning)
     rest = r"tiny\-zh\-en\-decoder and tiny\-zh\-en\-prefix"
-    assert EN["ar.fair_but"] + " " + EN["ar.diff.norm"].format(post=r"tiny\-zh\-en", pre=rest) + "." in said
+    assert EN["ar.fair_but"].format(items=EN["ar.diff.norm"].format(post=r"tiny\-zh\-en", pre=rest)) in said
     meta["train_config"]["schedule"] = "inverse_sqrt"           # and its learning rate moves as the original's
     (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
     said = " ".join(m.value for m in at.markdown)
-    assert not at.exception and EN["ar.fair_but"] + " " + "; ".join(
+    assert not at.exception and EN["ar.fair_but"].format(items=EN["ar.diff.sep"].join(
         [EN["ar.diff.norm"].format(post=r"tiny\-zh\-en", pre=rest),
-         EN["ar.diff.schedule"].format(inverse_sqrt=r"tiny\-zh\-en", cosine=rest)]) + "." in said
+         EN["ar.diff.schedule"].format(inverse_sqrt=r"tiny\-zh\-en", cosine=rest)])) in said
     train_for("tiny-zh-en-prefix", 4)          # the comparison still takes all three, but one had less training
     assert shown(open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")) == (False, True)
 

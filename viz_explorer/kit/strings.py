@@ -606,7 +606,8 @@ EN = {
     "ar.fair": "They were trained on the same data, with the same split, about the same number of parameters and the "
                "same training budget, so what differs between them comes from the architecture.",
     "ar.fair_but": "They were trained on the same data, with the same split, about the same number of parameters "
-                   "and the same training budget, but not every difference between them is the architecture's:",
+                   "and the same training budget, but not every difference between them is the architecture's: {items}.",
+    "ar.diff.sep": "; ",
     "ar.diff.norm": "{post} puts each layer norm after the residual addition (post-norm), {pre} before it (pre-norm)",
     "ar.diff.schedule": "after the warm-up the learning rate falls as 1/√step for {inverse_sqrt} (the original "
                         "Transformer's schedule), along a cosine for {cosine}",

@@ -23,7 +23,7 @@ facts = {arch: cached.model_facts(str(path), cached.folder_stamp(path)) for arch
 others = cached.other_differences() if fair else {}      # one recipe, but norms or schedules differ: the page says so
 names = lambda found: {k: t("ar.and").join(map(widgets.md_escape, v)) for k, v in found.items()}  # noqa: E731
 if others:
-    fair_note = t("ar.fair_but") + " " + "; ".join(t(f"ar.diff.{key}", **names(found)) for key, found in others.items()) + "."
+    fair_note = t("ar.fair_but", items=t("ar.diff.sep").join(t(f"ar.diff.{key}", **names(found)) for key, found in others.items()))
 else:
     fair_note = t("ar.fair") if fair else ""
 st.markdown(t("ar.intro") + (" " + fair_note if fair_note else ""))
