@@ -506,7 +506,7 @@ ZH = {
     "ar.diff.sep": "；",
     "ar.diff.norm": "{post} 把每个层归一化放在残差相加之后（后归一化，post-norm），{pre} 放在残差相加之前（前归一化，pre-norm）",
     "ar.diff.schedule": "{inverse_sqrt} 的学习率在预热之后按 1/√step 下降（原始 Transformer 的调度），{cosine} 的学习率按余弦曲线下降",
-    "ar.and": "和",
+    "ar.and": " 和 ",
     "ar.need": "这一页至少需要两个不同架构的翻译检查点（找到的：{have}）。",
     "ar.unfair": "这些翻译模型不是按同一套配方训练的（相同的数据、划分和更新步数），所以它们的差别不只来自架构。用相同的设置训练它们，才能公平地比较架构。",
     "ar.using": "当前选的是语言模型：改用“{text}”比较各翻译模型。",
