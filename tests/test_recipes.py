@@ -10,7 +10,7 @@ import pytest
 from viz_transformer import list_checkpoints
 from viz_transformer.core.catalog import CheckpointInfo
 from viz_transformer.core.config import ModelConfig
-from viz_transformer.core.recipes import comparison, norm_pair, recipe, same_recipe
+from viz_transformer.core.recipes import comparison, norm_pair, other_differences, recipe, same_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints"
@@ -61,6 +61,17 @@ def test_a_twin_shares_size_and_recipe_and_the_preferred_pair_comes_first():
     assert [i.name for i in norm_pair([pre8, post8, pre40, post40], prefer="p40")] == ["p40", "q40"]
     assert [i.name for i in norm_pair([pre8, post8, pre40, post40], prefer="p8")] == ["p8", "q8"]
     assert recipe({}) is None and recipe({"train_config": "not a dict"}) is None
+
+
+def test_other_differences_name_each_setting_the_recipe_leaves_free_with_its_models():
+    enc, dec, pre = info("enc", 40, norm="post"), info("dec", 40, "decoder_only"), info("pfx", 40, "prefix_lm")
+    assert other_differences([info("a", 40), dec, pre]) == {}                 # all pre-norm, cosine (the default)
+    enc.meta["train_config"]["schedule"] = "inverse_sqrt"
+    assert other_differences([enc, dec, pre]) == {"norm": {"post": ["enc"], "pre": ["dec", "pfx"]},
+                                                  "schedule": {"inverse_sqrt": ["enc"], "cosine": ["dec", "pfx"]}}
+    shipped = other_differences(comparison(list_checkpoints(SHIPPED)).values())
+    assert shipped == {"norm": {"post": ["zh-en-postnorm"], "pre": ["zh-en-decoder", "zh-en-prefix"]},
+                       "schedule": {"inverse_sqrt": ["zh-en-postnorm"], "cosine": ["zh-en-decoder", "zh-en-prefix"]}}
 
 
 def test_the_shipped_comparison_shares_one_recipe():
