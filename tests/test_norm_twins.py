@@ -37,7 +37,7 @@ def test_norm_tab_shows_both_runs_and_the_same_head_at_the_same_step(twin_root, 
     pre, post = (load_checkpoint(twin_root / n) for n in ("tiny-pre", "a-tiny-post"))
     assert (pre.cfg.norm, post.cfg.norm) == ("pre", "post")
     # the comparison's encoder-decoder is the pre-norm model, and its twin is found beside it
-    assert cached.translators()["encoder_decoder"].name == "tiny-pre"
+    assert cached.comparison()["encoder_decoder"].name == "tiny-pre"
     assert [p.name for p in cached.norm_pair(twin_root / "tiny-pre")] == ["tiny-pre", "a-tiny-post"]
     assert [p.name for p in cached.norm_pair()] == ["tiny-pre", "a-tiny-post"]      # the post-norm model is no "pre"
 

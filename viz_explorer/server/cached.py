@@ -247,23 +247,11 @@ def with_snapshots() -> list[str]:
             if info.error is None and has_training_snapshots(info.path)]
 
 
-def translators() -> dict[str, Path]:
-    """One usable translator checkpoint per architecture, in reading order: those trained on one recipe (data,
-    split, budget) first (core.recipes.comparison)."""
+def comparison() -> dict:
+    """The comparison's translators, {architecture: CheckpointInfo} in reading order: one usable translator per
+    architecture, those trained on one recipe (data, split, budget) first (core.recipes.comparison)."""
     from viz_transformer import list_checkpoints
-    return {arch: info.path for arch, info in recipes.comparison(list_checkpoints(checkpoints_root())).items()}
-
-
-def translators_fair() -> bool:
-    """Whether the comparison's translators share one recipe, so their differences are the architecture's."""
-    from viz_transformer import list_checkpoints
-    return recipes.same_recipe(recipes.comparison(list_checkpoints(checkpoints_root())).values())
-
-
-def other_differences() -> dict:
-    """What differs between the comparison's translators besides the architecture (core.recipes.other_differences)."""
-    from viz_transformer import list_checkpoints
-    return recipes.other_differences(recipes.comparison(list_checkpoints(checkpoints_root())).values())
+    return recipes.comparison(list_checkpoints(checkpoints_root()))
 
 
 def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:

@@ -12,15 +12,17 @@ from viz_explorer.pages.experiment import norm_twins
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import architectures as A
+from viz_transformer.core import recipes
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots import model_figures
 
 ctx = context.need_run()
 st.title(t("ar.title"))
-fair = cached.translators_fair()
-models = cached.translators()
+trio = cached.comparison()                  # one catalog read for the models, the recipe and what else differs
+models = {arch: info.path for arch, info in trio.items()}
+fair = recipes.same_recipe(trio.values())
 facts = {arch: cached.model_facts(str(path), cached.folder_stamp(path)) for arch, path in models.items()}   # no weights
-others = cached.other_differences() if fair else {}      # one recipe, but norms or schedules differ: the page says so
+others = recipes.other_differences(trio.values()) if fair else {}   # one recipe, but norms or schedules differ: said
 names = lambda found: {k: t("ar.and").join(map(widgets.md_escape, v)) for k, v in found.items()}  # noqa: E731
 if others:
     fair_note = t("ar.fair_but", items=t("ar.diff.sep").join(t(f"ar.diff.{key}", **names(found)) for key, found in others.items()))
