@@ -82,7 +82,12 @@ def test_explorer_end_to_end(server, page):
     # Play advances on its own; Pause stops it
     total = int(re.search(r"Step 3 of (\d+)", main.inner_text()).group(1))
     pg.get_by_role("button", name=re.compile("Play")).click()
-    pg.get_by_text(f"Step {min(total - 1, 5)} of {total}").wait_for()      # at the last step it says Play again
+    pg.get_by_text(f"Step 4 of {total}").wait_for()     # its first step on its own; at the last it says Play again
     pg.get_by_role("button", name=re.compile("Pause")).click()
+    pg.get_by_role("button", name=re.compile("Play")).wait_for()
     settle(pg)
+    paused = re.search(r"Step (\d+) of", main.inner_text()).group(1)
+    assert int(paused) < total, "Play ran to the end: Pause did not stop it"
+    pg.wait_for_timeout(2500)                               # three times Play's 0.8 s between steps
+    assert re.search(r"Step (\d+) of", main.inner_text()).group(1) == paused, "Pause did not stop it"
     no_exception(pg)
