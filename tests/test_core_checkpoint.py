@@ -222,6 +222,23 @@ def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, 
     assert n_parameters(cfg) == sum(p.numel() for p in real.parameters())     # tied weights once, as torch counts
 
 
+def test_the_kept_meta_references_follow_every_field_of_the_config():
+    """_reference keeps a few meta models, by config: configs one field apart (more than it keeps, then the first
+    again) each get the shapes of their own model built for real, and a second ask returns the kept one."""
+    from viz_transformer.core import checkpoint as ck
+    base = dict(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=32)
+    changes = [{}, {"d_ff": 48}, {"vocab_size": 60}, {"n_decoder_layers": 2}, {"tie_embeddings": False},
+               {"max_len": 40, "positional": "learned"}, {"n_encoder_layers": 2}, {"d_model": 24}, {"tgt_vocab_size": 70},
+               {"architecture": "decoder_only", "n_encoder_layers": 0}, {}]
+    assert len(changes) > ck._KEEP_REFERENCES + 1
+    for change in changes:
+        cfg = ModelConfig(**{**base, **change})
+        real = {k: v.shape for k, v in Transformer(cfg).state_dict().items()}
+        assert {k: v.shape for k, v in ck._reference(cfg).state_dict().items()} == real, change
+        assert ck._reference(cfg) is ck._reference(ModelConfig(**{**base, **change}))
+    assert len(ck._REFERENCES) <= ck._KEEP_REFERENCES
+
+
 def test_loading_draws_no_random_numbers(tmp_path, tiny_translator):
     """Every weight comes from the file, so the load skips random initialisation (two thirds of a 7.6M-parameter
     translator's load time): the global RNG is where it was, and the logits are the saved model's."""
