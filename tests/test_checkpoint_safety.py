@@ -4,6 +4,7 @@ app keeps serving the good checkpoints beside the bad ones."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import resource
@@ -120,16 +121,23 @@ def test_a_flipped_bit_in_the_header_is_caught(good):
     expect_error(good, "model.safetensors")
 
 
-def test_without_a_checksum_an_infinite_weight_is_still_refused(good):
+@pytest.mark.parametrize("values", [[float("inf")], [float("-inf")], [float("nan")], [3e38, 3e38], [3e38, -3e38]])
+def test_without_a_checksum_an_infinite_weight_is_still_refused(good, values):
+    """NaN and infinities are refused; values whose sum overflows but which are each finite load, as they are."""
     meta = json.loads((good / "meta.json").read_text())
     meta.pop(CHECKSUM)
     (good / "meta.json").write_text(json.dumps(meta))
     w = good / "model.safetensors"
     data = bytearray(w.read_bytes())
     at = tensor_offset(w, "encoder.0.ff.W_in.weight")
-    data[at: at + 4] = struct.pack("<f", float("inf"))                      # the tiny checkpoint is float32
+    for i, v in enumerate(values):
+        data[at + 4 * i: at + 4 * i + 4] = struct.pack("<f", v)            # the tiny checkpoint is float32
     w.write_bytes(bytes(data))
-    expect_error(good, "model.safetensors", "encoder.0.ff.W_in.weight", "infinite")
+    if all(math.isfinite(v) for v in values):
+        weight = load_checkpoint(good).model.state_dict()["encoder.0.ff.W_in.weight"].flatten()
+        assert weight[:len(values)].tolist() == [struct.unpack("<f", struct.pack("<f", v))[0] for v in values]
+    else:
+        expect_error(good, "model.safetensors", "encoder.0.ff.W_in.weight", "infinite")
 
 
 @pytest.mark.parametrize("cut", [8, 100, -1])
