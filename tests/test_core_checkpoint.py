@@ -230,13 +230,13 @@ def test_the_kept_meta_references_follow_every_field_of_the_config():
     changes = [{}, {"d_ff": 48}, {"vocab_size": 60}, {"n_decoder_layers": 2}, {"tie_embeddings": False},
                {"max_len": 40, "positional": "learned"}, {"n_encoder_layers": 2}, {"d_model": 24}, {"tgt_vocab_size": 70},
                {"architecture": "decoder_only", "n_encoder_layers": 0}, {}]
-    assert len(changes) > ck._KEEP_REFERENCES + 1
+    assert len(changes) > ck._meta_model.cache_info().maxsize + 1
     for change in changes:
         cfg = ModelConfig(**{**base, **change})
         real = {k: v.shape for k, v in Transformer(cfg).state_dict().items()}
         assert {k: v.shape for k, v in ck._reference(cfg).state_dict().items()} == real, change
         assert ck._reference(cfg) is ck._reference(ModelConfig(**{**base, **change}))
-    assert len(ck._REFERENCES) <= ck._KEEP_REFERENCES
+    assert ck._meta_model.cache_info().currsize <= ck._meta_model.cache_info().maxsize
 
 
 def test_loading_draws_no_random_numbers(tmp_path, tiny_translator):

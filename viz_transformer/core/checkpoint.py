@@ -4,10 +4,10 @@ Loading never unpickles. Every failure names the file and says what is wrong.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
-import threading
 from pathlib import Path
 from typing import Optional
 
@@ -57,24 +57,17 @@ class _NoRandomInit(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-_REFERENCES: dict[str, Transformer] = {}      # repr(config) -> its meta model, the last few configs asked for
-_KEEP_REFERENCES = 8
-_REFERENCES_LOCK = threading.Lock()
-
-
 def _reference(cfg: ModelConfig) -> Transformer:
     """The model the config describes, on the meta device: its shapes, with no memory allocated. Kept per
     config (read only: callers read its shapes and tied names), since a load asked for it twice (the size
     check, then the weights' check) and building it was a third of a translator's load time."""
-    key = repr(cfg)
-    with _REFERENCES_LOCK:                        # the app loads models in threads
-        if key not in _REFERENCES:
-            with torch.device("meta"), _NoRandomInit():
-                model = Transformer(cfg)
-            while len(_REFERENCES) >= _KEEP_REFERENCES:
-                _REFERENCES.pop(next(iter(_REFERENCES)))
-            _REFERENCES[key] = model
-        return _REFERENCES[key]
+    return _meta_model(json.dumps(cfg.to_dict(), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _meta_model(config_json: str) -> Transformer:
+    with torch.device("meta"), _NoRandomInit():
+        return Transformer(ModelConfig.from_dict(json.loads(config_json)))
 
 
 def model_bytes(cfg: ModelConfig, where="config", ref: Optional[Transformer] = None) -> int:
