@@ -42,15 +42,15 @@ class Result:
         return [e for k, e in self.elements if k == kind]
 
     def signature(self) -> dict:
-        """What a session saw, comparable across sessions: code blocks, markdown/captions, tables, and
-        each figure's data (its traces, without uids)."""
+        """What a session saw, comparable across sessions: code blocks, plain text (a model's output),
+        markdown/captions, tables, and each figure's data (its traces, without uids)."""
         figs = []
         for e in self.of("plotly_chart"):
             spec = json.loads(e.plotly_chart.spec or "{}")
             figs.append(hashlib.sha1(json.dumps(spec.get("data"), sort_keys=True).encode()).hexdigest()[:12])
         tables = [hashlib.sha1(e.arrow_data_frame.data).hexdigest()[:12] for e in self.of("arrow_data_frame")]
         return {"code": [e.code.code_text for e in self.of("code")], "figures": figs, "tables": tables,
-                "text": [e.markdown.body for e in self.of("markdown")]}
+                "plain": [e.text.body for e in self.of("text")], "text": [e.markdown.body for e in self.of("markdown")]}
 
 
 class Session:

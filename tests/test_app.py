@@ -93,7 +93,7 @@ def test_overview_shows_pieces_ids_and_translation(env):
     src_table = at.dataframe[1].value
     assert list(src_table.iloc[:, 2]) == ids
     assert list(src_table.iloc[:, 1]) == [hm.tokenizer.piece(i) for i in ids]
-    assert at.code[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
+    assert at.text[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
 
 
 # -- masks ---------------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def test_decoding_next_back_and_what_each_step_shows(env):
     for i in (1, 2):
         at.button(key="dc_next").click().run(timeout=60)
         assert f"Step {i} of {len(ref.steps)}" in at.get("progress")[0].proto.text
-        assert at.code[0].value == "[begin] ‖ " + " ".join(ref.pieces[1: 1 + i])
+        assert at.text[0].value == "[begin] ‖ " + " ".join(ref.pieces[1: 1 + i])
     cands = figure(at, "Top candidates at step 2")
     assert np.allclose(array(cands["data"][0]["x"]), [c.prob for c in ref.steps[1].candidates], atol=1e-5)
     cross = figure(at, "Cross-attention of the newest query")
@@ -195,9 +195,9 @@ def test_decoding_continues_the_text_for_a_language_model(env):
     at = open_app("viz_explorer/pages/step/decoding.py", ckpt="tiny-lm", text="The cat sat")
     hm = load_checkpoint(env / "tiny-lm")
     prompt = ["[begin]"] + hm.tokenizer.pieces(hm.tokenizer.encode("The cat sat"))
-    assert at.code[0].value.strip() == " ".join(prompt) + " ‖"
+    assert at.text[0].value.strip() == " ".join(prompt) + " ‖"
     at.button(key="dc_next").click().run(timeout=60)
-    assert at.code[0].value.startswith(" ".join(prompt) + " ‖ ") and len(at.code[0].value) > len(" ".join(prompt)) + 3
+    assert at.text[0].value.startswith(" ".join(prompt) + " ‖ ") and len(at.text[0].value) > len(" ".join(prompt)) + 3
     assert not any("Cross-attention" in f["layout"]["title"]["text"] for f in figures(at))
     assert len(figure(at, "Self-attention of the newest query")["data"][0]["x"]) == len(prompt)
 
@@ -211,7 +211,7 @@ def test_decoding_a_long_prompt_says_how_much_was_cut(env):
     assert f"its first {n - room} pieces are not used here" in texts(at)
     # an LM keeps the end of its prompt: the decoder sequence ends with the text's last pieces
     kept = hm.tokenizer.pieces(hm.tokenizer.encode(text)[-room:])
-    assert " ".join(["[begin]"] + kept) + " ‖ " in texts(at)
+    assert " ".join(["[begin]"] + kept) + " ‖" in texts(at)
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ def test_knockout_toggle_changes_the_after_probabilities(env):
     ref = [p[t, i].item() for t, i in enumerate(run.trace.output_ids)]
     assert np.allclose(after2, ref, atol=1e-5)
     assert "1 of" in texts(at) and "heads knocked out" in texts(at)
-    assert at.code[1].value == (hm.run(ZH, fwd_hooks=[("decoder.0.cross_attn.hook_z", zero_head_1)]).output
+    assert at.text[1].value == (hm.run(ZH, fwd_hooks=[("decoder.0.cross_attn.hook_z", zero_head_1)]).output
                                 or "(nothing: it ended at once)")
 
     at.button(key="ko_all_encoder.self_attn_1").click().run(timeout=60)

@@ -35,7 +35,7 @@ def test_every_page_opens_for_a_one_sequence_translator(env, ckpt):
         for tab in widgets.TABS.get(prefix, ()):                # every tab of a tabbed page runs too
             open_tab(at, prefix, tab)
         if page == "viz_explorer/pages/look/overview.py":
-            assert run.output in [c.value for c in at.code]                    # the translation, not a continuation
+            assert run.output in [c.value for c in at.text]                    # the translation, not a continuation
             assert "Translation" in texts(at) or any("Translation" in s.value for s in at.subheader)
 
 
@@ -62,7 +62,7 @@ def test_masks_page_shows_the_prefix_mask_the_model_applied(env):
 
 def test_architecture_page_shows_each_models_translation_and_source_reading(env):
     at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
-    outputs = [c.value for c in at.code]
+    outputs = [c.value for c in at.text]
     for name in ("tiny-zh-en", "tiny-zh-en-decoder", "tiny-zh-en-prefix"):
         run = load_checkpoint(env / name).run(ZH)
         assert (run.output or "(empty)") in outputs or run.output in outputs, name
@@ -137,7 +137,7 @@ def test_architecture_page_keeps_no_compared_models_run(env):
     cached._kept.clear()
     at = open_app("viz_explorer/pages/experiment/compare_architectures.py", "tiny-zh-en")
     assert not at.exception
-    outputs = [c.value for c in at.code]
+    outputs = [c.value for c in at.text]
     for name in ("tiny-zh-en-decoder", "tiny-zh-en-prefix"):                # shown, computed from a run not kept
         assert load_checkpoint(env / name).run(ZH).output in outputs, name
         n = sum(p.numel() for p in load_checkpoint(env / name).model.parameters())
@@ -167,7 +167,7 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     name = "decoder.0.self_attn.hook_pattern"
     heat = figure(at, f"{name}, head 0, step 0")
     assert np.allclose(array(heat["data"][0]["z"]), snaps.pattern(0, 0, name)[0].numpy(), atol=1e-3)
-    assert snaps.translations[0][0] in [c.value for c in at.code] or snaps.translations[0][0] == ""
+    assert snaps.translations[0][0] in [c.value for c in at.text] or snaps.translations[0][0] == ""
     by_key(at.button, "tr_next").click().run()
     step1 = snaps.steps[1]
     heat = figure(at, f"{name}, head 0, step {step1}")

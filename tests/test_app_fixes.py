@@ -160,7 +160,7 @@ def test_chinese_tables_name_blocks_in_chinese(env, page, press):
     if press:
         at.button(key=press).click().run(timeout=90)
     tables = [d.value for d in at.dataframe]
-    assert tables, [w.value for w in at.warning] + [c.value for c in at.code]
+    assert tables, [w.value for w in at.warning] + [c.value for c in at.text]
     for df in tables:
         for col in df.columns:
             if col == ZH_STRINGS["pt.col.hook"]:            # the capture name is the point there

@@ -49,5 +49,5 @@ def test_decoding_page_beam_search_with_the_generation_config(env):
     for _ in range(len(ref.steps)):
         at.button(key="dc_next").click().run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]
-    assert " ".join(s.piece for s in ref.steps) in at.code[0].value          # the target's pieces
+    assert " ".join(s.piece for s in ref.steps) in at.text[0].value          # the target's pieces
     assert len(figure(at, "Cross-attention of the newest query")["data"][0]["x"]) == len(ref.src_pieces)

@@ -39,7 +39,7 @@ def test_explorer_end_to_end(server, page):
     # the pieces table shows the typed sentence's pieces; the translation box is filled
     assert pg.get_by_text("Your text as pieces").is_visible()
     assert pg.locator('[data-testid="stDataFrame"]').count() >= 2
-    assert pg.locator('[data-testid="stCode"]').first.inner_text().strip()
+    assert pg.locator('.st-key-output_overview').inner_text().strip()
     pg.screenshot(path=str(ARTIFACTS / "1-overview.png"))
     no_exception(pg)
 
@@ -76,7 +76,7 @@ def test_explorer_end_to_end(server, page):
         pg.get_by_text(f"Step {i} of").wait_for()
         settle(pg)
     assert charts(pg) >= 2            # candidates + cross- and self-attention of the newest query
-    assert "[begin]" in pg.locator('[data-testid="stCode"]').first.inner_text()
+    assert "[begin]" in pg.locator('.st-key-output_sequence').inner_text()
     pg.screenshot(path=str(ARTIFACTS / "6-decoding.png"))
     no_exception(pg)
     # Play advances on its own; Pause stops it

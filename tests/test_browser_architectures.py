@@ -29,7 +29,7 @@ def test_compare_architectures_and_training_playback(server, page):  # noqa: F81
     settle(pg)
     _pick(pg, "zh-en-prefix")
     open_page(pg, "Compare architectures")
-    codes = [c.inner_text().strip() for c in pg.locator('[data-testid="stMain"] [data-testid="stCode"]').all()]
+    codes = [c.inner_text().strip() for c in pg.locator('[data-testid="stMain"] [class*="st-key-output_"]').all()]
     text = "我是一名工程师。"
     trio = recipes.comparison(list_checkpoints(root)).values()          # the page's own choice of models
     expect = [load_checkpoint(info.path).run(text).output for info in trio]

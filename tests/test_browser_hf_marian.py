@@ -52,7 +52,7 @@ def test_separate_vocabularies_in_the_browser(hf_server):
             _ready(pg)
         no_exception(pg)
         ref = decode(hm, text, "beam", beam_width=hm.cfg.num_beams, max_new_tokens=20)
-        sequence = pg.locator('[data-testid="stCode"]').first.inner_text()
+        sequence = pg.locator('.st-key-output_sequence').inner_text()
         assert " ".join(s.piece for s in ref.steps[:2]) in sequence                 # the target's pieces
         cross = pg.locator('[data-testid="stPlotlyChart"]').filter(has_text="Cross-attention").first
         assert hm.tokenizer.src_pieces(hm.tokenizer.encode(text))[1] in cross.inner_text()   # the source's pieces

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "checkpoints"
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing")]
-OUTPUT = ("() => [...document.querySelectorAll('[data-testid=\"stCode\"]')].map(c => c.innerText.trim())"
+OUTPUT = ("() => [...document.querySelectorAll('[class*=\"st-key-output_\"]')].map(c => c.innerText.trim())"
           ".filter(x => x)")
 HEIGHTS = ("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg')]"
            ".map(s => s.getBoundingClientRect().height)")

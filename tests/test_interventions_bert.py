@@ -165,7 +165,7 @@ def test_the_patching_page_measures_the_blank(env, lang):
     at.text_input(key="pt_text_encoder").set_value(OTHER).run(timeout=60)     # a tiny model: patched at once
     assert not at.exception, [e.value for e in at.exception]
     top, _ = hf_patched(env / NAME, layer_head=(0, 0))
-    assert at.code[0].value == load_checkpoint(env / NAME).tokenizer.pieces([top])[0]
+    assert at.text[0].value == load_checkpoint(env / NAME).tokenizer.pieces([top])[0]
     assert any(c.value.startswith(table["pt.blank_logprob"].split("{a")[0]) for c in at.caption)
     at2 = open_app(page, ckpt=NAME, text=f"{B.PAIR[0]} [SEP] {PAIR_B}", lang=lang)
     assert [i.value for i in at2.info] == [table["pt.blank_none"].format(mask="[MASK]")]

@@ -21,7 +21,7 @@ at.run()
 charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 print(json.dumps({"torch": "torch" in sys.modules, "exceptions": [e.value for e in at.exception],
                   "blank_left": sum(1 for c in charts if c["layout"].get("height") == 10),
-                  "charts": len(charts), "code": [c.value for c in at.code],
+                  "charts": len(charts), "output": [c.value for c in at.text],
                   "notes": [c.value for c in at.caption if "Loading the model" in c.value]}))
 """
 
@@ -38,7 +38,7 @@ def test_a_fresh_first_run_ends_with_the_page_alone(ckpt_root):
     assert r["blank_left"] == 0 and r["notes"] == []              # the note and the blank chart are gone
     first = next(i for i in list_checkpoints(ckpt_root) if i.error is None)     # the sidebar's pick here
     hm = load_checkpoint(first.path)
-    assert hm.run(defaults.EXAMPLES[defaults.kind(hm.cfg)][0]).output in r["code"]   # the model's own output
+    assert hm.run(defaults.EXAMPLES[defaults.kind(hm.cfg)][0]).output in r["output"]   # the model's own output
     assert "ready in" in out.stderr                                 # the first run started the load and waited
 
 

@@ -67,6 +67,15 @@ def formula(key: str) -> None:
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
 
 
+def output(text: str, key: str, where=None) -> None:
+    """What a model said, as plain text (never Markdown or HTML) in a bordered box; its element has the class
+    st-key-output_KEY. Not st.code: a page's first code block makes the browser load and run Streamlit's syntax
+    highlighter, which cost a fresh visitor's first page 0.4-1.1 s on a slow machine (docs/benchmarks.md,
+    "A fresh visitor's first page"). Code blocks stay for what one copies: links, the class key, errors."""
+    with (where or st).container(border=True, key=f"output_{key}"):
+        st.text(text)
+
+
 def md_escape(s: str) -> str:
     """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))

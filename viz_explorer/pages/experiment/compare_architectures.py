@@ -57,7 +57,7 @@ with tabs["reads"]:
             with where:
                 st.markdown(f"**{t('ov.arch.' + arch)}**")
                 st.caption(t("ar.checkpoint", name=models[arch].name, n=facts[arch].n_params))
-                st.code(run["output"] or t("ov.empty_output"), language=None, wrap_lines=True)
+                widgets.output(run["output"] or t("ov.empty_output"), arch)
                 conf = confidence_note.show(facts[arch], run["confidence"], note=False)
                 if conf.flagged:
                     st.warning(confidence_note.architecture_verdict(facts[arch], conf) + "\n\n"

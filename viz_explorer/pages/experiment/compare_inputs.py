@@ -43,9 +43,9 @@ if cfg.is_encoder_only:                 # a sentence encoder's question: how ali
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "cp", with_reduce=True)
 names = dict(block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 mats = []
-for where, r in zip(st.columns(2), (run, run2)):
+for where, r, side in zip(st.columns(2), (run, run2), "ab"):
     with where:
-        st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        widgets.output(r.output or t("ko.empty_output"), side)
         confidence_note.of_run(ctx.hm, r)
         q_pieces, k_pieces = piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1]
         mats.append(patterns.head_matrix(patterns.layer_patterns(r.cache, block, layer), head, q_pieces, k_pieces))

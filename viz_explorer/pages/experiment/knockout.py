@@ -70,7 +70,7 @@ else:
     left, right = st.columns(2)
     for where, title, r in ((left, "ko.before", run), (right, "ko.after", after)):
         where.markdown(f"**{t(title)}**")
-        where.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        widgets.output(r.output or t("ko.empty_output"), title, where)
         confidence_note.of_run(hm, r, where)
 
     ids, start = forced.output_labels(run)

@@ -74,7 +74,7 @@ c = st.columns(2)
 for where, title, text, r in ((c[0], "pt.output_a", a["output_a"], ctx.run),
                                (c[1], "pt.output_b", a["output_b"], cached.run_text(path, ctx.stamp, other, runs=2))):
     where.markdown(f"**{t(title + ('_blank' if blank else ''))}**")
-    where.code(text or t("ko.empty_output"), language=None, wrap_lines=True)
+    widgets.output(text or t("ko.empty_output"), title, where)
     if not blank:
         confidence_note.of_run(ctx.hm, r, where)
 st.caption(t("pt.blank_logprob" if blank else "pt.logprob", a=a["logprob_a"], b=a["logprob_b"]))

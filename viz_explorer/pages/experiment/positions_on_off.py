@@ -33,7 +33,7 @@ shown = {}
 for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
     with where:
         st.markdown(f"**{t('po.' + state)}**")
-        st.code(r.output or t("ko.empty_output"), language=None, wrap_lines=True)
+        widgets.output(r.output or t("ko.empty_output"), state)
         confidence_note.of_run(ctx.hm, r)
         shown[state] = (piece_labels.query_labels(r, block), piece_labels.block_pieces(r, block)[1],
                         patterns.head_pattern(r.cache, block, layer, head))
@@ -62,8 +62,7 @@ except ValueError as e:
     st.info(t("po.too_short", error=e))
     st.stop()
 on = tests["on"]
-st.code(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", language=None,
-        wrap_lines=True)
+widgets.output(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", "order")
 st.markdown(t("po.gap", part=t(f"dg.{on.part}")))
 st.dataframe([{t("po.col.state"): t(f"po.gap_{s}"), t("po.col.gap"): f"{r.gap:.2e}", t("po.col.output"): r.output,
                t("po.col.permuted_output"): r.permuted_output} for s, r in tests.items()],

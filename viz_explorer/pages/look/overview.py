@@ -17,7 +17,7 @@ hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
                            tokenizer=piece_labels.tokenizer_kind(hm.tokenizer))
 with right:
-    st.code(run.output or t("ov.empty_output"), language=None, wrap_lines=True)
+    widgets.output(run.output or t("ov.empty_output"), "overview")
     confidence_note.of_run(hm, run)
     with st.expander(t("ov.settings")):
         facts = hm.describe()

@@ -67,7 +67,7 @@ b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=decoding_state.
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
 st.markdown(f"**{t('dc.sequence')}**")
-st.code(decoding_steps.sequence_text(tr, i), language=None, wrap_lines=True)
+widgets.output(decoding_steps.sequence_text(tr, i), "sequence")
 if i == 0:
     st.info(t("dc.start"))
 else:

@@ -56,7 +56,7 @@ m[1].metric(t("tr.m_loss"), "–" if loss is None else f"{loss:.3f}")
 m[2].metric(t("tr.m_bleu", n=snaps.bleu_n), f"{bleu:.1f}")
 m[3].metric(t("tr.m_shipped"), f"{snaps.shipped_step:,}" if snaps.shipped_step is not None else "–")
 st.markdown(f"**{t('tr.translation')}**")
-st.code(snaps.translations[i][j] or t("ov.empty_output"), language=None, wrap_lines=True)
+widgets.output(snaps.translations[i][j] or t("ov.empty_output"), "translation")
 
 nexts = piece_labels.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
 example = piece_labels.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
