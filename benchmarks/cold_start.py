@@ -48,7 +48,8 @@ DRAWN = """() => {
   return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
 }"""
 COMPLETE = DRAWN.replace("() => {", """() => {
-  if (![...document.querySelectorAll('[class*="st-key-output_"]')].some(c => c.innerText.trim())) return false;""", 1)
+  if (![...document.querySelectorAll('[class*="st-key-output_"], [data-testid="stCode"]')]
+        .some(c => c.innerText.trim())) return false;""", 1)        # a code block before 901af55 (--before)
 # First paint: the page shows some text (the loading note of a fresh process, a caption, or the page itself; a
 # caption is a stCaptionContainer with no stMarkdownContainer in it).
 PAINTED = ("() => !!document.querySelector('[data-testid=\"stMain\"] :is([data-testid=\"stMarkdownContainer\"], "
