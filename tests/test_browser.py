@@ -79,10 +79,14 @@ def test_explorer_end_to_end(server, page):
     assert "[begin]" in pg.locator('.st-key-output_sequence').inner_text()
     pg.screenshot(path=str(ARTIFACTS / "6-decoding.png"))
     no_exception(pg)
-    # Play advances on its own; Pause stops it
+    # Play advances on its own; Pause stops it. From step 0, so that a Pause the loaded machine delivers a few
+    # steps late (each rerun sleeps 0.8 s, then a click must reach the server) still lands before the end
     total = int(re.search(r"Step 3 of (\d+)", main.inner_text()).group(1))
+    pg.get_by_role("button", name=re.compile("Start")).click()
+    pg.get_by_text(f"Step 0 of {total}").wait_for()
+    settle(pg)
     pg.get_by_role("button", name=re.compile("Play")).click()
-    pg.get_by_text(f"Step 4 of {total}").wait_for()     # its first step on its own; at the last it says Play again
+    pg.get_by_text(f"Step 1 of {total}").wait_for()     # its first step on its own; at the last it says Play again
     pg.get_by_role("button", name=re.compile("Pause")).click()
     pg.get_by_role("button", name=re.compile("Play")).wait_for()
     settle(pg)
