@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_util import ARTIFACTS, CHROMIUM, charts, hover, no_exception, open_page, settle
 
@@ -87,8 +88,15 @@ def test_explorer_end_to_end(server, page):
     settle(pg)
     pg.get_by_role("button", name=re.compile("Play")).click()
     pg.get_by_text(f"Step 1 of {total}").wait_for()     # its first step on its own; at the last it says Play again
-    pg.get_by_role("button", name=re.compile("Pause")).click()
-    pg.get_by_role("button", name=re.compile("Play")).wait_for()
+    play, pause = (pg.get_by_role("button", name=re.compile(n)) for n in ("Play", "Pause"))
+    for _ in range(total):    # under the suite's heaviest load a click was lost twice (CI, session 19): click again
+        if pause.count():
+            pause.click()
+        try:
+            play.wait_for(timeout=3000)
+            break
+        except PlaywrightTimeout:
+            continue
     settle(pg)
     paused = re.search(r"Step (\d+) of", main.inner_text()).group(1)
     assert int(paused) < total, "Play ran to the end: Pause did not stop it"
