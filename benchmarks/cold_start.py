@@ -64,9 +64,10 @@ def _answers(url: str) -> bool:
         return False
 
 
-def cold_start(browser, root: Path = ROOT, checkpoints=None, timeout_s: float = 120, log=None,
-               entry: str = "app.py") -> dict:
-    """One cold start, timed from the process start: seconds to health OK and to the first page drawn."""
+def launch(root: Path = ROOT, checkpoints=None, timeout_s: float = 120, log=None,
+           entry: str = "app.py") -> tuple[subprocess.Popen, str, float]:
+    """The README's command in `root` (a free port, headless, no OMP_NUM_THREADS or VIZ_THREADS), waited for until
+    /_stcore/health answers: (the process, its URL, seconds from the process start to health OK)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")}
@@ -76,13 +77,29 @@ def cold_start(browser, root: Path = ROOT, checkpoints=None, timeout_s: float = 
     t0 = time.perf_counter()
     proc = subprocess.Popen(["streamlit", "run", entry, "--server.port", str(port), "--server.headless", "true"],
                             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    while not _answers(url):
+        if proc.poll() is not None or time.perf_counter() - t0 > timeout_s:
+            stop(proc)
+            raise RuntimeError(f"streamlit did not start on {url}")
+        time.sleep(0.02)
+    return proc, url, time.perf_counter() - t0
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def cold_start(browser, root: Path = ROOT, checkpoints=None, timeout_s: float = 120, log=None,
+               entry: str = "app.py") -> dict:
+    """One cold start, timed from the process start: seconds to health OK and to the first page drawn."""
+    t0 = time.perf_counter()
+    proc, url, health = launch(root, checkpoints, timeout_s, log, entry)
     context = None
     try:
-        while not _answers(url):
-            if proc.poll() is not None or time.perf_counter() - t0 > timeout_s:
-                raise RuntimeError(f"streamlit did not start on {url}")
-            time.sleep(0.02)
-        health = time.perf_counter() - t0
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.add_init_script(WATCH)
@@ -101,11 +118,7 @@ def cold_start(browser, root: Path = ROOT, checkpoints=None, timeout_s: float = 
     finally:
         if context is not None:
             context.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def measure(browser, repeat: int = 5, root: Path = ROOT, checkpoints=None, entry: str = "app.py") -> dict:

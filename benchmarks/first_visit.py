@@ -16,30 +16,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from benchmarks.busy import BusyLoops
-from benchmarks.cold_start import ARGS, CHROMIUM, COMPLETE, DRAWN, TWO_FRAMES, WATCH, _answers
-from benchmarks.stclient import free_port
+from benchmarks.cold_start import ARGS, CHROMIUM, COMPLETE, DRAWN, TWO_FRAMES, WATCH, launch, stop
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def start(root: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")}
-    proc = subprocess.Popen(["streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-                            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url, t0 = f"http://127.0.0.1:{port}", time.perf_counter()
-    while not _answers(url):
-        if proc.poll() is not None or time.perf_counter() - t0 > 120:
-            raise RuntimeError(f"streamlit did not start in {root}")
-        time.sleep(0.05)
-    return proc, url
 
 
 def visit(browser, url: str, page: str, complete: bool) -> dict:
@@ -72,7 +56,7 @@ def main() -> None:
     args = p.parse_args()
     from playwright.sync_api import sync_playwright
     trees = [Path(b).resolve() for b in args.before] + [ROOT]
-    servers = [start(tree) for tree in trees]
+    servers = [launch(tree)[:2] for tree in trees]
     runs = {str(tree): [] for tree in trees}
     try:
         with sync_playwright() as pw, (BusyLoops() if args.busy else contextlib.nullcontext()):
@@ -85,7 +69,7 @@ def main() -> None:
             browser.close()
     finally:
         for proc, _ in servers:
-            proc.terminate()
+            stop(proc)
     for tree, visits in runs.items():
         drawn = [v["drawn_s"] for v in visits]
         print(f"{tree}: page drawn, median of {len(drawn)}: {statistics.median(drawn):.2f} s  ("

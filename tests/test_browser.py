@@ -96,7 +96,7 @@ def test_explorer_end_to_end(server, page):
             play.wait_for(timeout=3000)
             break
         except PlaywrightTimeout:
-            continue
+            pass
     settle(pg)
     paused = re.search(r"Step (\d+) of", main.inner_text()).group(1)
     assert int(paused) < total, "Play ran to the end: Pause did not stop it"
