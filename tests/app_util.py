@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,11 @@ def texts(at) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "code", "text")
              for e in getattr(at, kind)]
     return "\n".join(str(p) for p in parts)
+
+
+def shown_table(at, i: int):
+    """The i-th st.table as the reader sees it: its Markdown escapes (page_parts.table) taken off every text cell."""
+    return at.table[i].value.map(lambda v: re.sub(r"\\(.)", r"\1", v) if isinstance(v, str) else v)
 
 
 def by_key(widgets, key):

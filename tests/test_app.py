@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, shown_table, texts
 from viz_transformer import decode, load_checkpoint
 from viz_transformer.core.encoding import encode_input, left_out
 
@@ -27,7 +27,7 @@ def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monke
     assert by_key(at.sidebar.selectbox, "ckpt").value == "zh-en"
     assert by_key(at.sidebar.text_area, "text").value == "我是一名工程师。"
     assert at.title[0].value == "Overview"
-    assert len(at.dataframe) == 3        # architecture facts, encoder pieces, decoder pieces
+    assert len(at.table) == 3            # architecture facts, encoder pieces, decoder pieces
 
 
 def test_every_page_opens_with_figures(env):
@@ -90,7 +90,7 @@ def test_overview_shows_pieces_ids_and_translation(env):
     at = open_app()
     hm = load_checkpoint(env / "tiny-zh-en")
     ids = hm.tokenizer.encode(ZH) + [hm.cfg.eos_id]
-    src_table = at.dataframe[1].value
+    src_table = shown_table(at, 1)
     assert list(src_table.iloc[:, 2]) == ids
     assert list(src_table.iloc[:, 1]) == [hm.tokenizer.piece(i) for i in ids]
     assert at.text[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
@@ -233,7 +233,7 @@ def test_markup_and_emoji_are_shown_as_text(env):
     at = open_app(text=text)
     raw = at.session_state["_viz_ctx"].hm.tokenizer
     assert "<0x3C>" in [raw.sp.id_to_piece(i) for i in raw.encode(text)]         # the case under test
-    pieces = list(at.dataframe[1].value.iloc[:, 1])
+    pieces = list(shown_table(at, 1).iloc[:, 1])
     assert "<" in pieces and "😀(1/4)" in pieces and "<0x3C>" not in pieces       # plain text in the table
     for page in PAGES[1:]:
         at.switch_page(page)
@@ -280,13 +280,13 @@ def test_broken_checkpoint_is_listed_and_the_others_keep_working(ckpt_root, tmp_
     listed = "\n".join(t.value for t in at.sidebar.text)
     assert "truncated" in listed and "model.safetensors" in listed
     assert "noconfig" in listed and "config.json" in listed
-    assert len(at.dataframe) == 3
+    assert len(at.table) == 3
 
     by_key(at.sidebar.selectbox, "ckpt").set_value("truncated").run(timeout=60)
     assert not at.exception
     assert "This checkpoint cannot be used" in texts(at) and "model.safetensors" in texts(at)
     by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
-    assert not at.exception and len(at.dataframe) == 3
+    assert not at.exception and len(at.table) == 3
 
 
 # -- the lab: knock out heads, positions on/off, compare two inputs -------------------------------------

@@ -246,13 +246,13 @@ def test_the_app_lists_every_bad_checkpoint_and_keeps_serving_the_good_one(good,
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
 
     at = open_app(ckpt="good")
-    assert len(at.dataframe) == 3                                     # the good one works
+    assert len(at.table) == 3                                         # the good one works
     for name, word in bad.items():
         by_key(at.sidebar.selectbox, "ckpt").set_value(name).run(timeout=60)
         assert not at.exception, (name, [e.value for e in at.exception])
         assert "This checkpoint cannot be used" in texts(at) and word in texts(at), (name, texts(at))
         by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
-        assert not at.exception and len(at.dataframe) == 3, name
+        assert not at.exception and len(at.table) == 3, name
     assert not marker.exists()
 
 

@@ -76,6 +76,27 @@ def output(text: str, key: str, where=None) -> None:
         st.text(text)
 
 
+STATIC_ROWS = 64         # a longer table stays a data grid: st.table draws every row's Markdown (2,048 rows: 10 s)
+
+
+def table(columns: dict, height: int = 600) -> None:
+    """{header: values} as a table with no index, scrolling under its header past `height` px. Up to STATIC_ROWS
+    rows a static table (st.table), not st.dataframe: a page's first data grid makes the browser load and run
+    its canvas grid, which cost a fresh visitor's first Overview 0.6 s on a slow machine (docs/benchmarks.md, "A
+    fresh visitor's first page"). st.table reads its text cells as Markdown: each is escaped (md_escape), so a
+    piece such as "*" or "<b>" shows as typed; True shows as ✓ and False as nothing (it writes "true" and "false",
+    in English)."""
+    rows = len(next(iter(columns.values()), []))
+    fits = height if 38 + 35 * rows > height else "content"
+    if rows > STATIC_ROWS:
+        st.dataframe(columns, hide_index=True, height=min(height, 38 + 35 * rows))
+        return
+
+    def cell(v):
+        return md_escape(v) if isinstance(v, str) else ("✓" if v else "") if isinstance(v, bool) else v
+    st.table({md_escape(k): [cell(v) for v in vs] for k, vs in columns.items()}, hide_index=True, height=fits)
+
+
 def md_escape(s: str) -> str:
     """Text for st.markdown shown literally: markdown characters and < > are backslash-escaped."""
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))

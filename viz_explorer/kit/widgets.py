@@ -8,7 +8,7 @@ from typing import Optional
 import streamlit as st
 
 from viz_explorer.kit import presenter, registry
-from viz_explorer.kit.page_parts import formula, intro, md_escape, output, show  # noqa: F401  (widgets.show: the pages' name)
+from viz_explorer.kit.page_parts import formula, intro, md_escape, output, show, table  # noqa: F401  (widgets.show: the pages' name)
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import figure_rules

@@ -24,8 +24,7 @@ with right:
         norm = t("dg.norm.rms" if cfg.norm_type == "rms" else "dg.norm")          # LayerNorm or RMSNorm
         for k, name in (("architecture", "ov.arch."), ("norm", "ov.norm."), ("positional", "pe.kind.")):
             facts[k] = t(name + str(facts[k]), norm=norm)
-        st.dataframe({t("ov.fact"): [t("ov.f." + k) for k in facts], t("ov.value"): [str(v) for v in facts.values()]},
-                     hide_index=True, height=38 + 35 * len(facts))
+        widgets.table({t("ov.fact"): [t("ov.f." + k) for k in facts], t("ov.value"): [str(v) for v in facts.values()]})
 
 # -- training: readable metrics and the loss curve when the checkpoint has one --------------------------
 st.subheader(t("ov.training"))
@@ -64,4 +63,4 @@ for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one s
     with where:
         st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
         rows = piece_labels.pieces_table(ids, pieces)
-        st.dataframe({cols[k]: [r[k] for r in rows] for k in cols}, hide_index=True, height=min(600, 38 + 35 * len(rows)))
+        widgets.table({cols[k]: [r[k] for r in rows] for k in cols})
