@@ -64,9 +64,14 @@ def texts(at) -> str:
     return "\n".join(str(p) for p in parts)
 
 
+def md_unescape(s: str) -> str:
+    """What Markdown shows of s (CommonMark: a backslash before ASCII punctuation shows that character)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", s)
+
+
 def shown_table(at, i: int):
     """The i-th st.table as the reader sees it: its Markdown escapes (page_parts.table) taken off every text cell."""
-    return at.table[i].value.map(lambda v: re.sub(r"\\(.)", r"\1", v) if isinstance(v, str) else v)
+    return at.table[i].value.map(lambda v: md_unescape(v) if isinstance(v, str) else v)
 
 
 def by_key(widgets, key):

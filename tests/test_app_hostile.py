@@ -32,15 +32,11 @@ REFUSED_HERE = {k: v for k, v in REFUSED.items() if k != "surrogates"}   # viz_e
 
 def raw_html(at) -> list[str]:
     """Markdown-ish elements whose source holds an unescaped tag a browser would parse."""
-    out = []
-    for kind in ("markdown", "caption", "info", "warning", "error", "success"):
-        for e in getattr(at, kind):
-            if re.search(r"(?<!\\)<\s*(script|img|iframe|svg)", str(e.value), re.I):
-                out.append(f"{kind}: {e.value}")
-    for e in at.table:                                     # st.table reads its text cells as Markdown too
-        cells = [str(v) for v in [*e.value.columns, *e.value.to_numpy().ravel()]]
-        out += [f"table: {v}" for v in cells if re.search(r"(?<!\\)<\s*(script|img|iframe|svg)", v, re.I)]
-    return out
+    shown = [(kind, str(e.value)) for kind in ("markdown", "caption", "info", "warning", "error", "success")
+             for e in getattr(at, kind)]
+    shown += [("table", str(v)) for e in at.table                # st.table reads its text cells as Markdown too
+              for v in [*e.value.columns, *e.value.to_numpy().ravel()]]
+    return [f"{kind}: {v}" for kind, v in shown if re.search(r"(?<!\\)<\s*(script|img|iframe|svg)", v, re.I)]
 
 
 # pages that do not read the sidebar's text: an unusable text is not refused there

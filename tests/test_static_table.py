@@ -6,6 +6,7 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
+from app_util import md_unescape
 from viz_explorer.kit import page_parts
 
 HOSTILE = ["*bold*", "_x_", "<b>hi</b>", "[a](http://x)", "# h", "`c`", "$x$", "1. one", "- two", "a\\b", "|", "▁工程师"]
@@ -26,17 +27,12 @@ def _run(rows: int) -> AppTest:
     return at.run(timeout=30)
 
 
-def _unescape(s: str) -> str:
-    """CommonMark: a backslash before ASCII punctuation shows that character."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", s)
-
-
 def test_a_short_table_is_static_and_shows_each_cell_as_typed():
     at = _run(len(HOSTILE))
     assert not at.exception and len(at.table) == 1 and not at.dataframe
     df = at.table[0].value
-    assert [_unescape(c) for c in df.columns] == ["piece *", "id", "starts"]
-    assert [_unescape(v) for v in df.iloc[:, 0]] == HOSTILE
+    assert [md_unescape(c) for c in df.columns] == ["piece *", "id", "starts"]
+    assert [md_unescape(v) for v in df.iloc[:, 0]] == HOSTILE
     for v in df.iloc[:, 0]:                      # no Markdown character left bare: each is escaped
         assert not re.search(r"(?<!\\)[*_<>\[\]#`$|]", v.replace("\\\\", "")), v
     assert list(df.iloc[:, 1]) == list(range(len(HOSTILE)))

@@ -87,14 +87,15 @@ def table(columns: dict, height: int = 600) -> None:
     piece such as "*" or "<b>" shows as typed; True shows as ✓ and False as nothing (it writes "true" and "false",
     in English)."""
     rows = len(next(iter(columns.values()), []))
-    fits = height if 38 + 35 * rows > height else "content"
+    drawn = 38 + 35 * rows                      # the header and the rows, in px
     if rows > STATIC_ROWS:
-        st.dataframe(columns, hide_index=True, height=min(height, 38 + 35 * rows))
+        st.dataframe(columns, hide_index=True, height=min(height, drawn))
         return
 
     def cell(v):
         return md_escape(v) if isinstance(v, str) else ("✓" if v else "") if isinstance(v, bool) else v
-    st.table({md_escape(k): [cell(v) for v in vs] for k, vs in columns.items()}, hide_index=True, height=fits)
+    st.table({md_escape(k): [cell(v) for v in vs] for k, vs in columns.items()}, hide_index=True,
+             height=height if drawn > height else "content")
 
 
 def md_escape(s: str) -> str:
