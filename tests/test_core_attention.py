@@ -43,7 +43,8 @@ def test_attention_matches_sdpa(masked):
         assert (w.masked_select(~mask.expand_as(w)) == 0).all()
 
 
-@pytest.mark.parametrize("case", ["plain", "mask", "broadcast mask", "bias", "divisor", "masked row", "causal"])
+@pytest.mark.parametrize("case", ["plain", "mask", "broadcast mask", "bias", "divisor", "masked row", "causal",
+                                  "causal rows", "all allowed", "key-broadcast mask"])
 def test_weights_alone_are_attention_s_weights_bit_for_bit(case):
     """attention_weights (what a pattern read back from q and k uses) against attention().weights, and both
     against SDPA's where SDPA is defined."""
@@ -64,11 +65,21 @@ def test_weights_alone_are_attention_s_weights_bit_for_bit(case):
         divisor = 1.0
     elif case == "causal":
         mask = torch.ones(T, S, dtype=torch.bool).tril()
+    elif case == "causal rows":                         # rows 3..8 of a causal 9 x 9 mask: keys 4..8 forbidden
+        mask = torch.ones(S, S, dtype=torch.bool).tril()[3:3 + T]
+    elif case == "all allowed":
+        mask = torch.ones(T, S, dtype=torch.bool)
+    elif case == "key-broadcast mask":                  # one flag a row, broadcast over the keys: row 1 sees nothing
+        mask = torch.ones(T, 1, dtype=torch.bool)
+        mask[1] = False
     want = attention(q, k, v, mask, divisor, bias=bias).weights
     got = attention_weights(q, k, mask, divisor, bias=bias)
     assert got.shape == want.shape and torch.equal(got, want), case
     if case == "masked row":
         assert torch.equal(got[:, 2], torch.zeros(H, S))
+    elif case == "key-broadcast mask":
+        assert torch.equal(got[:, 1], torch.zeros(H, S))
+        assert torch.allclose(got[:, 0], sdpa_weights(q, k)[:, 0], atol=1e-6)
     elif bias is None:
         ref = sdpa_weights(q.expand(*got.shape[:-2], T, d), k.expand(*got.shape[:-2], S, d), mask,
                            None if divisor is None else 1 / divisor)

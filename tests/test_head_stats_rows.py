@@ -84,3 +84,25 @@ def test_row_blocks_equal_the_whole_layer(model, lean, request, monkeypatch):
         last = n_layers(hm.cfg, block) - 1                        # the attention page asks for its one layer
         one = sinks.sink_shares(run.cache, block, n_layers(hm.cfg, block), layers=[last])
         pd.testing.assert_frame_equal(one, df[df["layer"] == last].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_entropy_from_the_scores_equals_minus_p_ln_p(scale):
+    """row_entropy from the masked scores (ln Z + Σ p·(M − x), no logarithm per weight) against −Σ p ln p in float64
+    on the same float32 weights, and against the logarithm path: random masks with a row that sees one key only
+    and a row that sees none (entropy 0), scores spread wide (scale 30: most weights underflow to 0)."""
+    from viz_transformer.core.attention import attention_weights
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(4, 9, 16, generator=g) * scale, torch.randn(4, 40, 16, generator=g)
+    mask = torch.rand(9, 40, generator=g) > 0.3
+    mask[2] = False
+    mask[5] = False
+    mask[5, 17] = True
+    p, scores = attention_weights(q, k, mask, with_scores=True)
+    want = -torch.special.xlogy(p.double(), p.double()).sum(-1)
+    top = p.amax(-1)
+    got = head_sums.row_entropy(p, top, scores)
+    assert torch.allclose(got.double(), want, rtol=RTOL, atol=1e-6), float((got.double() - want).abs().max())
+    assert torch.equal(got[:, 2], torch.zeros(4)) and torch.equal(got[:, 5], torch.zeros(4))
+    assert torch.allclose(head_sums.row_entropy(p.clone(), top).double(), want, rtol=RTOL, atol=1e-6)
+    assert want.max() > 0.5, "some rows spread their weight over several keys"

@@ -18,17 +18,18 @@ def key_end(allowed: torch.Tensor) -> int:
 
 
 def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: int | None = None,
-                 heads=None, batch: int = 0) -> torch.Tensor:
+                 heads=None, batch: int = 0, with_scores: bool = False):
     """Query rows [a, b) of one layer's pattern over keys [0, n_keys): [head, b - a, n_keys] (`heads`: a list
     of heads, default all). A stored pattern is sliced; a compact run's (recomputed on read) comes from the
     captured q of those rows, k and the mask with the model's `attention`, never the whole layer. n_keys must
-    cover every key the rows may attend to, or their softmax would be another one: ValueError."""
+    cover every key the rows may attend to, or their softmax would be another one: ValueError. with_scores:
+    (pattern, the masked scores its softmax read, the same shape), the scores None for a stored pattern."""
     a, b = rows
     name = hook_name(block, layer, "hook_pattern")
     if name not in getattr(cache, "derived", {}):
         p = cache[name][batch]
         heads = list(range(p.shape[0])) if heads is None else list(heads)
-        return p[heads, a:b, :n_keys]
+        return (p[heads, a:b, :n_keys], None) if with_scores else p[heads, a:b, :n_keys]
     prefix = name.rsplit(".", 1)[0]
     rot = f"{prefix}.hook_rot_q" in cache
     q_all = cache[f"{prefix}.hook_rot_q" if rot else f"{prefix}.hook_q"][batch]          # (T, nh, hs)
@@ -45,4 +46,4 @@ def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: i
     divisor, bias = position_terms(cache, prefix)
     if bias is not None:                                                                 # T5: [1, head, q, k]
         bias = bias[0][heads, a:b, :S]
-    return attention_weights(q, k, mask[a:b, :S], divisor, bias=bias)
+    return attention_weights(q, k, mask[a:b, :S], divisor, bias=bias, with_scores=with_scores)
