@@ -72,9 +72,12 @@ def test_weights_alone_are_attention_s_weights_bit_for_bit(case):
     elif case == "key-broadcast mask":                  # one flag a row, broadcast over the keys: row 1 sees nothing
         mask = torch.ones(T, 1, dtype=torch.bool)
         mask[1] = False
-    want = attention(q, k, v, mask, divisor, bias=bias).weights
+    steps = attention(q, k, v, mask, divisor, bias=bias)
+    want = steps.weights
     got = attention_weights(q, k, mask, divisor, bias=bias)
     assert got.shape == want.shape and torch.equal(got, want), case
+    again, scores = attention_weights(q, k, mask, divisor, bias=bias, with_scores=True)
+    assert torch.equal(again, want) and torch.equal(scores, steps.masked.expand_as(scores)), case
     if case == "masked row":
         assert torch.equal(got[:, 2], torch.zeros(H, S))
     elif case == "key-broadcast mask":
