@@ -57,8 +57,9 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: Optional[torch.Ten
                       divisor: Optional[float] = None, bias: Optional[torch.Tensor] = None, with_scores: bool = False):
     """attention(q, k, v, mask, divisor, bias=bias).weights, bit for bit, without v and without keeping the
     stages: the same operations in the same order, each after the first done in place on one tensor (a pattern
-    read back from the captured q and k makes one [..., T, S] tensor instead of five). with_scores: (weights,
-    the masked scores the softmax read, i.e. attention().masked)."""
+    read back from the captured q and k makes one [..., T, S] tensor instead of five); the mask fills −inf only
+    where some row forbids (forbid_), the values attention()'s torch.where gives. with_scores: (weights, the masked
+    scores the softmax read, i.e. attention().masked)."""
     divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
     x = q @ k.transpose(-2, -1)
     others = [t.shape for t in (bias, mask) if t is not None]
