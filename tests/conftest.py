@@ -143,6 +143,47 @@ LONGEST = ("test_browser_legibility.py", "test_browser_legibility_zh.py", "test_
 # test starts; tests/test_checkpoint_roots.py unsets it to check the roots added beside the shipped folder.
 os.environ.setdefault("VIZ_CHECKPOINTS_ONLY", "1")
 
+
+def _scan_components_once() -> None:
+    """Every AppTest's first run scans every installed distribution's metadata for Streamlit components (0.44 s on
+    a 2-core machine with 160 distributions: most of a first run's time). What is installed does not change during
+    the suite, so each worker scans once: Streamlit's own scanner, remembered (where an upgrade moves it, each run
+    scans again)."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+    scan = getattr(manifest_scanner, "scan_component_manifests", None)
+    if scan is not None and not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(scan)
+
+
+def _compile_each_script_once() -> None:
+    """Every AppTest run compiles app.py and its page anew (a fresh ScriptCache a run, Streamlit's magic rewrite
+    of the source first: 6 % of the AppTest tests' time); the server compiles each once. Here each worker keeps
+    the bytecode by the script's path and its current text, so an edited script is compiled again
+    (tests/test_apptest_kit.py)."""
+    from streamlit import config
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+    from streamlit.testing.v1 import app_test, local_script_runner
+
+    compiled: dict = {}
+
+    class CompiledOnce(ScriptCache):
+        def get_bytecode(self, script_path: str):
+            path = os.path.abspath(script_path)
+            key = (path, Path(path).read_bytes(), config.get_option("runner.magicEnabled"))
+            if key not in compiled:
+                compiled[key] = super().get_bytecode(path)
+            return compiled[key]
+
+    for module in (app_test, local_script_runner):          # the pages' cache, the main script's
+        if getattr(module, "ScriptCache", None) is ScriptCache:
+            module.ScriptCache = CompiledOnce
+
+
+_scan_components_once()
+_compile_each_script_once()
+
 # Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
 # each other (10x slower measured): run the suite on one.
 torch.set_num_threads(1)
