@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.margins import text_px
+from viz_transformer.plots.props import put
 from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, colorbar_under,
                                          escape, labels, layout, to_numpy)
 
@@ -68,16 +69,15 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         if show_values or rules.values_fit(cw, ch, shown):
             tr.update(texttemplate="%{z:.2f}", textfont=dict(size=rules.VALUE_PX))
     fig = go.Figure(tr)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category")
+    xaxis, yaxis, more = dict(type="category"), dict(autorange="reversed", type="category"), {}
     if square:
-        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
-        fig.update_xaxes(constrain="domain", constraintoward="left")
-    fig.update_layout(plot_bgcolor=MASKED_BG)
+        yaxis.update(scaleanchor="x", scaleratio=1, constrain="domain")
+        xaxis.update(constrain="domain", constraintoward="left")
     if (R, C) != (n_rows, n_cols):        # too large for readable cells: the first window, dragged to move it
-        fig.update_yaxes(range=[R - 0.5, -0.5], autorange=False)
-        fig.update_xaxes(range=[-0.5, C - 0.5])
-        fig.update_layout(dragmode="pan")
+        yaxis.update(range=[R - 0.5, -0.5], autorange=False)
+        xaxis.update(range=[-0.5, C - 0.5])
+        more["dragmode"] = "pan"
+    put(fig.layout, xaxis=xaxis, yaxis=yaxis, plot_bgcolor=MASKED_BG, **more)
     rules.thin_axis(fig.layout.yaxis, rows, ch, 14)
     rules.category_ticks(fig.layout.xaxis, cols, cw)
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
@@ -86,7 +86,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     if flat:
         colorbar_under(fig, fig.data[0], cw * C, ch * R)
     m = fig.layout.margin
-    fig.update_layout(height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
+    put(fig.layout, height=int(m.t + m.b + ch * R), width=fig_w if fig_w < width else None)
     return fig
 
 

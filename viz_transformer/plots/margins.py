@@ -15,6 +15,8 @@ import unicodedata
 
 import plotly.graph_objects as go
 
+from viz_transformer.plots.props import put
+
 TICK_PX = 12          # Plotly's default tick-label font size
 TITLE_PX = 30         # an axis title: 14 px text + the template's 15 px standoff
 NUMBER = "-0.000"     # a typical automatic tick label on a numeric axis
@@ -119,6 +121,6 @@ def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10, width: float = WID
             side["r"] = max(side["r"], _slant_overhang(ax, labels))
         side[where] = max(side[where], need)
         ax.automargin = False
-    fig.update_layout(margin=dict(l=int(pad + side["l"]), r=int(pad + side["r"]), b=int(pad + side["b"]),
-                                  t=int(top + side["t"] + _legend_above(fig, width))))
+    put(fig.layout, margin=dict(l=int(pad + side["l"]), r=int(pad + side["r"]), b=int(pad + side["b"]),
+                                t=int(top + side["t"] + _legend_above(fig, width))))
     return fig

@@ -14,6 +14,7 @@ import plotly.io as pio
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.margins import fit_margins
+from viz_transformer.plots.props import put
 
 ATTN_SCALE = "Blues"          # weights in [0, 1]: white = none
 VALUE_SCALE = "RdBu_r"        # signed values (q, k, v, scores): blue < 0 < red, centred on 0
@@ -63,16 +64,17 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     labels (no automargin redraws)."""
     width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     text = rules.wrap(escape(title), width - 20)
-    fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
-                                 pad=dict(t=16)),        # at the top: a legend under it keeps its own rows
-                      height=height, colorway=PALETTE)
-    fig.update_xaxes(title_text=escape(xlabel))
-    fig.update_yaxes(title_text=escape(ylabel))
+    put(fig.layout, title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                               pad=dict(t=16)),          # at the top: a legend under it keeps its own rows
+        height=height, colorway=PALETTE)
+    for axes, label in ((fig.select_xaxes(), xlabel), (fig.select_yaxes(), ylabel)):
+        for ax in axes:                                  # every subplot's, as update_xaxes(title_text=...)
+            put(ax, title=dict(text=escape(label)))
     _white(fig)
     fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
     if height is not None and rules.narrow():   # a phone: a title and legend on more lines, and
         m = fig.layout.margin                                       # slanted labels, must not eat the plot
-        fig.update_layout(height=max(height, int(m.t + m.b + rules.PHONE_PLOT_H)))
+        fig.layout.height = max(height, int(m.t + m.b + rules.PHONE_PLOT_H))
     return fig
 
 
@@ -80,9 +82,9 @@ def colorbar_under(fig: go.Figure, trace, plot_w: float, plot_h: float) -> None:
     """A phone's colour bar (figure_rules.narrow()): horizontal, as wide as the plot, under it and
     its axis labels, so the plot keeps the width a bar beside it would take. Call after `layout` (its margins)."""
     m = fig.layout.margin
-    trace.colorbar.update(orientation="h", lenmode="pixels", len=max(60, plot_w), thickness=14, x=0, xanchor="left",
-                          y=-(m.b + 6) / max(plot_h, 1), yanchor="top", title=dict(side="top"))
-    fig.update_layout(margin=dict(b=m.b + 66))
+    put(trace, colorbar=dict(orientation="h", lenmode="pixels", len=max(60, plot_w), thickness=14, x=0, xanchor="left",
+                             y=-(m.b + 6) / max(plot_h, 1), yanchor="top", title=dict(side="top")))
+    put(fig.layout, margin=dict(b=m.b + 66))
 
 
 # -- a figure drawn larger (presenter mode) ---------------------------------------------------------------
