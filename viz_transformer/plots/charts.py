@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.margins import text_px
 from viz_transformer.plots.numbers import fmt_probs
+from viz_transformer.plots.props import put
 from viz_transformer.plots.style import escape, labels, layout, to_numpy
 
 
@@ -33,16 +34,15 @@ def xy_curves(series: dict[str, tuple[Sequence[float], Sequence[float]]], title:
                                  name=escape(name), line=line))
     if mark_x is not None:
         fig.add_vline(x=mark_x, line=dict(color="#d62728", width=1.5))
-    fig.update_xaxes(type="log" if log_x else "linear")
-    fig.update_yaxes(type="log" if log_y else "linear")
+    axes = dict(xaxis=dict(type="log" if log_x else "linear"), yaxis=dict(type="log" if log_y else "linear"))
     if len(series) <= 4:
-        fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+        put(fig.layout, **axes, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
         return layout(fig, title, xlabel, ylabel, height, width=width)
     # many lines: the legend goes under the axis, one line each, so on a phone it never covers the title
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left", entrywidthmode="fraction",
-                                  entrywidth=1.0))
+    put(fig.layout, **axes, legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left",
+                                        entrywidthmode="fraction", entrywidth=1.0))
     fig = layout(fig, title, xlabel, ylabel, height + 22 * len(series), width=width)
-    fig.update_layout(margin=dict(b=fig.layout.margin.b + 22 * len(series)))
+    put(fig.layout, margin=dict(b=fig.layout.margin.b + 22 * len(series)))
     return fig
 
 
@@ -50,9 +50,9 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]], 
                  ylabel: str, height: int = 360) -> go.Figure:
     """Bars side by side per category (a legend names the series). Categories must be escaped."""
     fig = go.Figure([go.Bar(x=list(categories), y=to_numpy(v), name=escape(k)) for k, v in series.items()])
-    fig.update_xaxes(type="category")
+    fig.layout.xaxis.type = "category"
     rules.category_ticks(fig.layout.xaxis, list(categories), (rules.figure_px() - 100) / max(len(categories), 1))
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    put(fig.layout, barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return layout(fig, title, xlabel, ylabel, height)
 
 
@@ -67,8 +67,8 @@ def before_after_bars(pieces: Sequence[str], before, after, title: str, before_l
                             textfont=dict(size=rules.VALUE_PX),
                             hovertemplate="%{x}: %{customdata}<extra>" + escape(n) + "</extra>")
                      for n, v in ((before_label, before), (after_label, after))])
-    fig.update_xaxes(type="category")
+    fig.layout.xaxis.type = "category"
     rules.category_ticks(fig.layout.xaxis, labels(pieces), cell)
-    fig.update_yaxes(range=[0, 1.1])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
+    put(fig.layout, yaxis=dict(range=[0, 1.1]), barmode="group",
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1, xanchor="right"))
     return layout(fig, title, xlabel, ylabel, height)

@@ -15,7 +15,8 @@ import plotly.graph_objects as go
 
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots.margins import text_px
-from viz_transformer.plots.style import escape
+from viz_transformer.plots.props import put
+from viz_transformer.plots.style import _white, escape
 
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
@@ -189,11 +190,11 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
     xs = [x for _, x, _ in columns]
-    fig.update_layout(shapes=shapes)
-    fig.update_layout(annotations=ann, template="plotly_white", height=int(90 + 48 * (n_rows + 1.5)),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
-                      title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks},
-                      dragmode=False, hovermode=False)
-    fig.update_xaxes(visible=False, range=[min(xs) - W / 2 - 0.6, max(xs) + W / 2 + 1.7], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True)
+    put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
+        title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
+        hovermode=False, xaxis=dict(visible=False, range=[min(xs) - W / 2 - 0.6, max(xs) + W / 2 + 1.7],
+                                    fixedrange=True),
+        yaxis=dict(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True))
+    _white(fig)
     return fig

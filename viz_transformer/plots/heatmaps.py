@@ -171,19 +171,18 @@ def model_view(tiles, title: str, layer_label: str = "layer", head_label: str = 
         l, h = selected
         fig.add_shape(type="rect", x0=h * (tw + gap) - 0.5, x1=h * (tw + gap) + tw - 0.5,
                       y0=l * (th + gap) - 0.5, y1=l * (th + gap) + th - 0.5, line=dict(color="#d62728", width=3))
-    fig.update_xaxes(tickvals=[h * (tw + gap) + (tw - 1) / 2 for h in range(H)], ticktext=[str(h) for h in range(H)],
-                     showgrid=False, zeroline=False)
-    fig.update_yaxes(tickvals=[l * (th + gap) + (th - 1) / 2 for l in range(L)], ticktext=[str(l) for l in range(L)],
-                     autorange="reversed", showgrid=False, zeroline=False, scaleanchor=None if stretched else "x")
-    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
-                      plot_bgcolor="white")
+    put(fig.layout, xaxis=dict(tickvals=[h * (tw + gap) + (tw - 1) / 2 for h in range(H)],
+                               ticktext=[str(h) for h in range(H)], showgrid=False, zeroline=False),
+        yaxis=dict(tickvals=[l * (th + gap) + (th - 1) / 2 for l in range(L)], ticktext=[str(l) for l in range(L)],
+                   autorange="reversed", showgrid=False, zeroline=False, scaleanchor=None if stretched else "x"),
+        hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False, plot_bgcolor="white")
     layout(fig, title, head_label, layer_label, width=width)
     m = fig.layout.margin
     fig_w = int(min(width, max(m.l + m.r + tile_px * H + bar_w + 20, text_px(title, rules.TITLE_PX) + 30)))
     if flat:
         colorbar_under(fig, fig.data[0], tile_px * H, plot_h)
         m = fig.layout.margin
-    fig.update_layout(height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
+    put(fig.layout, height=int(m.t + m.b + plot_h), width=fig_w if fig_w < width else None)
     return fig
 
 
@@ -321,15 +320,15 @@ def head_grid(values, title: str, layer_label: str = "layer", head_label: str = 
     for l, h in marked:
         fig.add_shape(type="rect", x0=h - 0.5, x1=h + 0.5, y0=l - 0.5, y1=l + 0.5,
                       line=dict(color="black" if signed else "#d62728", width=3))
-    fig.update_xaxes(tickvals=list(range(H)), showgrid=False, zeroline=False)
-    fig.update_yaxes(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False)
-    fig.update_layout(hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
-                      plot_bgcolor="white" if signed else "#d9d9d9")
+    put(fig.layout, xaxis=dict(tickvals=list(range(H)), showgrid=False, zeroline=False),
+        yaxis=dict(tickvals=list(range(L)), autorange="reversed", showgrid=False, zeroline=False),
+        hovermode="closest", hoverdistance=-1, clickmode="event+select", dragmode=False,
+        plot_bgcolor="white" if signed else "#d9d9d9")
     if not rules.narrow():
         return layout(fig, title, head_label, layer_label, height=max(220, 110 + 45 * L))
     layout(fig, title, head_label, layer_label)     # a phone: the bar under the grid, the plot as tall as it needs
     m, plot_h = fig.layout.margin, max(rules.MIN_PLOT, 45 * L)                  # however many lines the title took
     colorbar_under(fig, fig.data[0], rules.figure_px() - m.l - m.r, plot_h)
     m = fig.layout.margin
-    fig.update_layout(height=int(m.t + m.b + plot_h))
+    fig.layout.height = int(m.t + m.b + plot_h)
     return fig
