@@ -7,7 +7,7 @@ browser's drawing and, on a busy machine, waiting for a core; CPU seconds show t
     python -m benchmarks.page_cpu --pages positions architectures --tokens 128,512 [--before /tmp/old-main]
 
 --pages: names from viz_explorer/kit/registry.py. --before: another checkout, each text's walk alternating between
-the two (each tree in a process of its own, the same texts).
+the two (each tree in a process of its own, on the same texts, made here from ../shared/data).
 """
 from __future__ import annotations
 
@@ -17,21 +17,26 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = (1, 2, 3)
 
 
-def walk(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
+def text(n: int, seed: int) -> str:
+    """The walk's new text, made here for both trees (a tree without ../shared beside it would make another)."""
+    from benchmarks.texts import text_of
+    from viz_transformer.core.checkpoint import load_tokenizer, read_config
+    folder = ROOT / "checkpoints" / "zh-en"
+    return text_of(load_tokenizer(folder, read_config(folder)), n, seed=n + seed)
+
+
+def walk(root: Path, pages: list[str], new_text: str) -> dict[str, float]:
     """{"new text": s, page: s, ...}: CPU seconds of each run, in this process, of the app in `root`."""
     import time
     from streamlit.testing.v1 import AppTest
-    from benchmarks.texts import text_of
     from viz_explorer.kit.registry import PAGES, page_path
-    from viz_transformer.core.checkpoint import load_tokenizer, read_config
-    folder = root / "checkpoints" / "zh-en"
-    tok = load_tokenizer(folder, read_config(folder))
     path = {p.name: page_path(p) for p in PAGES}
     at = AppTest.from_file(str(root / "app.py"), default_timeout=600)
     at.session_state["ckpt"], at.session_state["text"] = "zh-en", "我是一名工程师。"
@@ -41,7 +46,7 @@ def walk(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
         at.run()
     at.switch_page(path["overview"])
     at.run()
-    at.session_state["text"] = text_of(tok, n, seed=n + seed)
+    at.session_state["text"] = new_text
     out = {}
     for name in ["overview", *pages]:
         at.switch_page(path[name])
@@ -53,10 +58,10 @@ def walk(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
     return out
 
 
-def in_tree(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]:
+def in_tree(root: Path, pages: list[str], text_file: str) -> dict[str, float]:
     # the tree's own code (PYTHONPATH before the installed package), under the app's own thread policy
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")} | {"PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, __file__, "--walk", str(root), str(n), str(seed), *pages], cwd=root, env=env,
+    out = subprocess.run([sys.executable, __file__, "--walk", str(root), text_file, *pages], cwd=root, env=env,
                          capture_output=True, text=True, timeout=1800)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
@@ -65,8 +70,8 @@ def in_tree(root: Path, pages: list[str], n: int, seed: int) -> dict[str, float]
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--walk"]:                 # in_tree's process: root, n, seed, pages
-        print(json.dumps(walk(Path(argv[1]), argv[4:], int(argv[2]), int(argv[3]))))
+    if argv[:1] == ["--walk"]:                 # in_tree's process: root, the text's file, pages
+        print(json.dumps(walk(Path(argv[1]), argv[3:], Path(argv[2]).read_text(encoding="utf-8"))))
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pages", nargs="+", required=True)
@@ -78,9 +83,12 @@ def main(argv=None) -> int:
     got: dict = {side: {} for side in trees}
     for n in (int(x) for x in a.tokens.split(",")):
         for seed in SEEDS:
-            for side, root in (trees.items() if seed % 2 else reversed(trees.items())):
-                for page, s in in_tree(root, a.pages, n, seed).items():
-                    got[side].setdefault(f"{page} @{n}", []).append(round(s, 3))
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt") as f:
+                f.write(text(n, seed))
+                f.flush()
+                for side, root in (trees.items() if seed % 2 else reversed(trees.items())):
+                    for page, s in in_tree(root, a.pages, f.name).items():
+                        got[side].setdefault(f"{page} @{n}", []).append(round(s, 3))
     keys = list(got["now"])
     print("| page | " + " | ".join(trees) + " |\n" + "|---" * (len(trees) + 1) + "|")
     for k in keys:
