@@ -48,7 +48,8 @@ def first_page(at: AppTest, page: str) -> None:
     from streamlit.util import calc_hash
 
     from viz_explorer.kit.registry import DEFAULT, PAGES as SPECS, page_path
-    spec = next(s for s in SPECS if Path(page_path(s)).resolve() == (ROOT / page).resolve())
+    spec = next((s for s in SPECS if Path(page_path(s)).resolve() == (ROOT / page).resolve()), None)
+    assert spec is not None, f"{page} is no page of viz_explorer/kit/registry.py"
     at._page_hash = calc_hash("" if spec.name == DEFAULT else spec.name)
 
 

@@ -219,8 +219,14 @@ def test_figures_are_plain_plotly_json_and_need_no_streamlit(monkeypatch):
 
 
 def test_figures_carry_the_plotly_white_template_exactly():
-    """heatmaps._white skips re-validating the template: the result must still be plotly_white itself."""
+    """style.white skips re-validating the template: the result must still be plotly_white itself (a heatmap, and
+    the architecture diagram, which sets it the same way)."""
     import plotly.io as pio
+    from viz_transformer.core.config import ModelConfig
+    from viz_transformer.plots import diagram
     z = np.random.default_rng(0).random((5, 5)).astype(np.float32)
     fig = heatmaps.attention_heatmap(z, list("abcde"), list("abcde"), "t")
     assert fig.layout.template.to_plotly_json() == pio.templates["plotly_white"].to_plotly_json()
+    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32)
+    drawn = diagram.architecture_diagram(cfg, 5, 4, {}, "t")
+    assert drawn.layout.template.to_plotly_json() == pio.templates["plotly_white"].to_plotly_json()

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots.margins import text_px
 from viz_transformer.plots.props import put
-from viz_transformer.plots.style import _white, escape
+from viz_transformer.plots.style import escape, white
 
 LABELS = {   # English defaults; the app passes its own (translated) table with the same keys
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
@@ -196,5 +196,5 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         hovermode=False, xaxis=dict(visible=False, range=[min(xs) - W / 2 - 0.6, max(xs) + W / 2 + 1.7],
                                     fixedrange=True),
         yaxis=dict(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True))
-    _white(fig)
+    white(fig)
     return fig

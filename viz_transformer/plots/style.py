@@ -46,7 +46,7 @@ def to_numpy(x) -> np.ndarray:
 _WHITE = pio.templates["plotly_white"]
 
 
-def _white(fig: go.Figure) -> None:
+def white(fig: go.Figure) -> None:
     """layout.template = plotly_white without validating the template again: validation of the named
     template took ~110 ms a figure, most of a page's time under load. Plotly does the same for its
     default template (BaseFigure._initialize_layout_template)."""
@@ -70,7 +70,7 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     for axes, label in ((fig.select_xaxes(), xlabel), (fig.select_yaxes(), ylabel)):
         for ax in axes:                                  # every subplot's, as update_xaxes(title_text=...)
             put(ax, title=dict(text=escape(label)))
-    _white(fig)
+    white(fig)
     fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
     if height is not None and rules.narrow():   # a phone: a title and legend on more lines, and
         m = fig.layout.margin                                       # slanted labels, must not eat the plot
