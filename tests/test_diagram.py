@@ -95,3 +95,18 @@ def test_labels_are_the_callers_and_escaped():
 def test_an_encoder_decoder_needs_the_source_length():
     with pytest.raises(ValueError, match="src_len"):
         architecture_diagram(ModelConfig(), None, 4)
+
+
+@pytest.mark.parametrize("width", [60, 120, 160, 400])
+def test_a_fitted_label_keeps_every_word_on_at_most_two_lines(width):
+    """fit_label only breaks lines and shrinks the font: the words read in order are the label's (a "·" it
+    breaks at goes), at most two lines, the size between MIN_FONT and FONT. Whether it fits as drawn is
+    tests/test_browser_diagram.py's question."""
+    from viz_transformer.plots.diagram import FONT, MIN_FONT, fit_label
+    for label in ["Cross-attention (K, V from the encoder) · 8 heads", "交叉注意力（键、值来自编码器）· 8 个头",
+                  "⊕ Add (residual)", "LayerNorm", "Feed-forward (relu) · d_ff 1024"]:
+        text, size = fit_label(label, width)
+        assert MIN_FONT <= size <= FONT and text.count("<br>") <= 1
+        assert text.replace("<br>", " ").replace("·", " ").split() == label.replace("·", " ").split()
+        if width == 400:
+            assert (text, size) == (label, FONT)

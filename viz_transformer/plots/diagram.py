@@ -50,13 +50,61 @@ COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm":
            "prefix_attn": "#cfe2f3", "cross_attn": "#d9d2e9", "ffn": "#d9ead3", "linear": "#ead1dc",
            "softmax": "#ead1dc", "seg": "#fde4c8", "emb_norm": "#fff5b1", "mlm_head": "#ead1dc"}
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
-BLOCK_PX = 200             # a block's width in px on the Overview (its diagram takes 5/7 of the page)
+FIT_PX = 620               # the plot width every label is fitted to: the Overview's diagram column on a 1366×768
+                           # laptop (642 px) less the margins; wider screens draw it larger, phones at PHONE_MIN_PX
 PHONE_MIN_PX = 700         # the narrowest the two-column diagram is drawn (a phone scrolls it sideways)
+PAD = 0.15                 # data units between a label and the line beside it
+FONT, MIN_FONT = 10.5, 9   # a block's label: its size, and the smallest it is shrunk to so as to fit its block
+# Em widths of the characters in a shape label ("8 × [120 × 120]"), as sans-serif fonts draw them (DejaVu Sans,
+# Verdana: digits 0.64 em); margins.text_px counts 0.62 for these and a full em for ×, which is right for the
+# words but would leave these labels a fifth more room than they take.
+SHAPE_EM = {**dict.fromkeys("0123456789", 0.64), " ": 0.33, "[": 0.4, "]": 0.4, "×": 0.84}
 
 
 def shape_text(*dims) -> str:
     """[5 × 256]: the shape of one tensor, batch left out."""
     return "[" + " × ".join(str(d) for d in dims) + "]"
+
+
+def shape_px(s: str, size: float) -> float:
+    """Width in px of a shape label at font `size` (SHAPE_EM; other characters as margins.text_px counts them)."""
+    return sum(SHAPE_EM[ch] * size if ch in SHAPE_EM else text_px(ch, size) for ch in s)
+
+
+def fit_label(label: str, width_px: float) -> tuple[str, float]:
+    """A block's (escaped) label and its font size, fitted to width_px: one line at FONT when it fits; else two
+    lines, at the "·" before the head count or d_ff when both halves fit, else at the space or "·" that makes the
+    wider line narrowest, in a font shrunk (to MIN_FONT at least) until the wider line fits."""
+    if text_px(label, FONT) <= width_px:
+        return label, FONT
+    dot = [(label[:i].strip(), label[i + 1:].strip()) for i, ch in enumerate(label) if ch == "·"]
+    space = [(label[:i], label[i + 1:]) for i, ch in enumerate(label) if ch == " " and label[i + 1] != "·"
+             and label[i - 1] != "·" and 1 < i < len(label) - 2]        # no line of one character ("⊕")
+    wide = lambda two: max(text_px(x, FONT) for x in two)           # noqa: E731
+    fits = [two for two in dot if wide(two) <= width_px]
+    lines = min(fits or space + dot or [(label, "")], key=wide)
+    size = max(MIN_FONT, min(FONT, FONT * width_px / wide(lines)))
+    return "<br>".join(x for x in lines if x), size
+
+
+def _x_layout(cfg: ModelConfig, columns: list[tuple[str, int]], src_len,
+              labels: dict) -> tuple[list[float], float, float]:
+    """The columns' centres, the memory line's x (two columns) and the x range's width (data units), so that at FIT_PX the labels right of a column
+    (what its blocks compute, and the encoder's output on its way across) fit beside it. Left to right, with s
+    the px per unit: the rail and a block, then per column its inner labels (inner_px / s) and a gap, the
+    memory's label (mem_px / s) before the next column's frame. The width R = fixed + labels_px / s, s =
+    FIT_PX / R, so R = fixed · FIT_PX / (FIT_PX − labels_px)."""
+    inner = [max([shape_px(x, 10) for k in column_kinds(cfg, c) if (x := _inner_shape(k, cfg, n, src_len, labels))]
+                 or [0.0]) for c, n in columns]
+    mem = shape_px(shape_text(src_len, cfg.d_model), 9) if len(columns) == 2 else 0.0
+    left = W / 2 + 0.6                                        # the first centre, from the range's left end
+    beside = W / 2 + 0.2 + PAD                                # a centre to the end of its inner labels, less them
+    across = 0.06 + PAD + 0.45 + W / 2                        # the memory line to the next centre, less its label
+    fixed = left + beside * len(columns) + across * (len(columns) - 1)
+    labels_px = min(sum(inner) + mem, FIT_PX / 2)             # the blocks keep at least half of the width
+    s = (FIT_PX - labels_px) / fixed
+    mid = beside + inner[0] / s                               # the encoder's output goes up this line
+    return [0.0] + [mid + mem / s + across] * (len(columns) == 2), mid, fixed + labels_px / s
 
 
 def column_parts(cfg: ModelConfig, column: str) -> tuple[list[str], list[str], list[str]]:
@@ -115,8 +163,11 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         raise ValueError("an encoder-decoder diagram needs src_len (the source's number of tokens)")
     if cfg.is_encoder_only and src_len is None:
         raise ValueError("an encoder-only diagram needs src_len (the text's number of tokens)")
-    columns = [("encoder", 0.0, src_len), ("decoder", W + 3.6, tgt_len)] if cfg.is_encoder_decoder \
-        else [("encoder", 0.0, src_len)] if cfg.is_encoder_only else [("decoder", 0.0, tgt_len)]
+    names = [("encoder", src_len), ("decoder", tgt_len)] if cfg.is_encoder_decoder \
+        else [("encoder", src_len)] if cfg.is_encoder_only else [("decoder", tgt_len)]
+    centres, mid, width = _x_layout(cfg, names, src_len, labels)
+    columns = [(c, x, n) for (c, n), x in zip(names, centres)]
+    block_px = W * FIT_PX / width - 8                           # a full block's inside at FIT_PX, 4 px each side
     fig = go.Figure()
     ann, shapes, blocks, tops = [], [], [], {}     # shapes set once: add_shape one by one re-validates them all
     n_rows = max(len(column_kinds(cfg, c)) for c, _, _ in columns)
@@ -133,11 +184,8 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
             w = W * (0.55 if small else 1.0)
             shapes.append(dict(type="rect", x0=x - w / 2, x1=x + w / 2, y0=y - H / 2, y1=y + H / 2, name=name,
                                line=dict(color="#555", width=1), fillcolor=COLOURS[kind], layer="below"))
-            label = escape(_label(labels, kind, cfg, column))
-            if text_px(label, 10.5) > BLOCK_PX:     # wider than its block: the head count on a second line
-                label = label.replace(" · ", "<br>")
-            ann.append(dict(x=x, y=y, text=label, showarrow=False,
-                            font=dict(size=10.5, color="#222"), name=name))
+            label, size = fit_label(escape(_label(labels, kind, cfg, column)), block_px * w / W)
+            ann.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(size=size, color="#222"), name=name))
             inner = _inner_shape(kind, cfg, n, src_len, labels)
             if inner:
                 ann.append(dict(x=x + W / 2 + 0.2, y=y, text=escape(inner), showarrow=False, xanchor="left",
@@ -147,7 +195,8 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                 ann.append(dict(x=x, y=y - H / 2, ax=x, ay=y - 1 + H / 2, xref="x", yref="y", axref="x", ayref="y",
                                 showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#444", text=""))
                 ann.append(dict(x=x + 0.06, y=y - 0.5, text=escape(shape), showarrow=False, xanchor="left",
-                                font=dict(size=9, color="#1f4e79"), name=f"shape:{name}"))
+                                font=dict(size=9, color="#1f4e79"), name=f"shape:{name}", bgcolor="white",
+                                borderpad=0))              # the layer frame's dashed edge passes behind it
         # the output's shape, above the top block
         top = len(kinds) - 1
         out = shape_text(n, cfg.out_vocab) if "linear" in kinds else shape_text(n, cfg.d_model)
@@ -180,7 +229,6 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
     if cfg.is_encoder_decoder:      # the encoder's output feeds every decoder layer's cross-attention (K, V)
         (ex, etop), (dx, _) = tops["encoder"], tops["decoder"]
         cross = column_kinds(cfg, "decoder").index("cross_attn")
-        mid = (ex + dx) / 2 + 0.3
         y_out = etop + 0.55
         shapes.append(dict(type="path", path=f"M {ex},{etop + H / 2} L {ex},{y_out} L {mid},{y_out} L {mid},{cross} "
                            f"L {dx - W / 2 - 0.5},{cross}", line=dict(color="#674ea7", width=1.5), name="memory"))
@@ -189,11 +237,10 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
-    xs = [x for _, x, _ in columns]
     put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)),
         margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
         title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
-        hovermode=False, xaxis=dict(visible=False, range=[min(xs) - W / 2 - 0.6, max(xs) + W / 2 + 1.7],
+        hovermode=False, xaxis=dict(visible=False, range=[-W / 2 - 0.6, width - W / 2 - 0.6],
                                     fixedrange=True),
         yaxis=dict(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True))
     white(fig)
