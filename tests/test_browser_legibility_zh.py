@@ -46,8 +46,8 @@ class Chinese(Offline):
         out.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(out / f"{len(self.seen) - 1:02d}-{name}.png"), full_page=True)
         if name == "overview":                               # the diagram is drawn with Chinese block names
-            drawn = pg.locator('[data-testid="stPlotlyChart"]').first.text_content()
-            assert ZH["dg.tok_embed"] in drawn and ZH["dg.softmax"] in drawn
+            drawn = "".join(pg.locator('[data-testid="stPlotlyChart"]').first.text_content().split())
+            assert all("".join(ZH[k].split()) in drawn for k in ("dg.tok_embed", "dg.softmax"))  # a label may wrap
             # the diagram's link opens the positional-encoding page, still in Chinese (a page link: the session,
             # its text and checkpoint, stays; the walk goes on from there)
             pg.get_by_text(ZH["ov.link"].format(block=ZH["dg.short.pos"], page=ZH["nav.positional"])).click()
