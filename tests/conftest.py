@@ -5,14 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-
-from viz_transformer.core.checkpoint import save_checkpoint
-from viz_transformer.core.config import ModelConfig
-from viz_transformer.core.model import Transformer
-from viz_transformer.core.tokenizer import Tokenizer
+# torch, the library and streamlit are imported where they are used, not here: pytest.ini's -n 2 controller loads
+# this file too and runs no test (3.5 s of imports before the workers could start; pytest_configure below)
 
 CORPORA = ROOT.parent / "shared" / "data"       # the training corpora: beside the checkout, never in it (README, Credits)
 TATOEBA = CORPORA / "zh-en" / "tatoeba-cmn-eng.tsv"
@@ -26,13 +22,19 @@ EN = ["I am an engineer.", "I am a student.", "I love you.", "The weather is nic
       "The cat sat on the mat and looked at the bird."]
 
 
-def tiny_tokenizer(sep: bool = False) -> Tokenizer:
+def tiny_tokenizer(sep: bool = False):
+    from viz_transformer.core.tokenizer import Tokenizer
     return Tokenizer.train((ZH + EN) * 5, vocab_size=400, hard_vocab_limit=False, sep=sep)
 
 
 def make_tiny_checkpoint(folder: Path, architecture: str = "encoder_decoder", seed: int = 0, sep: bool = False,
                          **over) -> Path:
     """sep=True: a one-sequence translator ([begin] src [sep] tgt) of a decoder-only/prefix-LM architecture."""
+    import torch
+
+    from viz_transformer.core.checkpoint import save_checkpoint
+    from viz_transformer.core.config import ModelConfig
+    from viz_transformer.core.model import Transformer
     tok = tiny_tokenizer(sep)
     torch.manual_seed(seed)
     kw = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2,
@@ -181,18 +183,23 @@ def _compile_each_script_once() -> None:
             module.ScriptCache = CompiledOnce
 
 
-_scan_components_once()
-_compile_each_script_once()
-
-# Tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against
-# each other (10x slower measured): run the suite on one.
-torch.set_num_threads(1)
+def pytest_configure(config):
+    """In a process that runs tests (a worker, or the one process of -n 0), not in the -n 2 controller: torch on
+    one thread (tiny models gain nothing from intra-op threads, and on a busy machine two threads spin against each
+    other: 10x slower measured), and Streamlit's component scan and script compiles done once."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return                                         # the controller: it hands files out and runs none
+    import torch
+    torch.set_num_threads(1)
+    _scan_components_once()
+    _compile_each_script_once()
 
 
 @pytest.fixture(autouse=True)
 def _same_threads_after_each_test():
     """Training sets torch's thread count (--threads); put it back, so a later test's numbers (a beam search's
     near-ties against transformers, say) do not depend on which tests ran before it."""
+    import torch
     n = torch.get_num_threads()
     yield
     if torch.get_num_threads() != n:

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from scipy.stats import kendalltau
 
 import hf_util as H
 from viz_transformer import attribute, load_checkpoint
@@ -18,6 +17,14 @@ from viz_transformer.run import attribution as A
 from viz_transformer.run.logit_rules import never_generated
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def kendalltau(a, b):
+    """scipy's τ-b, the reference (imported when a test asks: 1 s of every worker's collection otherwise)."""
+    from scipy.stats import kendalltau as tau
+    return tau(a, b)
+
+
 TEXTS = {"zh-en": "我是一名工程师。", "zh-en-decoder": "我是一名工程师。", "en-stories": "Once upon a time there was a",
          "llama": H.PROMPT}
 STEPS = (1, 2, 3)
@@ -167,7 +174,10 @@ def test_value_norm_attention_and_rollout_from_the_captures(models, runs, name):
                                    _rollout(hm, run, step), atol=1e-5)
 
 
-@pytest.mark.parametrize("name", NAMES)
+# 512 points on the two translators: 9 and 15 s on a 2-core machine, the fast tier's two longest tests; the whole suite
+# runs them
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("zh-en") else n
+                                  for n in NAMES])
 def test_integrated_gradients_completeness(models, runs, name):
     """The reported error is Σ attributions − (f(x) − f(0)) with f run here, and it is within 1% of |f(x) − f(0)|
     once Captum's Gauss-Legendre quadrature has converged: at 64 steps on en-stories (GELU, a smooth path: < 0.01%),

@@ -8,7 +8,6 @@ import json
 import pytest
 import sentencepiece as spm
 import torch
-from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
 from hf_util import randomize_marian
 from viz_transformer import decode, load_checkpoint
@@ -21,6 +20,7 @@ TEXTS = ["我是一名工程师。", "我是学生。", "我爱你。", "今天�
 
 @pytest.fixture(scope="module")
 def marian(tmp_path_factory):
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer  # 3.6 s: only where it runs
     folder = tmp_path_factory.mktemp("marian")
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXTS * 30), model_prefix=str(folder / "sp"), vocab_size=80,
                                    hard_vocab_limit=False, unk_id=1, bos_id=-1, eos_id=0, pad_id=-1,
