@@ -89,11 +89,11 @@ def fit_label(label: str, width_px: float) -> tuple[str, float]:
 
 def _x_layout(cfg: ModelConfig, columns: list[tuple[str, int]], src_len,
               labels: dict) -> tuple[list[float], float, float]:
-    """The columns' centres, the memory line's x (two columns) and the x range's width (data units), so that at FIT_PX the labels right of a column
-    (what its blocks compute, and the encoder's output on its way across) fit beside it. Left to right, with s
-    the px per unit: the rail and a block, then per column its inner labels (inner_px / s) and a gap, the
-    memory's label (mem_px / s) before the next column's frame. The width R = fixed + labels_px / s, s =
-    FIT_PX / R, so R = fixed · FIT_PX / (FIT_PX − labels_px)."""
+    """The columns' centres, the memory line's x (two columns) and the x range's width (data units), so that at
+    FIT_PX the labels right of a column (what its blocks compute, and the encoder's output on its way across) fit
+    beside it. Left to right, with s the px per unit: the rail and a block, then per column its inner labels
+    (inner_px / s) and a gap, the memory's label (mem_px / s) before the next column's frame. The width
+    R = fixed + labels_px / s and s = FIT_PX / R, so R = fixed · FIT_PX / (FIT_PX − labels_px)."""
     inner = [max([shape_px(x, 10) for k in column_kinds(cfg, c) if (x := _inner_shape(k, cfg, n, src_len, labels))]
                  or [0.0]) for c, n in columns]
     mem = shape_px(shape_text(src_len, cfg.d_model), 9) if len(columns) == 2 else 0.0
