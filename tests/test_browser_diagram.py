@@ -1,6 +1,6 @@
 """The architecture diagram as Chromium draws it (plotly.js from the installed plotly, no server): at the width a
 1366×768 laptop gives the Overview's diagram, at a phone's and at a projector's, every label stays inside the
-figure, a block's label inside its block, no two labels overlap and no label lies across the encoder's line to
+figure (the title too), a block's label inside its block, no two labels overlap and no label lies across the encoder's line to
 the decoder, for short and long texts, every kind of model and both languages' labels."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import plotly
 import pytest
 
-from viz_explorer.kit.strings import EN, plurals
+from viz_explorer.kit.strings import EN, fill, plurals
 from viz_explorer.kit.strings_zh import ZH
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots import diagram
@@ -47,8 +47,17 @@ BOXES = """() => {
   document.querySelectorAll('.shapelayer path[data-index]').forEach(p => {
     shp[p.getAttribute('data-index')] = {box: box(p), d: p.getAttribute('d')};
   });
-  return {svg: box(document.querySelector('.main-svg')), ann, shp};
+  const title = document.querySelector('.g-gtitle text');
+  return {svg: box(document.querySelector('.main-svg')), ann, shp, title: title ? box(title) : null};
 }"""
+
+
+def title(table: dict, cfg: ModelConfig) -> str:
+    """The title the Overview gives the diagram (viz_explorer/kit/overview_head.py), from one language's table."""
+    layers = (fill(table["sidebar.layers_ed"], enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers)
+              if cfg.is_encoder_decoder else fill(table["sidebar.layers_d"], dec=cfg.n_decoder_layers))
+    return fill(table["ov.diagram_title"], arch=table["ov.arch." + cfg.architecture], layers=layers,
+                heads=cfg.n_heads, d_model=cfg.d_model, norm=table["ov.norm_short." + cfg.norm])
 
 
 def labels(table: dict, cfg: ModelConfig) -> dict:
@@ -103,7 +112,8 @@ def crosses(box, seg) -> bool:
 def test_every_label_fits_where_it_belongs(chromium, lang):
     problems = []
     for case, (cfg, src, tgt) in CASES.items():
-        fig = diagram.architecture_diagram(cfg, src, tgt, labels(EN if lang == "en" else ZH, cfg), "title")
+        table = EN if lang == "en" else ZH
+        fig = diagram.architecture_diagram(cfg, src, tgt, labels(table, cfg), title(table, cfg))
         names = {a.name: i for i, a in enumerate(fig.layout.annotations) if a.name}
         rects = {s.name: i for i, s in enumerate(fig.layout.shapes) if s.name and s.type == "rect"}
         memory = next((i for i, s in enumerate(fig.layout.shapes) if s.name == "memory"), None)
@@ -112,6 +122,8 @@ def test_every_label_fits_where_it_belongs(chromium, lang):
             got = drawn(chromium, fig)
             ann = {int(i): b for i, b in got["ann"].items()}
             where = f"{case}, {screen} ({width} px)"
+            if not inside(got["title"], got["svg"]):
+                problems.append(f"{where}: the title past the figure's edge {got['title']}")
             for i, b in ann.items():
                 if not inside(b, got["svg"]):
                     problems.append(f"{where}: {fig.layout.annotations[i].name or i} past the figure's edge {b}")

@@ -14,6 +14,7 @@ from typing import Optional
 import plotly.graph_objects as go
 
 from viz_transformer.core.config import ModelConfig
+from viz_transformer.plots.figure_rules import TITLE_PX, wrap
 from viz_transformer.plots.margins import text_px
 from viz_transformer.plots.props import put
 from viz_transformer.plots.style import escape, white
@@ -54,6 +55,7 @@ FIT_PX = 620               # the plot width every label is fitted to: the Overvi
                            # laptop (642 px) less the margins; wider screens draw it larger, phones at PHONE_MIN_PX
 PHONE_MIN_PX = 700         # the narrowest the two-column diagram is drawn (a phone scrolls it sideways)
 PAD = 0.15                 # data units between a label and the line beside it
+TITLE_LINE_PX = round(TITLE_PX * 1.3)   # a title's second line and more: Plotly's line height
 FONT, MIN_FONT = 10.5, 9   # a block's label: its size, and the smallest it is shrunk to so as to fit its block
 # Em widths of the characters in a shape label ("8 × [120 × 120]"), as sans-serif fonts draw them (DejaVu Sans,
 # Verdana: digits 0.64 em); margins.text_px counts 0.62 for these and a full em for ×, which is right for the
@@ -237,9 +239,11 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
-    put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)),
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10), showlegend=False,
-        title=dict(text=escape(title), x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
+    title = wrap(escape(title), FIT_PX)                  # "decoder-only (causal everywhere): …" is wider than a laptop's
+    more = TITLE_LINE_PX * (title.count("<br>"))           # its lines above the blocks, which keep their height
+    put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)) + more,
+        margin=dict(l=10, r=10, t=(40 + more) if title else 10, b=10), showlegend=False,
+        title=dict(text=title, x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
         hovermode=False, xaxis=dict(visible=False, range=[-W / 2 - 0.6, width - W / 2 - 0.6],
                                     fixedrange=True),
         yaxis=dict(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True))
