@@ -230,3 +230,20 @@ def test_figures_carry_the_plotly_white_template_exactly():
     cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32)
     drawn = diagram.architecture_diagram(cfg, 5, 4, {}, "t")
     assert drawn.layout.template.to_plotly_json() == pio.templates["plotly_white"].to_plotly_json()
+
+
+@pytest.mark.parametrize("label", ["▁I", "▁engineer → .", "▁an → ▁engineer", "工程师 → ▁engineer and more"])
+def test_heatmaps_side_by_side_only_while_their_plots_keep_their_width(label):
+    """side_by_side, given the rows' labels and the colour bar's title, picks a share only where the heatmap built
+    for it (its margins from fit_margins, its colour bar as colorbar_px measures it) keeps a plot of MIN_PLOT px;
+    else the full width (step by step at 1366 px: 7 rows labelled "4:▁an → ▁engineer" and "attention weight" had
+    a 109 px plot, where side_by_side assumed 150 px of labels and a 95 px bar)."""
+    from viz_transformer.plots import figure_rules
+    pieces = [f"{label}{i}" for i in range(7)]
+    bar = "attention weight"
+    width = figure_rules.side_by_side(2, 7, 7, labels=heatmaps.labels(pieces, 0), colorbars=(bar,))
+    fig = heatmaps.attention_heatmap(torch.rand(7, 7), pieces, pieces, "softmax over each row = attention weights",
+                                     "key (attended to)", "query → prediction", bar, 0, 0, width=width)
+    plot = width - fig.layout.margin.l - fig.layout.margin.r - figure_rules.colorbar_px(bar, ["0", "1"])
+    assert plot >= figure_rules.MIN_PLOT or width == figure_rules.figure_px(), (width, fig.layout.margin.l)
+    assert (width < figure_rules.figure_px()) == (label == "▁I")            # short labels: side by side still

@@ -3,7 +3,7 @@
 page's intro and formula, markdown that shows user text literally."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import streamlit as st
 
@@ -70,11 +70,13 @@ def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, de
     return block, layer, head
 
 
-def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0) -> tuple[list, int]:
+def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0, labels: Sequence[str] = (),
+                   colorbars: Sequence[str] = ()) -> tuple[list, int]:
     """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their
-    cells stay readable (figure_rules.side_by_side), else one under another at the full width; one under
-    another while presenting (one figure to a screen, each as large as the screen allows)."""
-    width = figure_rules.side_by_side(n, rows, cols, label_px)
+    cells stay readable (figure_rules.side_by_side, which measures the rows' labels and the colour bars' titles
+    when given), else one under another at the full width; one under another while presenting (one figure to
+    a screen, each as large as the screen allows)."""
+    width = figure_rules.side_by_side(n, rows, cols, label_px, labels=labels, colorbars=colorbars)
     if presenter.active():
         return [st.container() for _ in range(n)], figure_rules.FIGURE_PX
     if n > 1 and width < figure_rules.figure_px():

@@ -17,9 +17,9 @@ import contextlib
 import math
 import re
 from contextvars import ContextVar
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
-from viz_transformer.plots.margins import TICK_PX, every_kth, text_px
+from viz_transformer.plots.margins import TICK_PX, every_kth, text_px, y_side_px
 
 FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
 PHONE_PX = 358        # a phone's main column: 390 px less Streamlit's 1rem padding each side
@@ -98,12 +98,19 @@ def column_px(n: int, width: Optional[int] = None) -> int:
     return int((width - COLUMN_GAP_PX * (n - 1)) / n)
 
 
-def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: Optional[int] = None) -> int:
+def side_by_side(n: int, rows: int, cols: int, label_px: float = 150.0, width: Optional[int] = None,
+                 labels: Sequence[str] = (), colorbars: Sequence[str] = ()) -> int:
     """The width each of n heatmaps of rows × cols gets: width / n when their cells stay SIDE_MIN_CELL px
-    wide and their plots MIN_PLOT px, else the full width (the page stacks them)."""
+    wide and their plots MIN_PLOT px, else the full width (the page stacks them). Beside the plot: label_px
+    of row labels, or, given the labels (escaped, as drawn), the margin they and the y title take with 20 px of
+    padding; COLORBAR_PX of colour bar, or, given their titles, the widest bar as the heatmap lays it out (step
+    by step at 1366 px: "4:▁an → ▁engineer" and "attention weight" had left a 109 px plot)."""
     width = width or figure_px()
     share = column_px(n, width)
-    plot_w = share - label_px - COLORBAR_PX - 20
+    if labels:
+        label_px = y_side_px(list(labels), titled=True) + 20
+    bar_px = max((colorbar_px(c, []) for c in colorbars), default=COLORBAR_PX)
+    plot_w = share - label_px - bar_px - 20
     w, _ = cell_px(rows, cols, plot_w)
     fits = plot_w / max(cols, 1) >= SIDE_MIN_CELL and min(w * cols, w * rows) >= MIN_PLOT
     return int(share) if n > 1 and fits else width

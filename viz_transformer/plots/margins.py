@@ -104,6 +104,11 @@ def _legend_above(fig: go.Figure, width: float = WIDE_PLOT_PX) -> float:
     return LEGEND_ROW_PX * math.ceil(entries / max(width - 40, 100))
 
 
+def y_side_px(labels: list[str], titled: bool) -> float:
+    """The margin a y axis's tick labels (and its title, when titled) take beside the plot, padding aside."""
+    return (max(map(text_px, labels)) + 8 if labels else 0) + (TITLE_PX if titled else 0)
+
+
 def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10, width: float = WIDE_PLOT_PX) -> go.Figure:
     """Turn automargin off on every axis and set margins that hold its tick labels and title, and a
     horizontal legend above the plot under the figure's title."""
@@ -113,7 +118,7 @@ def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10, width: float = WID
         labels = _labels(fig, ax, name)
         title = TITLE_PX if ax.title and ax.title.text else 0
         if name.startswith("y"):
-            need = (max(map(text_px, labels)) + 8 if labels else 0) + title
+            need = y_side_px(labels, bool(title))
             where = "r" if ax.side == "right" else "l"
         else:
             need = (_x_height(ax, labels) if labels else 0) + title

@@ -43,7 +43,8 @@ tabs = widgets.lazy_tabs("st")        # only the open tab runs and is drawn
 
 with tabs["qkv"]:
     if tabs["qkv"].open:
-        cols, width = widgets.figure_columns(3, max(qb - qa, kb - ka), len(dims))
+        cols, width = widgets.figure_columns(3, max(qb - qa, kb - ka), len(dims), labels=ql + kl,
+                                             colorbars=(t("cb.value"),))
         for where, m, rows, key, ylab in [(cols[0], hs.q[qa:qb], ql, "st.Q", yq),
                                           (cols[1], hs.k[ka:kb], kl, "st.K", yk), (cols[2], hs.v[ka:kb], kl, "st.V", yk)]:
             with where:
@@ -52,14 +53,15 @@ with tabs["qkv"]:
 
 with tabs["scores"]:
     if tabs["scores"].open:
-        cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
+        cols, width = widgets.figure_columns(2, qb - qa, kb - ka, labels=ql, colorbars=(t("cb.score"),))
         with cols[0]:
             widgets.show(heatmaps.values_heatmap(hs.qk[qa:qb, ka:kb], ql, kl, t("st.QK"), xk, yq, t("cb.score"),
                                               width=width))
         with cols[1]:
             widgets.show(heatmaps.values_heatmap(hs.scaled[qa:qb, ka:kb], ql, kl, t("st.scaled", div=divisor), xk, yq,
                                               t("cb.score"), width=width))
-        cols, width = widgets.figure_columns(2, qb - qa, kb - ka)
+        cols, width = widgets.figure_columns(2, qb - qa, kb - ka, labels=ql,
+                                             colorbars=(t("cb.score"), t("cb.weight")))
         with cols[0]:
             widgets.show(heatmaps.values_heatmap(hs.masked[qa:qb, ka:kb], ql, kl, t("st.masked"), xk, yq, t("cb.score"),
                                               width=width))
