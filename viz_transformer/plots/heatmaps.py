@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
-from viz_transformer.plots.margins import text_px
+from viz_transformer.plots.margins import text_px, y_side_px
 from viz_transformer.plots.props import put
 from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, colorbar_under,
                                          escape, labels, layout, to_numpy)
@@ -41,7 +41,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
     flat = rules.narrow()        # a phone: the colour bar under the plot, not beside it
     bar_w = 0 if flat else rules.colorbar_px(colorbar, [str(s) for s in ticks])
-    label_w = max(map(text_px, rows), default=0) + 8 + 30 + 10     # y tick labels, the axis title, the padding
+    label_w = y_side_px(rows, titled=True) + 10                    # y tick labels, the axis title, the padding
     plot_w = width - label_w - bar_w - 30
     fit = min(rules.max_cells(width), int(plot_w // rules.MIN_CELL))  # shown at once (a pan shows the rest)
     R, C = min(n_rows, rules.max_cells(width), int(rules.MAX_PLOT_H // rules.MIN_CELL)), min(n_cols, max(fit, 1))
