@@ -1,5 +1,6 @@
 """The architecture diagram as Chromium draws it (plotly.js from the installed plotly, no server): at the width a
-1366×768 laptop gives the Overview's diagram, at a phone's and at a projector's, every label stays inside the
+1366×768 laptop gives the Overview's diagram, at a phone's (a one-column model fitted to the phone's column, an
+encoder-decoder drawn wider in a box that scrolls) and at a projector's, every label stays inside the
 figure (the title too), a block's label inside its block, no two labels overlap and no label lies across the encoder's line to
 the decoder, for short and long texts, every kind of model and both languages' labels."""
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from viz_explorer.kit.strings import EN, fill, plurals
 from viz_explorer.kit.strings_zh import ZH
 from viz_transformer.core.config import ModelConfig
-from viz_transformer.plots import diagram
+from viz_transformer.plots import diagram, figure_rules
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +35,7 @@ CASES = {    # name: (config, source length, target length)
                               d_model=768, d_ff=3072, vocab_size=30522, positional="learned", type_vocab_size=2,
                               embed_norm=True, head="mlm", norm="post", activation="gelu"), 512, 512),
 }
-WIDTHS = {"laptop": 642, "phone": diagram.PHONE_MIN_PX, "projector": 1100}    # the figure's width in px
+WIDTHS = {"laptop": 642, "phone": figure_rules.PHONE_PX, "projector": 1100}    # the column's width in px
 
 # Boxes of what Chromium drew, by layout index: every annotation's text, every shape.
 BOXES = """() => {
@@ -113,11 +114,13 @@ def test_every_label_fits_where_it_belongs(chromium, lang):
     problems = []
     for case, (cfg, src, tgt) in CASES.items():
         table = EN if lang == "en" else ZH
-        fig = diagram.architecture_diagram(cfg, src, tgt, labels(table, cfg), title(table, cfg))
-        names = {a.name: i for i, a in enumerate(fig.layout.annotations) if a.name}
-        rects = {s.name: i for i, s in enumerate(fig.layout.shapes) if s.name and s.type == "rect"}
-        memory = next((i for i, s in enumerate(fig.layout.shapes) if s.name == "memory"), None)
-        for screen, width in WIDTHS.items():
+        for screen, column in WIDTHS.items():
+            fit_px, width = diagram.narrow_layout(cfg, column) if screen == "phone" else (diagram.FIT_PX, None)
+            width = width or column                       # the overview's phone box scrolls a wider figure sideways
+            fig = diagram.architecture_diagram(cfg, src, tgt, labels(table, cfg), title(table, cfg), fit_px)
+            names = {a.name: i for i, a in enumerate(fig.layout.annotations) if a.name}
+            rects = {s.name: i for i, s in enumerate(fig.layout.shapes) if s.name and s.type == "rect"}
+            memory = next((i for i, s in enumerate(fig.layout.shapes) if s.name == "memory"), None)
             fig.layout.width = width
             got = drawn(chromium, fig)
             ann = {int(i): b for i, b in got["ann"].items()}

@@ -70,7 +70,8 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ck
     """The legibility walk's measurement (benchmarks/legibility.py's Walker: every page, every tab, a student's first
     steps on the decoding page) on a phone, zh-en at a long and a middle length: every chart passes, and no page
     scrolls sideways (the Overview's two-column diagram keeps a desktop's width in a box of its own that does). On
-    the story model, the attention page alone (a language model's long "piece → prediction" row labels)."""
+    the story model, the attention page (a language model's long "piece → prediction" row labels) and the Overview,
+    whose one-column diagram is fitted to the phone's column, whole on the screen."""
     url, root = server
     if root.name != "checkpoints":
         pytest.skip("the walk's texts are cut by the shipped models")
@@ -83,7 +84,7 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ck
     walker.traffic = legibility.Traffic(walker.pg)
     (SHOTS / "png").mkdir(parents=True, exist_ok=True)
     names = [n for n in registry_names() if n != "live_class"]          # a class needs a teacher: its own tests
-    names = names if ckpt == "zh-en" else ["attention"]
+    names = names if ckpt == "zh-en" else ["overview", "attention"]
     for name in names:
         walker.pg.goto(f"{url}/{'' if name == 'overview' else name}?checkpoint={ckpt}&text={quote(text)}&lang={lang}")
         settle(walker.pg)
@@ -94,7 +95,11 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ck
         walker.pg.goto(f"{url}/?checkpoint={ckpt}&text={quote(text)}&lang={lang}")
         settle(walker.pg)
         box = walker.pg.locator(".st-key-ov_diagram_box")
-        assert box.evaluate("b => b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'")
+        if ckpt == "zh-en":             # encoder and decoder: wider than the screen, in a box that scrolls
+            assert box.evaluate("b => b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'")
+        else:                           # one column: the whole diagram on the screen
+            right = box.locator(".main-svg").first.evaluate("e => e.getBoundingClientRect().right")
+            assert right <= 390 and box.evaluate("b => b.scrollWidth <= b.clientWidth"), right
     views = walker.views
     assert sum(len(v["charts"]) for v in views) >= (40 if ckpt == "zh-en" else 3), legibility.summary(views)
     assert not any(v["exceptions"] or v.get("error") for v in views), \

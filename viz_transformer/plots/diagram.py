@@ -51,9 +51,10 @@ COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm":
            "prefix_attn": "#cfe2f3", "cross_attn": "#d9d2e9", "ffn": "#d9ead3", "linear": "#ead1dc",
            "softmax": "#ead1dc", "seg": "#fde4c8", "emb_norm": "#fff5b1", "mlm_head": "#ead1dc"}
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
-FIT_PX = 620               # the plot width every label is fitted to: the Overview's diagram column on a 1366×768
-                           # laptop (642 px) less the margins; wider screens draw it larger, phones at PHONE_MIN_PX
+FIT_PX = 620               # the plot width labels are fitted to by default: the Overview's diagram column on a
+                           # 1366×768 laptop (642 px) less the margins; wider screens draw it larger
 PHONE_MIN_PX = 700         # the narrowest the two-column diagram is drawn (a phone scrolls it sideways)
+MARGIN_PX = 10             # the figure's left and right margins
 PAD = 0.15                 # data units between a label and the line beside it
 TITLE_LINE_PX = round(TITLE_PX * 1.3)   # a title's second line and more: Plotly's line height
 FONT, MIN_FONT = 10.5, 9   # a block's label: its size, and the smallest it is shrunk to so as to fit its block
@@ -89,13 +90,22 @@ def fit_label(label: str, width_px: float) -> tuple[str, float]:
     return "<br>".join(x for x in lines if x), size
 
 
+def narrow_layout(cfg: ModelConfig, column_px: int) -> tuple[int, Optional[int]]:
+    """(fit_px, the figure's width or None for the column's) in a column narrower than a laptop's (a phone's): a
+    model of two columns (encoder and decoder) keeps FIT_PX, drawn PHONE_MIN_PX wide in a box that scrolls sideways;
+    a model of one column is fitted to the column itself, whole on the screen."""
+    if cfg.is_encoder_decoder:
+        return FIT_PX, PHONE_MIN_PX
+    return min(FIT_PX, column_px - 2 * MARGIN_PX), None
+
+
 def _x_layout(cfg: ModelConfig, columns: list[tuple[str, int]], src_len,
-              labels: dict) -> tuple[list[float], float, float]:
+              labels: dict, fit_px: int = FIT_PX) -> tuple[list[float], float, float]:
     """The columns' centres, the memory line's x (two columns) and the x range's width (data units), so that at
-    FIT_PX the labels right of a column (what its blocks compute, and the encoder's output on its way across) fit
+    fit_px the labels right of a column (what its blocks compute, and the encoder's output on its way across) fit
     beside it. Left to right, with s the px per unit: the rail and a block, then per column its inner labels
     (inner_px / s) and a gap, the memory's label (mem_px / s) before the next column's frame. The width
-    R = fixed + labels_px / s and s = FIT_PX / R, so R = fixed · FIT_PX / (FIT_PX − labels_px)."""
+    R = fixed + labels_px / s and s = fit_px / R, so R = fixed · fit_px / (fit_px − labels_px)."""
     inner = [max([shape_px(x, 10) for k in column_kinds(cfg, c) if (x := _inner_shape(k, cfg, n, src_len, labels))]
                  or [0.0]) for c, n in columns]
     mem = shape_px(shape_text(src_len, cfg.d_model), 9) if len(columns) == 2 else 0.0
@@ -103,8 +113,8 @@ def _x_layout(cfg: ModelConfig, columns: list[tuple[str, int]], src_len,
     beside = W / 2 + 0.2 + PAD                                # a centre to the end of its inner labels, less them
     across = 0.06 + PAD + 0.45 + W / 2                        # the memory line to the next centre, less its label
     fixed = left + beside * len(columns) + across * (len(columns) - 1)
-    labels_px = min(sum(inner) + mem, FIT_PX / 2)             # the blocks keep at least half of the width
-    s = (FIT_PX - labels_px) / fixed
+    labels_px = min(sum(inner) + mem, fit_px / 2)             # the blocks keep at least half of the width
+    s = (fit_px - labels_px) / fixed
     mid = beside + inner[0] / s                               # the encoder's output goes up this line
     return [0.0] + [mid + mem / s + across] * (len(columns) == 2), mid, fixed + labels_px / s
 
@@ -157,9 +167,10 @@ def _inner_shape(kind: str, cfg: ModelConfig, n: int, n_src: Optional[int], labe
 
 
 def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, labels: Optional[dict] = None,
-                         title: str = "") -> go.Figure:
+                         title: str = "", fit_px: int = FIT_PX) -> go.Figure:
     """The model as a block diagram, data flowing upward. src_len: encoder input length (None without an
-    encoder); tgt_len: decoder input length (a one-sequence model: the whole sequence)."""
+    encoder); tgt_len: decoder input length (a one-sequence model: the whole sequence). fit_px: the plot width its
+    labels and title are fitted to (a phone's: narrow_layout)."""
     labels = {**LABELS, **(labels or {})}
     if cfg.is_encoder_decoder and src_len is None:
         raise ValueError("an encoder-decoder diagram needs src_len (the source's number of tokens)")
@@ -167,9 +178,9 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         raise ValueError("an encoder-only diagram needs src_len (the text's number of tokens)")
     names = [("encoder", src_len), ("decoder", tgt_len)] if cfg.is_encoder_decoder \
         else [("encoder", src_len)] if cfg.is_encoder_only else [("decoder", tgt_len)]
-    centres, mid, width = _x_layout(cfg, names, src_len, labels)
+    centres, mid, width = _x_layout(cfg, names, src_len, labels, fit_px)
     columns = [(c, x, n) for (c, n), x in zip(names, centres)]
-    block_px = W * FIT_PX / width - 8                           # a full block's inside at FIT_PX, 4 px each side
+    block_px = W * fit_px / width - 8                           # a full block's inside at fit_px, 4 px each side
     fig = go.Figure()
     ann, shapes, blocks, tops = [], [], [], {}     # shapes set once: add_shape one by one re-validates them all
     n_rows = max(len(column_kinds(cfg, c)) for c, _, _ in columns)
@@ -239,10 +250,10 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
-    title = wrap(escape(title), FIT_PX)                  # "decoder-only (causal everywhere): …" is wider than a laptop's
+    title = wrap(escape(title), fit_px)                  # "decoder-only (causal everywhere): …" is wider than a laptop's
     more = TITLE_LINE_PX * (title.count("<br>"))           # its lines above the blocks, which keep their height
     put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)) + more,
-        margin=dict(l=10, r=10, t=(40 + more) if title else 10, b=10), showlegend=False,
+        margin=dict(l=MARGIN_PX, r=MARGIN_PX, t=(40 + more) if title else 10, b=10), showlegend=False,
         title=dict(text=title, x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
         hovermode=False, xaxis=dict(visible=False, range=[-W / 2 - 0.6, width - W / 2 - 0.6],
                                     fixedrange=True),
