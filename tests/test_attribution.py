@@ -4,6 +4,7 @@ rollout from the captured patterns, integrated gradients' completeness against f
 against scipy. On zh-en, zh-en-decoder, en-stories (the shipped models) and a tiny random Llama folder."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 import hf_util as H
 from viz_transformer import attribute, load_checkpoint
 from viz_transformer.analysis import attribution as AA
+from viz_transformer.core.hooks import Cache
 from viz_transformer.run import attribution as A
 from viz_transformer.run.logit_rules import never_generated
 
@@ -298,19 +300,46 @@ def test_the_lesson_question_answers_with_occlusion_and_shows_attention(models, 
     assert q.evidence["attention_best"] == int(np.argmax(q.evidence["attention"]))
 
 
-def test_a_capture_too_big_to_hold_is_refused_in_one_line(models, runs, monkeypatch):
-    """compare_step holds every decoder layer's attention patterns twice (the rows, the rollout): past
+@pytest.mark.parametrize("name", ["zh-en-decoder", "zh-en"])
+def test_a_capture_too_big_to_hold_is_refused_in_one_line(models, runs, monkeypatch, name):
+    """For a run without the captures the reading methods need, compare_step captures the step's batch, holding its
+    attention patterns (every decoder layer's; a translator's encoder self-attention too, for the rollout): past
     CAPTURE_BYTES it refuses before capturing (a 2,048-piece text on a Qwen2.5-0.5B-sized model grew past 14 GiB).
-    The estimate is the size of the patterns the capture really holds."""
-    from viz_transformer.core.batch import forward
-    hm, run = models["zh-en-decoder"], runs["zh-en-decoder"]
+    The estimate is the size of the patterns that capture really holds."""
+    hm, run = models[name], runs[name]
+    bare = dataclasses.replace(run, cache=Cache())                 # e.g. a run captured with a names filter
     tgt = A.step_target(hm, run, 2)
-    cache = forward(hm.model, tgt.batch, capture=True, names_filter=lambda n: n.endswith("hook_pattern"))[1]
-    held = sum(t.numel() * t.element_size() for _, t in cache.items())      # the decoder's self-attention patterns
-    assert AA.capture_bytes(hm, tgt) == 2 * held
-    monkeypatch.setattr(AA, "CAPTURE_BYTES", 2 * held - 1)
+    held = sum(t.numel() * t.element_size() for n, t in AA._capture(hm, tgt).items() if n.endswith("hook_pattern"))
+    assert AA.capture_bytes(hm, tgt) == held > 0
+    monkeypatch.setattr(AA, "CAPTURE_BYTES", held - 1)
     with pytest.raises(ValueError) as e:
-        AA.compare_step(hm, run, 2)
+        AA.compare_step(hm, bare, 2)
     assert "GiB" in str(e.value) and "\n" not in str(e.value)
-    monkeypatch.setattr(AA, "CAPTURE_BYTES", 2 * held)
-    assert "attention" in AA.compare_step(hm, run, 2).scores
+    assert "attention" in AA.compare_step(hm, run, 2, gradients=False, reference=False).scores   # the run's own
+    monkeypatch.setattr(AA, "CAPTURE_BYTES", held)
+    assert "attention" in AA.compare_step(hm, bare, 2, gradients=False, reference=False).scores
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compare_step_reads_the_runs_own_captures(models, runs, monkeypatch, name):
+    """compare_step reads attention, rollout and value norms from the run's own captures, without a forward, for a
+    full run and for a lean one (the explorer's: patterns from q, k and the mask, the prompt read once), and from one
+    capture of the step's batch for a run without them: the same numbers as the recomputes from the run's whole
+    capture (a step's rows see no later position)."""
+    hm, run = models[name], runs[name]
+    L = hm.cfg.n_decoder_layers
+    lean = hm.run(run.text, lean=True)
+    assert lean.output == run.output
+    bare = dataclasses.replace(run, cache=Cache())
+    real = AA._capture
+    for step in STEPS:
+        monkeypatch.setattr(AA, "_capture", lambda *a: pytest.fail("a forward for a run that holds the captures"))
+        got = [AA.compare_step(hm, r, step, gradients=False, reference=False) for r in (run, lean)]
+        monkeypatch.setattr(AA, "_capture", real)
+        got.append(AA.compare_step(hm, bare, step, gradients=False, reference=False))
+        for c in got:
+            assert list(c.scores) == ["attention", "rollout", "value_norm"]
+            np.testing.assert_allclose(c.scores["attention"], _attention(hm, run, step, range(L)), atol=1e-6)
+            np.testing.assert_allclose(c.scores["rollout"], _rollout(hm, run, step), atol=1e-5)
+            np.testing.assert_allclose(c.scores["value_norm"],
+                                       np.mean([_value_norm(hm, run, step, i) for i in range(L)], 0), rtol=1e-4, atol=1e-5)

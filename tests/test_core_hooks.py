@@ -132,6 +132,23 @@ def test_cache_stack_and_names_filter(tiny_translator):
         model.run_with_cache(src, tgt, names_filter="decoder.0.self_attn.hook_patern")
 
 
+@pytest.mark.parametrize("which", ["translator", "lm"])
+def test_a_capture_may_project_only_some_rows(tiny_translator, tiny_lm, which):
+    """core.batch.forward(capture=True, logits_at=...): every capture as in the plain capture (each hook point comes
+    before the rows are chosen), the logits those rows of the full ones; no row chosen: no logits, the same captures."""
+    from viz_transformer.core.batch import forward, one_row
+    hm = tiny_translator if which == "translator" else tiny_lm
+    batch = one_row([5, 6, 7, 8], [2, 9, 10, 11]) if which == "translator" else one_row(None, [2, 9, 10, 11, 12])
+    full, cache = forward(hm.model, batch, capture=True)
+    for rows in ([False, True, False, True, False][: batch.dec.shape[1]], [False] * batch.dec.shape[1]):
+        at = torch.tensor([rows])
+        some, got = forward(hm.model, batch, capture=True, logits_at=at)
+        torch.testing.assert_close(some, full[at])
+        assert some.shape == (sum(rows), full.shape[-1]) and set(got) == set(cache)
+        for name in cache:
+            assert torch.equal(got[name], cache[name]), name
+
+
 def test_decoder_only_model_has_no_encoder_part(tiny_lm):
     (ids,), _ = inputs(tiny_lm)
     _, cache = tiny_lm.model.run_with_cache(ids)

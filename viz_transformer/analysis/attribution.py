@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from viz_transformer.analysis.summaries import rollout, source_attribution
+from viz_transformer.analysis.pattern_rows import pattern_rows
+from viz_transformer.analysis.windows import rollout_rows, source_attribution_rows
 from viz_transformer.core.batch import forward
 from viz_transformer.core.hook_names import layer_name
 from viz_transformer.run import attribution as grads
@@ -47,15 +48,18 @@ def _block(hm) -> str:
     return "cross_attn" if hm.cfg.is_encoder_decoder else "self_attn"
 
 
-CAPTURE_BYTES = 2 << 30     # the attention scores compare_step holds at once (every decoder layer's patterns, twice)
+CAPTURE_BYTES = 2 << 30     # the attention patterns compare_step's own capture may hold
 
 
 def capture_bytes(hm, tgt: StepTarget) -> int:
-    """What compare_step's captures hold at once: each decoder layer's pattern over the step's rows, for the
-    attention and value rows and again for the rollout (float32)."""
+    """The attention patterns a capture of tgt's batch holds for the reading methods (float32): each decoder layer's
+    pattern over the step's rows (a translator's cross-attention), and a translator's encoder self-attention for the
+    rollout."""
     cfg, T = hm.cfg, tgt.batch.dec.shape[1]
-    keys = tgt.batch.src.shape[1] if tgt.batch.src is not None else T
-    return 2 * cfg.n_decoder_layers * cfg.n_heads * T * max(keys, T) * 4
+    S = tgt.batch.src.shape[1] if tgt.batch.src is not None else 0
+    if cfg.is_encoder_decoder:
+        return (cfg.n_decoder_layers * T * S + cfg.n_encoder_layers * S * S) * cfg.n_heads * 4
+    return cfg.n_decoder_layers * cfg.n_heads * T * T * 4
 
 
 def check_size(hm, tgt: StepTarget) -> None:
@@ -66,11 +70,33 @@ def check_size(hm, tgt: StepTarget) -> None:
                          f"attention patterns (the most is {CAPTURE_BYTES / 2**30:.0f} GiB): use a shorter text")
 
 
-def _capture(hm, tgt: StepTarget, kinds: Sequence[str]):
-    """The decoder's patterns (and values) of tgt's batch: a capture of its own, so a lean run still works."""
-    blk, L = _block(hm), hm.cfg.n_decoder_layers
-    names = [layer_name("decoder", i, f"{blk}.hook_{k}") for i in range(L) for k in kinds]
-    return forward(hm.model, tgt.batch, capture=True, names_filter=names)[1]
+def read_names(hm) -> list[str]:
+    """What attention, value norms and rollout read: every decoder layer's (cross-)attention pattern and values;
+    for the rollout a one-sequence model's decoder self-attention and its layer-0 mask, a translator's encoder
+    self-attention and last cross-attention. A run that holds them (its patterns stored, or their q, k and mask: a
+    lean run) answers for any of its steps: a step's rows see no later position."""
+    blk, cfg = _block(hm), hm.cfg
+    names = {layer_name("decoder", i, f"{blk}.hook_{k}") for i in range(cfg.n_decoder_layers) for k in ("pattern", "v")}
+    if cfg.is_encoder_decoder:
+        names |= {layer_name("encoder", i, "self_attn.hook_pattern") for i in range(cfg.n_encoder_layers)}
+    else:
+        names |= {layer_name("decoder", i, "self_attn.hook_pattern") for i in range(cfg.n_decoder_layers)}
+        names.add(layer_name("decoder", 0, "self_attn.hook_mask"))
+    return sorted(names)
+
+
+def _capture(hm, tgt: StepTarget):
+    """read_names of tgt's batch: one forward of its own (for a run that lacks them), projecting no row onto the
+    vocabulary (nothing here reads one)."""
+    check_size(hm, tgt)
+    no_row = torch.zeros_like(tgt.batch.dec, dtype=torch.bool)
+    return forward(hm.model, tgt.batch, capture=True, names_filter=read_names(hm), logits_at=no_row)[1]
+
+
+def reading_cache(hm, run, tgt: StepTarget):
+    """The run's own captures when they hold read_names (the explorer's runs do: no forward), else tgt's capture."""
+    cache = getattr(run, "cache", None)
+    return cache if cache is not None and all(n in cache for n in read_names(hm)) else _capture(hm, tgt)
 
 
 def _layers(hm, layer: Optional[int]) -> list[int]:
@@ -82,23 +108,25 @@ def _layers(hm, layer: Optional[int]) -> list[int]:
     return [int(layer)]
 
 
+def _row(cache, hm, tgt: StepTarget, i: int) -> torch.Tensor:
+    """Layer i's (cross-)attention row of the step over the input pieces, per head: [H, pieces] (float64)."""
+    return pattern_rows(cache, f"decoder.{_block(hm)}", i, (tgt.row, tgt.row + 1))[:, 0, : tgt.n_pieces].double()
+
+
 def attention_row(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) -> torch.Tensor:
     """[pieces]: mean over heads of the step's (cross-)attention row over the input pieces, for `layer` or the
-    mean over layers."""
-    cache = cache or _capture(hm, tgt, ["pattern"])
-    blk = _block(hm)
-    rows = [cache[layer_name("decoder", i, f"{blk}.hook_pattern")][0, :, tgt.row, : tgt.n_pieces].double().mean(0)
-            for i in _layers(hm, layer)]
-    return torch.stack(rows).mean(0).float()
+    mean over layers. cache: read_names of tgt's batch or of its run (reading_cache), else a capture is made."""
+    cache = cache or _capture(hm, tgt)
+    return torch.stack([_row(cache, hm, tgt, i).mean(0) for i in _layers(hm, layer)]).mean(0).float()
 
 
 def value_norms(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) -> torch.Tensor:
     """[pieces]: ‖Σ_h α_h,ij W_O,h v_h,j‖₂ (Kobayashi et al. 2020) for `layer`, or the mean over layers."""
-    cache = cache or _capture(hm, tgt, ["pattern", "v"])
+    cache = cache or _capture(hm, tgt)
     blk, H = _block(hm), hm.cfg.n_heads
     out = []
     for i in _layers(hm, layer):
-        p = cache[layer_name("decoder", i, f"{blk}.hook_pattern")][0, :, tgt.row, : tgt.n_pieces].double()  # (H, P)
+        p = _row(cache, hm, tgt, i)                                                              # (H, P)
         v = cache[layer_name("decoder", i, f"{blk}.hook_v")][0, : tgt.n_pieces].double()         # (P, kv_head, dh)
         v = v.repeat_interleave(H // v.shape[1], dim=1)                                           # (P, H, dh)
         W = hm.model.decoder[i].cross_attn.W_O if blk == "cross_attn" else hm.model.decoder[i].self_attn.W_O
@@ -108,13 +136,13 @@ def value_norms(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) ->
     return torch.stack(out).mean(0).float()
 
 
-def rollout_row(hm, tgt: StepTarget, run=None) -> torch.Tensor:
-    """[pieces]: a translator's source_attribution row; a one-sequence model's decoder-rollout row over the prompt."""
-    cache = forward(hm.model, tgt.batch, capture=True, names_filter=lambda n: n.endswith("self_attn.hook_pattern")
-                    or (n.endswith(f"{hm.cfg.n_decoder_layers - 1}.cross_attn.hook_pattern")))[1]
+def rollout_row(hm, tgt: StepTarget, cache=None) -> torch.Tensor:
+    """[pieces]: a translator's source_attribution row; a one-sequence model's decoder-rollout row over the prompt,
+    carried down the layers over the positions the row can reach (windows.rollout_rows)."""
+    cache = cache or _capture(hm, tgt)
     if hm.cfg.is_encoder_decoder:
-        return source_attribution(cache)[tgt.row]
-    return rollout(cache, "decoder")[tgt.row, : tgt.n_pieces]
+        return source_attribution_rows(cache, (tgt.row, tgt.row + 1))[0]
+    return rollout_rows(cache, "decoder", (tgt.row, tgt.row + 1))[0, : tgt.n_pieces]
 
 
 # -- one entry point -------------------------------------------------------------------------------------------
@@ -199,11 +227,10 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
     neither past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
     also τ of attention and value_norm at each layer alone (layer_tau)."""
     tgt = step_target(hm, run, step)
-    check_size(hm, tgt)
-    cache = _capture(hm, tgt, ["pattern", "v"])
+    cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the three methods
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
     out.scores["attention"] = attention_row(hm, tgt, layer, cache).numpy()
-    out.scores["rollout"] = rollout_row(hm, tgt).numpy()
+    out.scores["rollout"] = rollout_row(hm, tgt, cache).numpy()
     out.scores["value_norm"] = value_norms(hm, tgt, layer, cache).numpy()
     out.capped = tgt.n_pieces > grads.MAX_PIECES
     if not out.capped and gradients:

@@ -100,7 +100,8 @@ def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False, names_filt
             logits_at: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, Optional[Cache]]:
     """(logits [B, T, vocab], Cache or None): the model on a batch, with fwd_hooks active for this call;
     capture=True also keeps the hooks that names_filter selects (default every one), as run_with_cache.
-    logits_at (bool [B, T], without capture): logits only at those positions, [N, vocab]."""
+    logits_at (bool [B, T]): logits only at those positions, [N, vocab] (every hook point comes before this choice;
+    all False: no row is projected onto the vocabulary, for a capture alone)."""
     if model.cfg.is_encoder_decoder and batch.src is None:
         raise ValueError("an encoder-decoder model needs the source ids as well as the decoder input")
     batch = batch.to(model_device(model))
@@ -111,9 +112,7 @@ def forward(model, batch: Batch, fwd_hooks=(), capture: bool = False, names_filt
             args = (batch.src, batch.dec) if batch.src is not None else (batch.dec,)
             kw = {"prefix_len": batch.prefix_len}
         if capture:
-            if logits_at is not None:
-                raise ValueError("logits_at is for a forward without capture")
-            return model.run_with_cache(*args, names_filter=names_filter, **kw)
+            return model.run_with_cache(*args, names_filter=names_filter, logits_at=logits_at, **kw)
         return model(*args, logits_at=logits_at, **kw), None
 
 
