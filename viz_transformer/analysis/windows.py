@@ -47,7 +47,8 @@ def layer_windows(cache, block: str, n_layers: int, rows: tuple[int, int], cols:
 def rollout_rows(cache, part: str, rows: tuple[int, int], batch: int = 0, residual: float = 0.5) -> torch.Tensor:
     """Rows [a, b) of summaries.rollout(cache, part): [b - a, T]. R[a:b] = Â_L[a:b] Â_(L−1) ⋯ Â_1, carried
     down one layer at a time over the positions those rows can reach (closed_prefix of layer 0's mask:
-    causal rows 0..b−1 need no later position), each Â_l from pattern_rows. Columns past them are 0."""
+    causal rows 0..b−1 need no later position), each Â_l from pattern_rows (the heads' mean in float32, as the
+    patterns are; the products in float64). Columns past them are 0."""
     n = cache.n_layers.get(part)
     if not n:
         raise KeyError(f"this model has no {part!r} layers")
@@ -59,8 +60,8 @@ def rollout_rows(cache, part: str, rows: tuple[int, int], batch: int = 0, residu
     out = None
     for layer in reversed(range(n)):
         lo, hi = (a, b) if out is None else (0, m)                                       # the top layer: the rows
-        p = pattern_rows(cache, block, layer, (lo, hi), m, batch=batch).double().mean(0)  # (hi - lo, m)
-        step = (1 - residual) * p + residual * torch.eye(m, dtype=torch.float64)[lo:hi]
+        step = pattern_rows(cache, block, layer, (lo, hi), m, batch=batch).mean(0).double()  # (hi - lo, m)
+        step.mul_(1 - residual).diagonal(lo).add_(residual)                              # + residual · I[lo:hi]
         step = step / step.sum(-1, keepdim=True)
         out = step if out is None else out @ step                                        # (b - a, m)
     full = torch.zeros(b - a, T, dtype=torch.float64)
@@ -74,10 +75,10 @@ def source_attribution_rows(cache, rows: tuple[int, int], batch: int = 0) -> tor
     if not cache.n_layers.get("encoder") or not cache.n_layers.get("decoder"):
         raise ValueError("source attribution needs an encoder-decoder model")
     last = cache.n_layers["decoder"] - 1
-    out = pattern_rows(cache, "decoder.cross_attn", last, rows, batch=batch).double().mean(0)    # (w, S)
+    out = pattern_rows(cache, "decoder.cross_attn", last, rows, batch=batch).mean(0).double()    # (w, S)
     S = out.shape[-1]
     for layer in reversed(range(cache.n_layers["encoder"])):
-        p = pattern_rows(cache, "encoder.self_attn", layer, (0, S), batch=batch).double().mean(0)
+        p = pattern_rows(cache, "encoder.self_attn", layer, (0, S), batch=batch).mean(0).double()
         step = 0.5 * p + 0.5 * torch.eye(S, dtype=torch.float64)
         out = out @ (step / step.sum(-1, keepdim=True))
     return out.float()
