@@ -300,6 +300,24 @@ def test_the_lesson_question_answers_with_occlusion_and_shows_attention(models, 
     assert q.evidence["attention_best"] == int(np.argmax(q.evidence["attention"]))
 
 
+@pytest.mark.parametrize("shape", ["t5-v1.1-gated-gelu", "mistral-window6-gqa1"])
+def test_a_runs_captures_answer_as_the_steps_own_forward(tmp_path, shape):
+    """Relative position biases (T5) and a sliding window (Mistral, 6 keys): compare_step reading a full and a lean
+    run's captures gives what one forward of the step's batch (the ids cut after the step) gives, at every step."""
+    import hf_t5_util as T5
+    if shape.startswith("t5"):
+        hm, text = load_checkpoint(T5.build_t5(T5.T5_BY_ID[shape], tmp_path / "m")), "I am an engineer. The weather is nice."
+    else:
+        hm, text = load_checkpoint(H.build(H.SHAPE_BY_ID[shape], tmp_path / "m")), H.PROMPT
+    for run in (hm.run(text), hm.run(text, lean=True)):
+        bare = dataclasses.replace(run, cache=Cache())
+        for step in range(1, min(A.n_steps(run), 5) + 1):
+            got = AA.compare_step(hm, run, step, gradients=False, reference=False).scores
+            want = AA.compare_step(hm, bare, step, gradients=False, reference=False).scores
+            for m in want:
+                np.testing.assert_allclose(got[m], want[m], atol=1e-5, err_msg=f"{m} at step {step}")
+
+
 @pytest.mark.parametrize("name", ["zh-en-decoder", "zh-en"])
 def test_a_capture_too_big_to_hold_is_refused_in_one_line(models, runs, monkeypatch, name):
     """For a run without the captures the reading methods need, compare_step captures the step's batch, holding its
