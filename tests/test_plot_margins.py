@@ -63,7 +63,7 @@ def test_a_long_heatmap_shows_a_window_of_readable_cells_and_hovers_all():
     assert list(fig.data[0].x) == heatmaps.labels(pieces)       # every cell still carries its token for hover
     small = heatmaps.attention_heatmap(np.full((8, 8), 1 / 8), pieces[:8], pieces[:8], "t")
     assert small.layout.yaxis.tickvals is None               # few tokens: every one labelled
-    assert small.layout.yaxis.range is None
+    assert list(small.layout.yaxis.range) == [7.5, -0.5] and small.layout.dragmode != "pan"   # every row: no pan
 
 
 def test_crowded_x_labels_slant_at_the_angle_their_margin_was_made_for():

@@ -54,7 +54,7 @@ def test_attention_heatmap_values_labels_scale_title():
     lum = [sum(plotly.colors.unlabel_rgb(plotly.colors.convert_colors_to_same_type(c)[0][0]))
            for _, c in hm.colorscale]
     assert lum[0] > 700 and lum[0] > lum[-1]              # 0 is (near) white, 1 the darkest: no weight, no ink
-    assert fig.layout.yaxis.autorange == "reversed"        # query 0 on top
+    assert list(fig.layout.yaxis.range) == [5.5, -0.5] and list(fig.layout.xaxis.range) == [-0.5, 5.5]  # query 0 on top
     assert "%{y}" in hm.hovertemplate and "%{x}" in hm.hovertemplate and "%{z" in hm.hovertemplate
     _assert_dressed(fig, "layer 0, head 1")
     assert "<script>" not in _all_text(fig)

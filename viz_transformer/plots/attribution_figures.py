@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.heatmaps import heatmap
-from viz_transformer.plots.props import put
 from viz_transformer.plots.style import PALETTE, VALUE_SCALE, escape, labels, layout
 
 MARK = "#000000"        # the outline of a piece ranked most unlike occlusion
@@ -45,10 +44,6 @@ def method_rows(scores: dict[str, Sequence[float]], pieces: Sequence[str], row_l
     if xs:
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", showlegend=False,
                                  marker=dict(symbol="square-open", size=11, color=MARK, line=dict(width=2))))
-    # the axes stay on the cells: a mark in the first or last column would otherwise widen the autorange by its
-    # size, a blank band as wide as two columns beside the heatmap
-    put(fig.layout, xaxis=dict(range=[-0.5, len(cols) - 0.5]), yaxis=dict(range=[len(rows) - 0.5, -0.5],
-                                                                        autorange=False))
     return fig
 
 

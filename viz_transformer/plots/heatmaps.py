@@ -69,13 +69,14 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         if show_values or rules.values_fit(cw, ch, shown):
             tr.update(texttemplate="%{z:.2f}", textfont=dict(size=rules.VALUE_PX))
     fig = go.Figure(tr)
-    xaxis, yaxis, more = dict(type="category"), dict(autorange="reversed", type="category"), {}
+    # the axes on the cells, row 0 on top (the first window of a larger matrix, dragged to move it): a trace or
+    # frame drawn over the cells (a mark in the first column) would otherwise widen the autorange, a blank band
+    xaxis, yaxis, more = dict(type="category", range=[-0.5, C - 0.5]), \
+        dict(type="category", range=[R - 0.5, -0.5], autorange=False), {}
     if square:
         yaxis.update(scaleanchor="x", scaleratio=1, constrain="domain")
         xaxis.update(constrain="domain", constraintoward="left")
-    if (R, C) != (n_rows, n_cols):        # too large for readable cells: the first window, dragged to move it
-        yaxis.update(range=[R - 0.5, -0.5], autorange=False)
-        xaxis.update(range=[-0.5, C - 0.5])
+    if (R, C) != (n_rows, n_cols):        # too large for readable cells: a pan shows the rest
         more["dragmode"] = "pan"
     put(fig.layout, xaxis=xaxis, yaxis=yaxis, plot_bgcolor=MASKED_BG, **more)
     rules.thin_axis(fig.layout.yaxis, rows, ch, 14)
