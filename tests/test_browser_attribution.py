@@ -71,8 +71,9 @@ def test_the_page_at_7_and_120_pieces(server, browser, lang, text):
         drawn = pg.evaluate("() => { const p = document.querySelector('.js-plotly-plot'); "
                             "return [p.data[0].x.length, p.data[0].y.length, p._fullLayout.xaxis.range, "
                             "p._fullLayout.yaxis.range]; }")
-        n, m, (x0, x1), (y0, y1) = drawn                    # the axes on the cells: no blank band beside them
-        assert (x0, x1) == pytest.approx((-0.5, n - 0.5)) and (y0, y1) == pytest.approx((m - 0.5, -0.5)), drawn
+        n, m, (x0, x1), (y0, y1) = drawn        # the axes on the cells (or their first window): no blank band beside
+        assert x0 == pytest.approx(-0.5) and float(x1 + 0.5).is_integer() and x1 <= n - 0.5, drawn
+        assert (y0, y1) == pytest.approx((m - 0.5, -0.5)), drawn
         if size == "desktop":                       # every chart legible, measured as the legibility walk does
             bad = [c for c in pg.evaluate(MEASURER, {}) if c["problems"]]
             assert not bad, bad
