@@ -79,8 +79,7 @@ def read_names(hm) -> list[str]:
     names = {layer_name("decoder", i, f"{blk}.hook_{k}") for i in range(cfg.n_decoder_layers) for k in ("pattern", "v")}
     if cfg.is_encoder_decoder:
         names |= {layer_name("encoder", i, "self_attn.hook_pattern") for i in range(cfg.n_encoder_layers)}
-    else:
-        names |= {layer_name("decoder", i, "self_attn.hook_pattern") for i in range(cfg.n_decoder_layers)}
+    else:                                   # its self-attention patterns are already in: the rollout's reach
         names.add(layer_name("decoder", 0, "self_attn.hook_mask"))
     return sorted(names)
 
