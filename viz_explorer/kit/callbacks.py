@@ -87,8 +87,13 @@ def tr_slid(n: int) -> None:
     tr_set(n, st.session_state["tr_slider"])
 
 
-def tr_play(playing: bool, i: int, n: int) -> None:
-    st.session_state.update(tr_playing=not playing, tr_step=0 if i >= n - 1 else i)
+def tr_play(i: int, n: int) -> None:
+    """Play from the step shown, or from the first after the last."""
+    st.session_state.update(tr_playing=True, tr_step=0 if i >= n - 1 else i)
+
+
+def tr_pause(i: int, n: int) -> None:
+    st.session_state["tr_playing"] = False
 
 
 def _pair(texts, targets, k: int) -> str:

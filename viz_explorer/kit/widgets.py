@@ -70,6 +70,17 @@ def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, de
     return block, layer, head
 
 
+def play_pause(where, playing: bool, key: str, on_play, on_pause, args: tuple = (), disabled: bool = False) -> None:
+    """Play while stopped, Pause while playing: two buttons with keys and callbacks of their own, not one that
+    toggles. A click on a Pause the page still shows after the server has paused (a slow laptop or network, a
+    second click because nothing seemed to happen) pauses again or does nothing; a toggle would play again."""
+    if playing:
+        where.button(t("dc.pause"), key=f"{key}_pause", on_click=on_pause, args=args, icon=":material/pause:")
+    else:
+        where.button(t("dc.play"), key=f"{key}_play", on_click=on_play, args=args, disabled=disabled,
+                     icon=":material/play_arrow:")
+
+
 def figure_columns(n: int, rows: int, cols: int, label_px: float = 150.0, labels: Sequence[str] = (),
                    colorbars: Sequence[str] = ()) -> tuple[list, int]:
     """Where n heatmaps of rows × cols go, and the width to build each one for: side by side while their

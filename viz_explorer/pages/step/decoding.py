@@ -62,8 +62,7 @@ b[1].button(t("dc.back"), on_click=decoding_state.set_step, args=(i - 1,), disab
 b[2].button(t("dc.next"), on_click=decoding_state.set_step, args=(i + 1,), disabled=i >= n, key="dc_next", type="primary",
             icon=":material/chevron_right:", icon_position="right")
 playing = st.session_state["dc_playing"] = st.session_state.get("dc_playing", False) and i < n   # ended: Play again
-b[3].button(t("dc.pause") if playing else t("dc.play"), on_click=decoding_state.toggle_play, disabled=i >= n and not playing,
-            key="dc_play", icon=":material/pause:" if playing else ":material/play_arrow:")
+widgets.play_pause(b[3], playing, "dc", decoding_state.play, decoding_state.pause, disabled=i >= n)
 st.progress(i / max(n, 1), text=t("dc.progress", i=i, n=n))
 
 st.markdown(f"**{t('dc.sequence')}**")

@@ -19,5 +19,9 @@ def set_step(i: int) -> None:
     st.session_state["dc_playing"] = False
 
 
-def toggle_play() -> None:
-    st.session_state["dc_playing"] = not st.session_state.get("dc_playing", False)
+def play() -> None:
+    st.session_state["dc_playing"] = True
+
+
+def pause() -> None:
+    st.session_state["dc_playing"] = False

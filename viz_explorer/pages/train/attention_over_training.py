@@ -46,8 +46,7 @@ b[1].button(t("dc.back"), on_click=callbacks.tr_set, args=(n, i - 1), disabled=i
 b[2].button(t("dc.next"), on_click=callbacks.tr_set, args=(n, i + 1), disabled=i >= n - 1, key="tr_next",
             icon=":material/chevron_right:", icon_position="right")
 playing = st.session_state["tr_playing"] = st.session_state.get("tr_playing", False) and i < n - 1   # ended
-b[3].button(t("dc.pause") if playing else t("dc.play"), key="tr_play", icon=":material/pause:" if playing else
-            ":material/play_arrow:", on_click=callbacks.tr_play, args=(playing, i, n))
+widgets.play_pause(b[3], playing, "tr", callbacks.tr_play, callbacks.tr_pause, args=(i, n))
 
 step, bleu, loss = snaps.steps[i], snaps.bleu[i], snaps.loss[i]
 m = st.columns(4)

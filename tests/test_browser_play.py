@@ -1,0 +1,88 @@
+"""Pause pauses, however late the page hears back: the real server and chromium, with the server's replies held
+back (a loaded laptop, a slow room network) while the page still shows the Pause button it was drawn with.
+
+Play and Pause were one button whose callback toggled: a second click on a Pause the page still showed (clicked
+again because nothing seemed to happen) reached the server after the first had paused, and played again. The test
+holds the server's websocket messages while it clicks Pause twice, the second time after the server has finished
+the run the first click paused, then lets them through: the page must stay paused where the first click stopped it.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from browser_util import CHROMIUM, no_exception, settle
+
+SENTENCE = "他是我的朋友。"
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)")]
+
+
+class HeldReplies:
+    """Between the page and the server's websocket: the page's messages go through at once; the server's wait
+    while `hold` is set. Counts the runs the server finished (not the ones it cut short for a rerun) meanwhile."""
+
+    def __init__(self):
+        self.hold, self.held, self.finished = False, [], 0
+
+    def route(self, ws) -> None:
+        self.page_side = ws
+        server = ws.connect_to_server()
+        ws.on_message(server.send)
+        server.on_message(self._reply)
+
+    def _reply(self, message) -> None:
+        if not self.hold:
+            self.page_side.send(message)
+            return
+        self.held.append(message)
+        msg = ForwardMsg.FromString(message if isinstance(message, bytes) else message.encode())
+        if msg.WhichOneof("type") == "script_finished" and msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:
+            self.finished += 1
+
+    def wait_finished(self, pg, n: int, seconds: float = 90) -> None:
+        for _ in range(int(seconds * 10)):
+            if self.finished >= n:
+                return
+            pg.wait_for_timeout(100)          # lets playwright deliver the websocket events
+        raise AssertionError(f"the server finished {self.finished} runs in {seconds} s, not {n}")
+
+    def release(self) -> None:
+        self.hold = False
+        for message in self.held:
+            self.page_side.send(message)
+        self.held = []
+
+
+def test_a_late_second_pause_does_not_play_again(server, page):
+    url, root = server
+    name = "zh-en" if root.name == "checkpoints" else "tiny-zh-en"
+    pg, replies = page, HeldReplies()
+    pg.route_web_socket(re.compile(r"/_stcore/stream"), replies.route)
+    pg.goto(f"{url}/decoding?checkpoint={name}&text={quote(SENTENCE)}")
+    settle(pg)
+    main = pg.locator('[data-testid="stMain"]')
+    total = int(re.search(r"Step 0 of (\d+)", main.inner_text()).group(1))
+    assert total >= 4
+
+    pg.get_by_role("button", name=re.compile("Play")).click()
+    pg.get_by_text(re.compile(rf"Step 1 of {total}")).wait_for()       # playing, one step a run
+    pause = pg.get_by_role("button", name=re.compile("Pause"))
+    replies.hold = True
+    pause.click()
+    replies.wait_finished(pg, 1)        # the run the click paused has ended; the page has not heard of it
+    pause.click()                       # still drawn: clicked again
+    replies.wait_finished(pg, 2)
+    replies.release()
+    settle(pg)
+    paused = int(re.search(rf"Step (\d+) of {total}", main.inner_text()).group(1))
+    assert paused < total, "the second Pause played on to the end"
+    assert pg.get_by_role("button", name=re.compile("Play")).is_visible()
+    pg.wait_for_timeout(2500)           # more than two of Play's steps (0.8 s each)
+    assert f"Step {paused} of {total}" in main.inner_text()
+    no_exception(pg)
