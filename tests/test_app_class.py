@@ -61,7 +61,7 @@ def test_a_teacher_starts_a_class_and_no_address_has_the_secret(env):
     assert secret in [c.value for c in at.code]
     at.run()                                                         # and kept through a rerun (the live chart's)
     assert secret in [c.value for c in at.code]
-    at.button(key="lc_key_show").click().run()                       # folded again
+    at.button(key="lc_key_hide").click().run()                       # folded again
     assert secret not in [c.value for c in at.code]
 
 

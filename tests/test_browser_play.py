@@ -1,10 +1,11 @@
-"""Pause pauses, however late the page hears back: the real server and chromium, with the server's replies held
-back (a loaded laptop, a slow room network) while the page still shows the Pause button it was drawn with.
+"""Pause pauses and Hide hides, however late the page hears back: the real server and chromium, with the server's
+replies held back (a loaded laptop, a slow room network) while the page still shows the button it was drawn with.
 
 Play and Pause were one button whose callback toggled: a second click on a Pause the page still showed (clicked
 again because nothing seemed to happen) reached the server after the first had paused, and played again. The test
 holds the server's websocket messages while it clicks Pause twice, the second time after the server has finished
 the run the first click paused, then lets them through: the page must stay paused where the first click stopped it.
+The live class's teacher key had the same toggle: a second click on Hide showed the key again, on the projector.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from urllib.parse import quote
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from browser_util import CHROMIUM, no_exception, settle
+from browser_util import CHROMIUM, READY, click_until, no_exception, settle
 
 SENTENCE = "他是我的朋友。"
 
@@ -46,6 +47,8 @@ class HeldReplies:
             self.finished += 1
 
     def wait_finished(self, pg, n: int, seconds: float = 90) -> None:
+        """Until the server has finished n whole runs since the replies were first held (the live class's
+        fragment runs are not counted)."""
         for _ in range(int(seconds * 10)):
             if self.finished >= n:
                 return
@@ -86,3 +89,32 @@ def test_a_late_second_pause_does_not_play_again(server, page):
     pg.wait_for_timeout(2500)           # more than two of Play's steps (0.8 s each)
     assert f"Step {paused} of {total}" in main.inner_text()
     no_exception(pg)
+
+
+def test_a_late_second_hide_does_not_show_the_teacher_key_again(server, page):
+    url, _ = server
+    pg, replies = page.context.browser.new_page(viewport={"width": 1366, "height": 768}), HeldReplies()
+    pg.route_web_socket(re.compile(r"/_stcore/stream"), replies.route)
+    pg.goto(f"{url}/live_class?lang=en")
+    pg.wait_for_function(READY)
+    pg.get_by_role("button", name="Start a class").click()
+    pg.wait_for_url(re.compile(r"teach="))
+    pg.get_by_role("button", name="Next step").wait_for()
+    pg.get_by_text("Your teacher key").click()
+    box = pg.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
+    key = box.locator('[data-testid="stCode"]')
+    click_until(box.get_by_role("button", name="Show the key"), key.first)
+    hide = box.get_by_role("button", name="Hide the key")
+    replies.hold = True
+    hide.click()
+    replies.wait_finished(pg, 1)        # the server has hidden the key; the page still shows it, and Hide
+    hide.click()
+    replies.wait_finished(pg, 2)
+    replies.release()
+    box.get_by_role("button", name="Show the key").wait_for()
+    pg.wait_for_function(READY)
+    pg.wait_for_timeout(2500)           # two of the live chart's own reruns
+    assert key.count() == 0, "the second Hide showed the key again"
+    assert box.get_by_role("button", name="Show the key").is_visible()
+    no_exception(pg)
+    pg.close()

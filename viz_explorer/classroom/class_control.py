@@ -68,15 +68,18 @@ def key_form(code: str) -> None:
 
 def show_key(secret: str) -> None:
     """The teacher key, folded away and drawn only when asked (a projected page shows the fold, not the key). The
-    choice is a plain session value flipped by a button, not a toggle: the live chart's fragment reruns every second,
-    and a widget outside it can lose its value to such a rerun (the key hid itself again)."""
+    choice is a plain session value set by two buttons, not a toggle: the live chart's fragment reruns every second,
+    and a widget outside it can lose its value to such a rerun (the key hid itself again); and a second click on a
+    Hide the page still shows after the server has hidden the key (a slow room network) must not show it again."""
     shown = bool(st.session_state.get(KEY_SHOWN))
     with st.expander(t("lc.key_title"), icon=":material/key:"):
         st.caption(t("lc.key_help"))
-        st.button(t("lc.key_hide" if shown else "lc.key_show"), key="lc_key_show", on_click=_flip_key)
         if shown:
+            st.button(t("lc.key_hide"), key="lc_key_hide", on_click=_show_key, args=(False,))
             st.code(secret, language=None)
+        else:
+            st.button(t("lc.key_show"), key="lc_key_show", on_click=_show_key, args=(True,))
 
 
-def _flip_key() -> None:
-    st.session_state[KEY_SHOWN] = not st.session_state.get(KEY_SHOWN)
+def _show_key(shown: bool) -> None:
+    st.session_state[KEY_SHOWN] = shown
