@@ -71,6 +71,31 @@ def test_the_lesson_step_reveals_occlusion_with_attention_beside_it(lang):
     assert ("drops log p(“▁engineer”) the most" if lang == "en" else "下降最多") in shown
 
 
+@pytest.mark.parametrize("long_input", [False, True], ids=["rollout-only", "rollout-and-gradients"])
+def test_a_rollout_over_too_many_weights_waits_for_the_button(env, monkeypatch, long_input):
+    hm = load_checkpoint(env / "tiny-zh-en")
+    run = hm.run(ZH)
+    n = AA.n_pieces(run)
+    cfg = hm.cfg                                              # the encoder's layers and heads over n source pieces
+    assert AA.rollout_cells(cfg, n) == cfg.n_encoder_layers * cfg.n_heads * len(run.src_ids) ** 2
+    monkeypatch.setattr(AA, "ROLLOUT_CELLS", AA.rollout_cells(cfg, n) - 1)
+    if long_input:
+        monkeypatch.setattr(AA, "AUTO_PIECES", 4)
+    at = open_app(PAGE)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "waits for the button" in texts(at)
+    assert list(figure(at, "Step 1")["data"][0]["y"]) == (["attention", "value norm"] if long_input else
+                                                            ["attention", "value norm", "grad × input",
+                                                             "integrated gradients", "occlusion"])
+    go = next(b for b in at.button if b.key == "ab_go")
+    assert go.label == ("Compute the rollout, occlusion and the gradients" if long_input else "Compute the rollout")
+    go.click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    raw = array(figure(at, "Step 1")["data"][0]["customdata"])
+    assert len(raw) == len(AA.METHODS) and "waits for the button" not in texts(at)
+    np.testing.assert_allclose(raw[1], AA.attribute(hm, ZH, 1, "rollout", run=run).numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_a_long_input_waits_for_the_button_and_shows_the_cheap_methods_first(env, monkeypatch):
     monkeypatch.setattr(AA, "AUTO_PIECES", 4)                 # 我是一名工程师。 has more pieces than that
     at = open_app(PAGE)

@@ -1145,8 +1145,12 @@ EN = {
     "ab.layer_one": "layer {layer}",
     "ab.writes": "Step {step} of {n}: the model writes **{piece}**.",
     "ab.run_gradients": "Compute occlusion and the gradients",
-    "ab.capped": "This input has {n} {n:piece|pieces}: occlusion and the gradient methods run on at most {limit}, so only "
-                 "attention, rollout and value norm are shown, with no τ.",
+    "ab.run_rollout": "Compute the rollout",
+    "ab.run_both": "Compute the rollout, occlusion and the gradients",
+    "ab.rollout_long": "Rollout multiplies every layer's whole attention pattern: {cells} M attention weights for this "
+                       "input on this model, more than {limit} M, so it waits for the button.",
+    "ab.capped": "This input has {n} {n:piece|pieces}: occlusion and the gradient methods run on at most {limit}, so "
+                 "they are not shown, and there is no τ.",
     "ab.limit": "Occlusion and the gradient methods run at once on inputs of up to {auto} {auto:piece|pieces}, on a "
                 "button up to {limit}, not past {limit}; integrated gradients uses {steps} {steps:step|steps}.",
     "ab.long": "This input has {n} {n:piece|pieces}, more than {auto}: occlusion and the gradient methods (a forward per piece, "

@@ -41,6 +41,8 @@ COMPARED = tuple(m for m in METHODS if m != "occlusion")
 N_DIFFERENT = 3          # pieces marked per method: those whose rank differs most from occlusion's
 AUTO_PIECES = 64         # past this many input pieces the page computes occlusion and the gradients on a button: at 128
                          # pieces on zh-en they take ~15 s of one loaded core (docs/attribution.md), the page's goal is 2 s
+ROLLOUT_CELLS = 100_000_000   # past this many attention weights (rollout_cells) the page's rollout waits for the button:
+                              # a Qwen2.5-0.5B-sized model's row takes ~0.6 s at 512 pieces (88 M), ~22 s at 2,048
 
 
 # -- the reading-only methods, from one capture -------------------------------------------------------------
@@ -125,13 +127,13 @@ def value_norms(hm, tgt: StepTarget, layer: Optional[int] = None, cache=None) ->
     blk, H = _block(hm), hm.cfg.n_heads
     out = []
     for i in _layers(hm, layer):
-        p = _row(cache, hm, tgt, i)                                                              # (H, P)
-        v = cache[layer_name("decoder", i, f"{blk}.hook_v")][0, : tgt.n_pieces].double()         # (P, kv_head, dh)
+        p = _row(cache, hm, tgt, i).float()                                                      # (H, P)
+        v = cache[layer_name("decoder", i, f"{blk}.hook_v")][0, : tgt.n_pieces].float()          # (P, kv_head, dh)
         v = v.repeat_interleave(H // v.shape[1], dim=1)                                           # (P, H, dh)
         W = hm.model.decoder[i].cross_attn.W_O if blk == "cross_attn" else hm.model.decoder[i].self_attn.W_O
-        W_O = W.weight.detach().double().cpu().view(W.weight.shape[0], H, -1)                   # (d, H, dh)
-        weighted = torch.einsum("hp,phk,dhk->pd", p, v, W_O)                                     # (P, d)
-        out.append(weighted.norm(dim=-1))
+        # the heads' weighted values side by side, through W_O in one float32 product: (P, H·dh) @ (H·dh, d)
+        weighted = (v * p.T.unsqueeze(-1)).flatten(1) @ W.weight.detach().float().cpu().T        # (P, d)
+        out.append(weighted.double().norm(dim=-1))
     return torch.stack(out).mean(0).float()
 
 
@@ -220,16 +222,29 @@ def n_pieces(run) -> int:
     return len(run.src_ids) if run.src_ids is not None else run.prompt_len
 
 
+def rollout_cells(cfg, n_pieces: int) -> int:
+    """The attention weights a rollout row reads for an input of n_pieces: every row of every head of every layer
+    of the block it carries the row down (a translator's encoder, a one-sequence model's decoder)."""
+    layers = cfg.n_encoder_layers if cfg.is_encoder_decoder else cfg.n_decoder_layers
+    return layers * cfg.n_heads * n_pieces ** 2
+
+
+def rollout_at_once(cfg, n_pieces: int) -> bool:
+    """Whether a page computes the rollout row without being asked (ROLLOUT_CELLS)."""
+    return rollout_cells(cfg, n_pieces) <= ROLLOUT_CELLS
+
+
 def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: bool = True,
-                 per_layer: bool = False, reference: bool = True) -> StepComparison:
+                 per_layer: bool = False, reference: bool = True, rollout: bool = True) -> StepComparison:
     """All six methods at one step (the gradient ones only with gradients=True, occlusion only with reference=True;
-    neither past MAX_PIECES), with each method's τ against occlusion and its most different pieces. per_layer:
-    also τ of attention and value_norm at each layer alone (layer_tau)."""
+    neither past MAX_PIECES; rollout only with rollout=True), with each method's τ against occlusion and its most
+    different pieces. per_layer: also τ of attention and value_norm at each layer alone (layer_tau)."""
     tgt = step_target(hm, run, step)
     cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the three methods
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
     out.scores["attention"] = attention_row(hm, tgt, layer, cache).numpy()
-    out.scores["rollout"] = rollout_row(hm, tgt, cache).numpy()
+    if rollout:
+        out.scores["rollout"] = rollout_row(hm, tgt, cache).numpy()
     out.scores["value_norm"] = value_norms(hm, tgt, layer, cache).numpy()
     out.capped = tgt.n_pieces > grads.MAX_PIECES
     if not out.capped and gradients:

@@ -43,21 +43,29 @@ layer = None if layer < 0 else layer
 piece = hm.tokenizer.pieces([ids[step - 1]])[0]
 st.markdown(t("ab.writes", step=step, n=len(ids), piece=widgets.md_escape(piece)))
 
-n_in = AA.n_pieces(run)                  # occlusion and the gradients: at once, or on a button (large model, long text)
-if on_request.is_large(hm):
-    full = on_request.asked(hm, "attribution", (ctx.name, ctx.text), t("ab.run_gradients"))
-elif AA.AUTO_PIECES < n_in <= grads.MAX_PIECES:
+n_in = AA.n_pieces(run)         # what waits for a click (seconds of work): occlusion and the gradients on a large model
+grads_wait = n_in <= grads.MAX_PIECES and (on_request.is_large(hm) or n_in > AA.AUTO_PIECES)      # or a long input,
+rollout_wait = not AA.rollout_at_once(cfg, n_in)          # the rollout when it reads too many attention weights
+label = t("ab.run_both" if grads_wait and rollout_wait else "ab.run_rollout" if rollout_wait else "ab.run_gradients")
+if not (grads_wait or rollout_wait):
+    full = True
+elif on_request.is_large(hm):
+    full = on_request.asked(hm, "attribution", (ctx.name, ctx.text), label)
+else:
     asked = st.session_state.setdefault("_ab_asked", set())
     if (ctx.name, ctx.text) not in asked:       # a click, never a value left in session state, starts the work
-        st.caption(t("ab.long", n=n_in, auto=AA.AUTO_PIECES))
-        st.button(t("ab.run_gradients"), key="ab_go", type="primary", icon=":material/play_arrow:",
+        if grads_wait:
+            st.caption(t("ab.long", n=n_in, auto=AA.AUTO_PIECES))
+        st.button(label, key="ab_go", type="primary", icon=":material/play_arrow:",
                   on_click=asked.add, args=((ctx.name, ctx.text),))
     full = (ctx.name, ctx.text) in asked
-else:
-    full = True
+if rollout_wait and not full:
+    st.caption(t("ab.rollout_long", cells=f"{AA.rollout_cells(cfg, n_in) / 1e6:,.0f}",
+                 limit=f"{AA.ROLLOUT_CELLS / 1e6:,.0f}"))
+gradients, rollout = full or not grads_wait, full or not rollout_wait
 try:
-    comp = cached.memo().get(("attribution", path, ctx.stamp, ctx.text, step, layer, full), lambda: AA.compare_step(
-        hm, run, step, layer, gradients=full, reference=full))
+    comp = cached.memo().get(("attribution", path, ctx.stamp, ctx.text, step, layer, gradients, rollout),
+                             lambda: AA.compare_step(hm, run, step, layer, gradients, reference=gradients, rollout=rollout))
 except ValueError as e:
     st.error(str(e))
     st.stop()
