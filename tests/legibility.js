@@ -5,6 +5,8 @@
 //   squeezed  a subplot's plot area (its .nsewdrag rect) has a side under opts.min px
 //   overlap   two visible text labels overlap (their ROTATED boxes, by the separating-axis theorem)
 //   outside   a label's corner lies past the chart's edge (the .main-svg inside its stPlotlyChart) by > opts.edge px
+//   toolbar   a label under Plotly's toolbar where the toolbar is drawn all the time (a device with no hover: a
+//             phone, a tablet; elsewhere it shows only while the pointer is over the chart)
 //   legend    a colour bar or legend much taller than the plot it explains (> opts.legendRatio x its height: a
 //             default colour bar beside a square heatmap is 6-22% taller, and reads fine)
 //
@@ -235,6 +237,16 @@
       rec.problems.push({kind: 'overlap', detail: `${pairs.length} overlapping pair(s) (${kinds.join(', ')}), ` +
                            `deepest ${round(pairs[0][2])} px`,
                          labels: pairs.slice(0, o.maxLabels).map(([a, b, d]) => `${a.s} ⟷ ${b.s} (${round(d)} px)`)});
+    }
+
+    // Plotly's toolbar, drawn all the time where there is no hover (modebar--hover is its class where there is)
+    const bar = ch.querySelector('.modebar');
+    if (bar && !bar.classList.contains('modebar--hover') && bar.checkVisibility({opacityProperty: true, visibilityProperty: true})) {
+      const b = R(bar.getBoundingClientRect());
+      const under = labels.filter(l => !(l.box.x1 <= b.x0 || b.x1 <= l.box.x0 || l.box.y1 <= b.y0 || b.y1 <= l.box.y0));
+      if (under.length)
+        rec.problems.push({kind: 'toolbar', detail: `${under.length} label(s) under the toolbar, always drawn here`,
+                           labels: under.slice(0, o.maxLabels).map(l => `${l.kind}: ${l.s}`)});
     }
 
     // -- a colour bar or legend taller than its plot --------------------------------------------------------

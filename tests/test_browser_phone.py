@@ -1,6 +1,7 @@
 """A phone (390 × 844, a phone's User-Agent) on a long text, in Chromium: the attention page's heatmaps are laid out
 for the phone's narrow column (figure_rules.PHONE_PX, kit/screen.py), so every chart passes the legibility walk's
-measurement (tests/legibility.js: plot sides, labels apart and inside the chart, colour bar no taller than its plot),
+measurement (tests/legibility.js: plot sides, labels apart and inside the chart and clear of Plotly's toolbar, which a touch
+screen shows all the time, colour bar no taller than its plot),
 and the heatmap shows a narrower window of the text. The same page at the same size without a phone's User-Agent
 (a narrow desktop window) keeps the desktop's layout. Screenshots under test-artifacts/phone/ (look at them)."""
 from __future__ import annotations
@@ -24,7 +25,8 @@ SHOTS.mkdir(parents=True, exist_ok=True)
 
 
 def _open(browser, url: str, lang: str, agent: str | None):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=agent)
+    touch = dict(is_mobile=True, has_touch=True) if agent else {}     # no hover: Plotly's toolbar is drawn all the time
+    context = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=agent, **touch)
     pg = context.new_page()
     pg.set_default_timeout(120_000)
     pg.goto(f"{url}/attention?checkpoint=zh-en&text={quote(TEXT)}" + ("&lang=zh" if lang == "zh" else ""))
@@ -77,7 +79,8 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ck
         pytest.skip("the walk's texts are cut by the shipped models")
     made = legibility.texts(root / ckpt, legibility.CHECKPOINTS[ckpt], (length,))
     text, pieces = made[length]
-    context = page.context.browser.new_context(viewport={"width": 390, "height": 844}, user_agent=PHONE_UA)
+    context = page.context.browser.new_context(viewport={"width": 390, "height": 844}, user_agent=PHONE_UA,
+                                               is_mobile=True, has_touch=True)
     walker = legibility.Walker(page.context.browser, url, root, out=SHOTS)
     walker.pg, walker.tok = context.new_page(), made["tok"]
     walker.pg.set_default_timeout(120_000)

@@ -46,12 +46,12 @@ def _layout_with_updates(fig, title, xlabel, ylabel, height=None):
     width = rules.figure_px()
     text = rules.wrap(style.escape(title), width - 20)
     fig.update_layout(title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
-                                 pad=dict(t=16)), height=height, colorway=style.PALETTE)
+                                 pad=dict(t=style.title_pad())), height=height, colorway=style.PALETTE)
     fig.update_xaxes(title_text=style.escape(xlabel))
     fig.update_yaxes(title_text=style.escape(ylabel))
     fig.layout.template = style._WHITE
     side = copy.deepcopy(fig.layout.margin.to_plotly_json())
-    margins.fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+    margins.fit_margins(fig, top=style.title_top(text), width=width)
     fitted = fig.layout.margin.to_plotly_json()
     fig.layout.margin = side                                  # fit_margins' numbers, set by update_layout
     fig.update_layout(margin={k: fitted[k] for k in "lrbt"})

@@ -24,6 +24,7 @@ from viz_transformer.plots.margins import TICK_PX, every_kth, text_px, y_side_px
 FIGURE_PX = 900       # a figure's full width in the app: the main column at a 1400 px window, sidebar open
 PHONE_PX = 358        # a phone's main column: 390 px less Streamlit's 1rem padding each side
 PHONE_PLOT_H = 220    # px: the least plot height of a chart laid out for a phone (style.layout)
+TOOLBAR_PX = 28       # px: the bottom of Plotly's toolbar below a chart's top; a phone (no hover) draws it all the time
 _SCREEN: ContextVar[int] = ContextVar("figure_px", default=FIGURE_PX)
 
 

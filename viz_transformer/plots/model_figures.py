@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.charts import curves
 from viz_transformer.plots.margins import fit_margins
-from viz_transformer.plots.style import escape, layout, to_numpy
+from viz_transformer.plots.style import escape, layout, title_top, to_numpy
 
 SERIES_COLOURS = {"encoder_decoder": "#1f77b4", "decoder_only": "#d62728", "prefix_lm": "#2ca02c"}
 
@@ -107,8 +107,7 @@ def training_curves(steps: Sequence[int], loss: Sequence[Optional[float]], bleu:
     fig.update_layout(yaxis2=dict(title=dict(text=escape(bleu_label)), overlaying="y", side="right", rangemode="tozero",
                                   showgrid=False),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"))
-    top = 60 + rules.TITLE_LINE_PX * (rules.title_lines(fig.layout.title.text) - 1)      # a title wrapped on a phone
-    return fit_margins(fig, top, **({"width": rules.figure_px()} if rules.narrow() else {}))
+    return fit_margins(fig, title_top(fig.layout.title.text), **({"width": rules.figure_px()} if rules.narrow() else {}))
 
 
 def layer_gradients(layers: Sequence[str], series: dict[str, Sequence[float]], title: str, xlabel: str,

@@ -65,17 +65,29 @@ def layout(fig: go.Figure, title: str, xlabel: str, ylabel: str, height: Optiona
     width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
     text = rules.wrap(escape(title), width - 20)
     put(fig.layout, title=dict(text=text, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
-                               pad=dict(t=16)),          # at the top: a legend under it keeps its own rows
+                               pad=dict(t=title_pad())),         # at the top: a legend under it keeps its own rows
         height=height, colorway=PALETTE)
     for axes, label in ((fig.select_xaxes(), xlabel), (fig.select_yaxes(), ylabel)):
         for ax in axes:                                  # every subplot's, as update_xaxes(title_text=...)
             put(ax, title=dict(text=escape(label)))
     white(fig)
-    fit_margins(fig, top=60 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1), width=width)
+    fit_margins(fig, top=title_top(text), width=width)
     if height is not None and rules.narrow():   # a phone: a title and legend on more lines, and
         m = fig.layout.margin                                       # slanted labels, must not eat the plot
         fig.layout.height = max(height, int(m.t + m.b + rules.PHONE_PLOT_H))
     return fig
+
+
+def title_pad() -> int:
+    """The title's pad.t: 16, or on a phone (figure_rules.narrow()), whose touch screen (no hover) shows Plotly's
+    toolbar all the time over the top right where a wrapped title runs, 20 px more than the toolbar's bottom (the
+    title's box starts pad.t − 16 px below the chart's top, as drawn)."""
+    return rules.TOOLBAR_PX + 20 if rules.narrow() else 16
+
+
+def title_top(text: str) -> int:
+    """The top margin for a title `text` (wrapped with <br>): the title's pad, its lines, room under it."""
+    return 60 + title_pad() - 16 + rules.TITLE_LINE_PX * (rules.title_lines(text) - 1)
 
 
 def colorbar_under(fig: go.Figure, trace, plot_w: float, plot_h: float) -> None:
