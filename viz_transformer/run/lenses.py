@@ -90,11 +90,11 @@ def lens_view(hm, run, lp: Optional[torch.Tensor] = None, k: int = 5,
         final = allowed_logits(last, never_generated(tok)).argmax(-1)                # (T,)
     else:                                                   # the same argmax, taken in the run (capture.Run)
         final = torch.tensor(run.predicted_ids)
-    probs = lp.exp()
-    final_prob = torch.full((L, T), float("nan"))
-    final_prob[:, a:b] = probs.gather(-1, final[a:b].view(1, W, 1).expand(L, W, 1)).squeeze(-1)   # (L, T)
+    final_prob = torch.full((L, T), float("nan"))                # exp of the few read, not of every (row, piece)
+    final_prob[:, a:b] = lp.gather(-1, final[a:b].view(1, W, 1).expand(L, W, 1)).squeeze(-1).exp()   # (L, T)
     top_p, top_i = torch.full((L, T, min(k, V)), float("nan")), torch.zeros((L, T, min(k, V)), dtype=torch.long)
-    top_p[:, a:b], top_i[:, a:b] = probs.topk(min(k, V), -1)                         # (L, T, k)
+    top_lp, top_i[:, a:b] = lp.topk(min(k, V), -1)                                   # (L, T, k): log is monotone
+    top_p[:, a:b] = top_lp.exp()
     blank = [""] * min(k, V)
     pieces = [[tok.pieces(top_i[r, p].tolist()) if a <= p < b else blank for p in range(T)] for r in range(L)]
     rows = ["embeddings"] + [f"layer {i}" for i in range(L - 1)]
