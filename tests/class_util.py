@@ -16,6 +16,26 @@ async def open_class(url: str, query: str) -> tuple[Session, object]:
     return s, await s.rerun()
 
 
+async def open_student(url: str, code: str, me: str, logs=()) -> Session:
+    """A student's session on the class page; fails, with what the page drew instead and the tails of `logs` (the
+    servers' log files), unless it shows the answer box."""
+    s, res = await open_class(url, f"class={code}&me={me}")
+    assert any(w.split("-", 2)[-1].startswith("lc_pick_") for w in s.ids), (
+        f"no answer box for student {me}; the page drew:\n{drawn(res)}\n--- the servers' logs:\n"
+        + "\n".join(str(p) + ":\n" + p.read_text()[-2000:] for p in logs))
+    return s
+
+
+def drawn(res) -> str:
+    """What a run drew, in one line per element (its kind and text): a failing check shows what was there instead."""
+    out = []
+    for k, e in res.elements:
+        x = getattr(e, k)
+        body = getattr(x, "body", "") or getattr(x, "message", "") or getattr(x, "label", "")
+        out.append(f"{k}: {body!s:.200}")
+    return "\n".join(out)
+
+
 async def open_teacher(url: str, code: str, secret: str) -> tuple[Session, object]:
     """The teacher's page in a new browser (no session, no cookie): the teacher key typed in, as a teacher does."""
     s, _ = await open_class(url, f"teach={code}")

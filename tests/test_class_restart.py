@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from class_util import open_class, open_teacher, send, teacher_view
+from class_util import open_student, open_teacher, send, teacher_view
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
 from viz_explorer.classroom import store as cr
 from viz_explorer.server import db
@@ -29,7 +29,7 @@ def test_answers_survive_a_killed_server(db_url, ckpt_root, tmp_path):     # noq
     picks2 = dict(zip(picks, ["lost", "lost", "got_it"]))                       # step 2
 
     async def before_kill(url):
-        students = {me: (await open_class(url, f"class={code}&me={me}"))[0] for me in picks}
+        students = {me: await open_student(url, code, me) for me in picks}
         for me, s in students.items():
             res = await send(s, picks[me])
             assert not res.exceptions and len(res.fragments) == 1, res.exceptions     # the box alone reran

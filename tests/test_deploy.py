@@ -74,7 +74,7 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
     import secrets
     from collections import Counter
 
-    from class_util import open_class, open_teacher, send, teacher_view
+    from class_util import open_student, open_teacher, send, teacher_view
     from viz_explorer.classroom import store as cr
     from viz_explorer.server import db
     url, run, db_url = balanced
@@ -83,7 +83,7 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
     picks = {secrets.token_urlsafe(12): opts[i % 3 if i % 4 else 0] for i in range(12)}
 
     async def lesson():
-        students = [(await open_class(url, f"class={code}&me={me}"))[0] for me in picks]
+        students = [await open_student(url, code, me, sorted(run.glob("app-*.log"))) for me in picks]
         sent = await asyncio.gather(*(send(s, picks[me]) for s, me in zip(students, picks)))
         _, res = await open_teacher(url, code, secret)              # the teacher page, the key typed in
         return students, sent, res
