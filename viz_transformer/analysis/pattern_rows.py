@@ -1,12 +1,14 @@
 """Query rows of one layer's attention pattern without the whole [head, q, k] matrix: a stored pattern sliced, a
 compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`'s weights,
-bit for bit: core.attention.attention_weights). Read by windows (a heatmap's window) and head_sums (Head
+bit for bit: core.attention.attention_weights' steps). Read by windows (a heatmap's window) and head_sums (Head
 statistics' sums, a block of rows at a time)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-from viz_transformer.core.attention import attention_weights
+from viz_transformer.core.attention import weights_from_qk
 from viz_transformer.core.hook_names import hook_name
 from viz_transformer.core.positional import position_terms
 
@@ -39,11 +41,19 @@ def pattern_rows(cache, block: str, layer: int, rows: tuple[int, int], n_keys: i
     if mask[a:b, S:].any():
         raise ValueError(f"rows {a}..{b - 1} may attend to keys past {S - 1}: their pattern needs every key "
                          f"they can see")
-    heads = list(range(q_all.shape[1])) if heads is None else list(heads)
-    group = q_all.shape[1] // k_all.shape[1]                                             # grouped-query attention
-    q = q_all[a:b, heads].transpose(0, 1)                                                # (h, w, hs)
-    k = k_all[:S, [h // group for h in heads]].transpose(0, 1)                           # (h, S, hs)
     divisor, bias = position_terms(cache, prefix)
+    divisor = math.sqrt(q_all.shape[-1]) if divisor is None else divisor
     if bias is not None:                                                                 # T5: [1, head, q, k]
-        bias = bias[0][heads, a:b, :S]
-    return attention_weights(q, k, mask[a:b, :S], divisor, bias=bias, with_scores=with_scores)
+        bias = bias[0][slice(None) if heads is None else list(heads), a:b, :S]
+    mask = mask[a:b, :S]
+    n_kv, group = k_all.shape[1], q_all.shape[1] // k_all.shape[1]                     # grouped-query attention
+    if heads is None:           # every head: each key head's product with its group's queries, no key copied per head
+        w, hs = b - a, q_all.shape[-1]
+        q = q_all[a:b].reshape(w, n_kv, group, hs).permute(1, 2, 0, 3).reshape(n_kv, group * w, hs)
+        qk = (q @ k_all[:S].transpose(0, 1).transpose(-2, -1)).view(n_kv * group, w, S)  # (H, w, S)
+    else:
+        heads = list(heads)
+        q = q_all[a:b, heads].transpose(0, 1)                                            # (h, w, hs)
+        k = k_all[:S, [h // group for h in heads]].transpose(0, 1)                       # (h, S, hs)
+        qk = q @ k.transpose(-2, -1)
+    return weights_from_qk(qk, mask, divisor, bias, with_scores)

@@ -60,12 +60,18 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, mask: Optional[torch.Ten
     read back from the captured q and k makes one [..., T, S] tensor instead of five); the mask fills −inf only
     where some row forbids (forbid_), the values attention()'s torch.where gives. with_scores: (weights, the masked
     scores the softmax read, i.e. attention().masked)."""
-    divisor = math.sqrt(q.shape[-1]) if divisor is None else float(divisor)
-    x = q @ k.transpose(-2, -1)
+    divisor = math.sqrt(q.shape[-1]) if divisor is None else divisor
+    return weights_from_qk(q @ k.transpose(-2, -1), mask, divisor, bias, with_scores)
+
+
+def weights_from_qk(x: torch.Tensor, mask: Optional[torch.Tensor], divisor: float,
+                    bias: Optional[torch.Tensor] = None, with_scores: bool = False):
+    """attention_weights from q·kᵀ [..., T, S] already computed (x is overwritten): divided by `divisor`, the bias
+    added, the mask applied, the softmax."""
     others = [t.shape for t in (bias, mask) if t is not None]
     if any(len(o) > x.dim() or any(a not in (b, 1) for a, b in zip(o[::-1], x.shape[::-1])) for o in others):
         x = x.expand(torch.broadcast_shapes(x.shape, *others)).clone()     # a larger mask or bias: the full shape
-    x.div_(divisor)
+    x.div_(float(divisor))
     if bias is not None:
         x.add_(bias)
     if mask is not None:
