@@ -19,12 +19,16 @@ def _run(hm, **kw):
 
 
 @pytest.mark.parametrize("name", ["tiny-zh-en", "tiny-lm", "tiny-prefix", "zh-en"])
-def test_last_row_is_the_models_own_output_exactly(models, zh_en, name):
+def test_last_row_is_the_models_own_output(models, zh_en, name):
     hm = zh_en if name == "zh-en" else models[name]
     run = hm.run(TEXTS[hm.cfg.architecture], max_new_tokens=6)
     lp = logit_lens(hm, run)
     assert lp.shape == (hm.cfg.n_decoder_layers + 1, len(run.tgt_ids), hm.cfg.vocab_size)
-    assert torch.equal(lp[-1], torch.log_softmax(run.logits.float(), -1))
+    own = torch.log_softmax(run.logits.float(), -1)
+    # the same values to float rounding: the lens reads every row out in one product, the forward the last alone,
+    # and on some CPUs (AVX-512) the two shapes take different kernel blocks (up to 7e-6 apart, zh-en)
+    torch.testing.assert_close(lp[-1], own, atol=1e-5, rtol=0)
+    assert torch.equal(lp[-1].argmax(-1), own.argmax(-1))                 # the same piece ranked first everywhere
 
 
 @torch.no_grad()
