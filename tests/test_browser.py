@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_util import ARTIFACTS, CHROMIUM, charts, hover, no_exception, open_page, settle
 
@@ -85,22 +84,16 @@ def test_explorer_end_to_end(server, page):
     total = int(re.search(r"Step 3 of (\d+)", main.inner_text()).group(1))
     play, pause = (pg.get_by_role("button", name=re.compile(n)) for n in ("Play", "Pause"))
     paused = None
-    for _ in range(3):        # under the suite's heaviest load a Pause click was lost (CI, sessions 18-20): from the
+    for _ in range(3):        # under the suite's heaviest load a Pause can reach the server after Play's last step
         pg.get_by_role("button", name=re.compile("Start")).click()                # start again, at most three times
         pg.get_by_text(f"Step 0 of {total}").wait_for()
         settle(pg)
         play.click()
         pg.get_by_text(re.compile(rf"Step [1-9]\d* of {total}")).wait_for()   # its steps on its own
-        for _ in range(total):            # click again while Pause shows (at most once a step)
-            try:
-                pause.click(timeout=3000)
-            except PlaywrightTimeout:
-                pass                      # gone: paused, or Play reached the end (it says Play again there)
-            try:
-                play.wait_for(timeout=3000)
-                break
-            except PlaywrightTimeout:
-                pass
+        # one click: Play replaces Pause on the same spot, so a second click, made because the first seemed lost on
+        # a loaded machine, can land on Play and play again (a paused page seen at step 4, then step 6: CI, session 25)
+        pause.click()
+        play.wait_for(timeout=60_000)     # paused (Play), or the end reached first (Play drawn disabled)
         settle(pg)
         step = int(re.search(r"Step (\d+) of", main.inner_text()).group(1))
         if step < total:
