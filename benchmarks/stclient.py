@@ -203,6 +203,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int) -> int:
+    """The first of n consecutive free loopback ports (deploy/serve.sh's app processes take VIZ_APP_PORT and up)."""
+    import socket
+    for _ in range(100):
+        base = free_port()
+        try:
+            held = []
+            for p in range(base, base + n):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports found")
+
+
 class Server:
     """`streamlit run app.py` (or `entry`: serve.py) on a free loopback port (context manager): .url, .proc,
     .cpu_seconds()."""

@@ -18,7 +18,7 @@ from browser_util import wait_healthy
 from conftest import ROOT
 from test_concurrency import TEXTS, alone, direct, seen  # noqa: F401 - fixtures
 
-from stclient import free_port, student
+from stclient import free_port, free_ports, student
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = [pytest.mark.browser,          # a real server: two app processes behind nginx
@@ -30,7 +30,9 @@ def balanced(ckpt_root, tmp_path):
     root = tmp_path / "checkpoints"
     shutil.copytree(ckpt_root / "tiny-zh-en", root / "zh-en")
     port, run = free_port(), tmp_path / "run"
+    # the app processes on free ports too: serve.sh's own (8601, 8602) may be taken (a developer's own class)
     env = dict(os.environ, VIZ_CHECKPOINTS=str(root), RUN_DIR=str(run), OMP_NUM_THREADS="1",
+               VIZ_APP_PORT=str(free_ports(2)),
                VIZ_DATABASE_URL=f"sqlite:///{tmp_path / 'viz.sqlite3'}")          # the live class's store
     log = open(tmp_path / "serve.log", "w")
     proc = subprocess.Popen(["bash", str(ROOT / "deploy" / "serve.sh"), "2", str(port)], env=env, stdout=log,
