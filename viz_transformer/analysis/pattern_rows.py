@@ -1,7 +1,8 @@
 """Query rows of one layer's attention pattern without the whole [head, q, k] matrix: a stored pattern sliced, a
-compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`'s weights,
-bit for bit: core.attention.attention_weights' steps). Read by windows (a heatmap's window) and head_sums (Head
-statistics' sums, a block of rows at a time)."""
+compact run's recomputed from the captured q, k and mask of those rows alone (the model's own `attention`'s steps,
+core.attention.weights_from_qk; its q·kᵀ in blocks of rows, equal to the captured pattern to float rounding: some CPUs
+round a product of another shape otherwise). Read by windows (a heatmap's window) and head_sums (Head statistics'
+sums, a block of rows at a time)."""
 from __future__ import annotations
 
 import math
