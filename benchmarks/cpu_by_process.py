@@ -51,8 +51,8 @@ def read_all(me: int) -> dict[int, tuple[str, float]]:
     return out
 
 
-def measure(command: list[str], interval: float = 0.5) -> tuple[float, Counter]:
-    """Run `command`; (its wall seconds, CPU seconds by kind over every process seen meanwhile)."""
+def measure(command: list[str], interval: float = 0.5) -> tuple[float, Counter, int]:
+    """Run `command`; (its wall seconds, CPU seconds by kind over every process seen meanwhile, its exit status)."""
     me = os.getpid()
     first = read_all(me)
     last = dict(first)
@@ -69,7 +69,7 @@ def measure(command: list[str], interval: float = 0.5) -> tuple[float, Counter]:
     used = Counter()
     for pid, (k, cpu) in last.items():
         used[k] += cpu - first[pid][1]
-    return wall, used
+    return wall, used, proc.returncode
 
 
 def main(argv=None) -> int:
@@ -80,13 +80,13 @@ def main(argv=None) -> int:
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not command:
         p.error("give the command after --")
-    wall, used = measure(command, a.interval)
+    wall, used, status = measure(command, a.interval)
     total = sum(used.values())
     print(f"\n{wall:.1f} s wall, {total:.1f} CPU s ({total / wall:.2f} cores busy on average, {os.cpu_count()} here)")
     for k, s in used.most_common():
         if s >= 0.05:
             print(f"{s:9.1f} s  {100 * s / total:5.1f} %  {k}")
-    return 0
+    return status                                    # the command's own: a failing suite still fails
 
 
 if __name__ == "__main__":

@@ -14,11 +14,11 @@ def test_a_child_s_cpu_is_counted_as_the_child_measures_it(tmp_path):
             f"open({str(out)!r}, 'w').write(json.dumps(time.process_time()))\n"
             f"time.sleep(0.5)")          # idle, so that readings see its whole CPU however late they come
     # exec -a names the process (its argv[0]): its kind, apart from every other Python on the machine
-    wall, used = cpu_by_process.measure(["bash", "-c", f'exec -a burner-under-test {sys.executable} -c "$0"', burn],
+    wall, used, status = cpu_by_process.measure(["bash", "-c", f'exec -a burner-under-test {sys.executable} -c "$0"', burn],
                                         interval=0.1)
     own = json.loads(out.read_text())
     assert abs(used["burner-under-test"] - own) < 0.05, (used, own)   # /proc counts in ticks of 0.01 s
-    assert wall >= own
+    assert wall >= own and status == 0
 
 
 def test_kinds():
@@ -29,3 +29,8 @@ def test_kinds():
     assert k("/usr/bin/python3 -m pytest -n 0 tests/test_x.py") == "pytest"
     assert k("/usr/bin/python3 /tmp/other.py") == "python3"
     assert k("") == "(kernel)"
+
+
+def test_the_command_s_exit_status_is_passed_on():
+    assert cpu_by_process.measure([sys.executable, "-c", "raise SystemExit(3)"], interval=0.05)[2] == 3
+    assert cpu_by_process.main(["--interval", "0.05", "--", sys.executable, "-c", "pass"]) == 0
