@@ -18,13 +18,15 @@ from viz_transformer.core.encoding import encode_input, left_out
 
 
 # -- opening, defaults, shared state ---------------------------------------------------------------
-def test_default_opens_zh_en_with_the_chinese_example(ckpt_root, tmp_path, monkeypatch):
+def test_default_opens_the_default_translator_with_the_chinese_example(ckpt_root, tmp_path, monkeypatch):
+    from viz_explorer.server import defaults
     root = tmp_path / "checkpoints"
     shutil.copytree(ckpt_root / "tiny-lm", root / "a-lm")
-    shutil.copytree(ckpt_root / "tiny-zh-en", root / "zh-en")
+    shutil.copytree(ckpt_root / "tiny-zh-en", root / "zh-en")                 # listed before the default
+    shutil.copytree(ckpt_root / "tiny-zh-en", root / defaults.CHECKPOINT)
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
     at = open_app(ckpt=None, text=None)
-    assert by_key(at.sidebar.selectbox, "ckpt").value == "zh-en"
+    assert by_key(at.sidebar.selectbox, "ckpt").value == defaults.CHECKPOINT
     assert by_key(at.sidebar.text_area, "text").value == "我是一名工程师。"
     assert at.title[0].value == "Overview"
     assert len(at.table) == 3            # architecture facts, encoder pieces, decoder pieces

@@ -14,6 +14,7 @@ from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_t
 from viz_transformer import load_checkpoint
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings_zh import ZH as ZH_STRINGS
 from viz_transformer.training.snapshots import load_training_snapshots
 
 from test_core_train import TINY, pairs_tsv  # noqa: F401  (the tiny corpus fixture)
@@ -180,3 +181,26 @@ def test_training_page_plays_back_the_snapshots(snap_root, ckpt_root, monkeypatc
     have = sorted(p.parent.name for p in snap_root.glob("*/training_snapshots.json"))
     assert have == ["tiny-trained", "tiny-trained-copy"]        # a second of one architecture is named too
     assert hint.endswith(", ".join(have) + ".") and "tiny-zh-en," not in hint
+
+
+@pytest.mark.train          # a fine-tune of the module's tiny prefix LM, with its own playback
+def test_a_fine_tunes_playback_names_its_start_and_never_says_random_weights(snap_root, tmp_path, pairs_tsv,
+                                                                             monkeypatch):
+    base = snap_root / "tiny-trained"
+    tuned_root = tmp_path / "ckpts"
+    assert T.main(["--task", "translation", "--data", str(pairs_tsv), "--out", str(tuned_root / "tiny-tuned"),
+                   "--work", str(tmp_path / "work"), "--init-from", str(base), "--epochs", "1", "--batch-size", "8",
+                   "--n-test", "4", "--n-val", "4", "--eval-limit", "4", "--snapshot-bleu-n", "4"]) == 0
+    shutil.copytree(base, tuned_root / "tiny-trained")
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(tuned_root))
+    updates = load_checkpoint(base).meta["val"]["step"]          # the base run's shipped step, its own record
+    for lang, table in ((None, EN), ("zh", ZH_STRINGS)):
+        at = open_app("viz_explorer/pages/train/attention_over_training.py", "tiny-tuned", lang=lang)
+        assert not at.exception
+        said = texts(at) + " ".join(w.value for w in at.warning) + " ".join(c.value for c in at.caption)
+        assert table["tr.start_random"] not in said                  # the sentence that says "random weights"
+        note = next(w.value for w in at.warning if "tiny-trained" in w.value)
+        assert f"{updates:,}" in note and "tiny-trained" in note
+        scratch = open_app("viz_explorer/pages/train/attention_over_training.py", "tiny-trained", lang=lang)
+        assert table["tr.start_random"] in [c.value for c in scratch.caption]
+        assert not any("tiny-trained" in w.value for w in scratch.warning)

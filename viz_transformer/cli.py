@@ -338,7 +338,8 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
     s.add_argument("--checkpoint", required=True, action="append",
                    help="repeat it to score several translators on exactly the same pairs")
     s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
-    s.add_argument("--split", choices=("test", "val"), default="test")
+    s.add_argument("--split", choices=("test", "val", "captions"), default="test",
+                   help="translators: captions is a second held-out split, image captions from another corpus")
     s.add_argument("--limit", type=int)
     s.add_argument("--beam-width", type=int, default=1,
                    help="translators: beam search of this width (default 1: greedy, as training scores)")

@@ -21,6 +21,7 @@ from viz_explorer.server import allocator
 from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
 from viz_transformer.analysis import summaries
+from viz_transformer.analysis import training_curves
 from viz_transformer.core import recipes
 from viz_transformer.run import forced
 from viz_transformer.run import interventions
@@ -245,6 +246,24 @@ def with_snapshots() -> list[str]:
     from viz_transformer import list_roots
     return [info.name for info in list_roots(checkpoint_roots())
             if info.error is None and has_training_snapshots(info.path)]
+
+
+def playback_origin(meta: dict) -> dict:
+    """Where a playback's step 0 stands (analysis.training_curves.playback_origin), an ancestor that is listed
+    here named as the sidebar names it (matched by its weights' checksum)."""
+    from viz_transformer import list_roots
+    from viz_transformer.core.checkpoint import CHECKSUM
+    known = {info.meta[CHECKSUM]: info.name for info in list_roots(checkpoint_roots())
+             if info.error is None and isinstance(info.meta, dict) and info.meta.get(CHECKSUM)}
+    return training_curves.playback_origin(meta, known)
+
+
+def from_scratch_playbacks() -> list[str]:
+    """The listed checkpoints whose playback starts from random weights."""
+    from viz_transformer import list_roots
+    return [info.name for info in list_roots(checkpoint_roots())
+            if info.error is None and has_training_snapshots(info.path) and isinstance(info.meta, dict)
+            and training_curves.playback_origin(info.meta)["from_scratch"]]
 
 
 def comparison() -> dict:

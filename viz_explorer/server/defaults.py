@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKPOINT = "zh-en"             # picked first when it loads; else the first that does (viz_explorer/kit/sidebar.py)
+CHECKPOINT = "zh-en-postnorm"           # picked first when it loads; else the first that does (viz_explorer/kit/sidebar.py)
 EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天天气很好。", "我的猫喜欢睡觉。",
                            "你叫什么名字？"],
             "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",

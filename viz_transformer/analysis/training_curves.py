@@ -50,3 +50,41 @@ def training_metrics(meta: dict) -> dict[str, float]:
         if isinstance(val.get(key), (int, float)):
             out[k] = val[key]
     return out
+
+
+def _updates(record: dict) -> int:
+    """The updates a run's shipped weights had of their own: its validation record's step (the step that shipped)."""
+    val = record.get("val") if isinstance(record.get("val"), dict) else {}
+    step = val.get("step")
+    return int(step) if isinstance(step, (int, float)) else 0
+
+
+def _run_name(record: dict, known: dict[str, str]) -> tuple[str, bool]:
+    """(name, shipped): the listed checkpoint whose weights have the record's checksum, else its folder's name."""
+    sha = record.get("weights_sha256")
+    if sha in known:
+        return known[sha], True
+    return str(record.get("checkpoint", "?")).rstrip("/").rsplit("/", 1)[-1], False
+
+
+def playback_origin(meta: dict, known: dict[str, str] | None = None) -> dict:
+    """Where a training run's step 0 stands, from meta.json's `init_from` record (train.base_record): random
+    weights, or the weights of the run(s) it fine-tunes. `known` maps a weights checksum to a listed checkpoint's
+    name, so an ancestor that ships is named as the app lists it.
+
+    Returns {"from_scratch": bool, "updates": total updates before step 0, "base": the run it starts from,
+    "chain": [{"name", "updates", "shipped"}, ...] oldest first}."""
+    known = known or {}
+    chain, record = [], meta.get("init_from")
+    if not isinstance(record, dict):
+        init = (meta.get("train_config") or {}).get("init_from") if isinstance(meta.get("train_config"), dict) else None
+        if not init:
+            return {"from_scratch": True, "updates": 0, "base": None, "chain": []}
+        record = {"checkpoint": init}               # an old record: the path only, its updates unknown
+    while isinstance(record, dict):
+        name, shipped = _run_name(record, known)
+        chain.append({"name": name, "updates": _updates(record), "shipped": shipped})
+        record = record.get("init_from")
+    chain.reverse()
+    return {"from_scratch": False, "updates": sum(c["updates"] for c in chain), "base": chain[-1]["name"],
+            "chain": chain}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 from typing import Optional
 
@@ -65,10 +66,33 @@ def translation_splits(meta: dict, data: Optional[str] = None):
     return train, val, test
 
 
+CAPTIONS_N, CAPTIONS_MAX_CHARS, CAPTIONS_SEED = 1000, 30, 1234
+
+
+def captions_split(data: str) -> list[tuple[str, str]]:
+    """The second held-out split: CAPTIONS_N pairs drawn (seeded) from the 3AM image captions beside the
+    Tatoeba corpus, their Chinese at most CAPTIONS_MAX_CHARS characters (Tatoeba's sentences are at most 44,
+    10 on average). Another source and another register than the training pairs, so a model that only fits
+    the project's own split does not win here too."""
+    folder = Path(data).parent / "3am-captions"
+    if not (folder / "val.zh").exists():
+        raise ValueError(f"the captions split needs {folder}/{{train,val}}.{{zh,en}}")
+    pairs = [p for part in ("val", "train")
+             for p in D.read_pairs(folder / f"{part}.zh", folder / f"{part}.en", detok=True)]
+    short = sorted({p for p in pairs if len(p[0]) <= CAPTIONS_MAX_CHARS})
+    random.Random(CAPTIONS_SEED).shuffle(short)
+    return short[:CAPTIONS_N]
+
+
 def common_heldout(hms: list, split: str = "test", data: Optional[str] = None):
-    """(pairs, n dropped): `split` of the first model, without the sources any model trained on."""
+    """(pairs, n dropped): `split` of the first model (or the captions split), without the sources any model
+    trained on."""
     _, val, test = translation_splits(hms[0].meta, data)
-    items, dropped = test if split == "test" else val, 0
+    if split == "captions":
+        items = captions_split(data or hms[0].meta.get("data"))
+    else:
+        items = test if split == "test" else val
+    dropped = 0
     for hm in hms:
         items, n = D.unseen_sources(items, translation_splits(hm.meta, data)[0])
         dropped += n

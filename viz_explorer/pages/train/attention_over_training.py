@@ -1,5 +1,6 @@
-"""Attention over training: one sentence's attention at each recorded step, from random weights to
-the shipped model, with the loss and BLEU curves and the translation at that step."""
+"""Attention over training: one sentence's attention at each recorded step, from the run's first step (random
+weights, or the model it fine-tunes, as meta.json records) to the shipped model, with the loss and BLEU curves and
+the translation at that step."""
 import time
 
 import streamlit as st
@@ -25,6 +26,14 @@ if snaps is None:
     st.info(t("tr.none", name=ctx.name, have=", ".join(cached.with_snapshots()) or "–"))
     st.stop()
 
+origin = cached.playback_origin(ctx.hm.meta)
+if origin["from_scratch"]:
+    st.caption(t("tr.start_random"))
+else:
+    others = [m for m in cached.from_scratch_playbacks() if m != ctx.name]
+    st.warning(t("tr.start_finetune", base=origin["base"], n=origin["updates"],
+                 chain=" → ".join(t("tr.chain_link", name=c["name"], n=c["updates"]) for c in origin["chain"]),
+                 others=", ".join(others) or "–"), icon=":material/info:")
 n = len(snaps.steps)
 if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another checkpoint: start at step 0
     if st.session_state.get("tr_key") is not None:                    # (a link's first view keeps its step)
