@@ -9,12 +9,16 @@
 //             phone, a tablet; elsewhere it shows only while the pointer is over the chart)
 //   legend    a colour bar or legend much taller than the plot it explains (> opts.legendRatio x its height: a
 //             default colour bar beside a square heatmap is 6-22% taller, and reads fine)
+//   unlabelled on a phone's screen (window.innerWidth <= opts.phone), a heatmap showing at most opts.allKeys keys
+//             (the categories of its x axis in view) where a key has no tick label: a phone has no hover to name
+//             a column, and thinned labels leave every other key unnamed (a longer axis may thin them)
 //
 // A label's box: the glyphs' box in the text's own coordinates (getBBox() narrowed to the ink measured by
 // canvas measureText, opts.ink), its four corners mapped by getScreenCTM() (so a tick label rotated by 30° is
 // a slanted quadrilateral, not its axis-aligned bounds). A multi-line text is one box per line.
 (opts) => {
-  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, legendRatio: 1.0, ink: true, maxLabels: 6}, opts || {});
+  const o = Object.assign({min: 110, tol: 1, edge: 2, legendTol: 4, legendRatio: 1.0, ink: true, maxLabels: 6,
+                          phone: 480, allKeys: 24}, opts || {});
   const clean = s => (s || '').replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
   const R = r => ({x0: r.left, y0: r.top, x1: r.right, y1: r.bottom, w: r.width, h: r.height});
   const round = v => Math.round(v * 10) / 10;
@@ -274,6 +278,28 @@
         rec.problems.push({kind: 'legend', detail: `legend ${round(r.h)} px tall, the plots ${round(h)} px`,
                            labels: [...ch.querySelectorAll('.legendtext')].slice(0, o.maxLabels).map(e => clean(e.textContent))});
     });
+    // -- a phone: every key of a heatmap with few keys named ----------------------------------------------
+    if (window.innerWidth <= o.phone) {
+      const done = new Set();
+      traces.filter(t => t.type === 'heatmap' && t.visible !== false).forEach(t => {
+        const xa = fl[(t.xaxis || 'x').replace(/^x/, 'xaxis')];
+        if (!xa || xa.type !== 'category' || done.has(xa._id)) return;
+        done.add(xa._id);
+        const cats = xa._categories || [], [r0, r1] = [Math.min(...xa.range), Math.max(...xa.range)];
+        const inView = cats.map((c, i) => i).filter(i => i >= r0 && i <= r1);
+        if (!inView.length || inView.length > o.allKeys) return;
+        const named = new Set();          // the category index d3 bound to each drawn, visible tick label
+        ch.querySelectorAll(`.${xa._id}tick text`).forEach(el => {
+          const d = el.__data__;
+          if (d && clean(el.textContent) && visible(el) && quad(el, el)) named.add(Math.round(d.x));
+        });
+        const missing = inView.filter(i => !named.has(i));
+        if (missing.length)
+          rec.problems.push({kind: 'unlabelled', detail: `${missing.length} of ${inView.length} keys without a tick ` +
+                               `label on a ${window.innerWidth} px screen`,
+                             labels: missing.slice(0, o.maxLabels).map(i => clean(String(cats[i])))});
+      });
+    }
     out.push(rec);
   });
   return out;

@@ -1,6 +1,7 @@
 """Margins decided on the server (plot_margins): no axis leaves its margin to Plotly's automargin redraws,
 the margins hold the labels, and long axes label every k-th token only while hover keeps every one."""
 import numpy as np
+import pytest
 
 from viz_transformer.plots import charts, heatmaps
 from viz_transformer.plots import decoding_figures
@@ -104,3 +105,31 @@ def test_the_rank_strip_keeps_a_plot_under_long_group_names():
     m = fig.layout.margin
     assert fig.layout.height - m.t - m.b >= 0.4 * fig.layout.height
     assert len(fig.layout.shapes) == len(names)                              # a dashed size mark per group
+
+
+@pytest.mark.parametrize("keys", [3, 7, 24])
+def test_a_phone_heatmap_names_every_key_and_keeps_its_row_labels_to_their_share(keys):
+    """On a phone's column (no hover) every key in view has its own tick label, whatever its length, and the
+    row labels ("input → prediction", some long) take at most ROW_SHARE of the width, on two lines when rows
+    allow; a small grid writes each weight in its cell."""
+    from viz_transformer.plots import figure_rules as rules
+    rng = np.random.default_rng(keys)
+    k_pieces = [("▁engineering" if i % 3 == 0 else "我") for i in range(keys)]
+    q_pieces = [f"▁a{'n' * (i % 5)} → ▁engineer{'s' * i}" for i in range(7)]
+    w = rng.dirichlet(np.ones(keys), 7)
+    with rules.screen(rules.PHONE_PX):
+        fig = heatmaps.attention_heatmap(w, q_pieces, k_pieces, "t", "key (attended to)", "query (attending)")
+    xa, ya, m = fig.layout.xaxis, fig.layout.yaxis, fig.layout.margin
+    in_view = [i for i in range(keys) if xa.range[0] <= i <= xa.range[1]]
+    named = list(xa.tickvals)
+    assert all(fig.data[0].x[i] in named for i in in_view)                 # every key in view has a tick
+    for i, text in zip(in_view, (xa.ticktext[named.index(fig.data[0].x[i])] for i in in_view)):
+        assert f"{i}:{k_pieces[i]}".startswith(text.rstrip("…"))       # its own piece (cut with … if long)
+    lines = [line for t in ya.ticktext for line in t.split("<br>")]
+    assert max(map(text_px, lines)) <= rules.ROW_SHARE * rules.PHONE_PX
+    for row, t in zip(ya.tickvals, ya.ticktext):                         # each row label is its row's, from the start
+        assert row.replace(" ", "").startswith(t.replace("<br>", "").replace(" ", "").rstrip("…"))
+    assert fig.data[0].texttemplate                                      # the phone's window: a small grid
+    if fig.data[0].text is not None:                                     # short numbers (".62"): the weights
+        shown = [float(v) for row in fig.data[0].text for v in row]
+        assert np.allclose(shown, w.ravel(), atol=0.006)

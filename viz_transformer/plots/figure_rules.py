@@ -14,6 +14,7 @@ The browser test tests/test_browser_legibility.py measures the result in Chromiu
 from __future__ import annotations
 
 import contextlib
+import html
 import math
 import re
 from contextvars import ContextVar
@@ -185,3 +186,55 @@ def category_ticks(axis, cats: list[str], cell: float) -> None:
     else:
         axis.update(tickangle=-45)
         thin_axis(axis, cats, cell, MIN_SLANT_GAP / math.sin(math.radians(45)))
+
+
+# -- a phone: no hover names a cell, so the figure itself must --------------------------------------------------
+ROW_SHARE = 0.25      # the most of a phone's figure width its row labels take (the plot keeps the rest)
+TWO_LINES_PX = 36     # a row this tall holds a label on two lines of TICK_PX text, a gap between labels
+ALL_KEYS = 24         # a phone names every key of a heatmap with at most this many (past it: every k-th, as before)
+KEY_PX = 80           # the longest key label on a phone, turned 90° under its column ("…" past it)
+SMALL_GRID = 12       # a phone writes each cell's value in it up to this many rows and keys (beyond: a tap shows it)
+
+
+def _fit(label: str, room: float, size: int = TICK_PX) -> str:
+    """An escaped label cut to room px (fit_text on its text, so an entity is never cut in two)."""
+    return html.escape(fit_text(html.unescape(label), room, size), quote=False)
+
+
+def row_texts(rows: list[str], room: float, two_lines: bool) -> list[str]:
+    """A phone's row labels in room px each: whole when they fit; else, with two_lines, broken at the last space
+    that leaves a first line that fits ("4:▁an →<br>▁engineer", the second line cut with "…" if need be); else cut
+    with "…". Hover (a tap) still shows the whole label."""
+    out = []
+    for s in rows:
+        plain = html.unescape(s)
+        if text_px(plain) <= room:
+            out.append(s)
+            continue
+        cuts = [i for i, ch in enumerate(plain) if ch == " " and text_px(plain[:i]) <= room] if two_lines else []
+        if cuts:
+            head, tail = plain[:cuts[-1]], plain[cuts[-1] + 1:]
+            out.append(html.escape(head, quote=False) + "<br>" + _fit(html.escape(tail, quote=False), room))
+        else:
+            out.append(_fit(s, room))
+    return out
+
+
+def name_every_key(axis, cats: list[str], cell: float) -> None:
+    """A phone's key axis, up to ALL_KEYS keys: every key named under its column (tickvals/ticktext, so Plotly skips
+    none), flat while the labels fit in a column, else turned 90° with a font no larger than the column is wide
+    (neighbours stay apart), each at most KEY_PX long."""
+    size = int(min(TICK_PX, max(8, cell - 3)))
+    texts = [_fit(c, KEY_PX, size) for c in cats]
+    flat = max((text_px(t, size) for t in texts), default=0) + 6 <= cell
+    axis.update(tickmode="array", tickvals=list(cats), ticktext=texts, tickangle=0 if flat else -90,
+                tickfont=dict(size=size))
+
+
+def short_value(v: float) -> str:
+    """A cell's value in 2 decimals without the leading zero (".62", "-.05"; "1" and "-1" for ±1.00): a phone's
+    narrower cells."""
+    s = f"{v:.2f}"
+    if s in ("1.00", "-1.00"):
+        return s[:-3]
+    return s.replace("0.", ".", 1) if s.lstrip("-").startswith("0.") else s

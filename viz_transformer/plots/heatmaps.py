@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz_transformer.plots import figure_rules as rules
-from viz_transformer.plots.margins import text_px, y_side_px
+from viz_transformer.plots.margins import every_kth, text_px, y_side_px
 from viz_transformer.plots.props import put
 from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, colorbar_under,
                                          escape, labels, layout, to_numpy)
@@ -41,7 +41,9 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     ticks = colorbar_ticks if colorbar_ticks is not None else [format(v, "g") for v in (zmin, zmax) if v is not None]
     flat = rules.narrow()        # a phone: the colour bar under the plot, not beside it
     bar_w = 0 if flat else rules.colorbar_px(colorbar, [str(s) for s in ticks])
-    label_w = y_side_px(rows, titled=True) + 10                    # y tick labels, the axis title, the padding
+    # a phone: row labels in at most ROW_SHARE of the width (on two lines, or cut), so the plot keeps the rest
+    row_text = rules.row_texts(rows, rules.ROW_SHARE * width, two_lines=True) if flat else rows
+    label_w = y_side_px(row_text, titled=True) + 10                # y tick labels, the axis title, the padding
     plot_w = width - label_w - bar_w - 30
     fit = min(rules.max_cells(width), int(plot_w // rules.MIN_CELL))  # shown at once (a pan shows the rest)
     R, C = min(n_rows, rules.max_cells(width), int(rules.MAX_PLOT_H // rules.MIN_CELL)), min(n_cols, max(fit, 1))
@@ -56,6 +58,13 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     if flat and square and min(R * ch, C * cw) < rules.MIN_PLOT:   # a phone: a few rows' (columns') cells taller
         square = False
         cw, ch = max(cw, rules.MIN_PLOT / C), max(ch, rules.MIN_PLOT / R)
+    two = any("<br>" in r for r in row_text)
+    if two and R * rules.TWO_LINES_PX <= rules.MAX_PLOT_H:          # a phone: rows tall enough for two lines
+        if square:
+            cw = ch = max(ch, min(rules.TWO_LINES_PX, plot_w / C))
+        square, ch = square and ch >= rules.TWO_LINES_PX, max(ch, rules.TWO_LINES_PX)
+    elif two:                                                        # too many rows: one line each, cut
+        row_text, two = rules.row_texts(rows, rules.ROW_SHARE * width, two_lines=False), False
     if flat:                                                         # a phone: axis titles no longer than their side
         xlabel, ylabel = rules.fit_label(xlabel, label_w + cw * C), rules.fit_label(ylabel, ch * R)
     bar = dict(title=dict(text=escape(colorbar)), lenmode="pixels", len=max(60, 0.9 * ch * R - 20), thickness=14)
@@ -68,6 +77,10 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
         shown = [f"{v:.2f}" for v in z[np.isfinite(z)]]
         if show_values or rules.values_fit(cw, ch, shown):
             tr.update(texttemplate="%{z:.2f}", textfont=dict(size=rules.VALUE_PX))
+        elif flat and max(R, C) <= rules.SMALL_GRID:                # a phone has no hover: the value in its cell
+            short = [[rules.short_value(v) if np.isfinite(v) else "" for v in row] for row in z]
+            if rules.values_fit(cw, ch, [v for row in short for v in row]):
+                tr.update(text=short, texttemplate="%{text}", textfont=dict(size=rules.VALUE_PX))
     fig = go.Figure(tr)
     # the axes on the cells, row 0 on top (the first window of a larger matrix, dragged to move it): a trace or
     # frame drawn over the cells (a mark in the first column) would otherwise widen the autorange, a blank band
@@ -79,8 +92,16 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     if (R, C) != (n_rows, n_cols):        # too large for readable cells: a pan shows the rest
         more["dragmode"] = "pan"
     put(fig.layout, xaxis=xaxis, yaxis=yaxis, plot_bgcolor=MASKED_BG, **more)
-    rules.thin_axis(fig.layout.yaxis, rows, ch, 14)
-    rules.category_ticks(fig.layout.xaxis, cols, cw)
+    if row_text is rows:
+        rules.thin_axis(fig.layout.yaxis, rows, ch, 14)
+    else:                                                            # a phone's shortened labels, every k-th row
+        named = dict(zip(rows, row_text))
+        every = every_kth(rows, ch, rules.TWO_LINES_PX if two else 14) or rows
+        put(fig.layout.yaxis, tickmode="array", tickvals=every, ticktext=[named[r] for r in every])
+    if flat and C <= rules.ALL_KEYS:                                 # a phone has no hover: every key named
+        rules.name_every_key(fig.layout.xaxis, cols, cw)
+    else:
+        rules.category_ticks(fig.layout.xaxis, cols, cw)
     need = max(label_w + cw * C + bar_w + 30, text_px(escape(title), rules.TITLE_PX) + 30)   # cells, or a 1-line title
     fig_w = width if not square else min(width, int(need))
     layout(fig, title, xlabel, ylabel, width=fig_w)

@@ -105,8 +105,10 @@ def _legend_above(fig: go.Figure, width: float = WIDE_PLOT_PX) -> float:
 
 
 def y_side_px(labels: list[str], titled: bool) -> float:
-    """The margin a y axis's tick labels (and its title, when titled) take beside the plot, padding aside."""
-    return (max(map(text_px, labels)) + 8 if labels else 0) + (TITLE_PX if titled else 0)
+    """The margin a y axis's tick labels (and its title, when titled) take beside the plot, padding aside: a label
+    on two lines ("a<br>b") takes its wider line's."""
+    widest = max((text_px(line) for s in labels for line in str(s).split("<br>")), default=None)
+    return (widest + 8 if widest is not None else 0) + (TITLE_PX if titled else 0)
 
 
 def fit_margins(fig: go.Figure, top: int = 60, pad: int = 10, width: float = WIDE_PLOT_PX) -> go.Figure:
