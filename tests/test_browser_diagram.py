@@ -1,6 +1,6 @@
 """The architecture diagram as Chromium draws it (plotly.js from the installed plotly, no server): at the width a
-1366×768 laptop gives the Overview's diagram, at a phone's (a one-column model fitted to the phone's column, an
-encoder-decoder drawn wider in a box that scrolls) and at a projector's, every label stays inside the
+1366×768 laptop gives the Overview's diagram, at a phone's (each column of blocks a figure of its own, fitted to the
+phone's column: an encoder-decoder's encoder, then its decoder) and at a projector's, every label stays inside the
 figure (the title too), a block's label inside its block, no two labels overlap and no label lies across the encoder's line to
 the decoder, for short and long texts, every kind of model and both languages' labels."""
 from __future__ import annotations
@@ -115,30 +115,38 @@ def test_every_label_fits_where_it_belongs(chromium, lang):
     for case, (cfg, src, tgt) in CASES.items():
         table = EN if lang == "en" else ZH
         for screen, column in WIDTHS.items():
-            fit_px, width = diagram.narrow_layout(cfg, column) if screen == "phone" else (diagram.FIT_PX, None)
-            width = width or column                       # the overview's phone box scrolls a wider figure sideways
-            fig = diagram.architecture_diagram(cfg, src, tgt, labels(table, cfg), title(table, cfg), fit_px)
-            names = {a.name: i for i, a in enumerate(fig.layout.annotations) if a.name}
-            rects = {s.name: i for i, s in enumerate(fig.layout.shapes) if s.name and s.type == "rect"}
-            memory = next((i for i, s in enumerate(fig.layout.shapes) if s.name == "memory"), None)
-            fig.layout.width = width
-            got = drawn(chromium, fig)
-            ann = {int(i): b for i, b in got["ann"].items()}
-            where = f"{case}, {screen} ({width} px)"
-            if not inside(got["title"], got["svg"]):
-                problems.append(f"{where}: the title past the figure's edge {got['title']}")
-            for i, b in ann.items():
-                if not inside(b, got["svg"]):
-                    problems.append(f"{where}: {fig.layout.annotations[i].name or i} past the figure's edge {b}")
-            for block in fig.layout.meta["blocks"]:
-                b, r = ann[names[block]], got["shp"][str(rects[block])]["box"]
-                if not inside(b, r):
-                    problems.append(f"{where}: the label of {block} is wider or taller than its block ({b} in {r})")
-            for i, a in ann.items():
-                problems += [f"{where}: {fig.layout.annotations[i].name} overlaps {fig.layout.annotations[j].name}"
-                             for j, b in ann.items() if j > i and overlap(a, b)]
-            if memory is not None:
-                line = segments(got["shp"][str(memory)]["d"])
-                problems += [f"{where}: the encoder's line crosses {fig.layout.annotations[i].name}"
-                             for i, b in ann.items() if any(crosses(b, s) for s in line)]
+            # a phone draws an encoder-decoder's columns as two figures, each as wide as the phone's column
+            fit_px, parts = diagram.narrow_layout(cfg, column) if screen == "phone" else (diagram.FIT_PX, (None,))
+            for part in parts:
+                problems += _problems(chromium, table, cfg, src, tgt, fit_px, part, column,
+                                      f"{case}, {screen} ({column} px{', ' + part if part else ''})")
     assert not problems, "\n".join(problems[:30])
+
+
+def _problems(chromium, table, cfg, src, tgt, fit_px, part, width, where) -> list[str]:
+    """What is wrong with one figure of the diagram drawn `width` px wide."""
+    problems = []
+    fig = diagram.architecture_diagram(cfg, src, tgt, labels(table, cfg), title(table, cfg), fit_px, part)
+    names = {a.name: i for i, a in enumerate(fig.layout.annotations) if a.name}
+    rects = {s.name: i for i, s in enumerate(fig.layout.shapes) if s.name and s.type == "rect"}
+    memory = next((i for i, s in enumerate(fig.layout.shapes) if s.name == "memory"), None)
+    fig.layout.width = width
+    got = drawn(chromium, fig)
+    ann = {int(i): b for i, b in got["ann"].items()}
+    if not inside(got["title"], got["svg"]):
+        problems.append(f"{where}: the title past the figure's edge {got['title']}")
+    for i, b in ann.items():
+        if not inside(b, got["svg"]):
+            problems.append(f"{where}: {fig.layout.annotations[i].name or i} past the figure's edge {b}")
+    for block in fig.layout.meta["blocks"]:
+        b, r = ann[names[block]], got["shp"][str(rects[block])]["box"]
+        if not inside(b, r):
+            problems.append(f"{where}: the label of {block} is wider or taller than its block ({b} in {r})")
+    for i, a in ann.items():
+        problems += [f"{where}: {fig.layout.annotations[i].name} overlaps {fig.layout.annotations[j].name}"
+                     for j, b in ann.items() if j > i and overlap(a, b)]
+    if memory is not None:
+        line = segments(got["shp"][str(memory)]["d"])
+        problems += [f"{where}: the encoder's line crosses {fig.layout.annotations[i].name}"
+                     for i, b in ann.items() if any(crosses(b, s) for s in line)]
+    return problems

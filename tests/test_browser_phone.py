@@ -1,11 +1,14 @@
 """A phone (390 × 844, a phone's User-Agent) on a long text, in Chromium: the attention page's heatmaps are laid out
 for the phone's narrow column (figure_rules.PHONE_PX, kit/screen.py), so every chart passes the legibility walk's
 measurement (tests/legibility.js: plot sides, labels apart and inside the chart and clear of Plotly's toolbar, which a touch
-screen shows all the time, colour bar no taller than its plot),
+screen shows all the time, colour bar no taller than its plot, every key of a heatmap with at most 24 named),
 and the heatmap shows a narrower window of the text. The same page at the same size without a phone's User-Agent
-(a narrow desktop window) keeps the desktop's layout. Screenshots under test-artifacts/phone/ (look at them)."""
+(a narrow desktop window) keeps the desktop's layout. On the classic sentence, the cross-attention heatmap names every
+key under its column and writes each weight in its cell (a phone has no hover). Screenshots under
+test-artifacts/phone/ (look at them)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -71,9 +74,9 @@ def test_a_phone_gets_figures_laid_out_for_its_column(server, page, lang):     #
 def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ckpt):     # noqa: F811
     """The legibility walk's measurement (benchmarks/legibility.py's Walker: every page, every tab, a student's first
     steps on the decoding page) on a phone, zh-en at a long and a middle length: every chart passes, and no page
-    scrolls sideways (the Overview's two-column diagram keeps a desktop's width in a box of its own that does). On
-    the story model, the attention page (a language model's long "piece → prediction" row labels) and the Overview,
-    whose one-column diagram is fitted to the phone's column, whole on the screen."""
+    scrolls sideways, and the Overview's diagram is whole on the screen (an encoder-decoder's as two figures, its encoder
+    and its decoder). On the story model, the attention page (a language model's long "piece → prediction" row
+    labels) and the Overview, whose one-column diagram is fitted to the phone's column."""
     url, root = server
     if root.name != "checkpoints":
         pytest.skip("the walk's texts are cut by the shipped models")
@@ -97,18 +100,70 @@ def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ck
     if "overview" in names:
         walker.pg.goto(f"{url}/?checkpoint={ckpt}&text={quote(text)}&lang={lang}")
         settle(walker.pg)
-        box = walker.pg.locator(".st-key-ov_diagram_box")
-        if ckpt == "zh-en":             # encoder and decoder: wider than the screen, in a box that scrolls
-            assert box.evaluate("b => b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'")
-        else:                           # one column: the whole diagram on the screen
-            right = box.locator(".main-svg").first.evaluate("e => e.getBoundingClientRect().right")
-            assert right <= 390 and box.evaluate("b => b.scrollWidth <= b.clientWidth"), right
+        box = walker.pg.locator(".st-key-ov_diagram_box")       # an encoder-decoder: two figures, one a column
+        figures = box.locator('[data-testid="stPlotlyChart"]').count()
+        assert figures == (2 if ckpt == "zh-en" else 1), figures
+        rights = box.locator(".main-svg").evaluate_all("es => es.map(e => e.getBoundingClientRect().right)")
+        assert max(rights) <= 390 and box.evaluate("b => b.scrollWidth <= b.clientWidth"), rights   # whole on screen
     views = walker.views
     assert sum(len(v["charts"]) for v in views) >= (40 if ckpt == "zh-en" else 3), legibility.summary(views)
     assert not any(v["exceptions"] or v.get("error") for v in views), \
         legibility.summary(views)
     rows = legibility.problems(views)
     assert not rows, legibility.table(rows) + "\n" + legibility.summary(views)
+    context.close()
+
+
+CLASSIC = "我是一名工程师。"
+# The first heatmap's keys in view (the x categories' indices), the tick label d3 drew for each, the text in its cells.
+KEYS = """c => { const gd = c.querySelector('.js-plotly-plot'), xa = gd._fullLayout.xaxis;
+  const ticks = {}; c.querySelectorAll('.xtick text').forEach(t => { if (t.__data__) ticks[Math.round(t.__data__.x)] = t.textContent; });
+  return {cats: xa._categories, ticks, texts: [...c.querySelectorAll('.heatmaplayer text')].map(t => t.textContent)}; }"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_phone_names_every_key_of_the_cross_attention(server, page, lang):     # noqa: F811
+    """attention?block=decoder.cross_attn&layer=1&head=2 on 我是一名工程师。 at 390 × 844: each key in view has its
+    own tick label "i:piece", the pieces as the checkpoint's tokenizer cuts the text; each cell writes its weight (the
+    run's, recomputed here); the legibility measurer (its phone rule among them) finds nothing wrong; a tap on a cell
+    shows Plotly's hover with the cell's whole labels and weight."""
+    url, root = server
+    if root.name != "checkpoints":
+        pytest.skip("the shipped zh-en's pieces")
+    from viz_transformer import load_checkpoint
+    model = load_checkpoint(root / "zh-en")
+    pieces, run = model.tokenizer.pieces(model.tokenizer.encode(CLASSIC)), model.run(CLASSIC)
+    context = page.context.browser.new_context(viewport={"width": 390, "height": 844}, user_agent=PHONE_UA,
+                                               is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.set_default_timeout(120_000)
+    pg.goto(f"{url}/attention?checkpoint=zh-en&block=decoder.cross_attn&layer=1&head=2&text={quote(CLASSIC)}"
+            + ("&lang=zh" if lang == "zh" else ""))
+    settle(pg)
+    still(pg)
+    chart = pg.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    still(pg)
+    chart.screenshot(path=str(SHOTS / f"cross-attention-{lang}.png"))
+    seen = chart.evaluate(KEYS)
+    keys = seen["cats"]
+    assert 7 <= len(keys) <= 24, keys                       # the phone's window of the sentence's keys
+    for i, piece in enumerate(pieces[:len(keys)]):
+        shown = seen["ticks"].get(str(i))
+        assert shown is not None, (i, piece, seen["ticks"])  # every key named, none skipped
+        assert f"{i}:{piece}".startswith(shown.rstrip("…")), (shown, piece)
+    values = [float(v) for v in seen["texts"]]              # the weights written in the cells, row by row ...
+    rows = len(values) // len(keys)
+    ref = run.cache["decoder.1.cross_attn.hook_pattern"][0, 2, :rows, :len(keys)].flatten().tolist()   # ... the run's
+    assert rows >= 7 and len(values) == len(ref) and all(abs(a - b) <= 0.006 for a, b in zip(values, ref)), (values, ref)
+    charts = pg.evaluate(legibility.MEASURER, {})
+    assert not charts[0]["problems"], charts[0]["problems"]
+    box = chart.locator(".nsewdrag").first.bounding_box()          # a tap on a cell: Plotly's hover names it whole
+    pg.touchscreen.tap(box["x"] + box["width"] * (4.5 / len(keys) if len(keys) > 4 else 0.5), box["y"] + 5)
+    said = chart.locator(".hoverlayer").first
+    said.locator("text").first.wait_for()
+    told = said.evaluate("e => e.textContent")
+    assert re.search(r"\d\.\d{4}", told) and any(f"{i}:{p}" in told for i, p in enumerate(pieces)), told
     context.close()
 
 

@@ -110,3 +110,30 @@ def test_a_fitted_label_keeps_every_word_on_at_most_two_lines(width):
         assert text.replace("<br>", " ").replace("·", " ").split() == label.replace("·", " ").split()
         if width == 400:
             assert (text, size) == (label, FONT)
+
+
+def test_a_phone_draws_an_encoder_decoder_one_column_to_a_figure():
+    """part= draws one column of an encoder-decoder (what a phone's column holds): each figure has exactly that
+    column's blocks, the same as in the two-column figure; the encoder's output names the decoder, the decoder's
+    cross-attention gets an arrow in from outside; a model of one column has no parts."""
+    from viz_transformer.plots.diagram import narrow_layout
+    cfg, S, T = ModelConfig(), 9, 7
+    whole = architecture_diagram(cfg, S, T)
+    fit_px, parts = narrow_layout(cfg, 358)
+    assert parts == ("encoder", "decoder") and fit_px == 358 - 2 * 10
+    for part in parts:
+        fig = architecture_diagram(cfg, S, T, part=part, fit_px=fit_px)
+        assert fig.layout.meta["blocks"] == [b for b in whole.layout.meta["blocks"] if b.startswith(part + ":")]
+        assert column(fig, "encoder" if part == "decoder" else "decoder") == []
+        assert not any(s.name == "memory" for s in fig.layout.shapes)           # no line to a column not drawn
+    enc = annotations(architecture_diagram(cfg, S, T, part="encoder"))
+    assert enc["shape:encoder:output"] == f"[{S} × {cfg.d_model}] → Decoder"
+    dec = architecture_diagram(cfg, S, T, part="decoder")
+    cross = column(dec, "decoder").index("cross_attn")
+    block = next(s for s in dec.layout.shapes if s.name == "decoder:cross_attn")
+    arrows = [a for a in dec.layout.annotations if a.showarrow and a.y == cross and a.ax < a.x == block.x0]
+    assert len(arrows) == 1                                                    # into the block's left edge
+    lm = ModelConfig(architecture="decoder_only", n_encoder_layers=0)
+    assert narrow_layout(lm, 358)[1] == (None,)
+    with pytest.raises(ValueError, match="part"):
+        architecture_diagram(lm, None, 6, part="decoder")

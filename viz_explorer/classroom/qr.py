@@ -20,9 +20,17 @@ STYLE = """<style>
 .st-key-class_code p { font-size: clamp(2.5rem, 6vw, 7rem); white-space: nowrap; line-height: 1.1; font-weight: 700; letter-spacing: 0.12em;
   font-family: "Source Code Pro", monospace; margin: 0; }
 </style>"""
+# The card's column is narrower than the code at 3.5rem in presenter mode's large type on a 1366 px screen: the code is
+# at most 15% of its box's width a character (8 characters of about 0.7 em each with their spacing: 84% of the box).
 CARD_STYLE = """<style>
-.st-key-class_card_code p { font-size: 3.5rem; white-space: nowrap; line-height: 1.1; font-weight: 700;
+.st-key-class_card_code { container-type: inline-size; }
+.st-key-class_card_code p { font-size: min(3.5rem, 15cqi); white-space: nowrap; line-height: 1.1; font-weight: 700;
   letter-spacing: 0.1em; font-family: "Source Code Pro", monospace; margin: 0; }
+</style>"""
+# The join address's box keeps a strip on its right for the copy button Streamlit lays over a code block's top right
+# corner (1.5rem wide, 0.5rem in): the address wraps before it instead of running under it.
+JOIN_STYLE = """<style>
+.st-key-class_join [data-testid="stCode"] pre { padding-right: 2.75rem; }
 </style>"""
 CARD_PX = 360           # about how wide the card's QR code is drawn
 
@@ -60,14 +68,15 @@ def class_banner(code: str, join_url: str) -> None:
     except ValueError as e:
         st.warning(str(e))
         return
-    st.html(STYLE)
+    st.html(STYLE + JOIN_STYLE)
     left, right = st.columns([3, 2], vertical_alignment="center")
     with left:
         st.caption(t("qr.code"))
         with st.container(key="class_code"):
             st.markdown(md_escape(str(code)))
         st.caption(t("qr.scan"))
-        st.code(join_url.strip(), language=None, wrap_lines=True)
+        with st.container(key="class_join"):
+            st.code(join_url.strip(), language=None, wrap_lines=True)
     with right:
         # its own size, lossless: a resized or JPEG image blurs the modules
         st.image(image, width="content", output_format="PNG")
@@ -81,10 +90,11 @@ def class_card(code: str, join_url: str) -> None:
     except ValueError as e:
         st.warning(str(e))
         return
-    st.html(CARD_STYLE)
+    st.html(CARD_STYLE + JOIN_STYLE)
     st.caption(t("qr.code"))
     with st.container(key="class_card_code"):
         st.markdown(md_escape(str(code)))
     st.image(image, width="content", output_format="PNG")
     st.caption(t("qr.scan"))
-    st.code(join_url.strip(), language=None, wrap_lines=True)
+    with st.container(key="class_join"):
+        st.code(join_url.strip(), language=None, wrap_lines=True)

@@ -19,10 +19,6 @@ CROSS = [("cross", "attention")]            # encoder-decoders only
 WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { white-space: normal; overflow: visible; }
 </style>"""
 OUTPUT_END = [("softmax", "decoding"), ("heads", "knockout")]
-# On a phone an encoder-decoder's diagram keeps the width its labels need and its box scrolls sideways. A fixed
-# string.
-PHONE_DIAGRAM = f"""<style>.st-key-ov_diagram_box {{ overflow-x: auto; }}
-.st-key-ov_diagram_inner {{ min-width: {diagram.PHONE_MIN_PX}px; }}</style>"""
 
 
 def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
@@ -45,15 +41,13 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
               d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
     left, right = st.columns([5, 2])
     with left:
-        # on a phone an encoder-decoder keeps a laptop's layout in a box that scrolls sideways; one column fits
-        fit_px, width = diagram.narrow_layout(cfg, figure_rules.figure_px()) if figure_rules.narrow() \
-            else (diagram.FIT_PX, None)
-        fig = diagram.architecture_diagram(cfg, src_len, tgt_len, labels, title, fit_px)
-        if width:
-            st.html(PHONE_DIAGRAM)
-            fig.update_layout(width=width)
-        with st.container(key="ov_diagram_box"), st.container(key="ov_diagram_inner"):
-            page_parts.show(fig, key="ov_diagram")
+        # on a phone each column of blocks is a figure of its own, fitted to the phone's column, the title on the first
+        fit_px, parts = diagram.narrow_layout(cfg, figure_rules.figure_px()) if figure_rules.narrow() \
+            else (diagram.FIT_PX, (None,))
+        with st.container(key="ov_diagram_box"):
+            for i, part in enumerate(parts):
+                fig = diagram.architecture_diagram(cfg, src_len, tgt_len, labels, "" if i else title, fit_px, part)
+                page_parts.show(fig, key="ov_diagram" + (f"_{part}" if i else ""))
     with right:
         st.markdown(f"**{t('ov.open')}**")
         st.html(WRAP)

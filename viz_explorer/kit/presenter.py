@@ -86,10 +86,38 @@ FORMULA_STYLE = """<style>
 @media (max-width: 640px) { .katex-display { font-size: 0.85em; } }
 </style>"""
 
+# Always, a fixed string: the sidebar shows what to type and which model first (its box of inputs, key sb_inputs in
+# viz_explorer/kit/sidebar.py, and the language switch), then the page list, then the rest (writing a lesson, the
+# link): Streamlit puts its page list above everything a script writes there, and 18 pages pushed the text box
+# below a laptop's first screen. The sidebar's own wrappers step aside (display: contents), so the script's
+# elements and the page list are items of one column that `order` arranges; the page list stays where it is in the
+# page (its links, tests and keyboard order unchanged).
+SIDEBAR_STYLE = """<style>
+[data-testid="stSidebarContent"] { display: flex; flex-direction: column; gap: 1rem; padding-bottom: 6rem; }
+[data-testid="stSidebarContent"] > * { flex-shrink: 0; }
+[data-testid="stSidebarUserContent"], [data-testid="stSidebarUserContent"] > div,
+[data-testid="stSidebarUserContent"] > div > [data-testid="stVerticalBlock"] { display: contents; }
+[data-testid="stSidebarHeader"] { order: -3; margin-bottom: 0; }
+[data-testid="stSidebarNav"] { border-top: 1px solid color-mix(in srgb, currentColor 20%, transparent); padding-top: 1rem; }
+[data-testid="stSidebarContent"] .st-key-lang { order: -2; }
+[data-testid="stSidebarContent"] :has(> .st-key-sb_inputs), [data-testid="stSidebarContent"] .st-key-sb_inputs {
+  order: -1; }
+</style>"""
+
+# Always, a fixed string: a touch screen (a phone) shows a table's toolbar (Streamlit's search, download, full
+# screen) all the time, laid over the 2.75rem above the table, where it covered the line under the table's
+# heading; there a table keeps that room free above it.
+TOUCH_STYLE = """<style>
+@media (hover: none) {
+  [data-testid="stMain"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 2rem; }
+}
+</style>"""
+
 
 def style() -> None:
-    """The app's CSS: formulas that fit a phone; in presenter mode, the projector's too."""
-    st.html(FORMULA_STYLE + (STYLE if active() else ""))
+    """The app's CSS: the sidebar's order, formulas that fit a phone, a touch screen's tables; in presenter mode,
+    the projector's too."""
+    st.html(SIDEBAR_STYLE + FORMULA_STYLE + TOUCH_STYLE + (STYLE if active() else ""))
 
 
 def step_buttons(where, back, forward) -> None:

@@ -11,6 +11,9 @@ from viz_explorer.kit.strings import t
 from viz_transformer import CheckpointError, list_roots
 
 
+INPUTS = "sb_inputs"        # the key of the sidebar's box of inputs (its CSS class: st-key-sb_inputs)
+
+
 def _kind_of(info) -> str:
     return defaults.kind(info.config if info is not None else None)
 
@@ -35,8 +38,10 @@ def checkpoint_names() -> list[str]:
 
 
 def sidebar() -> Context:
-    """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text."""
-    sb = st.sidebar
+    """Render the shared sidebar and compute (cached) the run for the chosen checkpoint and text. The checkpoint,
+    the examples, the text and the model's line go in one box (INPUTS), which the app's CSS shows above the page
+    list (viz_explorer/kit/presenter.py, SIDEBAR_STYLE): where to type is in a laptop's or a phone's first screen."""
+    sb = st.sidebar.container(key=INPUTS)
     infos = {i.name: i for i in list_roots(checkpoint_roots())}   # checks each weights header
     if not infos:
         sb.error(t("sidebar.no_checkpoints", root=", ".join(map(str, checkpoint_roots()))))

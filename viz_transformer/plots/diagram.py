@@ -53,7 +53,6 @@ COLOURS = {"input": "#f2f2f2", "tok_embed": "#fde4c8", "pos": "#fde4c8", "norm":
 W, H = 4.4, 0.62           # block width, height (data units; one row = 1)
 FIT_PX = 620               # the plot width labels are fitted to by default: the Overview's diagram column on a
                            # 1366×768 laptop (642 px) less the margins; wider screens draw it larger
-PHONE_MIN_PX = 700         # the narrowest the two-column diagram is drawn (a phone scrolls it sideways)
 MARGIN_PX = 10             # the figure's left and right margins
 PAD = 0.15                 # data units between a label and the line beside it
 TITLE_LINE_PX = round(TITLE_PX * 1.3)   # a title's second line and more: Plotly's line height
@@ -90,13 +89,12 @@ def fit_label(label: str, width_px: float) -> tuple[str, float]:
     return "<br>".join(x for x in lines if x), size
 
 
-def narrow_layout(cfg: ModelConfig, column_px: int) -> tuple[int, Optional[int]]:
-    """(fit_px, the figure's width or None for the column's) in a column narrower than a laptop's (a phone's): a
-    model of two columns (encoder and decoder) keeps FIT_PX, drawn PHONE_MIN_PX wide in a box that scrolls sideways;
-    a model of one column is fitted to the column itself, whole on the screen."""
-    if cfg.is_encoder_decoder:
-        return FIT_PX, PHONE_MIN_PX
-    return min(FIT_PX, column_px - 2 * MARGIN_PX), None
+def narrow_layout(cfg: ModelConfig, column_px: int) -> tuple[int, tuple[Optional[str], ...]]:
+    """(fit_px, the parts to draw one under the other) in a column narrower than a laptop's (a phone's): one column
+    of blocks is all such a column holds with its labels readable, so an encoder-decoder is drawn as two figures,
+    its encoder, then its decoder (architecture_diagram's `part`); each is fitted to the column, whole on the
+    screen. A model of one column is one figure (part None)."""
+    return min(FIT_PX, column_px - 2 * MARGIN_PX), ("encoder", "decoder") if cfg.is_encoder_decoder else (None,)
 
 
 def _x_layout(cfg: ModelConfig, columns: list[tuple[str, int]], src_len,
@@ -167,17 +165,22 @@ def _inner_shape(kind: str, cfg: ModelConfig, n: int, n_src: Optional[int], labe
 
 
 def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, labels: Optional[dict] = None,
-                         title: str = "", fit_px: int = FIT_PX) -> go.Figure:
+                         title: str = "", fit_px: int = FIT_PX, part: Optional[str] = None) -> go.Figure:
     """The model as a block diagram, data flowing upward. src_len: encoder input length (None without an
     encoder); tgt_len: decoder input length (a one-sequence model: the whole sequence). fit_px: the plot width its
-    labels and title are fitted to (a phone's: narrow_layout)."""
+    labels and title are fitted to (a phone's: narrow_layout). part: "encoder" or "decoder" draws that column of an
+    encoder-decoder alone (a phone's column holds one): the encoder's output then leaves its top towards the decoder
+    named, and the decoder's cross-attention takes it in from the left, both in the encoder line's colour."""
     labels = {**LABELS, **(labels or {})}
     if cfg.is_encoder_decoder and src_len is None:
         raise ValueError("an encoder-decoder diagram needs src_len (the source's number of tokens)")
     if cfg.is_encoder_only and src_len is None:
         raise ValueError("an encoder-only diagram needs src_len (the text's number of tokens)")
+    if part is not None and (not cfg.is_encoder_decoder or part not in ("encoder", "decoder")):
+        raise ValueError(f"part {part!r}: only an encoder-decoder's 'encoder' or 'decoder' is drawn alone")
     names = [("encoder", src_len), ("decoder", tgt_len)] if cfg.is_encoder_decoder \
         else [("encoder", src_len)] if cfg.is_encoder_only else [("decoder", tgt_len)]
+    names = [(c, n) for c, n in names if part in (None, c)]
     centres, mid, width = _x_layout(cfg, names, src_len, labels, fit_px)
     columns = [(c, x, n) for (c, n), x in zip(names, centres)]
     block_px = W * fit_px / width - 8                           # a full block's inside at fit_px, 4 px each side
@@ -214,11 +217,15 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         top = len(kinds) - 1
         out = shape_text(n, cfg.out_vocab) if "linear" in kinds else shape_text(n, cfg.d_model)
         tops[column] = (x, top)
-        if ends:
+        if ends or part == "encoder":                 # alone, the encoder's output leaves for the decoder
+            # the encoder's label goes left of its arrow: its top block can be the layer's, under the frame's "N×"
+            arrow, ink, text, side = ("#444", "#1f4e79", escape(out), 1) if ends else \
+                ("#674ea7", "#674ea7", f"{escape(out)} → {escape(labels['decoder'])}", -1)
             ann.append(dict(x=x, y=top + 0.62, ax=x, ay=top + H / 2, xref="x", yref="y", axref="x", ayref="y",
-                            showarrow=True, arrowhead=2, arrowwidth=1.2, arrowcolor="#444", text=""))
-            ann.append(dict(x=x + 0.06, y=top + 0.7, text=escape(out), showarrow=False, xanchor="left",
-                            font=dict(size=9, color="#1f4e79"), name=f"shape:{column}:output"))
+                            showarrow=True, arrowhead=2, arrowwidth=1.2, arrowcolor=arrow, text=""))
+            ann.append(dict(x=x + 0.06 * side, y=top + 0.7, text=text, showarrow=False,
+                            xanchor="left" if side > 0 else "right", font=dict(size=9, color=ink),
+                            name=f"shape:{column}:output"))
         # one layer, drawn once, inside a dashed frame marked N×
         n_layers = cfg.n_encoder_layers if column == "encoder" else cfg.n_decoder_layers
         shapes.append(dict(type="rect", x0=x - W / 2 - 0.45, x1=x + W / 2 + 0.12, y0=first_layer - 0.42,
@@ -239,7 +246,11 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
                 shapes.append(dict(type="path", path=f"M {x},{y_in} L {rail},{y_in} L {rail},{y_add} L "
                                    f"{x - W * (0.275 if kind == 'add' else 0.5)},{y_add}",
                                    line=dict(color="#999", width=1), name=f"{column}:residual"))
-    if cfg.is_encoder_decoder:      # the encoder's output feeds every decoder layer's cross-attention (K, V)
+    if part == "decoder":           # the encoder's output, drawn in the figure above, comes in from the left
+        (dx, _), cross = tops["decoder"], column_kinds(cfg, "decoder").index("cross_attn")
+        ann.append(dict(x=dx - W / 2, y=cross, ax=dx - W / 2 - 0.5, ay=cross, xref="x", yref="y", axref="x",
+                        ayref="y", showarrow=True, arrowhead=2, arrowwidth=1.5, arrowcolor="#674ea7", text=""))
+    if cfg.is_encoder_decoder and part is None:   # the encoder's output feeds every decoder layer's cross-attention
         (ex, etop), (dx, _) = tops["encoder"], tops["decoder"]
         cross = column_kinds(cfg, "decoder").index("cross_attn")
         y_out = etop + 0.55

@@ -110,11 +110,19 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
                 tok.decode(trace_b.generated_ids), cache, logits[0])
 
 
+class Misaligned(ValueError):
+    """Texts A and B cut into different numbers of pieces (pieces_a, pieces_b), so no position of one patches
+    into the other: a caller can say so in its own words and list the pieces."""
+
+    def __init__(self, pieces_a: list[str], pieces_b: list[str]):
+        self.pieces_a, self.pieces_b = pieces_a, pieces_b
+        super().__init__(f"the two texts must have the same number of pieces to patch one into the other: "
+                         f"{len(pieces_a)} ({' '.join(pieces_a)}) and {len(pieces_b)} ({' '.join(pieces_b)})")
+
+
 def _check_aligned(tok, ids_a, ids_b) -> None:
     if len(ids_a) != len(ids_b):
-        raise ValueError(f"the two texts must have the same number of pieces to patch one into the other: "
-                         f"{len(ids_a)} ({' '.join(source_pieces(tok, ids_a))}) and {len(ids_b)} "
-                         f"({' '.join(source_pieces(tok, ids_b))})")
+        raise Misaligned(source_pieces(tok, ids_a), source_pieces(tok, ids_b))
 
 
 def _blank_pair(hm, text_a, text_b) -> Pair:

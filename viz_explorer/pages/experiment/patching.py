@@ -61,11 +61,16 @@ bar = st.progress(0.0, text=t("pt.running"))
 try:
     df = cached.patching_scores(path, ctx.stamp, ctx.text, other, over, progress=lambda done, n: bar.progress(
         done / n, text=t("pt.progress", done=done, total=n)))
+except patching.Misaligned as e:          # said once, in the interface's language; the pieces as the model cut them
+    bar.empty()
+    st.warning(t("pt.align", a=len(e.pieces_a), b=len(e.pieces_b)))
+    st.code(f"A: {' '.join(e.pieces_a)}\nB: {' '.join(e.pieces_b)}", language=None, wrap_lines=True)
+    st.caption(t("pt.align_tip"))
+    st.stop()
 except ValueError as e:
     bar.empty()
-    st.warning(t("pt.align"))
+    st.warning(t("msg.failed"))
     st.code(str(e), language=None, wrap_lines=True)
-    st.caption(t("pt.align_tip"))
     st.stop()
 
 bar.empty()
