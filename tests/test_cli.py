@@ -185,3 +185,38 @@ def test_evaluate_scores_only_sources_never_seen_in_training(tmp_path):
     (folder / "meta.json").write_text(json.dumps(dict(meta, split="by_source")), encoding="utf-8")
     res = json.loads(cli("evaluate", "--checkpoint", folder).stdout)
     assert res["n_dropped_seen"] == 0 and res["split_by"] == "source" and res["n"] >= 10
+
+
+# -- the confidence line, as the app shows it ----------------------------------------------------------
+SHIPPED_DEFAULT = ROOT / "checkpoints" / "zh-en-postnorm"
+
+
+def test_translate_prints_the_apps_confidence_line_and_names_a_character_read_as_bytes():
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis import confidence as C
+    text = "这家餐厅的饺子很好吃。"
+    hm = load_checkpoint(SHIPPED_DEFAULT)
+    tr = decode(hm, text)
+    c = C.assess_ids(hm, text, tr.generated_ids, True)
+    r = cli("translate", "--checkpoint", SHIPPED_DEFAULT, "--text", text)
+    assert r.returncode == 0 and r.stdout.strip() == hm.tokenizer.decode(tr.generated_ids)
+    lines = r.stderr.splitlines()
+    assert C.line(c) in lines and f"· 1 character read as bytes" in C.line(c)
+    warn = next(x for x in lines if x.startswith("warning:"))
+    assert "饺 is not in this model's vocabulary: it reads it as 3 bytes" in warn
+    j = cli("translate", "--checkpoint", SHIPPED_DEFAULT, "--text", text, "--json")
+    got = json.loads(j.stdout)
+    assert got["output"] == r.stdout.strip() and got["confidence"]["flagged"]
+    assert got["confidence"]["bytes"] == [{"character": "饺", "pieces": len("饺".encode("utf-8"))}]
+    assert got["confidence"]["mean_logprob"] == pytest.approx(c.mean_logprob, abs=1e-4)
+
+
+def test_trace_prints_the_confidence_line_and_a_mismatched_command_names_the_architecture(tmp_path):
+    from viz_transformer import load_checkpoint
+    from viz_transformer.analysis import confidence as C
+    hm = load_checkpoint(SHIPPED_DEFAULT)
+    r = cli("trace", "--checkpoint", SHIPPED_DEFAULT, "--text", "我是学生。", "--out", tmp_path / "run.json")
+    assert r.returncode == 0 and C.line(C.assess(hm, hm.run("我是学生。"))) in r.stderr.splitlines()
+    g = cli("generate", "--checkpoint", SHIPPED_DEFAULT, "--text", "我是学生。")
+    assert "is an encoder-decoder translator; `translate` fits it better" in g.stderr
+    assert "a encoder" not in g.stderr and "encoder_decoder" not in g.stderr

@@ -86,9 +86,9 @@ def test_rare_pieces_are_counted_from_the_training_sources(shipped):
         for i in hm.tokenizer.encode(s):
             counts[i] = counts.get(i, 0) + 1
     stored = hm.meta["confidence"]["pieces"]
-    common = C._unbits(stored["common"])
+    common = C.unbits(stored["common"])
     assert common == {i for i, n in counts.items() if n >= C.RARE_BELOW}
-    assert C._unbits(stored["seen"]) == set(counts)
+    assert C.unbits(stored["seen"]) == set(counts)
     ids = hm.tokenizer.encode(SCRIPT)
     c = C.assess(hm, hm.run(SCRIPT))
     assert (c.n_pieces, c.n_rare, c.n_unseen) == (len(ids), sum(counts.get(i, 0) < C.RARE_BELOW for i in ids),
@@ -144,7 +144,7 @@ def test_the_nonsense_outputs_are_flagged(shipped, name, text):
 @pytest.mark.parametrize("name,text,output", [("zh-en", ZH, "I'm an engineer."), ("zh-en", "我是学生。", None),
                                               ("zh-en-postnorm", ZH, "I'm an engineer."),
                                               ("zh-en-decoder", ZH, "I'm an engineer."), ("zh-en-prefix", ZH, "I'm an engineer."),
-                                              ("en-stories", "Once upon a time", None)])
+                                              ("zh-en-postnorm", "怎么去车站？", "How do you get to the station?")])
 def test_good_outputs_are_not_flagged(shipped, name, text, output):
     hm = shipped[name]
     run = hm.run(text)
@@ -211,3 +211,88 @@ def test_every_page_with_an_output_shows_the_line_and_the_warning(shipped_env):
         lines = [c.value for c in at.caption if c.value.startswith("confidence: ")]
         assert len(lines) == n, (page, lines)
         assert any(w.value.startswith("Don't trust this output") for w in at.warning), page
+
+
+# -- the warning's rules and its classifier ------------------------------------------------------------
+def _repeats(text: str, n: int) -> bool:
+    """Reference: some word n-gram (lower case, punctuation dropped) occurs at least twice."""
+    import collections
+    import re
+    words = [w.strip(".,!?;:\"“”") for w in text.lower().split()]
+    words = [w for w in words if w]
+    grams = collections.Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return any(c > 1 for c in grams.values())
+
+
+@pytest.mark.parametrize("text", ["It'll take an umbrella tomorrow, it's going to take an umbrella tomorrow.",
+                                  "I am a student.", "the the the", "He said no. He said no.", "",
+                                  "Take an umbrella. Take an Umbrella!"])
+def test_a_repeated_word_trigram_is_found_as_a_reference_count_finds_it(text):
+    assert bool(C.repeated_ngram(text)) == _repeats(text, 3)
+
+
+def test_a_looping_translation_is_flagged_whatever_the_model_thinks_of_it(shipped):
+    hm = shipped["zh-en-postnorm"]
+    loop = "It'll take an umbrella tomorrow, it's going to take an umbrella tomorrow."
+    c = C.assess(hm, hm.run("明天会下雨，记得带伞。", target=loop))
+    assert "repetition" in c.reasons and c.repeat == "take an umbrella"
+
+
+@pytest.mark.parametrize("name", ["zh-en-postnorm", "zh-en"])
+def test_a_character_read_as_bytes_is_named_and_flagged(shipped, name):
+    hm = shipped[name]
+    vocab = {hm.tokenizer.sp.id_to_piece(i).lstrip("\u2581") for i in range(hm.tokenizer.vocab_size)
+             if not hm.tokenizer.sp.is_unused(i)}
+    assert "饺" not in vocab and "餐" in vocab
+    c = C.assess(hm, hm.run("这家餐厅的饺子很好吃。"))
+    assert c.byte_chars == [("饺", len("饺".encode("utf-8")))] and "unknown_characters" in c.reasons
+    assert "饺 is not in this model's vocabulary: it reads it as 3 bytes" in " ".join(C.reasons_text(c, hm.meta["confidence"]))
+
+
+def test_the_wilson_bound_is_scipys():
+    from scipy.stats import binomtest
+    for k, n in ((0, 348), (12, 348), (13, 348), (30, 547), (5, 20)):
+        want = binomtest(k, n).proportion_ci(confidence_level=0.8, method="wilson").high   # one side of 80% = 90%
+        assert calibration.wilson_upper(k, n) == pytest.approx(want, abs=1e-9)
+
+
+def test_the_classifier_keeps_its_false_alarms_under_the_goal_on_a_labelled_set_built_here():
+    gen = torch.Generator().manual_seed(0)
+    n_f = len(C.FEATURES)
+
+    def sample(n, shift):                           # bad outputs: lower log-probabilities, higher entropy
+        x = torch.randn(n, n_f, generator=gen, dtype=torch.float64)
+        x[:, 0] -= shift
+        x[:, 5] += shift
+        return x.tolist()
+    fit_x = sample(400, 0.0) + sample(200, 2.0)
+    labels = ["good"] * 400 + ["bad"] * 200
+    clf = calibration.fit_classifier(fit_x, labels)
+    k, n = clf["good_flagged"]["k"], clf["good_flagged"]["n"]
+    assert n == 400 and calibration.wilson_upper(k, n) <= C.GOAL_FALSE_ALARMS < calibration.wilson_upper(k + 1, n)
+    assert sum(C.classifier_score(clf, x) > clf["threshold"] for x in fit_x[:400]) == k
+    fresh_good, fresh_bad = sample(5000, 0.0), sample(5000, 2.0)
+    false_alarms = sum(C.classifier_score(clf, x) > clf["threshold"] for x in fresh_good) / 5000
+    recall = sum(C.classifier_score(clf, x) > clf["threshold"] for x in fresh_bad) / 5000
+    assert false_alarms <= C.GOAL_FALSE_ALARMS
+    # the best any threshold on the true log-odds direction can do at that false-alarm rate (two unit Gaussians
+    # 2·√2 apart along (−1, 0, 0, 0, 0, 1, 0, 0, 0)): the fitted direction comes within 0.05 of it
+    from scipy.stats import norm
+    best = 1 - norm.cdf(norm.ppf(1 - false_alarms) - 2 * math.sqrt(2))
+    assert best - 0.05 < recall <= best + 0.02
+
+
+@pytest.mark.usefixtures("training_data")
+def test_the_apps_verdict_on_one_run_is_the_calibrations_on_the_batch(shipped):
+    """assess on each run's own logits flags exactly what the batched features of calibration flag."""
+    hm = shipped["zh-en-postnorm"]
+    cal = hm.meta["confidence"]
+    train, _, test = translation_splits(hm.meta)
+    test = D.unseen_sources(test, train)[0][:60]
+    texts_ = [s for s, _ in test]
+    outs = greedy_ids(hm.model, hm.tokenizer, texts_)
+    batch = C.batch_scores(hm, texts_, outs, token_lp=True, spreads=True)
+    for text, (lp, _, src, rows) in zip(texts_, batch):
+        c = C.assess(hm, hm.run(text))
+        assert c.score == pytest.approx(C.classifier_score(cal["classifier"], C.features(lp, *rows, len(src))),
+                                        abs=1e-3)

@@ -44,6 +44,7 @@ def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
 def cmd_generate(args) -> int:
     """translate / generate: --text once, or one input per stdin line, one output per line.
     An LM's line is the prompt it kept and its continuation, decoded together from the ids."""
+    from viz_transformer.analysis.confidence import KEY, as_dict, assess_ids
     from viz_transformer.run.decoding import decode
     from viz_transformer.run.decode_settings import DecodeSettings
     hm = _load(args.checkpoint)
@@ -53,11 +54,12 @@ def cmd_generate(args) -> int:
                         "nothing; use trace, report or stats, or the app's pages")
     want = "translate" if hm.cfg.is_translator else "generate"
     if args.command != want:
-        print(f"note: {hm.name} is a {hm.cfg.architecture} model; `{want}` fits it better", file=sys.stderr)
+        kind = ARCHITECTURE_WORDS.get(hm.cfg.architecture, hm.cfg.architecture)
+        print(f"note: {hm.name} is {kind}; `{want}` fits it better", file=sys.stderr)
 
     def one(text: str) -> str:
         if not text.strip():
-            return ""
+            return json.dumps({"text": text, "output": "", "confidence": None}, ensure_ascii=False) if args.json else ""
         try:
             tr = decode(hm, text, settings=DecodeSettings(
                 args.strategy, args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
@@ -68,9 +70,13 @@ def cmd_generate(args) -> int:
             where = "end" if tr.cut_at == "end" else "start"
             print(f"note: the text does not fit this model's {hm.cfg.max_len} positions: {tr.n_cut} "
                   f"piece(s) cut from its {where}", file=sys.stderr)
-        if hm.cfg.is_translator:
-            return tok.decode(tr.generated_ids)
-        return tok.decode(tr.prompt_ids + tr.generated_ids)
+        output = tok.decode(tr.generated_ids if hm.cfg.is_translator else tr.prompt_ids + tr.generated_ids)
+        c = assess_ids(hm, text, tr.generated_ids, bool(tr.steps) and tr.steps[-1].token_id == tr.eos_id)
+        if args.json:
+            return json.dumps({"text": text, "output": output, "confidence": as_dict(c, hm.meta.get(KEY) or {})},
+                              ensure_ascii=False)
+        _say_confidence(hm, c)
+        return output
 
     if args.text is not None:
         print(one(_clean(args.text)), flush=True)
@@ -86,6 +92,19 @@ def cmd_generate(args) -> int:
             print(f"error: line {n}: {e}", file=sys.stderr)
             print("", flush=True)
     return 2 if failed else 0
+
+
+ARCHITECTURE_WORDS = {"encoder_decoder": "an encoder-decoder translator", "decoder_only": "a decoder-only model",
+                      "prefix_lm": "a prefix language model", "encoder_only": "an encoder-only model"}
+
+
+def _say_confidence(hm, c) -> None:
+    """The app's confidence line on stderr, and its warning when the output is flagged."""
+    from viz_transformer.analysis.confidence import KEY, line, reasons_text
+    print(line(c), file=sys.stderr)
+    if c.flagged:
+        print("warning: don't trust this output too much: " + "; ".join(reasons_text(c, hm.meta.get(KEY) or {})) + ".",
+              file=sys.stderr)
 
 
 def _clean(text: str) -> str:
@@ -139,10 +158,13 @@ def cmd_trace(args) -> int:
     out = Path(args.out)
     if out.suffix not in FORMATS:
         raise UserError(f"--out must end in .npz or .json, not {out.suffix or '(nothing)'}")
+    from viz_transformer.analysis.confidence import assess
     hm = _load(args.checkpoint)
     run = _run(hm, args)
     write_run(run, out)
     print(f"wrote {len(run.cache)} tensors and the token lists to {out}", file=sys.stderr)
+    if not hm.cfg.is_encoder_only:
+        _say_confidence(hm, assess(hm, run))
     return 0
 
 
@@ -308,6 +330,8 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
         s = sub.add_parser(name, help=helptext)
         s.add_argument("--checkpoint", required=True)
         s.add_argument("--text", help="one input; without it, read one per line from stdin")
+        s.add_argument("--json", action="store_true",
+                       help="one JSON object a line: the text, the output and its confidence (as the app shows it)")
         _add_decoding_flags(s)
         s.set_defaults(fn=cmd_generate)
     s = sub.add_parser("trace", help="dump one captured run to .npz or .json")

@@ -8,6 +8,7 @@ from typing import Optional
 
 import streamlit as st
 
+from viz_explorer.kit.page_parts import md_escape
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import confidence as C
 
@@ -35,6 +36,8 @@ def line_text(c: C.Confidence) -> str:
         s = t("cf.line", lp=_minus(c.mean_logprob), p=c.per_token, rare=c.n_rare, n=c.n_pieces)
     if c.prompt_ppl is not None:
         s += t("cf.line_ppl", ppl=c.prompt_ppl)
+    if c.byte_chars:
+        s += t("cf.line_bytes", k=len(c.byte_chars))
     return s
 
 
@@ -48,7 +51,16 @@ def warning_text(hm, c: C.Confidence) -> str:
     th = cal.get("thresholds", {})
     why = []
     for r in c.reasons:
-        if r == "low_confidence":
+        if r == "repetition":
+            why.append(t("cf.why.repetition", gram=md_escape(c.repeat)))
+        elif r == "unknown_characters":
+            why += [t("cf.why.unknown_char", ch=md_escape(ch), n=n) for ch, n in c.byte_chars]
+        elif r == "cut_off":
+            why.append(t("cf.why.cut_off"))
+        elif r == "classifier":
+            why.append(t("cf.why.classifier", lp=_minus(c.mean_logprob), p=c.min_prob, score=c.score,
+                         th=cal["classifier"]["threshold"]))
+        elif r == "low_confidence":
             why.append(t("cf.why.low_confidence", lp=_minus(c.mean_logprob), tau=_minus(th["mean_logprob"])))
         elif r == "rare_input":
             why.append(t("cf.why.rare_input", rare=c.n_rare, n=c.n_pieces, unseen=c.n_unseen))
@@ -58,6 +70,8 @@ def warning_text(hm, c: C.Confidence) -> str:
             why.append(t("cf.why.unusual_prompt", ppl=c.prompt_ppl, th=th["prompt_ppl"]))
     s = t("cf.warn", why=t("cf.sep").join(why))
     test = cal.get("test")
+    if test and test.get("confusion"):
+        s += t("cf.test_catch", r=test["confusion"]["recall"], fa=test["confusion"]["false_alarms"])
     if test and test["flagged"]["bleu"] is not None and test["unflagged"]["bleu"] is not None:
         s += t("cf.test_bleu", f=test["flagged"]["bleu"], nf=test["flagged"]["n"],
                      u=test["unflagged"]["bleu"], nu=test["unflagged"]["n"])

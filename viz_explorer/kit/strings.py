@@ -131,6 +131,10 @@ EN = {
     "ov.pieces": "Your text as pieces",
     "ov.pieces_help": "▁ marks a piece that starts a word (a space came before it). "
                       "Chinese characters and punctuation are words of their own.",
+    "ov.bare_mark": "The piece ▁ at position {pos} ({part}) is SentencePiece's word-start mark standing alone: the "
+                    "mark says a word begins here (at the start of a text, or after a space), and this "
+                    "vocabulary has no piece that joins it to the Chinese character after it, so it takes a "
+                    "position of its own. It spells no character; the model learned it as it learned every piece.",
     "ov.col.pos": "position",
     "ov.col.piece": "piece",
     "ov.col.id": "id",
@@ -155,6 +159,16 @@ EN = {
     "cf.why.rare_input": "{rare} of the input's {n} {n:piece|pieces} {rare:is|are} rare in its training data "
                          "({unseen} never seen)",
     "cf.why.long_input": "the input has {n} {n:piece|pieces}, longer than anything it was trained on (at most {longest})",
+    "cf.why.repetition": "it repeats itself (“{gram}” comes twice): a loop",
+    "cf.why.unknown_char": "{ch} is not in this model's vocabulary: it reads it as {n} {n:byte|bytes}, which it "
+                           "almost never translates",
+    "cf.why.cut_off": "it stopped at the length limit without finishing",
+    "cf.why.classifier": "its probabilities look like those of the validation outputs that were wrong (mean log-prob "
+                         "{lp}, least likely token p={p:.2f}: the check's score {score:.2f} is above the "
+                         "threshold {th:.2f})",
+    "cf.line_bytes": " · {k} {k:character|characters} read as bytes",
+    "cf.test_catch": " On the test split this check catches {r:.0%} of the bad translations (chrF under 25 or "
+                     "repeating) and flags {fa:.0%} of the good ones (chrF 60 or more).",
     "cf.why.unusual_prompt": "the prompt is unlike the stories it learned from (perplexity {ppl:,.0f}, above {th:,.0f})",
     "cf.test_bleu": " On the test split, the outputs this check flags score {f:.1f} BLEU ({nf} "
                     "{nf:sentence|sentences}), the others {u:.1f} BLEU ({nu}).",
@@ -724,9 +738,14 @@ EN = {
 
     # attention over training
     "tr.title": "Attention over training",
-    "tr.intro": "While this model trained, fixed sentences were run through it at log-spaced steps from step 0 "
-                "(random weights, before any update) to the end, teacher-forced on fixed reference translations so "
-                "every frame has the same tokens. Slide or play through training: watch attention form.",
+    "tr.intro": "While this model trained, fixed sentences were run through it at log-spaced steps from the run's "
+                "step 0 to its end, teacher-forced on fixed reference translations so every frame has the same "
+                "tokens. Slide or play through training: watch attention change.",
+    "tr.start_random": "This run trained from scratch: step 0 is the model before any update, with random weights.",
+    "tr.start_finetune": "Step 0 is not random weights: this run is a fine-tune that starts from {base}'s weights "
+                         "after {n:,} {n:update|updates} ({chain}), so its heads have already formed at the first frame. "
+                         "Playbacks from random weights: {others}.",
+    "tr.chain_link": "{name}: {n:,}",
     "tr.none": "{name} has no recorded training snapshots (training_snapshots.json). Checkpoints that have them: "
                "{have}.",
     "tr.sentence": "Sentence → fixed reference",
@@ -941,7 +960,8 @@ EN = {
     "pt.over_help": "A head's output, a whole attention block's output, or the residual stream at one position "
                     "after one layer.",
     "pt.running": "Patching every component (one batched forward)…",
-    "pt.align": "The two texts must cut into the same number of pieces to patch one into the other:",
+    "pt.align": "The two texts must cut into the same number of pieces to patch one into the other: A has {a}, "
+                "B has {b}.",
     "pt.align_tip": "Try pairs such as 我喜欢你。 / 你喜欢我。 or 我是一名工程师。 / 我是一名科学家。",
     "pt.same": "A and B give A's output the same probability: there is no difference to restore.",
     "pt.output_a": "A's output (measured)",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from viz_transformer.core.tokenizer import EOS, group_words, word_labels
+from viz_transformer.core.byte_pieces import FRAGMENT
+from viz_transformer.core.tokenizer import EOS, WORD_START, group_words, is_cjk, word_labels
 
 
 def block_pieces(run, block: str) -> tuple[list[str], list[str]]:
@@ -61,6 +62,27 @@ def pieces_table(ids: list[int], pieces: list[str]) -> list[dict]:
     word_of = {i: w for w, g in enumerate(group_words(pieces)) for i in g}
     return [{"pos": i, "piece": p, "id": int(ids[i]), "word": word_of[i], "starts": p.startswith("\u2581")}
             for i, p in enumerate(pieces)]
+
+
+def bare_word_marks(pieces: list[str]) -> list[int]:
+    """Positions of a piece that is SentencePiece's word-start mark ▁ alone, before a CJK character: the
+    vocabulary has no piece that joins the mark to that character, so the mark (a space, or where the text
+    began) takes a position of its own and spells nothing a reader sees."""
+    return [i for i, p in enumerate(pieces)
+            if p == WORD_START and i + 1 < len(pieces) and pieces[i + 1][:1] and is_cjk(pieces[i + 1][0])]
+
+
+def byte_read_characters(pieces: list[str]) -> list[tuple[str, int]]:
+    """(character, pieces) for each character of the text that the model reads as several byte pieces (the labels
+    "饺(1/3)" "饺(2/3)" "饺(3/3)" of tokenizer.display_pieces), in order, each occurrence once. For a SentencePiece
+    model with byte fallback that is a character its vocabulary lacks; a byte-level BPE (GPT-2) splits many
+    characters so by design."""
+    out = []
+    for p in pieces:
+        m = FRAGMENT.match(p)
+        if m and m.group(2) == "1":
+            out.append((m.group(1), int(m.group(3))))
+    return out
 
 
 def tokenizer_kind(tok) -> str:

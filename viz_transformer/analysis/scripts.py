@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from viz_transformer.analysis.confidence import KEY, _unbits
+from viz_transformer.analysis.confidence import KEY, unbits
 
 HAN, LATIN = "han", "latin"
 SCRIPTS = (HAN, LATIN)
@@ -43,7 +43,7 @@ def training_sample(tok, meta: dict) -> str:
     else its demo sources; "" when the checkpoint records neither."""
     seen = ((meta.get(KEY) or {}).get("pieces") or {}).get("seen")
     if seen:
-        ids = sorted(i for i in _unbits(seen) if i < tok.vocab_size)
+        ids = sorted(i for i in unbits(seen) if i < tok.vocab_size)
         return "\n".join(tok.decode([i]) for i in ids)
     demo = meta.get("demo")
     return "\n".join(demo) if isinstance(demo, dict) else ""

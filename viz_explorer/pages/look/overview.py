@@ -64,3 +64,6 @@ for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one s
         st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
         rows = piece_labels.pieces_table(ids, pieces)
         widgets.table({cols[k]: [r[k] for r in rows] for k in cols})
+marks = [(part, i) for part, _, pieces in parts for i in piece_labels.bare_word_marks(pieces)]
+if marks:                                         # said once, under the tables
+    st.caption(t("ov.bare_mark", pos=marks[0][1], part=t("ov.src" if marks[0][0] == "encoder" else "ov.tgt")))
