@@ -1,9 +1,9 @@
-"""Issue 12's benchmark in one run: time to pixels of every page, BertViz side by side, bytes sent, the
+"""The app's benchmarks in one run: time to pixels of every page, BertViz side by side, bytes sent, the
 server's memory after many texts, capture overhead, KV cache and cold start. Prints a table of ratios and
 goals and writes every number as JSON.
 
-    python -m benchmarks.bench_app                              # everything (~25 min on 2 cores)
-    python -m benchmarks.bench_app --quick                      # 128 tokens, 10 texts for memory (~6 min)
+    python -m benchmarks.bench_app                              # everything (the longest run)
+    python -m benchmarks.bench_app --quick                      # 128 tokens, 10 texts for memory (a quick look)
     python -m benchmarks.bench_app --only pixels peer --tokens 128 --json /tmp/b.json
 
 Parts (each also runs alone): pixels.py (pages), peer_bertviz.py (BertViz, needs requirements-bench.txt),

@@ -1,4 +1,4 @@
-"""Issue 40's numbers: the Attention vs attribution page's first view at 32 and 128 pieces on zh-en, click to pixels
+"""The Attention vs attribution page's first view at 32 and 128 pieces on zh-en, click to pixels
 (goal ≤ 2 s at 128); the "how often" pass over the 200 built-in held-out sentences (its time, and τ with occlusion
 per method and per layer: docs/attribution.md); and what importing Captum (with matplotlib) costs a process.
 

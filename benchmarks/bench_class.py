@@ -8,7 +8,7 @@ reruns), and how far the teacher's chart lags behind the last answer.
     python -m benchmarks.bench_class --serve 2                 # deploy/serve.sh: 2 processes behind nginx
     python -m benchmarks.bench_class --students 120 --window 5
 
-Goals (issue 25): every answer recorded, p95 submit <= 0.5 s, chart lag <= 2 s. The clients share the machine
+Goals: every answer recorded, p95 submit <= 0.5 s, chart lag <= 2 s. The clients share the machine
 with the server(s): on a busy machine the numbers are upper bounds.
 """
 from __future__ import annotations

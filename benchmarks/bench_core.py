@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_core [--checkpoint checkpoints/zh-en] [--threads 1] [--json out.json]
 
-Goals (issues 2, 3, 12): a checkpoint loads in < 1 s; capturing every hook (run_with_cache) costs
+Goals: a checkpoint loads in < 1 s; capturing every hook (run_with_cache) costs
 <= 1.15x a plain forward at 32, 128 and 512 source pieces; greedy decoding with the KV cache is >= 3x
 faster than recomputing the prefix at 64 new tokens, with the same tokens. One thread by default, as the app
 runs (viz_explorer/server/threads.py). `measure(checkpoint)` returns the numbers for benchmarks/bench_app.py.

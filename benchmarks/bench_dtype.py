@@ -1,4 +1,4 @@
-"""float32 against bfloat16 weights (issue 24: "offer bfloat16 to halve memory"), on one random checkpoint of
+"""float32 against bfloat16 weights (bfloat16 is offered to halve the weights' memory), on one random checkpoint of
 ours (default: 6 + 6 layers, d_model 512, 8 heads, FFN 2048, a 400-piece vocabulary): the weights' bytes, the
 process's RSS after loading, and the median time of a full capture (every hook) at --tokens source pieces.
 Prints one line per dtype, and the device "auto" chose. The weights' bytes are the measure: the RSS of the second

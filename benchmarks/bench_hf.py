@@ -1,4 +1,4 @@
-"""Issue 24's performance goals on a random model with Qwen2.5-0.5B's configuration (24 layers, 14 query heads,
+"""The Hugging Face import's performance goals on a random model with Qwen2.5-0.5B's configuration (24 layers, 14 query heads,
 2 KV heads, d_model 896, FFN 4864, vocabulary 151,936), measured in one run against Hugging Face's own code:
 
 - load: `load_checkpoint(folder)` (goal ≤ 10 s), beside transformers' `from_pretrained` on the same folder;

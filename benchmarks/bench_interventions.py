@@ -3,7 +3,7 @@ teacher-forced forward per head), timed in the same run, and a check that both g
 
     python -m benchmarks.bench_interventions [--checkpoint checkpoints/zh-en] [--text 我是一名工程师。]
 
-Goal (issue 9): all 72 heads of zh-en for a ~10-token sentence in <= 5 s on 2 cores.
+Goal: all 72 heads of zh-en for a ~10-token sentence in <= 5 s on 2 cores.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import torch
 
 from benchmarks.bench_core import timeit  # (one timing helper for every benchmark)
 from viz_transformer import load_checkpoint
-from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.encoding import encode_input
 from viz_transformer.run.interventions import MODES, all_heads, head_ablation_hooks, head_means, rank_heads
@@ -25,7 +26,7 @@ def naive(hm, text: str, mode: str, means, max_new_tokens: int = 64) -> list[tup
     """(delta_logprob, output_changed) per head, one head at a time, as a notebook would write it."""
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
     enc = encode_input(tok, cfg, text, reserve=max_new_tokens)
-    base = decode_ids(model, tok, enc, "greedy", max_new_tokens)
+    base = decode_input(model, tok, enc, DecodeSettings(max_new_tokens=max_new_tokens))
     labels = base.output_ids
     prompt = [cfg.bos_id] if cfg.is_encoder_decoder else list(enc.ids)
     dec = torch.tensor([prompt + base.generated_ids])
@@ -43,7 +44,7 @@ def naive(hm, text: str, mode: str, means, max_new_tokens: int = 64) -> list[tup
     clean, rows = summed([]), []
     for head in all_heads(cfg):
         hooks = head_ablation_hooks([head], mode, means)
-        trace = decode_ids(model, tok, enc, "greedy", max_new_tokens, fwd_hooks=hooks)
+        trace = decode_input(model, tok, enc, DecodeSettings(max_new_tokens=max_new_tokens), hooks=hooks)
         rows.append((summed(hooks) - clean, trace.output_ids != labels))
     return rows
 

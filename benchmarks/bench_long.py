@@ -1,4 +1,5 @@
-"""Issue 38.3's run goal: a long text on a Qwen2.5-0.5B-sized model (benchmarks/bench_pages_hf's random folder).
+"""The long-text run goal (ours within 2x Hugging Face's time, peak <= 6 GB): a long text on a Qwen2.5-0.5B-sized
+model (benchmarks/bench_pages_hf's random folder).
 Each measurement runs in a fresh process, one after the other on the same text, so that each has its own peak
 RSS (Hugging Face with output_attentions holds 24 x 14 x 2048^2 x 4 B = 5.6 GB of patterns, over the 8 GB a
 process may take here beside ours):

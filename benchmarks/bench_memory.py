@@ -24,7 +24,7 @@ from benchmarks.texts import text_of
 ROOT = Path(__file__).resolve().parent.parent
 MARKS = (10, 25, 50)                     # texts after which RSS is sampled (besides the end)
 SETTLE_S = 3.0                           # idle seconds before the second sample: > viz_explorer.server.memory.MIN_INTERVAL
-GOAL_MIB, GOAL_TEXTS = 600, 50           # issue 25: a class server's RSS after 50 long texts
+GOAL_MIB, GOAL_TEXTS = 600, 50           # a class server's RSS goal after 50 long texts
 
 
 def page_titles() -> list[str]:

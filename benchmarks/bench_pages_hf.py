@@ -1,14 +1,14 @@
-"""Issue 24's page goal on a Hugging Face-sized model: every page's first view at 128 tokens, from the click in
-the sidebar to pixels (goal ≤ 2 s; issue 38's at 512 tokens ≤ 1.5 s, at 2,048 ≤ 3 s), on a random model with Qwen2.5-0.5B's configuration (24 layers, 14 query
+"""The page goal on a Hugging Face-sized model: every page's first view at 128 tokens, from the click in
+the sidebar to pixels (goal ≤ 2 s; at 512 tokens ≤ 1.5 s, at 2,048 ≤ 3 s), on a random model with Qwen2.5-0.5B's configuration (24 layers, 14 query
 heads, 2 KV heads, d_model 896, FFN 4864, vocabulary 151,936) imported from a Hugging Face qwen2 folder;
-and the server's RSS with it loaded, after the walk, and its peak (issue 38 at 2,048: ≤ 6 GB, ≤ 4 GB after).
+and the server's RSS with it loaded, after the walk, and its peak (at 2,048: ≤ 6 GB, ≤ 4 GB after).
 
     python -m benchmarks.bench_pages_hf                              # builds the folder once (about 2 GB)
     python -m benchmarks.bench_pages_hf --pages attention,decoding --json benchmarks/results/bench_pages_hf.json
     python -m benchmarks.bench_pages_hf --pause-training             # pause the background training meanwhile
-    python -m benchmarks.bench_pages_hf --tokens 2048 --pages attention,rollout  # a long text (issue 38: ≤ 3 s)
+    python -m benchmarks.bench_pages_hf --tokens 2048 --pages attention,rollout  # a long text (goal ≤ 3 s)
     python -m benchmarks.bench_pages_hf --app /tmp/before            # another checkout's app (git archive main)
-    python -m benchmarks.bench_pages_hf --model bert --pages attention  # a BERT-base-sized folder (issue 39, ≤ 1.5 s)
+    python -m benchmarks.bench_pages_hf --model bert --pages attention  # a BERT-base-sized folder (goal ≤ 1.5 s)
 
 One server (VIZ_CHECKPOINTS = the folder's root, OMP_NUM_THREADS = --threads), one headless Chromium: the text is
 submitted on the overview ("new text": the model's run, its continuation included), then every page of
@@ -35,13 +35,13 @@ from benchmarks.texts import sentences, text_of
 
 VOCAB = 151936
 GOAL_S = 2.0
-GOALS = {"qwen2": GOAL_S, "bert": 1.5}          # --model: the page goal of its issue (24; 39)
-LONG_GOALS = {512: 1.5, 2048: 3.0}              # qwen2 from this many tokens on: issue 38's page goals
+GOALS = {"qwen2": GOAL_S, "bert": 1.5}          # --model: its page goal (s) at 128 tokens
+LONG_GOALS = {512: 1.5, 2048: 3.0}              # qwen2 from this many tokens on: the long-text page goals
 PAUSE_FILE = Path("/root/viz-runs/PAUSE")       # the training watcher stops every run within 5 s while it exists
 
 
 def goal_for(model: str, tokens: int) -> float:
-    """The page goal for a walk: the model's issue's, or issue 38's for the longest length ≤ `tokens`."""
+    """The page goal for a walk: the model's own, or the long-text goal of the longest length ≤ `tokens`."""
     longs = [n for n in LONG_GOALS if n <= tokens and model == "qwen2"]
     return LONG_GOALS[max(longs)] if longs else GOALS[model]
 
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     p.add_argument("--app", default=str(ROOT), help="the checkout whose app is timed (e.g. a `git archive` of main)")
     p.add_argument("--json", help="write the rows and RSS here")
     p.add_argument("--model", choices=list(GOALS), default="qwen2",
-                   help="qwen2: Qwen2.5-0.5B-sized (issue 24); bert: BERT-base-sized, BertForMaskedLM (issue 39)")
+                   help="qwen2: Qwen2.5-0.5B-sized; bert: BERT-base-sized, BertForMaskedLM")
     a = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))       # so the training is continued on a kill too
     from playwright.sync_api import sync_playwright

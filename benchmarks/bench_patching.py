@@ -3,7 +3,7 @@ same run, and a check that both give the same scores.
 
     python -m benchmarks.bench_patching [--checkpoint checkpoints/zh-en]
 
-Goal (issue 14): the 72 heads of zh-en for a 10-piece pair in <= 5 s on 2 cores.
+Goal: the 72 heads of zh-en for a 10-piece pair in <= 5 s on 2 cores.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 41's page goal on a t5-small-sized random folder: the attention and positional pages at 128 pieces, from
+"""The page goal on a t5-small-sized random folder: the attention and positional pages at 128 pieces, from
 the click in the sidebar to pixels (goal ≤ 1.5 s). The folder: T5ForConditionalGeneration with t5-small's
 configuration (6 + 6 layers, 8 heads, d_model 512, d_kv 64, FFN 2048, 32 buckets, vocabulary 32,128: 60M
 parameters, ReLU, the output tied to the embedding) saved by transformers, with a SentencePiece Unigram tokenizer

@@ -1,4 +1,4 @@
-"""How many intra-op threads the app's model runs should use (issue 38; the policy: viz_explorer/server/threads.py).
+"""How many intra-op threads the app's model runs should use (the policy: viz_explorer/server/threads.py).
 
     python -m benchmarks.bench_threads [--checkpoint checkpoints/en-stories ...] [--rounds 5] [--json PATH]
 

@@ -1,4 +1,4 @@
-"""Training step before and after issue 23, measured side by side in one run.
+"""The training step before and after the faster path (`--fast`), measured side by side in one run.
 
     python -m benchmarks.bench_train [--arch encoder_decoder] [--steps 40] [--threads 2] [--json PATH]
 

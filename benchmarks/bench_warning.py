@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +83,8 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", action="append", help="default: the shipped translators")
     p.add_argument("--data", help="the training corpus (default: meta.json's)")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--record", metavar="MACHINE", help="also add the run to benchmarks/results/history/bench_warning.json, "
+                   "with MACHINE as its machine (python -m benchmarks.history bench_warning)")
     a = p.parse_args(argv)
     results = []
     for path in a.checkpoint or [ROOT / "checkpoints" / n for n in SHIPPED]:
@@ -89,6 +92,13 @@ def main(argv=None) -> int:
         print(table(results[-1]), flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
+    if a.record:
+        from benchmarks import history
+        numbers = "; ".join(f"{r['checkpoint']} recall {r['before']['recall']:.3f} -> {r['after']['recall']:.3f}, false "
+                            f"alarms {r['before']['false_alarms']:.3f} -> {r['after']['false_alarms']:.3f}, repeats flagged "
+                            f"{r['after']['repeating']['flagged']} of {r['after']['repeating']['n']}" for r in results)
+        history.record("bench_warning", "python -m benchmarks.bench_warning " + " ".join(sys.argv[1:] if argv is None else argv), numbers, a.record,
+                       results=a.json)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""A random BERT-base-sized folder for the page benchmark (issue 39): BertForMaskedLM with bert-base-uncased's
+"""A random BERT-base-sized folder for the page benchmark (benchmarks/bench_pages_hf --model bert): BertForMaskedLM with bert-base-uncased's
 configuration (12 layers, 12 heads, d_model 768, FFN 3072, vocabulary 30,522: 110M parameters), saved by
 transformers with a WordPiece vocabulary learned on the story corpus and padded with [unusedN] pieces to 30,522.
 

@@ -1,5 +1,5 @@
-"""One busy-loop process per core, as a context manager: a student's laptop with other work on it (issue 38's busy
-machine). Used by benchmarks/bench_threads.py and benchmarks/pixels.py --busy."""
+"""One busy-loop process per core, as a context manager: a student's laptop with other work on it (the
+busy machine the goals allow for). Used by benchmarks/bench_threads.py and benchmarks/pixels.py --busy."""
 from __future__ import annotations
 
 import multiprocessing as mp

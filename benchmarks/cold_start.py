@@ -1,5 +1,5 @@
-"""Cold start, the README's way: from `streamlit run app.py` (process start) to the first page drawn in Chromium
-(issue 12), and to the complete Overview with the model's output (issue 25).
+"""Cold start, the README's way: from `streamlit run app.py` (process start) to the first page drawn in Chromium,
+and to the complete Overview with the model's output.
 
     python -m benchmarks.cold_start [--repeat 5] [--entry serve.py] [--before /tmp/old-main] [--json out.json]
 
@@ -13,7 +13,7 @@ given twice, two), its starts alternating with this one's, so all see the same m
 Each start has a fresh browser context; the page is opened as soon as the port answers. "Drawn": the app root's
 data-test-script-state has been "running" and is "notRunning" again, no stSkeleton is left, every stPlotlyChart
 has its .main-svg, and two animation frames have passed (the frame holding all that was painted). "Complete":
-drawn, and the model's output shown (its box, widgets.output, with text in it). Goals (issue 38, medians of 5):
+drawn, and the model's output shown (its box, widgets.output, with text in it). Goals (medians of 5):
 drawn <= 3.5 s, complete <= 5 s.
 """
 from __future__ import annotations

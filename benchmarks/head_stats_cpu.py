@@ -1,4 +1,4 @@
-"""CPU seconds of the Head statistics page's computation on a long text (issue 38): every head's statistics and
+"""CPU seconds of the Head statistics page's computation on a long text: every head's statistics and
 attention-sink shares of a lean run (patterns recomputed on read) of the random Qwen2.5-0.5B-sized folder that
 benchmarks/bench_pages_hf builds (24 layers x 14 heads, 2 KV heads), at one torch thread, under cProfile with
 process CPU time as its clock; the model's run itself is not counted. Then its wall time without the profiler, one

@@ -1,4 +1,4 @@
-"""How much a story model repeats itself (issue 23, item 4: "en-stories repeats itself after two sentences").
+"""How much a story model repeats itself (greedy decoding of a model this small loops).
 The first sentence of each validation story (the split rebuilt from meta.json, as `evaluate` and `calibrate`
 do) is continued greedily for 96 pieces. Prints, per checkpoint, the validation perplexity, the share of each
 continuation's word 4-grams that already occurred earlier in it (mean over stories), and how many

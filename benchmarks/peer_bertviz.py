@@ -1,4 +1,4 @@
-"""Peer benchmark: BertViz's model_view on the same tensors, drawn in the same Chromium (issue 12).
+"""Peer benchmark: BertViz's model_view on the same tensors, drawn in the same Chromium.
 
     python -m benchmarks.peer_bertviz [--tokens 32,128,512] [--repeat 3] [--timeout 60] [--json out.json]
 

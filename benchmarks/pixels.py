@@ -5,11 +5,11 @@ server sent for it (websocket frames + /_stcore/message responses).
     python -m benchmarks.pixels                          # every page at 32, 128, 512 tokens
     python -m benchmarks.pixels --pages Attention --tokens 128 --repeat 5 --trace /tmp/trace.json
     python -m benchmarks.pixels --pages Positions --before ../main --rounds 3   # another checkout, same run
-    python -m benchmarks.pixels --tokens 128,512 --repeat 1 --busy   # first views, idle then busy (issue 38)
+    python -m benchmarks.pixels --tokens 128,512 --repeat 1 --busy   # first views, idle then busy
 
 --repeat 1 times each page's first view after a new text (what it caches is computed then); more repeats report
 the median of the later (warm) visits, the first beside it. --busy: the same walk again, with a new text of each
-length, beside one busy-loop process per core (benchmarks/busy.py), and each page's busy / idle ratio (issue 38's
+length, beside one busy-loop process per core (benchmarks/busy.py), and each page's busy / idle ratio (the
 goal: no page slower than 3x its idle time; its first views: <= 1.0 s at 128 pieces, <= 2.0 s at 512).
 
 The end of a rerun is read in the page itself, not guessed with a sleep: a MutationObserver sees the app
@@ -208,12 +208,12 @@ def table(rows: list[dict]) -> str:
 
 BUSY_SEED = 1000            # the busy walk's texts: new ones, so that each page's first view computes again
 ROUND_SEED = 2000           # --before --repeat 1: round i's texts (seed ROUND_SEED * i), new to both servers
-GOALS_S = {128: 1.0, 512: 2.0}           # issue 38: a page's first view, idle
-BUSY_GOAL = 3.0                          # issue 38: busy / idle
+GOALS_S = {128: 1.0, 512: 2.0}           # a page's first view, idle: the goal (s) by length
+BUSY_GOAL = 3.0                          # busy / idle: the goal
 
 
 def busy_table(idle: list[dict], busy: list[dict]) -> str:
-    """Per page and length: idle and busy seconds, their ratio, and the goals (issue 38)."""
+    """Per page and length: idle and busy seconds, their ratio, and the goals."""
     by = {(r["page"], r["tokens"]): r["seconds"] for r in busy}
     lines = ["| page | tokens | idle | busy | busy / idle |", "|---|---|---|---|---|"]
     ratios, over = [], []

@@ -1,5 +1,5 @@
 """benchmarks/bench_pages_hf's walk with the server's peak RSS per action: its VmHWM is reset (/proc/PID/clear_refs
-5) before the new text and before each page, and read after, so a peak is placed (issue 38: the run's peak ≤ 6 GB).
+5) before the new text and before each page, and read after, so a peak is placed (the goal: ≤ 6 GB).
 
     python -m benchmarks.walk_peaks --tokens 2048 --pause-training --app /tmp/before     # bench_pages_hf's arguments
 

@@ -171,12 +171,12 @@ def wait_healthy(url: str, proc, seconds: float, log) -> None:
         time.sleep(0.5)
 
 
-def legible(lang: str, server, check=None) -> None:
+def legible(lang: str, server, check=None, narrow: tuple[str, ...] = ()) -> None:
     """The legibility walk (benchmarks/legibility.py) in one interface language, on the session's server when it
     serves the shipped checkpoints: every chart of every page and tab at 7, ~30 and ~120 pieces for each checkpoint;
     fails with the report's table. check(walker, page name, where) runs on each page once it is measured (the
     walk's per-page checks, one walk per language). LEGIBILITY_ARGS narrows it (its --lang leaves out the other
-    language's test)."""
+    language's test), and so does `narrow` (more of the walk's options, after LEGIBILITY_ARGS)."""
     import shlex
 
     import pytest
@@ -191,7 +191,7 @@ def legible(lang: str, server, check=None) -> None:
     asked = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", "")))
     if lang not in asked.lang:
         pytest.skip(f"LEGIBILITY_ARGS asks for --lang {' '.join(asked.lang)}")
-    args = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", ""))
+    args = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", "")) + list(narrow)
                               + ["--checkpoints", str(checkpoints), "--lang", lang, "--json", f"report-{lang}.json"]
                               + (["--url", url] if Path(root).resolve() == checkpoints.resolve() else []))
     views, path = legibility.walk(args, log=lambda *a: print(*a, flush=True), check=check)

@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # torch, the library and streamlit are imported where they are used, not here: pytest.ini's -n 2 controller loads
-# this file too and runs no test (3.5 s of imports before the workers could start; pytest_configure below)
+# this file too and runs no test, so the workers would wait for its imports (pytest_configure below)
 
 CORPORA = ROOT.parent / "shared" / "data"       # the training corpora: beside the checkout, never in it (README, Credits)
 TATOEBA = CORPORA / "zh-en" / "tatoeba-cmn-eng.tsv"
@@ -147,8 +147,8 @@ os.environ.setdefault("VIZ_CHECKPOINTS_ONLY", "1")
 
 
 def _scan_components_once() -> None:
-    """Every AppTest's first run scans every installed distribution's metadata for Streamlit components (0.44 s on
-    a 2-core machine with 160 distributions: most of a first run's time). What is installed does not change during
+    """Every AppTest's first run scans every installed distribution's metadata for Streamlit components, most of a
+    first run's time. What is installed does not change during
     the suite, so each worker scans once: Streamlit's own scanner, remembered (where an upgrade moves it, each run
     scans again)."""
     import functools

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from viz_transformer import decode
+from viz_transformer import decode, DecodeSettings
 from viz_transformer.analysis import attention_maths, decoding_steps, mask_examples, patterns, piece_labels, positions, training_curves
 from viz_transformer.run.trace import Beam, Step, Trace
 
@@ -216,7 +216,7 @@ def test_headline_metrics():
 # -- decoding traces -----------------------------------------------------------------------------
 def test_step_keys_match_the_recorded_rows(tiny_translator, tiny_lm):
     for hm, text in [(tiny_translator, "我是一名工程师。"), (tiny_lm, "I am a student.")]:
-        tr = decode(hm, text, max_new_tokens=5)
+        tr = decode(hm, text, DecodeSettings(max_new_tokens=5))
         for t, s in enumerate(tr.steps):
             assert s.attention["decoder.0.self_attn.hook_pattern"].shape[-1] == len(decoding_steps.step_keys(tr, t))
         assert decoding_steps.step_query(tr, 0) == tr.prompt_pieces[-1]
@@ -241,7 +241,7 @@ def test_beam_links_by_hand():
 
 
 def test_beam_links_on_a_real_beam_search(tiny_translator):
-    tr = decode(tiny_translator, "我是一名工程师。", strategy="beam", beam_width=3, max_new_tokens=6)
+    tr = decode(tiny_translator, "我是一名工程师。", DecodeSettings("beam", beam_width=3, max_new_tokens=6))
     links = decoding_steps.beam_links(tr)
     # walking the parent links back from the chosen beam spells the output, one token per step
     t = len(links) - 1
@@ -291,7 +291,7 @@ def test_a_decoder_row_is_labelled_with_its_input_and_the_token_it_predicts(name
     # the greedy part: row i predicts the next input, which is what greedy decoding chose there
     for i in range(run.prompt_len - 1, len(run.tgt_pieces) - 1):
         assert run.predicted[i] == run.tgt_pieces[i + 1]
-    trace = decode(hm, run.text, strategy="greedy", max_new_tokens=8)
+    trace = decode(hm, run.text, DecodeSettings(strategy="greedy", max_new_tokens=8))
     rows = piece_labels.query_labels(run, "decoder.self_attn")
     assert [decoding_steps.step_label(trace, t) for t in range(len(trace.steps) - 1)] == \
         rows[run.prompt_len - 1: run.prompt_len - 1 + len(trace.steps) - 1]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, shown_table, texts
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.encoding import encode_input, left_out
 
 
@@ -154,7 +154,7 @@ def test_positional_page_sinusoidal_and_learned(env):
 def test_decoding_next_back_and_what_each_step_shows(env):
     at = open_app("viz_explorer/pages/step/decoding.py")
     hm = load_checkpoint(env / "tiny-zh-en")
-    ref = decode(hm, ZH, max_new_tokens=20)
+    ref = decode(hm, ZH, DecodeSettings(max_new_tokens=20))
     assert "Step 0 of" in at.get("progress")[0].proto.text
     assert figures(at) == []
     for i in (1, 2):
@@ -188,7 +188,7 @@ def test_decoding_strategies(env):
     at.button(key="dc_next").click().run(timeout=60)
     at.button(key="dc_next").click().run(timeout=60)
     tree = figure(at, "Beam search up to step 2")
-    ref = decode(load_checkpoint(env / "tiny-zh-en"), ZH, strategy="beam", beam_width=4, max_new_tokens=20)
+    ref = decode(load_checkpoint(env / "tiny-zh-en"), ZH, DecodeSettings("beam", beam_width=4, max_new_tokens=20))
     n_beams = sum(len(s.beams) for s in ref.steps[:2])
     assert len(tree["data"][-1]["x"]) == n_beams          # the node trace comes last
 

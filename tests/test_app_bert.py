@@ -1,4 +1,4 @@
-"""Every page on an encoder-only model (issue 39): a tiny random BERT with a masked-LM head, saved by
+"""Every page on an encoder-only model: a tiny random BERT with a masked-LM head, saved by
 transformers (tests/hf_bert_util.py), run on a sentence pair typed as "A [SEP] B", in English and in Chinese.
 No page raises; the attention page draws the encoder's self-attention over the pair's pieces; a page that needs
 generation says so in one line; the masks page says attention runs both ways."""

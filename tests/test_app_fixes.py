@@ -1,4 +1,4 @@
-"""Issue 21's smaller defects, each through the page that showed it (AppTest on the tiny checkpoints):
+"""Small defects once found on the pages, each checked through the page that showed it (AppTest on the tiny checkpoints):
 Play ends as Play, probabilities are formatted one way, the knock-out ranking is sorted and its grids share
 one scale, head statistics show role and evidence first, and the Chinese interface names blocks in Chinese."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app_util import ZH, array, by_key, figure, figures, open_app
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 from test_app_architectures import snap_root  # noqa: F401  (a tiny checkpoint with training snapshots)
 from test_core_train import pairs_tsv  # noqa: F401
@@ -18,7 +18,7 @@ from test_core_train import pairs_tsv  # noqa: F401
 
 # -- Play: once the last step is drawn, the button says Play again ----------------------------------
 def test_decoding_play_ends_with_a_play_button(env):
-    n = len(decode(load_checkpoint(env / "tiny-zh-en"), ZH, max_new_tokens=20).steps)
+    n = len(decode(load_checkpoint(env / "tiny-zh-en"), ZH, DecodeSettings(max_new_tokens=20)).steps)
     at = open_app("viz_explorer/pages/step/decoding.py")
     assert at.button(key="dc_play").label == "Play"
     at.session_state["dc_step"] = n - 1
@@ -59,7 +59,7 @@ def _close(shown: str, p: float) -> bool:
 
 def test_decoding_shows_a_sampled_tokens_probability_to_3_significant_figures(env):
     hm = load_checkpoint(env / "tiny-zh-en")
-    ref = decode(hm, ZH, strategy="sample", temperature=2.0, top_k=0, top_p=1.0, seed=0, max_new_tokens=20)
+    ref = decode(hm, ZH, DecodeSettings("sample", temperature=2.0, top_k=0, top_p=1.0, seed=0, max_new_tokens=20))
     at = open_app("viz_explorer/pages/step/decoding.py")
     by_key(at.button_group, "dc_strategy").set_value("sample").run(timeout=60)
     by_key(at.slider, "dc_temp").set_value(2.0).run(timeout=60)

@@ -9,7 +9,7 @@ import pytest
 
 import hf_util as H
 from app_util import by_key, figure, open_app
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers builds the model folder
 
@@ -45,7 +45,7 @@ def test_decoding_page_beam_search_with_the_generation_config(env):
     at = open_app("viz_explorer/pages/step/decoding.py", ckpt=NAME, text=TEXT)
     by_key(at.button_group, "dc_strategy").set_value("beam").run(timeout=60)
     assert by_key(at.slider, "dc_width").value == hm.cfg.num_beams == 4
-    ref = decode(hm, TEXT, "beam", beam_width=4, max_new_tokens=20)
+    ref = decode(hm, TEXT, DecodeSettings("beam", beam_width=4, max_new_tokens=20))
     for _ in range(len(ref.steps)):
         at.button(key="dc_next").click().run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]

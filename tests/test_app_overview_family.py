@@ -1,4 +1,4 @@
-"""The Overview tells each family as it is (issue 37.7, 37.8): the diagram's embedding block reads the config's
+"""The Overview tells each family as it is: the diagram's embedding block reads the config's
 scale_embeddings, the text names the model's own norm and tokenizer (GPT-2: LayerNorm and byte-level BPE, Llama:
 RMSNorm), a training curve is drawn from meta.json wherever one is recorded, a one-sequence model's pieces fill
 the width; the lesson writer's picker speaks Chinese; the README puts the language switch where the app has it."""

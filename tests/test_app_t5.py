@@ -1,4 +1,4 @@
-"""Every page on a T5 folder (issue 41): a tiny random T5 v1.0 saved by transformers (tests/hf_t5_util.py), in English
+"""Every page on a T5 folder: a tiny random T5 v1.0 saved by transformers (tests/hf_t5_util.py), in English
 and in Chinese, with no exception; the positional page draws each head's bias by offset, the buckets, and the bias
 matrix for the text (checked against transformers' compute_bias); the Overview's diagram draws the bias, not a
 positional table; beam search on the decoding page starts from the folder's num_beams."""

@@ -1,4 +1,4 @@
-"""Attribution (issue 40) against recomputes written here: occlusion by a hook that zeroes one row of the captured
+"""Attribution against recomputes written here: occlusion by a hook that zeroes one row of the captured
 token embedding, grad × input by autograd, the value norm from the captured v, pattern and W_O, attention and
 rollout from the captured patterns, integrated gradients' completeness against f(x) − f(0) run here, Kendall's τ
 against scipy. On zh-en, zh-en-decoder, en-stories (the shipped models) and a tiny random Llama folder."""
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def kendalltau(a, b):
-    """scipy's τ-b, the reference (imported when a test asks: 1 s of every worker's collection otherwise)."""
+    """scipy's τ-b, the reference (imported when a test asks: otherwise every worker's collection would pay for scipy)."""
     from scipy.stats import kendalltau as tau
     return tau(a, b)
 
@@ -176,7 +176,7 @@ def test_value_norm_attention_and_rollout_from_the_captures(models, runs, name):
                                    _rollout(hm, run, step), atol=1e-5)
 
 
-# 512 points on the two translators: 9 and 15 s on a 2-core machine, the fast tier's two longest tests; the whole suite
+# 512 points on the two translators are the slow tier's (they would be the fast tier's longest tests); the whole suite
 # runs them
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("zh-en") else n
                                   for n in NAMES])

@@ -92,7 +92,7 @@ def test_explorer_end_to_end(server, page):
         play.click()
         pg.get_by_text(re.compile(rf"Step [1-9]\d* of {total}")).wait_for()   # its steps on its own
         # one click: Play replaces Pause on the same spot, so a second click, made because the first seemed lost on
-        # a loaded machine, can land on Play and play again (a paused page seen at step 4, then step 6: CI, session 25)
+        # a loaded machine, can land on Play and play again (a paused page would then move on)
         try:
             pause.click(timeout=10_000)
         except PlaywrightTimeout:         # Pause gone before the click: Play reached the end first (start again)

@@ -34,7 +34,7 @@ def test_compare_architectures_and_training_playback(server, page):  # noqa: F81
     trio = recipes.comparison(list_checkpoints(root)).values()          # the page's own choice of models
     expect = [load_checkpoint(info.path).run(text).output for info in trio]
     assert codes[:3] == expect
-    assert set(codes[:3]) <= {"I am an engineer.", "I'm an engineer."}, codes     # all three translate it (issue 23)
+    assert set(codes[:3]) <= {"I am an engineer.", "I'm an engineer."}, codes     # all three translate it
     assert charts(pg) == 3            # the open tab: 3 source readings
     pg.screenshot(path=str(ARTIFACTS / "arch-outputs.png"), full_page=True)
     pg.get_by_role("tab", name="Masks").click()

@@ -133,6 +133,7 @@ def addresses(pg, copy_link: bool = True) -> set[str]:
     return {urljoin(pg.url, a.strip()) for a in got}
 
 
+@pytest.mark.walk          # every address either page shows, each in a fresh browser
 def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, lessons):     # noqa: F811
     from playwright.sync_api import sync_playwright
 

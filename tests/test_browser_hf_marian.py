@@ -10,7 +10,7 @@ import pytest
 
 import hf_util as H
 from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, app_server, no_exception, settle
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")]
 NAME = "marian-separate-vocabs"
@@ -51,7 +51,7 @@ def test_separate_vocabularies_in_the_browser(hf_server):
             pg.get_by_role("button", name="Next").first.click()
             _ready(pg)
         no_exception(pg)
-        ref = decode(hm, text, "beam", beam_width=hm.cfg.num_beams, max_new_tokens=20)
+        ref = decode(hm, text, DecodeSettings("beam", beam_width=hm.cfg.num_beams, max_new_tokens=20))
         sequence = pg.locator('.st-key-output_sequence').inner_text()
         assert " ".join(s.piece for s in ref.steps[:2]) in sequence                 # the target's pieces
         cross = pg.locator('[data-testid="stPlotlyChart"]').filter(has_text="Cross-attention").first

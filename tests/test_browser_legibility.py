@@ -25,9 +25,20 @@ from browser_util import Offline, legible
 pytestmark = pytest.mark.browser
 
 
+ONCE = ("--checkpoint", "zh-en", "--lengths", "30")      # every page and tab once: one translator, one length
+
+
+@pytest.mark.walk
 def test_every_chart_is_legible(server):
     offline = Offline()
     legible("en", server, offline)
+    offline.verify()
+
+
+def test_every_page_once_is_legible(server):
+    """The walk's measurement on every page and tab once, at a laptop's size: the default run's share of the walk."""
+    offline = Offline()
+    legible("en", server, offline, narrow=ONCE)
     offline.verify()
 
 

@@ -58,9 +58,19 @@ class Chinese(Offline):
             walker.here = "positional"
 
 
+@pytest.mark.walk
 def test_every_chart_is_legible_in_chinese(server):
+    _walk(server, ())
+
+
+def test_every_page_once_is_legible_in_chinese(server):
+    """The walk's Chinese checks and measurement on every page and tab once: the default run's share of the walk."""
+    _walk(server, ("--checkpoint", "zh-en", "--lengths", "30"))
+
+
+def _walk(server, narrow: tuple[str, ...]) -> None:
     chinese = Chinese()
-    legible("zh", server, chinese)
+    legible("zh", server, chinese, narrow=narrow)
     chinese.verify()
     asked = legibility.options(shlex.split(os.environ.get("LEGIBILITY_ARGS", ""))).pages or TITLES
     assert set(TITLES) & set(asked) <= set(chinese.seen), f"pages not walked: {set(TITLES) & set(asked) - set(chinese.seen)}"

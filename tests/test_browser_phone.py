@@ -70,7 +70,9 @@ def test_a_phone_gets_figures_laid_out_for_its_column(server, page, lang):     #
     narrow.context.close()
 
 
-@pytest.mark.parametrize("lang,length,ckpt", [("en", 120, "zh-en"), ("zh", 30, "zh-en"), ("en", 120, "en-stories")])
+@pytest.mark.parametrize("lang,length,ckpt", [pytest.param("en", 120, "zh-en", marks=pytest.mark.walk),
+                                              pytest.param("zh", 30, "zh-en", marks=pytest.mark.walk),
+                                              ("en", 120, "en-stories")])
 def test_every_page_and_tab_is_legible_on_a_phone(server, page, lang, length, ckpt):     # noqa: F811
     """The legibility walk's measurement (benchmarks/legibility.py's Walker: every page, every tab, a student's first
     steps on the decoding page) on a phone, zh-en at a long and a middle length: every chart passes, and no page

@@ -1,4 +1,4 @@
-"""Your folders beside ours (issue 39): VIZ_CHECKPOINTS adds roots (separated as PATH is) to the shipped
+"""Your folders beside ours: VIZ_CHECKPOINTS adds roots (separated as PATH is) to the shipped
 checkpoints folder; a root may be one model folder; a name that clashes with an earlier root's is listed with
 its root's name, so a ?checkpoint= link to a shipped name keeps its meaning; VIZ_CHECKPOINTS_ONLY=1 lists the
 given roots alone (what every other test uses, set in conftest.py)."""

@@ -1,5 +1,5 @@
-"""The live class's store imports sqlalchemy on its first use, not with the first page's modules (issue 38: 0.25-0.45 s
-of a fresh server's first page), and creates its tables on whatever engine it is first handed."""
+"""The live class's store imports sqlalchemy on its first use, not with the first page's modules (a fresh
+server's first page does not wait for it), and creates its tables on whatever engine it is first handed."""
 from __future__ import annotations
 
 import subprocess

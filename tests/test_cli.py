@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from viz_transformer import decode
+from viz_transformer import decode, DecodeSettings
 
 pytestmark = pytest.mark.slow          # subprocesses
 
@@ -39,7 +39,7 @@ def test_translate_reads_stdin_line_by_line_and_flushes_each(ckpt_root, tiny_tra
         p.kill()
     # reference: the step-by-step decoder, a different code path from the batched one
     for text, out in zip(["我是学生。", "我爱你。"], outs):
-        trace = decode(tiny_translator, text, "greedy", max_new_tokens=8)
+        trace = decode(tiny_translator, text, DecodeSettings("greedy", max_new_tokens=8))
         assert out == tiny_translator.tokenizer.decode(trace.output_ids)
 
 
@@ -147,8 +147,8 @@ def test_evaluate_with_beam_search_scores_what_the_traced_beam_search_says(tmp_p
     unseen = [p for p in te if p[0] not in {s for s, _ in tr}]
     hm = load_checkpoint(folder)
     n = min(64, hm.cfg.max_len // 4)
-    hyps = [hm.tokenizer.decode(decode(hm, s, "beam", max_new_tokens=n, beam_width=3, length_penalty=0.6).generated_ids)
-            for s, _ in unseen]
+    beam = DecodeSettings("beam", max_new_tokens=n, beam_width=3, length_penalty=0.6)
+    hyps = [hm.tokenizer.decode(decode(hm, s, beam).generated_ids) for s, _ in unseen]
     assert res["bleu"] == round(sacrebleu.corpus_bleu(hyps, [[t for _, t in unseen]]).score, 2)
     # width 1 is greedy decoding
     assert json.loads(cli("evaluate", "--checkpoint", folder, "--beam-width", "1").stdout) == greedy

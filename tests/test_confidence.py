@@ -1,6 +1,6 @@
 """When to distrust an output (viz_transformer/analysis/confidence.py): the numbers against a full recompute with
 the model's own forward, the thresholds against an independent re-derivation with sacrebleu, the
-shipped checkpoints' verdicts on the outputs issue 21 called nonsense, and the line and the warning
+shipped checkpoints' verdicts on outputs a reader called nonsense, and the line and the warning
 on the app's pages."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app_util import APP, ZH, open_app, open_tab, texts, page_file
 from viz_transformer.analysis import confidence as C
 from viz_transformer.training import calibration
 from viz_transformer.training import data as D
-from viz_transformer import decode, list_checkpoints, load_checkpoint
+from viz_transformer import decode, DecodeSettings, list_checkpoints, load_checkpoint
 from viz_transformer.core import recipes
 from viz_transformer.run.decoding import greedy_ids
 from viz_transformer.training.evaluation import translation_splits
@@ -62,7 +62,7 @@ def _reference(hm, text: str, tr):
 def test_the_numbers_are_a_full_recompute(shipped, name, text):
     hm = shipped[name]
     run = hm.run(text)
-    tr = decode(hm, text, "greedy", max_new_tokens=64)
+    tr = decode(hm, text, DecodeSettings("greedy", max_new_tokens=64))
     lp, ppl = _reference(hm, text, tr)
     c = C.assess(hm, run)
     assert c.n_tokens == len(lp)

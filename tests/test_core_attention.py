@@ -107,7 +107,7 @@ def test_attention_custom_scale_and_fully_masked_row():
 def make_pair(d=16, h=4, seed=0):
     """Our MultiHeadAttention and an nn.MultiheadAttention holding the same weights."""
     torch.manual_seed(seed)
-    ours = MultiHeadAttention(d, h, dropout=0.0).eval()
+    ours = MultiHeadAttention(d_model=d, n_heads=h, dropout=0.0).eval()
     for lin in (ours.W_Q, ours.W_K, ours.W_V, ours.W_O):
         nn.init.normal_(lin.bias, std=0.1)       # non-zero biases so a wrong bias would show
     ref = nn.MultiheadAttention(d, h, bias=True, batch_first=True).eval()

@@ -210,11 +210,11 @@ def test_loading_never_unpickles(monkeypatch, ckpt_root):
 @pytest.mark.parametrize("architecture,positional", [("encoder_decoder", "sinusoidal"), ("decoder_only", "learned"),
                                                      ("prefix_lm", "sinusoidal")])
 def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, positional):
-    from viz_transformer.core.checkpoint import _reference, model_bytes, n_parameters
+    from viz_transformer.core.checkpoint import meta_reference, model_bytes, n_parameters
     cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1 if architecture == "encoder_decoder" else 0,
                       n_decoder_layers=2, d_ff=32, max_len=32, architecture=architecture, positional=positional)
     real = Transformer(cfg)                                       # the reference: built on the CPU for real
-    ref = _reference(cfg)
+    ref = meta_reference(cfg)
     assert {k: v.shape for k, v in ref.state_dict().items()} == {k: v.shape for k, v in real.state_dict().items()}
     assert all(p.is_meta for p in ref.parameters())
     n = sum(t.numel() for t in real.parameters()) + sum(t.numel() for t in real.buffers())
@@ -223,7 +223,7 @@ def test_meta_reference_has_the_real_models_names_shapes_and_size(architecture, 
 
 
 def test_the_kept_meta_references_follow_every_field_of_the_config():
-    """_reference keeps a few meta models, by config: configs one field apart (more than it keeps, then the first
+    """meta_reference keeps a few meta models, by config: configs one field apart (more than it keeps, then the first
     again) each get the shapes of their own model built for real, and a second ask returns the kept one."""
     from viz_transformer.core import checkpoint as ck
     base = dict(vocab_size=50, d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=32)
@@ -234,8 +234,8 @@ def test_the_kept_meta_references_follow_every_field_of_the_config():
     for change in changes:
         cfg = ModelConfig(**{**base, **change})
         real = {k: v.shape for k, v in Transformer(cfg).state_dict().items()}
-        assert {k: v.shape for k, v in ck._reference(cfg).state_dict().items()} == real, change
-        assert ck._reference(cfg) is ck._reference(ModelConfig(**{**base, **change}))
+        assert {k: v.shape for k, v in ck.meta_reference(cfg).state_dict().items()} == real, change
+        assert ck.meta_reference(cfg) is ck.meta_reference(ModelConfig(**{**base, **change}))
     assert ck._meta_model.cache_info().currsize <= ck._meta_model.cache_info().maxsize
 
 

@@ -10,6 +10,7 @@ import torch
 
 from viz_transformer import load_checkpoint
 from viz_transformer.run.capture import HookedModel
+from viz_transformer.run.decode_settings import DecodeSettings
 from viz_transformer.run.decoding import decode, greedy_batch
 
 TEXT = "我是学生。"
@@ -68,7 +69,7 @@ def check_against_teacher_forcing(hm, text, trace):
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
 def test_greedy_trace_equals_full_recompute(models, architecture):
     hm = models[architecture]
-    trace = decode(hm, TEXT, "greedy", max_new_tokens=N)
+    trace = decode(hm, TEXT, DecodeSettings("greedy", max_new_tokens=N))
     assert 1 <= len(trace.steps) <= N
     logits = check_against_teacher_forcing(hm, TEXT, trace)
     for t, step in enumerate(trace.steps):
@@ -108,7 +109,7 @@ def test_greedy_trace_and_fast_greedy_equal_an_independent_loop(models, architec
     hm = models[architecture]
     for text in (TEXT, "The cat sat on the mat."):
         ref = reference_greedy(hm, text, N)
-        assert decode(hm, text, "greedy", max_new_tokens=N).output_ids == ref
+        assert decode(hm, text, DecodeSettings("greedy", max_new_tokens=N)).output_ids == ref
         fast = greedy_batch(hm.model, hm.tokenizer, [text], max_new_tokens=N)[0]
         assert fast == hm.tokenizer.decode([i for i in ref if i != hm.cfg.eos_id])
 
@@ -123,8 +124,8 @@ def test_batched_greedy_with_source_padding_equals_one_at_a_time(tiny_translator
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only", "prefix_lm"])
 def test_beam_width_one_equals_greedy(models, architecture):
     hm = models[architecture]
-    greedy = decode(hm, TEXT, "greedy", max_new_tokens=N)
-    beam = decode(hm, TEXT, "beam", max_new_tokens=N, beam_width=1)
+    greedy = decode(hm, TEXT, DecodeSettings("greedy", max_new_tokens=N))
+    beam = decode(hm, TEXT, DecodeSettings("beam", max_new_tokens=N, beam_width=1))
     assert beam.output_ids == greedy.output_ids
 
 
@@ -137,7 +138,7 @@ def seq_logprob(hm, text, tokens) -> float:
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
 def test_beam_scores_equal_teacher_forced_log_probs(models, architecture):
     hm = models[architecture]
-    trace = decode(hm, TEXT, "beam", max_new_tokens=6, beam_width=3)
+    trace = decode(hm, TEXT, DecodeSettings("beam", max_new_tokens=6, beam_width=3))
     check_against_teacher_forcing(hm, TEXT, trace)                       # rows follow the best beam
     best = [b for b in trace.steps[-1].beams if b.tokens == trace.output_ids]
     assert len(best) == 1
@@ -169,7 +170,7 @@ def test_beam_parents_point_into_the_previous_step(tiny_translator):
     for bias in (2.4, 2.6, 2.8, 3.0):
         hm = with_eos_bias(tiny_translator, bias)
         for text in ("我是学生。", "I love you.", "今天天气很好。"):
-            trace = decode(hm, text, "beam", max_new_tokens=N, beam_width=3, length_penalty=2.0)
+            trace = decode(hm, text, DecodeSettings("beam", max_new_tokens=N, beam_width=3, length_penalty=2.0))
             for t, step in enumerate(trace.steps):
                 for b in step.beams:
                     if t == 0:
@@ -190,22 +191,22 @@ def test_beam_parents_point_into_the_previous_step(tiny_translator):
 @pytest.mark.parametrize("architecture", ["encoder_decoder", "decoder_only"])
 def test_sampling_is_reproducible_and_top_k_1_is_greedy(models, architecture):
     hm = models[architecture]
-    a = decode(hm, TEXT, "sample", max_new_tokens=N, seed=7, temperature=1.5)
-    b = decode(hm, TEXT, "sample", max_new_tokens=N, seed=7, temperature=1.5)
-    c = decode(hm, TEXT, "sample", max_new_tokens=N, seed=8, temperature=1.5)
+    a = decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=N, seed=7, temperature=1.5))
+    b = decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=N, seed=7, temperature=1.5))
+    c = decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=N, seed=8, temperature=1.5))
     assert a.output_ids == b.output_ids and [s.prob for s in a.steps] == [s.prob for s in b.steps]
     assert a.output_ids != c.output_ids
     check_against_teacher_forcing(hm, TEXT, a)
-    greedy = decode(hm, TEXT, "greedy", max_new_tokens=N).output_ids
-    assert decode(hm, TEXT, "sample", max_new_tokens=N, seed=3, top_k=1).output_ids == greedy
-    assert decode(hm, TEXT, "sample", max_new_tokens=N, seed=3, top_p=1e-6).output_ids == greedy
+    greedy = decode(hm, TEXT, DecodeSettings("greedy", max_new_tokens=N)).output_ids
+    assert decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=N, seed=3, top_k=1)).output_ids == greedy
+    assert decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=N, seed=3, top_p=1e-6)).output_ids == greedy
 
 
 def test_top_k_and_top_p_restrict_the_choice(tiny_translator):
     hm = tiny_translator
     for kw in (dict(top_k=3, temperature=0.7), dict(top_p=0.2, temperature=2.0)):
         for seed in range(3):
-            trace = decode(hm, TEXT, "sample", max_new_tokens=6, seed=seed, **kw)
+            trace = decode(hm, TEXT, DecodeSettings("sample", max_new_tokens=6, seed=seed, **kw))
             logits, _, _ = teacher_forced(hm, TEXT, trace.output_ids)
             for t, step in enumerate(trace.steps):
                 p = torch.softmax(logits[t].double() / kw["temperature"], -1)
@@ -228,7 +229,7 @@ def test_top_k_and_top_p_restrict_the_choice(tiny_translator):
 
 def test_decode_rejects_bad_input(tiny_translator):
     with pytest.raises(ValueError, match="strategy"):
-        decode(tiny_translator, TEXT, "viterbi")
+        decode(tiny_translator, TEXT, DecodeSettings("viterbi"))
     with pytest.raises(ValueError, match="empty"):
         decode(tiny_translator, "   ")
 
@@ -236,7 +237,7 @@ def test_decode_rejects_bad_input(tiny_translator):
 def test_long_input_is_cut_to_max_len(tiny_translator):
     hm = tiny_translator
     text = "我是学生。" * 40
-    trace = decode(hm, text, "greedy", max_new_tokens=2)
+    trace = decode(hm, text, DecodeSettings("greedy", max_new_tokens=2))
     assert len(trace.src_pieces) == hm.cfg.max_len
     assert trace.n_cut == len(hm.tokenizer.encode(text)) - (hm.cfg.max_len - 1) > 0
 
@@ -300,7 +301,8 @@ def test_wide_beam_finds_the_exhaustive_optimum(architecture, length_penalty):
         model = tiny_model(architecture, seed)
         hm = SimpleNamespace(model=model, tokenizer=FourTokens())
         for text in ("ab", "cab"):
-            tr = decode(hm, text, "beam", max_new_tokens=3, beam_width=16, length_penalty=length_penalty)
+            tr = decode(hm, text, DecodeSettings("beam", max_new_tokens=3, beam_width=16,
+                                                 length_penalty=length_penalty))
             ids, score = exhaustive_best(model, text, 3, length_penalty)
             assert tr.output_ids == ids
             beam = [b for b in tr.beam_history[len(ids) - 1] if b.tokens == ids]
@@ -315,7 +317,7 @@ def test_beam_stops_once_width_hypotheses_have_finished(tiny_translator):
     stopped_early = 0
     for bias in (2.6, 3.0, 3.4, 3.8):
         hm = with_eos_bias(tiny_translator, bias)
-        tr = decode(hm, "我是学生。", "beam", max_new_tokens=N, beam_width=2, length_penalty=0.0)
+        tr = decode(hm, "我是学生。", DecodeSettings("beam", max_new_tokens=N, beam_width=2, length_penalty=0.0))
         finished = [sum(b.finished for b in step) for step in tr.beam_history]
         if sum(finished) >= 2:
             assert sum(finished[:-1]) < 2          # it stopped at the step where the second one finished
@@ -332,7 +334,8 @@ def test_greedy_read_off_the_runs_trace_equals_decoding_again(models, architectu
     hm = models[architecture]
     known = hm.run(TEXT).trace
     for n in (1, 3, len(known.steps)):
-        fresh, read = decode(hm, TEXT, max_new_tokens=n), decode(hm, TEXT, max_new_tokens=n, known=known)
+        s = DecodeSettings(max_new_tokens=n)
+        fresh, read = decode(hm, TEXT, s), decode(hm, TEXT, s, known=known)
         assert read.output_ids == fresh.output_ids and read.pieces == fresh.pieces
         for a, b in zip(read.steps, fresh.steps):
             assert a.prob == pytest.approx(b.prob, abs=1e-6)
@@ -346,12 +349,12 @@ def test_greedy_prefix_refuses_what_it_cannot_read_off(tiny_lm):
     from viz_transformer.core.encoding import encode_input
     from viz_transformer.run.decoding import greedy_prefix
     hm = tiny_lm
-    short = decode(hm, TEXT, max_new_tokens=2)
+    short = decode(hm, TEXT, DecodeSettings(max_new_tokens=2))
     inp = encode_input(hm.tokenizer, hm.cfg, TEXT, reserve=5)
     ended = short.steps[-1].token_id == hm.cfg.eos_id
     assert (greedy_prefix(short, hm.cfg, inp, 5) is None) == (not ended)              # too few steps
     other = encode_input(hm.tokenizer, hm.cfg, "我爱你。", reserve=2)
     assert greedy_prefix(short, hm.cfg, other, 2) is None                               # another prompt
-    assert greedy_prefix(decode(hm, TEXT, "beam", max_new_tokens=2), hm.cfg, inp, 2) is None
+    assert greedy_prefix(decode(hm, TEXT, DecodeSettings("beam", max_new_tokens=2)), hm.cfg, inp, 2) is None
     assert greedy_prefix(short, dataclasses.replace(hm.cfg, forced_eos=True), inp, 2) is None
     assert greedy_prefix(short, hm.cfg, inp, 1).output_ids == short.output_ids[:1]

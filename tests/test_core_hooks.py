@@ -15,7 +15,7 @@ ATTN = ["hook_q", "hook_k", "hook_v", "hook_scores", "hook_mask", "hook_pattern"
 
 
 def promised_names(architecture: str, n_enc: int, n_dec: int) -> list[str]:
-    """The capture names listed in issue 2, written out from the spec."""
+    """The capture names the spec lists, written out by hand."""
     enc_dec = architecture == "encoder_decoder"
     names = []
     for e in (["src_embed", "tgt_embed"] if enc_dec else ["embed"]):

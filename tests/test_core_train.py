@@ -121,8 +121,8 @@ OLD_RUN = Path(__file__).parent / "fixtures" / "train_state_c7ecf5c"
 
 @pytest.mark.train
 def test_a_state_written_before_train_was_split_by_task_resumes(tmp_path, pairs_tsv, capsys):
-    """A work folder that train.py wrote before train() was split by task (issue 36; the runs going on then resume
-    from such folders) continues where it stopped, in the same format, and ends where an uninterrupted run ends."""
+    """A work folder that train.py wrote before train() was split by task (runs started
+    then resume from such folders) continues where it stopped, in the same format, and ends where an uninterrupted run ends."""
     shutil.copytree(OLD_RUN, tmp_path / "old")
     shutil.copy(OLD_RUN / "work" / "tokenizer.model", tmp_path / "old" / "out")    # kept once in the fixture
     old = state(tmp_path / "old")
@@ -230,7 +230,7 @@ def test_resume_with_another_architecture_or_vocabulary_refuses(tmp_path, pairs_
     assert after.keys() == weights_before.keys() and all(torch.equal(after[k], weights_before[k]) for k in after)
 
 
-# -- the cheaper step (issue 23): the same loss, fewer padded positions ------------------------------
+# -- the cheaper step (--fast): the same loss, fewer padded positions ------------------------------
 def synthetic_items(n: int, one_sequence: bool, seed: int = 0) -> list[tuple]:
     """n training items with random lengths, shaped as train() encodes them."""
     g = torch.Generator().manual_seed(seed)

@@ -1,6 +1,5 @@
-"""DecodeSettings (issue 36 item 5): the decoding knobs as one value. A trace made from the settings is the trace
-the loose arguments make (the old door, kept); None fields come from the model config; bad values refuse in one
-line naming the allowed range."""
+"""DecodeSettings: the decoding knobs as one value, decode's only door for them. The settings reach the trace;
+None fields come from the model config; bad values refuse in one line naming the allowed range."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,21 +11,26 @@ from viz_transformer.run.decode_settings import DecodeSettings
 from viz_transformer.run.decoding import decode
 
 TEXT = "我是学生。"
-LOOSE = [dict(strategy="greedy", max_new_tokens=6),
-         dict(strategy="sample", max_new_tokens=6, temperature=0.7, top_k=20, top_p=0.9, seed=3),
-         dict(strategy="beam", max_new_tokens=6, beam_width=3, length_penalty=0.5, early_stopping="never",
-              n_candidates=4)]
+SETTINGS = [DecodeSettings("greedy", max_new_tokens=6),
+            DecodeSettings("sample", max_new_tokens=6, temperature=0.7, top_k=20, top_p=0.9, seed=3),
+            DecodeSettings("beam", max_new_tokens=6, beam_width=3, length_penalty=0.5, early_stopping="never",
+                           n_candidates=4)]
 
 
-@pytest.mark.parametrize("loose", LOOSE, ids=[d["strategy"] for d in LOOSE])
-def test_settings_make_the_trace_the_loose_arguments_make(tiny_translator, loose):
-    a = decode(tiny_translator, TEXT, **loose)
-    b = decode(tiny_translator, TEXT, settings=DecodeSettings(**loose))
-    assert b.strategy == loose["strategy"] and len(b.steps) == len(a.steps) > 0
-    assert [s.token_id for s in b.steps] == [s.token_id for s in a.steps]
-    assert [s.prob for s in b.steps] == [s.prob for s in a.steps]
-    assert [[c.id for c in s.candidates] for s in b.steps] == [[c.id for c in s.candidates] for s in a.steps]
-    assert len(b.steps[0].candidates) <= loose.get("n_candidates", 5)
+@pytest.mark.parametrize("settings", SETTINGS, ids=[s.strategy for s in SETTINGS])
+def test_the_settings_reach_the_trace(tiny_translator, settings):
+    trace = decode(tiny_translator, TEXT, settings)
+    assert trace.strategy == settings.strategy and 0 < len(trace.steps) <= settings.max_new_tokens
+    assert all(0 < len(s.candidates) <= settings.n_candidates for s in trace.steps)
+    again = decode(tiny_translator, TEXT, settings=settings)          # a seeded sample repeats too
+    assert [s.token_id for s in again.steps] == [s.token_id for s in trace.steps]
+
+
+def test_the_knobs_come_as_one_value_and_hooks_by_name(tiny_translator):
+    with pytest.raises(TypeError):
+        decode(tiny_translator, TEXT, strategy="beam", beam_width=3)
+    with pytest.raises(TypeError):
+        decode(tiny_translator, TEXT, DecodeSettings(), ())
 
 
 def test_none_fields_come_from_the_model_config(tiny_translator):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.plots.diagram import architecture_diagram
 
@@ -44,7 +44,7 @@ def test_blocks_and_shapes_match_the_checkpoint(ckpt_root, folder):
     hm = load_checkpoint(ckpt_root / folder)
     cfg, tok = hm.cfg, hm.tokenizer
     pieces = len(tok.encode(TEXT))
-    out = len(decode(hm, TEXT, strategy="greedy").generated_ids)
+    out = len(decode(hm, TEXT, DecodeSettings(strategy="greedy")).generated_ids)
     if cfg.is_encoder_decoder:
         S, T = pieces + 1, 1 + out                        # source + [end]; [begin] + what it generated
     elif cfg.is_translator:

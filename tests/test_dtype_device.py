@@ -1,4 +1,4 @@
-"""load_checkpoint(path, dtype, device) (issue 24): float32 by default, bfloat16 to halve the weights' memory, on
+"""load_checkpoint(path, dtype, device): float32 by default, bfloat16 to halve the weights' memory, on
 a GPU when there is one. Whatever the weights, logits and captured tensors reach analysis as float32 on the CPU.
 
 bfloat16 keeps 8 significant bits: each weight and each intermediate result is rounded with a relative error of
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.run.capture import pick_device, weight_bytes
 
 TEXT = "我是一名工程师。"
@@ -58,7 +58,7 @@ def test_bfloat16_logits_are_close_to_float32(pair):
 def test_bfloat16_decodes(pair):
     _, bf16 = pair
     for strategy in ("greedy", "beam"):
-        tr = decode(bf16, TEXT, strategy, max_new_tokens=6)
+        tr = decode(bf16, TEXT, DecodeSettings(strategy, max_new_tokens=6))
         assert tr.steps and all(0 <= s.prob <= 1 for s in tr.steps)
 
 

@@ -9,10 +9,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from conftest import make_tiny_checkpoint
 from test_rope import ROPE
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.cli import main as cli_main
 
-pytestmark = pytest.mark.slow          # transformers' import and its models: about 20 s
+pytestmark = pytest.mark.slow          # transformers' import and its models: too slow for the fast tier
 
 TEXTS = ["The cat sat on the mat.", "Once upon a time there was a little dog.", "I love you."]
 
@@ -54,8 +54,8 @@ def test_load_checkpoint_opens_it_back(exported):
         ids = torch.tensor([[hm.cfg.bos_id] + hm.tokenizer.encode(text)])
         with torch.no_grad():
             torch.testing.assert_close(back.model(ids), hm.model(ids), atol=1e-5, rtol=1e-5)
-        assert decode(back, text, "greedy", max_new_tokens=6).output_ids == \
-            decode(hm, text, "greedy", max_new_tokens=6).output_ids
+        assert decode(back, text, DecodeSettings("greedy", max_new_tokens=6)).output_ids == \
+            decode(hm, text, DecodeSettings("greedy", max_new_tokens=6)).output_ids
 
 
 def test_a_model_without_the_llama_parts_is_refused(tmp_path, capsys):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import ROOT, STORIES, TATOEBA
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.run import capture
 from viz_transformer.training import data as D
 from viz_transformer.run.capture import HookedModel
@@ -65,7 +65,7 @@ def test_translator_run_is_teacher_forced_on_its_own_greedy_ids(zh_en):
     for i, text in enumerate(texts):
         run = zh_en.run(text)
         if i % 25 == 0:                          # the run's trace is decode()'s greedy trace
-            assert decode(zh_en, text, "greedy", max_new_tokens=64).output_ids == run.trace.output_ids
+            assert decode(zh_en, text, DecodeSettings("greedy", max_new_tokens=64)).output_ids == run.trace.output_ids
         assert_run_is_the_trace(run, run.trace)
         assert run.output == tok.decode(run.output_ids)
         unstable += tok.encode(run.output) != run.output_ids
@@ -82,7 +82,7 @@ def test_lm_run_captures_prompt_and_continuation(stories):
     for doc in docs:
         prompt = doc.split(".")[0][:120]
         run = stories.run(prompt, max_new_tokens=20)
-        trace = decode(stories, prompt, "greedy", max_new_tokens=20)
+        trace = decode(stories, prompt, DecodeSettings("greedy", max_new_tokens=20))
         assert run.tgt_ids[1: run.prompt_len] == tok.encode(prompt)
         assert_run_is_the_trace(run, trace)
 
@@ -92,7 +92,7 @@ def test_run_agrees_with_trace_for_every_architecture(tiny_translator, tiny_lm, 
     for hm in (tiny_translator, tiny_lm, prefix):
         for text in ("我是学生。", "The cat sat on the mat."):
             run = hm.run(text, max_new_tokens=12)
-            assert_run_is_the_trace(run, decode(hm, text, "greedy", max_new_tokens=12))
+            assert_run_is_the_trace(run, decode(hm, text, DecodeSettings("greedy", max_new_tokens=12)))
             if hm.cfg.architecture == "prefix_lm":
                 assert run.prefix_len == run.prompt_len
 
@@ -104,7 +104,7 @@ def test_long_story_prompt_keeps_its_end(stories):
     story = " ".join(D.read_stories(STORIES)[:6])
     ids = tok.encode(story)
     assert len(ids) > 3 * L
-    trace = decode(stories, story, "greedy", max_new_tokens=50)
+    trace = decode(stories, story, DecodeSettings("greedy", max_new_tokens=50))
     room = L - 1 - 50
     assert trace.prompt_ids == [stories.cfg.bos_id] + ids[-room:]
     assert trace.n_cut == len(ids) - room and trace.cut_at == "start"
@@ -135,7 +135,7 @@ def test_cli_generate_decodes_prompt_and_continuation_together(tiny_lm, ckpt_roo
     assert cli_main(["generate", "--checkpoint", str(ckpt_root / "tiny-lm"), "--text", text,
                      "--max-new-tokens", "6"]) == 0
     out = capsys.readouterr().out.rstrip("\n")
-    tr = decode(tiny_lm, text, "greedy", max_new_tokens=6)
+    tr = decode(tiny_lm, text, DecodeSettings("greedy", max_new_tokens=6))
     tok = tiny_lm.tokenizer
     expected = tok.sp.decode(tok.encode(text) + [i for i in tr.output_ids if i not in tok.specials])
     assert out == expected and out.startswith(text)
@@ -179,7 +179,7 @@ def test_special_tokens_are_never_generated(tiny_translator, tiny_lm, strategy):
         tok = base.tokenizer
         specials = [tok.pad_id, tok.unk_id, tok.bos_id]
         hm = favouring(base, specials)
-        tr = decode(hm, "我是学生。", strategy, max_new_tokens=6, beam_width=3)
+        tr = decode(hm, "我是学生。", DecodeSettings(strategy, max_new_tokens=6, beam_width=3))
         assert tr.steps and not set(tr.output_ids) & set(specials)
         for step in tr.steps:
             assert not {c.id for c in step.candidates} & set(specials)
@@ -209,7 +209,7 @@ def test_decode_refuses_out_of_range_parameters_before_allocating(tiny_translato
     monkeypatch.setattr(hm.model, "new_cache", boom)
     name = next(k for k in bad if k != "strategy")
     with pytest.raises(ValueError, match=name):
-        decode(hm, "我是学生。", **bad)
+        decode(hm, "我是学生。", DecodeSettings(**bad))
 
 
 def test_text_length_limit(tiny_translator):
@@ -219,7 +219,7 @@ def test_text_length_limit(tiny_translator):
         tiny_translator.run("a" * (MAX_CHARS + 1))
     with pytest.raises(ValueError, match="max_new_tokens"):
         tiny_translator.run("我是学生。", max_new_tokens=0)
-    assert decode(tiny_translator, "我" * MAX_CHARS, max_new_tokens=2).n_cut > 0   # at the limit: cut, noted
+    assert decode(tiny_translator, "我" * MAX_CHARS, DecodeSettings(max_new_tokens=2)).n_cut > 0   # at the limit: cut
 
 
 def test_cli_turns_a_bad_parameter_into_one_line_and_status_2(ckpt_root, capsys):
@@ -257,7 +257,7 @@ def test_fwd_hooks_change_run_and_decode_for_that_call_only(tiny_translator):
     # with no cross-attention output, the decoder cannot see the source: two sources, one output
     other = hm.run("今天天气很好。", max_new_tokens=8, fwd_hooks=zero)
     assert other.output_ids == ablated.output_ids
-    tr = decode(hm, "我是学生。", "greedy", max_new_tokens=8, fwd_hooks=zero)
+    tr = decode(hm, "我是学生。", DecodeSettings("greedy", max_new_tokens=8), hooks=zero)
     assert tr.generated_ids == ablated.output_ids
     again = hm.run("我是学生。", max_new_tokens=8)
     assert again.output_ids == plain.output_ids and torch.equal(again.logits, plain.logits)

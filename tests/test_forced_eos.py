@@ -1,4 +1,4 @@
-"""forced_eos_token_id (issue 41.4): at the length limit transformers forces the folder's forced_eos_token_id as the
+"""forced_eos_token_id: at the length limit transformers forces the folder's forced_eos_token_id as the
 last token, in greedy and beam search, whether or not it is the end id. A tiny random Marian (tests/hf_util.py)
 whose generation config forces an id other than its eos_token_id: ours gave the model's argmax there."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hf_util as H
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers builds the model folder
 
@@ -44,8 +44,8 @@ def test_greedy_and_beam_force_the_id_as_generate_does(marian, n):
                                   max_new_tokens=n)[0, 1:].tolist()
             beam = ref.generate(**tok(text, return_tensors="pt"), do_sample=False, num_beams=3,
                                 max_new_tokens=n)[0, 1:].tolist()
-        ours = decode(hm, text, "greedy", max_new_tokens=n).output_ids
+        ours = decode(hm, text, DecodeSettings("greedy", max_new_tokens=n)).output_ids
         assert ours == greedy, (text, ours, greedy)
-        assert decode(hm, text, "beam", beam_width=3, max_new_tokens=n).output_ids == beam, text
+        assert decode(hm, text, DecodeSettings("beam", beam_width=3, max_new_tokens=n)).output_ids == beam, text
         reached += len(greedy) == n and greedy[-1] == FORCED
     assert reached                          # some text ran to the limit: the rule was exercised

@@ -1,4 +1,4 @@
-"""Issue 38: the head statistics page's numbers read a block of pattern rows at a time, once per layer for both
+"""The head statistics page's numbers read a block of pattern rows at a time, once per layer for both
 tables (head_sums.layer_sums under summaries.head_stats, sinks.sink_shares and summaries.head_tables), equal the
 whole-layer computation they replace: pattern_stats on each layer's full [B, H, Q, K] pattern, and the shares'
 formula on the full pattern, on a stored run and on a lean run (patterns recomputed per block of rows), for a

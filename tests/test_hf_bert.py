@@ -1,4 +1,4 @@
-"""Parity with transformers for the BERT family (issue 39): `load_checkpoint` opens bert, roberta, distilbert
+"""Parity with transformers for the BERT family: `load_checkpoint` opens bert, roberta, distilbert
 and xlm-roberta folders as transformers saves them (with and without the masked-LM head; tokenizer.json, or
 vocab.txt alone; a sentence-transformers layout) as our encoder-only model, and what it builds computes what
 transformers computes, on a sentence pair:

@@ -10,7 +10,7 @@ import sentencepiece as spm
 import torch
 
 from hf_util import randomize_marian
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers' import: kept out of the fast tier
 
@@ -20,7 +20,7 @@ TEXTS = ["我是一名工程师。", "我是学生。", "我爱你。", "今天�
 
 @pytest.fixture(scope="module")
 def marian(tmp_path_factory):
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer  # 3.6 s: only where it runs
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer  # a slow import: only where it runs
     folder = tmp_path_factory.mktemp("marian")
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXTS * 30), model_prefix=str(folder / "sp"), vocab_size=80,
                                    hard_vocab_limit=False, unk_id=1, bos_id=-1, eos_id=0, pad_id=-1,
@@ -79,8 +79,8 @@ def test_greedy_equals_generate_with_the_generation_config(marian):
     for text in TEXTS:
         for n in (3, 10):
             theirs = ref.generate(**tok(text, return_tensors="pt"), max_new_tokens=n)[0, 1:].tolist()
-            assert decode(hm, text, "greedy", max_new_tokens=n).output_ids == theirs, (text, n)
-    out = decode(hm, TEXTS[0], "greedy", max_new_tokens=6)
+            assert decode(hm, text, DecodeSettings("greedy", max_new_tokens=n)).output_ids == theirs, (text, n)
+    out = decode(hm, TEXTS[0], DecodeSettings("greedy", max_new_tokens=6))
     assert out.output_ids[-1] == hm.cfg.eos_id                                # forced_eos at the last step
     assert tok.pad_token_id not in out.output_ids                              # bad_words_ids
 

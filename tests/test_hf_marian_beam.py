@@ -1,4 +1,4 @@
-"""Marian (issue 24) against transformers' own MarianMTModel and MarianTokenizer, on tiny random models
+"""Marian against transformers' own MarianMTModel and MarianTokenizer, on tiny random models
 (tests/hf_util.py MARIAN_SHAPES: 1-3 layers, 2-4 heads, one with separate source and target vocabularies):
 
   - beam search gives the ids generate(num_beams=k, do_sample=False) gives, for k = 2 … 5, each
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import hf_util as H
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers' Marian on a busy CPU: about a minute
 
@@ -71,13 +71,15 @@ def test_beam_search_equals_generate(marian, shape_id):
         for k, early, lp in CASES:
             theirs, score = hf_beam(ref, tok, text, num_beams=k, early_stopping=early, length_penalty=lp,
                                     max_new_tokens=NEW)
-            trace = decode(hm, text, "beam", beam_width=k, early_stopping=early, length_penalty=lp, max_new_tokens=NEW)
+            trace = decode(hm, text, DecodeSettings("beam", beam_width=k, early_stopping=early, length_penalty=lp,
+                                                    max_new_tokens=NEW))
             same_or_tie(trace, theirs, score, lp, (text, k, early, lp))
 
 
 @pytest.mark.parametrize("shape_id", [s.id for s in H.MARIAN_SHAPES])
 def test_the_generation_config_is_applied_to_both(marian, shape_id):
-    """decode(hm, text, "beam") with no settings = generate() with none: both read generation_config.json."""
+    """decode(hm, text, DecodeSettings("beam")), no other knob set, = generate() with none: both read
+    generation_config.json."""
     ref, tok, hm, folder = marian(shape_id)
     gen = json.loads((folder / "generation_config.json").read_text())
     assert hm.cfg.num_beams == gen["num_beams"] and hm.cfg.length_penalty == gen.get("length_penalty", 1.0)
@@ -85,7 +87,7 @@ def test_the_generation_config_is_applied_to_both(marian, shape_id):
     assert early == {True: "true", False: "false", "never": "never"}[gen.get("early_stopping", False)]
     for text in TEXTS:
         theirs, score = hf_beam(ref, tok, text)
-        trace = decode(hm, text, "beam")
+        trace = decode(hm, text, DecodeSettings("beam"))
         same_or_tie(trace, theirs, score, hm.cfg.length_penalty, text)
         assert len(trace.output_ids) <= (gen.get("max_new_tokens") or gen["max_length"] - 1)
 
@@ -98,7 +100,8 @@ def test_early_stopping_changes_the_answer_and_both_rules_match(marian):
         outs = {}
         for early in (True, False):
             theirs, score = hf_beam(ref, tok, text, num_beams=3, early_stopping=early, max_new_tokens=12)
-            trace = decode(hm, text, "beam", beam_width=3, early_stopping=early, length_penalty=1.0, max_new_tokens=12)
+            trace = decode(hm, text, DecodeSettings("beam", beam_width=3, early_stopping=early, length_penalty=1.0,
+                                                    max_new_tokens=12))
             same_or_tie(trace, theirs, score, 1.0, (text, early))
             outs[early] = theirs
         differs += outs[True] != outs[False]
@@ -108,7 +111,7 @@ def test_early_stopping_changes_the_answer_and_both_rules_match(marian):
 def test_an_unknown_early_stopping_is_refused(marian):
     _, _, hm, _ = marian("marian-3heads")
     with pytest.raises(ValueError, match="early_stopping"):
-        decode(hm, TEXTS[0], "beam", early_stopping="sometimes")
+        decode(hm, TEXTS[0], DecodeSettings("beam", early_stopping="sometimes"))
 
 
 # -- separate source and target vocabularies ----------------------------------------------------------------
@@ -161,7 +164,7 @@ def test_separate_vocabularies_logits_patterns_and_greedy(marian):
             torch.testing.assert_close(cache[f"encoder.{i}.self_attn.hook_pattern"], theirs.encoder_attentions[i],
                                        atol=1e-5, rtol=1e-5)
         want = ref.generate(**tok(text, return_tensors="pt"), num_beams=1, max_new_tokens=8)[0, 1:].tolist()
-        trace = decode(hm, text, "greedy", max_new_tokens=8)
+        trace = decode(hm, text, DecodeSettings("greedy", max_new_tokens=8))
         assert trace.output_ids == want
         assert trace.src_pieces == hm.tokenizer.src_pieces(src)
 
@@ -185,8 +188,9 @@ def test_a_wider_configured_beam_is_capped_not_refused(marian, tmp_path):
     (copy / "generation_config.json").write_text(json.dumps(dict(gen, num_beams=MAX_BEAM * 2)))
     wide = load_checkpoint(copy)
     assert wide.cfg.num_beams == MAX_BEAM * 2
-    assert decode(wide, TEXTS[0], "greedy", max_new_tokens=4).output_ids == \
-        decode(hm, TEXTS[0], "greedy", max_new_tokens=4).output_ids
-    trace = decode(wide, TEXTS[0], "beam", max_new_tokens=3)
-    assert trace.output_ids == decode(hm, TEXTS[0], "beam", beam_width=MAX_BEAM, max_new_tokens=3).output_ids
+    assert decode(wide, TEXTS[0], DecodeSettings("greedy", max_new_tokens=4)).output_ids == \
+        decode(hm, TEXTS[0], DecodeSettings("greedy", max_new_tokens=4)).output_ids
+    trace = decode(wide, TEXTS[0], DecodeSettings("beam", max_new_tokens=3))
+    widest = DecodeSettings("beam", beam_width=MAX_BEAM, max_new_tokens=3)
+    assert trace.output_ids == decode(hm, TEXTS[0], widest).output_ids
     assert max(sum(not b.finished for b in step) for step in trace.beam_history) <= MAX_BEAM

@@ -1,4 +1,4 @@
-"""Parity with Hugging Face's own implementations (issue 24): `load_checkpoint` opens a local transformers
+"""Parity with Hugging Face's own implementations: `load_checkpoint` opens a local transformers
 model folder (config.json, *.safetensors single or sharded, tokenizer.json, generation_config.json) of the
 families gpt2, llama, qwen2, qwen3 and mistral, and what it builds computes what transformers computes.
 
@@ -30,10 +30,10 @@ from torch import nn
 from transformers import AutoTokenizer
 
 import hf_util as H
-from viz_transformer import CheckpointError, decode, load_checkpoint
+from viz_transformer import CheckpointError, decode, DecodeSettings, load_checkpoint
 
 LOGITS_TOL, PATTERN_TOL, BROKEN = 1e-4, 1e-5, 1e-3
-pytestmark = pytest.mark.slow          # transformers and 13 model folders: about 15 s, kept out of the fast tier
+pytestmark = pytest.mark.slow          # transformers and 13 model folders: kept out of the fast tier
 
 SUPPORTED = ("gpt2", "llama", "qwen2", "qwen3", "mistral")
 
@@ -131,7 +131,7 @@ def test_greedy_generation_matches(built, shape_id):
     assert hm.cfg.ban_specials is False, "an imported model may generate any token"
     prompt = b.tok(H.PROMPT).input_ids
     expected = H.hf_greedy(H.load_hf(b.folder), prompt, H.NEW_TOKENS)   # fresh: dynamic RoPE keeps state
-    trace = decode(hm, H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS)
+    trace = decode(hm, H.PROMPT, DecodeSettings("greedy", max_new_tokens=H.NEW_TOKENS))
     assert trace.prompt_ids == prompt
     assert trace.output_ids == expected
     if b.shape.eos_reachable:
@@ -148,7 +148,7 @@ def test_greedy_generation_past_the_trained_length(built, text):
     hm, hf = load_checkpoint(b.folder), H.load_hf(b.folder)
     prompt = b.tok(text).input_ids
     assert len(prompt) + H.NEW_TOKENS > hf.config.max_position_embeddings
-    trace = decode(hm, text, "greedy", max_new_tokens=H.NEW_TOKENS)
+    trace = decode(hm, text, DecodeSettings("greedy", max_new_tokens=H.NEW_TOKENS))
     assert trace.prompt_ids == prompt
     assert trace.output_ids == H.hf_greedy(hf, prompt, H.NEW_TOKENS)
 
@@ -185,7 +185,8 @@ def test_beam_search_matches(built, shape_id):
         expected = out[0, len(prompt):].tolist()
         eos = b.hf.generation_config.eos_token_id
         expected = expected[:expected.index(eos) + 1] if eos in expected else expected
-        trace = decode(hm, text, "beam", max_new_tokens=8, beam_width=3, length_penalty=1.0, early_stopping=True)
+        trace = decode(hm, text, DecodeSettings("beam", max_new_tokens=8, beam_width=3, length_penalty=1.0,
+                                                early_stopping=True))
         if trace.output_ids != expected:       # only a tie may differ: both ends score the same under our model
             ours, theirs = (_beam_score(hm, prompt, ids) for ids in (trace.output_ids, expected))
             assert abs(ours - theirs) < 1e-4, (repr(text), trace.output_ids, expected, ours, theirs)
@@ -563,7 +564,7 @@ def test_every_eos_of_the_generation_config_stops(built, tmp_path):
     prompt = b.tok(H.PROMPT).input_ids
     expected = H.hf_greedy(H.load_hf(folder), prompt, H.NEW_TOKENS)
     assert expected[-1] == eos and len(expected) < H.NEW_TOKENS
-    got = decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids
+    got = decode(load_checkpoint(folder), H.PROMPT, DecodeSettings("greedy", max_new_tokens=H.NEW_TOKENS)).output_ids
     assert got == expected            # every eos of the list stops (ModelConfig.stop_ids)
 
 
@@ -575,5 +576,5 @@ def test_repetition_penalty_of_the_generation_config(built, tmp_path):
     prompt = b.tok(H.PROMPT).input_ids
     expected = H.hf_greedy(H.load_hf(folder), prompt, H.NEW_TOKENS)
     assert expected != H.hf_greedy(b.hf, prompt, H.NEW_TOKENS), "the penalty changes nothing here"
-    got = decode(load_checkpoint(folder), H.PROMPT, "greedy", max_new_tokens=H.NEW_TOKENS).output_ids
+    got = decode(load_checkpoint(folder), H.PROMPT, DecodeSettings("greedy", max_new_tokens=H.NEW_TOKENS)).output_ids
     assert got == expected            # ModelConfig.repetition_penalty, applied as transformers does

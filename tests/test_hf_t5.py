@@ -1,4 +1,4 @@
-"""T5 and mT5 (issue 41) against transformers' own T5ForConditionalGeneration / MT5ForConditionalGeneration and
+"""T5 and mT5 against transformers' own T5ForConditionalGeneration / MT5ForConditionalGeneration and
 tokenizer, on tiny random folders saved by transformers (tests/hf_t5_util.py: v1.0 settings, v1.1 settings, an mT5
 with spiece.model alone; every norm and the position bias random): source ids, logits (1e-4), every encoder,
 decoder and cross-attention pattern (1e-5), the captured position bias against compute_bias, cached decoding
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hf_t5_util as U
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.hf_t5 import t5_config
 
 pytestmark = pytest.mark.slow          # transformers' import: kept out of the fast tier
@@ -102,8 +102,8 @@ def test_greedy_and_beam_equal_generate(t5, shape_id):
             greedy = ref.generate(**tok(text, return_tensors="pt"), do_sample=False, num_beams=1,
                                   max_new_tokens=8)[0, 1:].tolist()
             beam = ref.generate(**tok(text, return_tensors="pt"), do_sample=False)[0, 1:].tolist()   # its config
-        assert decode(hm, text, "greedy", max_new_tokens=8).output_ids == greedy, text
-        assert decode(hm, text, "beam").output_ids == beam, text
+        assert decode(hm, text, DecodeSettings("greedy", max_new_tokens=8)).output_ids == greedy, text
+        assert decode(hm, text, DecodeSettings("beam")).output_ids == beam, text
 
 
 def test_the_bias_the_scale_and_the_divisor_each_matter(t5):

@@ -11,7 +11,7 @@ import torch
 
 from conftest import ROOT
 from hostile import HOSTILE, REFUSED
-from viz_transformer import decode
+from viz_transformer import decode, DecodeSettings
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
 
@@ -21,12 +21,12 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
 def test_library_refuses_clearly_or_runs_correctly(request, which, name):
     hm, text = request.getfixturevalue(which), HOSTILE[name]
     if name in REFUSED:
-        for call in (lambda: hm.run(text), lambda: decode(hm, text, max_new_tokens=4)):
+        for call in (lambda: hm.run(text), lambda: decode(hm, text, DecodeSettings(max_new_tokens=4))):
             with pytest.raises(ValueError, match=REFUSED[name]):
                 call()
         return
     run = hm.run(text, max_new_tokens=6)
-    trace = decode(hm, text, "greedy", max_new_tokens=6)
+    trace = decode(hm, text, DecodeSettings("greedy", max_new_tokens=6))
     assert run.output_ids == trace.generated_ids                     # the capture is what was generated
     enc_ids = hm.tokenizer.encode(text)
     if hm.cfg.is_encoder_decoder:                                    # the source is the text's own pieces

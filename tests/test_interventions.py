@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from viz_transformer import decode, load_checkpoint
+from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.hooks import hooks_active
 from viz_transformer.run.interventions import (all_heads, head_ablation_hooks, head_means, positions_off_hooks,
                                            rank_heads)
@@ -250,7 +250,7 @@ def test_decode_with_an_ablation_equals_a_full_recompute(which, mode, tiny_trans
     heads = ([("encoder.0.self_attn", 0), ("decoder.0.self_attn", 1), ("decoder.1.cross_attn", 2)]
              if which == "translator" else [("decoder.0.self_attn", 0), ("decoder.1.self_attn", 3)])
     hooks = head_ablation_hooks(heads, mode, head_means(hm, TEXT, max_new_tokens=N), cfg=hm.cfg)
-    trace = decode(hm, TEXT, "greedy", max_new_tokens=N, fwd_hooks=hooks)
+    trace = decode(hm, TEXT, DecodeSettings("greedy", max_new_tokens=N), hooks=hooks)
     want = greedy_full(hm, TEXT, hooks)
     assert trace.output_ids == want
     logits, _ = forced_logits(hm, TEXT, want[:-1], hooks)

@@ -1,4 +1,4 @@
-"""Knock-out and patching on an encoder-only model (issue 39): it generates nothing, so both measure the log p of
+"""Knock-out and patching on an encoder-only model: it generates nothing, so both measure the log p of
 the masked-LM head's top piece at the first [MASK]. Checked against transformers' own BertForMaskedLM on the same
 folder, with a head zeroed, or a head or residual stream copied from text A into text B's run, by hooks written
 here (a head: its slice of the attention output, before the output projection); without a [MASK] each page says

@@ -110,7 +110,7 @@ def test_a_windowed_view_reads_the_same_cells_and_leaves_the_others_empty(models
 
 
 def test_a_traces_step_lens_is_the_runs_column(models, zh_en):
-    from viz_transformer import decode
+    from viz_transformer import decode, DecodeSettings
     from viz_transformer.run.lenses import trace_lens
     for hm in [zh_en, *models.values()]:
         run = _run(hm)
@@ -119,6 +119,6 @@ def test_a_traces_step_lens_is_the_runs_column(models, zh_en):
             assert torch.allclose(trace_lens(hm, run.trace, step), lp[:, run.prompt_len - 1 + step], atol=1e-5)
         with pytest.raises(ValueError, match="out of range"):
             trace_lens(hm, run.trace, len(run.trace.steps))
-    beam = decode(zh_en, "我是一名工程师。", strategy="beam", beam_width=3)       # any strategy's trace
+    beam = decode(zh_en, "我是一名工程师。", DecodeSettings("beam", beam_width=3))       # any strategy's trace
     last = trace_lens(zh_en, beam, len(beam.steps) - 1)
     assert last.shape == (zh_en.cfg.n_decoder_layers + 1, zh_en.cfg.vocab_size)

@@ -1,4 +1,4 @@
-"""Pre-norm against its post-norm twin (issue 23): two tiny encoder-decoders trained on the same data, split
+"""Pre-norm against its post-norm twin: two tiny encoder-decoders trained on the same data, split
 and budget, one with the norm after the residual; Compare architectures' "norm" tab shows both runs' curves,
 what they show in numbers, and the same head's attention at the same recorded step."""
 from __future__ import annotations

@@ -2,6 +2,7 @@
 install into a fresh venv used from another folder."""
 import os
 import subprocess
+import sysconfig
 import sys
 import tomllib
 from pathlib import Path
@@ -41,8 +42,14 @@ def test_app_keeps_a_checkpoints_variable_already_set():
 @pytest.mark.slow          # builds a wheel and makes a venv
 def test_an_installed_package_runs_from_another_folder(tmp_path):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
-    py = venv / "bin" / "python"       # pip and setuptools: the ones beside torch (no download)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # The new venv sees the packages of the environment running the tests (a virtual environment's, not its base
+    # interpreter's, which --system-site-packages would give): pip, setuptools and torch, with nothing downloaded.
+    inner = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    outer = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(inner) / "outer-environment.pth").write_text("".join(p + "\n" for p in sorted(outer)))
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT)],
                    check=True, cwd=tmp_path, timeout=600)
     away = tmp_path / "elsewhere"

@@ -1,4 +1,4 @@
-"""A run's validation curve in meta.json, and whether it has plateaued (issue 23: less than 0.5 BLEU gained
+"""A run's validation curve in meta.json, and whether it has plateaued (less than 0.5 BLEU gained
 over the last 20% of the updates)."""
 import json
 

@@ -1,4 +1,4 @@
-"""The README is a front door (issue 36.2): at most 250 lines, a link to every docs/ page, and README.zh-CN with the
+"""The README is a front door: at most 250 lines, a link to every docs/ page, and README.zh-CN with the
 same sections in the same order (section by section, the same docs/ pages linked). Every relative link in the
 READMEs and docs/ points at a file that exists."""
 import re
@@ -14,7 +14,9 @@ def read(name: str) -> str:
 
 
 def sections(text: str) -> list[tuple[str, set[str]]]:
-    """(## heading, the docs/ pages linked under it), in order; headings inside code blocks do not count."""
+    """(## heading, the docs/ pages linked under it), in order; headings inside code blocks do not count. A link to
+    the Chinese page docs/zh-CN/x.md counts as the page x.md (tests/test_docs_zh.py checks that README.zh-CN links
+    the Chinese page wherever there is one)."""
     out, fenced = [], False
     for line in text.splitlines():
         if line.startswith("```"):
@@ -22,7 +24,7 @@ def sections(text: str) -> list[tuple[str, set[str]]]:
         elif line.startswith("## ") and not fenced:
             out.append((line[3:].strip(), set()))
         elif out:
-            out[-1][1].update(re.findall(r"\]\(docs/([\w.-]+\.md)", line))
+            out[-1][1].update(re.findall(r"\]\(docs/(?:zh-CN/)?([\w.-]+\.md)", line))
     return out
 
 

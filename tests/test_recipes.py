@@ -75,7 +75,7 @@ def test_other_differences_name_each_setting_the_recipe_leaves_free_with_its_mod
 
 
 def test_the_shipped_comparison_shares_one_recipe():
-    """The trio trained on one recipe, all on one-character pieces from scratch (issue 35): zh-en-postnorm with the
+    """The trio trained on one recipe, all on one-character pieces from scratch: zh-en-postnorm with the
     retrained decoder-only and prefix-LM translators. zh-en (fine-tuned from zh-en-v1) and zh-en-v1 (longer pieces)
     each have a recipe of their own. The encoder-decoder here is post-norm and the other two pre-norm, which the page
     says (its pre-norm twin, trained, would come first)."""
@@ -126,8 +126,8 @@ def test_trained_to_a_plateau_on_one_budget_decoder_only_translates_about_as_wel
 @pytest.mark.slow
 @pytest.mark.usefixtures("training_data")      # evaluates on ../shared/data
 def test_the_shipped_post_norm_model_has_no_twin_yet_and_its_sweep_is_what_its_meta_says():
-    """zh-en-postnorm was trained from scratch on one-character pieces with the original Transformer's schedule
-    (issue 35): no shipped pre-norm model has its recipe (zh-en-v1 cuts Chinese into longer pieces; zh-en was
+    """zh-en-postnorm was trained from scratch on one-character pieces with the original Transformer's schedule:
+    no shipped pre-norm model has its recipe (zh-en-v1 cuts Chinese into longer pieces; zh-en was
     fine-tuned), so it has no twin, and the norm tab shows its sweep instead. The sweep's numbers follow their
     definitions over the runs recorded in meta.json, and the full-budget test score is decoded again here."""
     import json
@@ -197,7 +197,7 @@ def test_every_translator_s_scores_come_from_one_command_and_the_beam_score_is_r
     assert greedy["zh-en"] >= greedy["zh-en-v1"] - 0.5 and beam["zh-en"] >= beam["zh-en-v1"] - 0.5
     replaced = metas["zh-en-postnorm"]["replaces"]                   # the post-norm model before the sweep
     assert greedy["zh-en-postnorm"] >= replaced["test"]["bleu"] and beam["zh-en-postnorm"] >= replaced["test_beam4"]["bleu"]
-    for n in ("zh-en-decoder", "zh-en-prefix"):                      # retrained on one-character pieces (issue 35)
+    for n in ("zh-en-decoder", "zh-en-prefix"):                      # retrained on one-character pieces
         replaced = metas[n]["replaces"]
         assert "--cjk-chars" not in replaced["command"] and "--cjk-chars" in metas[n]["command"]
         assert replaced["test"]["n"] == replaced["test_beam4"]["n"] == 1500                 # the same pairs
@@ -222,4 +222,4 @@ def test_every_translator_s_scores_come_from_one_command_and_the_beam_score_is_r
     assert got == [hyps[i] for i in sample]
 
 
-BEAM_SAMPLE = 150        # of the 1,500 sources decoded again (all of them: 213 s on the CI machine; these: about 20 s)
+BEAM_SAMPLE = 150        # of the 1,500 sources decoded again: a seeded sample, since decoding all of them would dominate CI

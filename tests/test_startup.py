@@ -61,7 +61,7 @@ def test_a_failed_load_still_signals_ready(monkeypatch):
 
 
 def test_the_load_freezes_what_it_made_and_turns_the_collector_back_on(monkeypatch):
-    """The collector is off while the load imports (its ~500 collections cost the first page ~0.35 s) and on
+    """The collector is off while the load imports (the collections its garbage sets off would fall on the first page) and on
     again afterwards, with what the load left alive frozen out of its reach: the first page's collection is short.
     The GIL's switch interval is short meanwhile (the server serves the browser's files), then as it was."""
     from viz_explorer.server import defaults

@@ -1,4 +1,4 @@
-"""The app sets torch's intra-op threads itself (viz_explorer/server/threads.py, issue 38), whatever command started it:
+"""The app sets torch's intra-op threads itself (viz_explorer/server/threads.py), whatever command started it:
 one thread, the count measured best on a busy machine (benchmarks/bench_threads.py), unless VIZ_THREADS or
 OMP_NUM_THREADS says otherwise. The expectations are the numbers the README states, not the module's constant."""
 from __future__ import annotations

@@ -45,4 +45,19 @@ def test_the_marks_are_registered_strict_and_no_tier_is_the_default(request):
     assert {"slow", "browser", "train"} <= names
     addopts = request.config.getini("addopts")
     assert "--strict-markers" in addopts                             # a misspelt mark is an error
-    assert not any(a.startswith("-m") for a in addopts)             # plain `python -m pytest` runs every tier
+    # plain `python -m pytest` runs every tier but the walks, which `-m walk` runs (its -m replaces addopts')
+    assert [addopts[i + 1] for i, a in enumerate(addopts) if a == "-m"] == ["not walk"]
+    assert "walk" in names
+
+
+def test_the_walks_are_browser_tests_each_with_a_cheaper_check_in_the_default_run(request):
+    tiers = request.config.stash[TIERS]
+    walks = {n for n, (m, _) in tiers.items() if "walk" in m}
+    if not walks:
+        pytest.skip("run with the whole tests folder")
+    assert all({"browser", "slow"} <= tiers[n][0] for n in walks)
+    # what each walk sweeps, the default run checks once (tests/test_browser_legibility*.py: every page once in
+    # each language; test_browser_phone.py: one page's phone layout; test_browser_class_access.py: the teacher's
+    # right across a reload; test_browser_long.py: a long text on the Attention page)
+    for f in {n.split("::")[0] for n in walks}:
+        assert any(n.split("::")[0] == f and "walk" not in m for n, (m, _) in tiers.items()), f

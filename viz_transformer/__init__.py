@@ -16,7 +16,7 @@ LAZY = {
     "save_checkpoint": "core.checkpoint", "ModelConfig": "core.config", "Cache": "core.hooks",
     "Transformer": "core.model", "Tokenizer": "core.tokenizer",
     "HookedModel": "run.capture", "Run": "run.capture", "load_checkpoint": "run.capture",
-    "Trace": "run.decoding", "decode": "run.decoding",
+    "Trace": "run.decoding", "decode": "run.decoding", "DecodeSettings": "run.decode_settings",
     "head_ablation_hooks": "run.interventions", "positions_off_hooks": "run.interventions",
     "rank_heads": "run.interventions", "head_means": "run.interventions",
     "logit_lens": "run.lenses", "lens_view": "run.lenses", "patching_scores": "run.patching",

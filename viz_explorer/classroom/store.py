@@ -107,8 +107,8 @@ def _make_tables() -> SimpleNamespace:
 
 def tables() -> SimpleNamespace:
     """The class tables (classes, members, answers, reveals, hits) in the app's database's METADATA, made on the
-    store's first use with sqlalchemy's import (0.25-0.45 s): every page run imports this module
-    (live_class.remember), and only a live class reads them."""
+    store's first use with sqlalchemy's import: every page run imports this module (live_class.remember), and only a
+    live class reads them, so no other page pays for sqlalchemy."""
     with _lock:
         if not _tables:
             _tables.append(_make_tables())
@@ -139,7 +139,7 @@ def _hash(secret: str) -> str:
 
 def _upsert(conn, table: sa.Table, keys: list[str], values: dict, update: dict):
     """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
-    if conn.dialect.name == "postgresql":          # only the dialect in use is imported (PostgreSQL's: 0.14 s)
+    if conn.dialect.name == "postgresql":          # only the dialect in use is imported: a SQLite server never loads PostgreSQL's
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         from sqlalchemy.dialects.sqlite import insert as dialect_insert

@@ -70,20 +70,20 @@ _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$"
 def output(text: str, key: str, where=None) -> None:
     """What a model said, as plain text (never Markdown or HTML) in a bordered box; its element has the class
     st-key-output_KEY. Not st.code: a page's first code block makes the browser load and run Streamlit's syntax
-    highlighter, which cost a fresh visitor's first page 0.4-1.1 s on a slow machine (docs/benchmarks.md,
-    "A fresh visitor's first page"). Code blocks stay for what one copies: links, the class key, errors."""
+    highlighter, a cost every fresh visitor's first page would pay for a text that needs no highlighting
+    (benchmarks/first_visit.py measures it). Code blocks stay for what one copies: links, the class key, errors."""
     with (where or st).container(border=True, key=f"output_{key}"):
         st.text(text)
 
 
-STATIC_ROWS = 64         # a longer table stays a data grid: st.table draws every row's Markdown (2,048 rows: 10 s)
+STATIC_ROWS = 64         # a longer table stays a data grid: st.table draws every row's Markdown, the grid only the rows in view
 
 
 def table(columns: dict, height: int = 600) -> None:
     """{header: values} as a table with no index, scrolling under its header past `height` px. Up to STATIC_ROWS
     rows a static table (st.table), not st.dataframe: a page's first data grid makes the browser load and run
-    its canvas grid, which cost a fresh visitor's first Overview 0.6 s on a slow machine (docs/benchmarks.md, "A
-    fresh visitor's first page"). st.table reads its text cells as Markdown: each is escaped (md_escape), so a
+    its canvas grid, which a fresh visitor's first Overview would pay for two short tables (benchmarks/first_visit.py
+    measures it). st.table reads its text cells as Markdown: each is escaped (md_escape), so a
     piece such as "*" or "<b>" shows as typed; True shows as ✓ and False as nothing (it writes "true" and "false",
     in English)."""
     rows = len(next(iter(columns.values()), []))

@@ -1143,7 +1143,7 @@ EN = {
     "lc.answer_wrong": "The answer: **{answer}**. You answered {choice}.",
     "lc.present": "Present this class",
     "pc.open_figure": "Open this step's figure",
-    # -- Attention vs attribution (issue 40) --
+    # -- Attention vs attribution --
     "nav.attribution": "Attention vs attribution",
     "ab.title": "Attention vs attribution",
     "ab.intro": "Does attention explain the output? For one word the model wrote, six ways of scoring the input "

@@ -946,7 +946,7 @@ ZH = {
     "lc.answer_wrong": "答案：**{answer}**。你的答案是 {choice}。",
     "lc.present": "投影这堂课",
     "pc.open_figure": "打开这一步的图",
-    # -- 注意力对照归因（issue 40）--
+    # -- 注意力对照归因 --
     "nav.attribution": "注意力对照归因",
     "ab.title": "注意力对照归因",
     "ab.intro": "注意力能解释输出吗？对模型写出的一个词，用六种方法给输入子词打分并排对照，每一种都与遮挡法比较："

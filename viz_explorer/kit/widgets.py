@@ -143,7 +143,7 @@ def tab_label(prefix: str, name: str) -> str:
 
 def lazy_tabs(prefix: str) -> dict:
     """The tabs of a page with many figures, {name: container}; only the open one's content runs (and
-    is drawn): each figure costs the browser ~0.1 s, and a page of 8–10 took 1.3–2 s to draw. Open tab
+    is drawn): the browser's time to draw a page grows with its figures, so a closed tab costs it nothing. Open tab
     in session_state[f"{prefix}_tab"] (its label); lessons choose it by name (viz_explorer/lessons/lesson_mode.py)."""
     names = TABS[prefix]
     return dict(zip(names, st.tabs([tab_label(prefix, n) for n in names], key=f"{prefix}_tab", on_change="rerun")))

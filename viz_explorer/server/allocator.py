@@ -48,7 +48,7 @@ _scratch_lock, _scratch_users = threading.Lock(), [0]
 def scratch(nbytes: int = 64 << 20) -> Iterator[None]:
     """Within: allocations below nbytes reuse the heap's freed memory instead of new mappings, whose fresh pages
     the kernel must fault in and zero for every temporary (a long text's Head statistics make thousands of 7 MB
-    blocks: 14 CPU s at 2,048 pieces with the fixed 1 MiB threshold, 5 s without). On leaving (the last of
+    blocks, each of them on fresh pages under the fixed 1 MiB threshold). On leaving (the last of
     several threads to leave), the threshold is fixed again and the free pages given back."""
     libc = _libc()
     with _scratch_lock:

@@ -29,6 +29,7 @@ from viz_transformer.run import lenses
 from viz_transformer.run import patching
 from viz_transformer.run import permute
 from viz_transformer.run import capture as runs
+from viz_transformer.run.decode_settings import DecodeSettings
 from viz_transformer.run.derived_cache import patterns_only, shown_captures
 from viz_transformer.run.capture import WEIGHT_DTYPES, pick_device
 from viz_explorer.server.byte_lru import ByteLRU
@@ -105,8 +106,9 @@ def load_model(path: str, stamp: float):
 
 def model_once(path: str, stamp: float):
     """The model for a view cached whole (arch_view): the kept one when a page has loaded it, else one loaded
-    for this call and not kept. The comparison's three translators had stayed loaded for good, 88 MiB of a
-    class server's memory for a page read once per text; a load is 0.14 s (load_weights skips random init)."""
+    for this call and not kept. Keeping the comparison's three translators loaded
+    would hold a class server's memory for a page that reads each once per text; a load is cheap beside it
+    (load_weights skips random init)."""
     if (path, stamp) in _kept:
         return load_model(path, stamp)
     dtype, device = weight_settings()
@@ -158,10 +160,10 @@ def run_once(path: str, stamp: float, text: str, hm=None):
 
 
 @heavy
-def trace(path: str, stamp: float, text: str, settings=None):
-    """decode() with `settings` (a DecodeSettings; None: greedy, the model's defaults); a greedy trace the text's
-    run already made (its continuation) is read off that run."""
-    return decode(load_model(path, stamp), text, known=run_text(path, stamp, text).trace, settings=settings)
+def trace(path: str, stamp: float, text: str, settings: DecodeSettings = DecodeSettings()):
+    """decode() with `settings` (the default: greedy, the model's own knobs); a greedy trace the text's run already
+    made (its continuation) is read off that run."""
+    return decode(load_model(path, stamp), text, settings, known=run_text(path, stamp, text).trace)
 
 
 def _is_mask(name: str) -> bool:
@@ -275,7 +277,7 @@ def comparison() -> dict:
 
 def norm_pair(prefer: Optional[Path] = None) -> Optional[tuple[Path, Path]]:
     """(pre, post): a pre-norm translator and its post-norm twin (same architecture, size, data, split and
-    budget; issue 23), the one whose pre-norm model is `prefer` first; or None."""
+    budget: core.recipes), the one whose pre-norm model is `prefer` first; or None."""
     from viz_transformer import list_checkpoints
     pair = recipes.norm_pair(list_checkpoints(checkpoints_root()), prefer.name if prefer else None)
     return (pair[0].path, pair[1].path) if pair else None
@@ -342,7 +344,7 @@ def report_html(path: str, stamp: float, text: str, heads: tuple) -> str:
 def head_tables(path: str, stamp: float, text: str):
     """The text's head statistics and sink shares per block (summaries.head_tables: one read of each pattern)."""
     run = run_text(path, stamp, text)
-    with allocator.scratch():               # its thousands of pattern-sized temporaries reuse memory: 14 -> 5 s at 2,048
+    with allocator.scratch():               # its thousands of pattern-sized temporaries reuse freed memory, not fresh pages
         return summaries.head_tables(run, workers=threads.cores())
 
 
@@ -364,7 +366,7 @@ def lens(path: str, stamp: float, text: str, window: tuple[int, int]):
 
 
 @heavy
-def trace_lens(path: str, stamp: float, text: str, step: int, settings=None):
+def trace_lens(path: str, stamp: float, text: str, step: int, settings: DecodeSettings = DecodeSettings()):
     """The lens of one decoding step of the trace `trace(path, stamp, text, settings)`: [rows, vocab]."""
     return lenses.trace_lens(load_model(path, stamp), trace(path, stamp, text, settings), step)
 

@@ -1,9 +1,8 @@
 """The app's thread policy: torch's intra-op threads, set once at start-up, whatever command started the server.
 
 torch's default is one intra-op thread per core. A server's sessions, the browser and whatever else the machine
-runs share those cores, and an OpenMP thread that finds its core taken spins waiting for it: one en-stories run
-took 7.6-9.7 s at the default and 0.6 s at one thread beside other work (issue 38; `python
-benchmarks/bench_threads.py` measures it). So the app runs the model on one thread unless told otherwise:
+runs share those cores, and an OpenMP thread that finds its core taken spins waiting for it, so beside other work
+a run at the default is many times slower than at one thread (`python -m benchmarks.bench_threads` measures it). So the app runs the model on one thread unless told otherwise:
 VIZ_THREADS, else OMP_NUM_THREADS (as `OMP_NUM_THREADS=4 streamlit run app.py`, and deploy/serve.sh, set it).
 
 The setting is process-wide and must come before torch's first parallel operation. app.py and serve.py call

@@ -10,10 +10,10 @@ shows it.
 The thread shares one GIL with the server, which meanwhile serves the browser Streamlit's ~140 JavaScript files,
 so two settings hold while it runs (benchmarks/cold_start.py; docs/benchmarks.md, "Cold start"):
 - the GIL's switch interval is 1 ms instead of 5: the server's event loop and file threads give the GIL up at
-  each read or write and then wait up to a switch interval for this thread to hand it back (the convoy effect;
-  the browser waited 250-800 ms for single files);
+  each read or write and then wait up to a switch interval for this thread to hand it back (the convoy effect:
+  the browser waits on single files while the load imports);
 - Python's cyclic garbage collector is off: the ~280k objects the imports make (torch most of them) set off
-  ~500 collections, four of them full, ~0.35 s of CPU on the first page's path. What is alive at the end is
+  hundreds of collections, some of them full, all on the first page's path. What is alive at the end is
   frozen out of the collector's reach for good (gc.freeze, as viz_explorer/server/memory.py does after a page
   run), with the ~7k objects of cyclic garbage the imports leave (under 1 MiB), so the first page run's
   collection stays short too.
@@ -81,7 +81,7 @@ def _import_light() -> None:
 
 def blank_chart() -> None:
     """A blank 10-pixel chart for a page run waiting for the load: the browser fetches and compiles plotly.js
-    (4.7 MB) meanwhile instead of after (benchmarks/cold_start.py: about 0.5-1 s sooner to the page drawn)."""
+    (4.7 MB) meanwhile instead of after the load (benchmarks/cold_start.py measures the page drawn)."""
     import streamlit as st
     _import_light()
     blank = {"data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],

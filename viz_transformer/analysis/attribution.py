@@ -22,7 +22,7 @@ model's own output; gradients in float32.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -35,14 +35,11 @@ from viz_transformer.core.hook_names import layer_name
 from viz_transformer.run import attribution as grads
 from viz_transformer.run.attribution import IGResult, StepTarget, n_steps, step_target
 
-METHODS = ("attention", "rollout", "value_norm", "grad_x_input", "integrated_gradients", "occlusion")
-GRADIENT = ("grad_x_input", "integrated_gradients")
-COMPARED = tuple(m for m in METHODS if m != "occlusion")
 N_DIFFERENT = 3          # pieces marked per method: those whose rank differs most from occlusion's
-AUTO_PIECES = 64         # past this many input pieces the page computes occlusion and the gradients on a button: at 128
-                         # pieces on zh-en they take ~15 s of one loaded core (docs/attribution.md), the page's goal is 2 s
+AUTO_PIECES = 64         # past this many input pieces the page computes occlusion and the gradients on a button: their
+                         # cost grows with the pieces (one forward per piece, per step), the page's first view must not
 ROLLOUT_CELLS = 100_000_000   # past this many attention weights (rollout_cells) the page's rollout waits for the button:
-                              # a Qwen2.5-0.5B-sized model's row takes ~0.6 s at 512 pieces (88 M), ~22 s at 2,048
+                              # the rollout row reads every head's whole pattern at every layer, so its cost grows with these
 
 
 # -- the reading-only methods, from one capture -------------------------------------------------------------
@@ -146,27 +143,49 @@ def rollout_row(hm, tgt: StepTarget, cache=None) -> torch.Tensor:
     return rollout_rows(cache, "decoder", (tgt.row, tgt.row + 1))[0, : tgt.n_pieces]
 
 
-# -- one entry point -------------------------------------------------------------------------------------------
+# -- the methods, one table ------------------------------------------------------------------------------------
+Scores = Union[torch.Tensor, IGResult]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way of scoring the input pieces for one output step."""
+    fn: Callable[..., Scores]    # (hm, tgt, layer, cache) -> [pieces] (integrated gradients: its IGResult); cache:
+                                 # reading_cache's, or None (the reading methods then capture tgt's batch themselves)
+    needs_gradients: bool        # differentiates log p(token) through a float32 copy of the model
+    per_layer: bool              # reads one decoder layer's attention (`layer`; None: the mean over layers)
+
+
+METHODS: dict[str, Method] = {    # in the order every table and figure lists them
+    "attention": Method(attention_row, needs_gradients=False, per_layer=True),
+    "rollout": Method(lambda hm, tgt, layer, cache: rollout_row(hm, tgt, cache), needs_gradients=False,
+                      per_layer=False),
+    "value_norm": Method(value_norms, needs_gradients=False, per_layer=True),
+    "grad_x_input": Method(lambda hm, tgt, layer, cache: grads.grad_x_input(hm, tgt), needs_gradients=True,
+                           per_layer=False),
+    "integrated_gradients": Method(lambda hm, tgt, layer, cache: grads.integrated_gradients(hm, tgt),
+                                   needs_gradients=True, per_layer=False),
+    "occlusion": Method(lambda hm, tgt, layer, cache: grads.occlusion(hm, tgt), needs_gradients=False,
+                        per_layer=False),
+}
+REFERENCE = "occlusion"          # the effect every other method's ranking is held to
+COMPARED = tuple(m for m in METHODS if m != REFERENCE)
+
+
+def scores_of(got: Scores) -> torch.Tensor:
+    """[pieces]: a method's scores (integrated gradients' from its IGResult)."""
+    return got.scores if isinstance(got, IGResult) else got
+
+
 def attribute(hm, text: str, step: int, method: str, layer: Optional[int] = None, run=None) -> torch.Tensor:
     """One score per input piece [pieces] for the token the model writes at output step `step` (1 = the first),
-    by `method` (METHODS; the module docstring defines each). layer: attention and value_norm only (None = the
-    mean over layers). run: hm.run(text) already made (the page's), else it is made here. Integrated gradients'
+    by `method` (a name in METHODS; the module docstring defines each). layer: the per_layer methods only (None =
+    the mean over layers). run: hm.run(text) already made (the page's), else it is made here. Integrated gradients'
     completeness error: integrated_gradients(hm, step_target(...)).error."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
     run = run if run is not None else hm.run(text)
-    tgt = step_target(hm, run, step)
-    if method == "attention":
-        return attention_row(hm, tgt, layer)
-    if method == "value_norm":
-        return value_norms(hm, tgt, layer)
-    if method == "rollout":
-        return rollout_row(hm, tgt)
-    if method == "grad_x_input":
-        return grads.grad_x_input(hm, tgt)
-    if method == "integrated_gradients":
-        return grads.integrated_gradients(hm, tgt).scores
-    return grads.occlusion(hm, tgt)
+    return scores_of(METHODS[method].fn(hm, step_target(hm, run, step), layer, None))
 
 
 # -- agreement with occlusion ------------------------------------------------------------------------------------
@@ -236,30 +255,32 @@ def rollout_at_once(cfg, n_pieces: int) -> bool:
 
 def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: bool = True,
                  per_layer: bool = False, reference: bool = True, rollout: bool = True) -> StepComparison:
-    """All six methods at one step (the gradient ones only with gradients=True, occlusion only with reference=True;
-    neither past MAX_PIECES; rollout only with rollout=True), with each method's τ against occlusion and its most
-    different pieces. per_layer: also τ of attention and value_norm at each layer alone (layer_tau)."""
+    """Every method in METHODS at one step (those that need gradients only with gradients=True, occlusion only with
+    reference=True, neither past MAX_PIECES: they run the model per piece or per point; rollout only with
+    rollout=True), with each method's τ against occlusion and its most different pieces. per_layer: also τ of each
+    per_layer method at each layer alone (layer_tau)."""
     tgt = step_target(hm, run, step)
-    cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the three methods
+    cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the reading methods
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
-    out.scores["attention"] = attention_row(hm, tgt, layer, cache).numpy()
-    if rollout:
-        out.scores["rollout"] = rollout_row(hm, tgt, cache).numpy()
-    out.scores["value_norm"] = value_norms(hm, tgt, layer, cache).numpy()
     out.capped = tgt.n_pieces > grads.MAX_PIECES
-    if not out.capped and gradients:
-        out.scores["grad_x_input"] = grads.grad_x_input(hm, tgt).numpy()
-        out.ig = grads.integrated_gradients(hm, tgt)
-        out.scores["integrated_gradients"] = out.ig.scores.numpy()
-    if not out.capped and reference:
-        ref = out.scores["occlusion"] = grads.occlusion(hm, tgt).numpy()
-        for m in COMPARED:
-            if m in out.scores:
-                out.tau[m] = kendall_tau(out.scores[m], ref)
-                out.different[m] = most_different(out.scores[m], ref)
-        for i in range(hm.cfg.n_decoder_layers) if per_layer else ():
-            out.layer_tau[("attention", i)] = kendall_tau(attention_row(hm, tgt, i, cache).numpy(), ref)
-            out.layer_tau[("value_norm", i)] = kendall_tau(value_norms(hm, tgt, i, cache).numpy(), ref)
+    no_gradients = out.capped or not gradients
+    off = {"rollout": not rollout, REFERENCE: out.capped or not reference}
+    for name, m in METHODS.items():
+        if not (off.get(name, False) or (m.needs_gradients and no_gradients)):
+            got = m.fn(hm, tgt, layer, cache)
+            out.ig = got if isinstance(got, IGResult) else out.ig
+            out.scores[name] = scores_of(got).numpy()
+    if REFERENCE not in out.scores:
+        return out
+    ref = out.scores[REFERENCE]
+    for name in COMPARED:
+        if name in out.scores:
+            out.tau[name] = kendall_tau(out.scores[name], ref)
+            out.different[name] = most_different(out.scores[name], ref)
+    for i in range(hm.cfg.n_decoder_layers) if per_layer else ():
+        for name, m in METHODS.items():
+            if m.per_layer:
+                out.layer_tau[(name, i)] = kendall_tau(scores_of(m.fn(hm, tgt, i, cache)).numpy(), ref)
     return out
 
 

@@ -63,8 +63,8 @@ def evaluate(name: str, hm, text: str, args: Optional[dict] = None) -> Fact:
 _RUNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()      # hm -> {text: run}: one run per text
 
 
-def _run(hm, text: str):
-    """_run(hm, text), once per model and text across the facts of a lesson (a few texts per model)."""
+def shared_run(hm, text: str):
+    """hm.run(text), once per model and text across the facts of a lesson (a few texts per model)."""
     runs = _RUNS.setdefault(hm, {})
     if text not in runs:
         if len(runs) >= 8:
@@ -102,7 +102,7 @@ def predicting_row(run, piece: str) -> int:
 @kind
 def pieces(hm, text: str) -> Fact:
     """The text's pieces and the output; the encoder input ends with [end], the decoder starts at [begin]."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     src = run.src_pieces if run.src_pieces is not None else run.tgt_pieces[:run.prompt_len]
     holds = run.tgt_pieces[0] == "[begin]" and (run.src_pieces is None or run.src_pieces[-1] == "[end]")
     return Fact({"pieces": " ".join(_words(src)), "n": len(_words(src)), "output": run.output}, holds,
@@ -119,7 +119,7 @@ def head_size(hm, text: str) -> Fact:
 @kind
 def divisor_sharpens(hm, text: str, block: str, layer: int, head: int, row: int) -> Fact:
     """A smaller divisor sharpens the row (lower entropy), a larger one flattens it."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     q, k, v, mask = patterns.head_qkv(run.cache, block, layer, head)
     d = math.sqrt(hm.cfg.d_head)
     h = [attention_maths.entropy(attention_maths.attention_steps(q, k, v, mask, x).weights[row]) for x in (d / 4, d, 4 * d)]
@@ -132,7 +132,7 @@ def divisor_sharpens(hm, text: str, block: str, layer: int, head: int, row: int)
 @kind
 def decoder_row(hm, text: str, block: str, layer: int, head: int, row: int) -> Fact:
     """Decoder row `row` reads one piece and predicts the next; it may use the keys up to itself only."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     w = run.cache[patterns.hook_name(block, layer, "hook_pattern")][0, head, row]
     mask = run.cache[patterns.hook_name(block, layer, "hook_mask")][0, 0, row]
     allowed = int(mask.sum())
@@ -148,7 +148,7 @@ def cross_alignment(hm, text: str, predicts: str, source: str) -> Fact:
     """Selector: the cross-attention head whose row for the step predicting `predicts` puts the most
     weight on the pieces of the source word `source` (together). Claim: that weight is at least STRONG,
     and the row whose input is `predicts` (the step after) puts less than half as much there."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     r = predicting_row(run, predicts)
     span = alignment.source_span(run.src_pieces, source)
     on_word = patterns.block_patterns(run.cache, "decoder.cross_attn")[:, :, :, span.start:span.stop].sum(-1)
@@ -170,7 +170,7 @@ def word_alignment(hm, text: str, targets: str, sources: str) -> Fact:
     largest weight to a piece of the source word, and the strongest of them. Claim: every target piece has
     at least one such head."""
     pairs = dict(zip(targets.split(), sources.split(), strict=True))
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     cross = patterns.block_patterns(run.cache, "decoder.cross_attn")                    # (layer, head, q, k)
     rows, found = [], True
     for target, source in pairs.items():
@@ -189,7 +189,7 @@ def word_alignment(hm, text: str, targets: str, sources: str) -> Fact:
 @kind
 def greedy_steps(hm, text: str) -> Fact:
     """Greedy decoding: every step takes the most likely candidate, and the output ends with [end]."""
-    tr = _run(hm, text).trace
+    tr = shared_run(hm, text).trace
     best = all(s.candidates[0].id == s.token_id and all(s.prob >= c.prob - 1e-6 for c in s.candidates)
                for s in tr.steps)
     return Fact({"steps": len(tr.steps), "last": tr.steps[-1].piece}, best and tr.steps[-1].piece == "[end]",
@@ -200,7 +200,7 @@ def greedy_steps(hm, text: str) -> Fact:
 def lens_first(hm, text: str, predicts: str) -> Fact:
     """The logit lens at the step predicting `predicts`: the first layer after which it is the top token
     (not the embeddings), and its probability there and after the last layer (≥ STRONG)."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     r = predicting_row(run, predicts)
     lp = lenses.logit_lens(hm, run)                                     # (rows, pos, vocab)
     tid = run.tgt_ids[r + 1] if r + 1 < len(run.tgt_ids) else run.trace.steps[-1].token_id
@@ -219,7 +219,7 @@ def lens_first(hm, text: str, predicts: str) -> Fact:
 def reordered_pair(hm, text: str, other: str) -> Fact:
     """Two texts cut into the same pieces in another order (two of them changed places), translated
     differently."""
-    a, b = (_run(hm, x) for x in (text, other))
+    a, b = (shared_run(hm, x) for x in (text, other))
     pa, pb = (_words(r.src_pieces if r.src_pieces is not None else r.tgt_pieces[:r.prompt_len]) for r in (a, b))
     moved = [i for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
     holds = sorted(pa) == sorted(pb) and len(moved) == 2 and a.output != b.output
@@ -261,7 +261,7 @@ def order_test(hm, text: str, how: str = "swap", other: Optional[str] = None, ma
 @kind
 def compare_cell(hm, text: str, other: str, block: str, layer: int, head: int) -> Fact:
     """Where one head's patterns for two aligned texts differ most: a row or a column of a moved piece."""
-    a, b = (_run(hm, x) for x in (text, other))
+    a, b = (shared_run(hm, x) for x in (text, other))
     pa, pb = piece_labels.block_pieces(a, block), piece_labels.block_pieces(b, block)
     d = (patterns.block_patterns(a.cache, block)[layer, head] - patterns.block_patterns(b.cache, block)[layer, head]).abs()
     q, k = divmod(int(d.argmax()), d.shape[1])
@@ -295,7 +295,7 @@ def patching_resid(hm, text: str, other: str) -> Fact:
 def prefix_layout(hm, text: str) -> Fact:
     """How a prefix LM lays the sentence out (mask_examples.prefix_lm_layout): [begin] + source + [sep] is
     the prefix, the target follows."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     seq, p = mask_examples.prefix_lm_layout(run)
     src = _words(run.src_pieces) if run.src_pieces is not None else _words(run.tgt_pieces[:run.prompt_len])
     holds = seq[0] == "[begin]" and seq[p - 1] == "[sep]" and seq[1:p - 1] == src
@@ -306,7 +306,7 @@ def prefix_layout(hm, text: str) -> Fact:
 @kind
 def causal_everywhere(hm, text: str) -> Fact:
     """Every decoder self-attention head of every layer puts weight 0 after the diagonal."""
-    run = _run(hm, text)
+    run = shared_run(hm, text)
     pats = patterns.block_patterns(run.cache, "decoder.self_attn")              # (layer, head, q, k)
     above = float(torch.triu(pats, diagonal=1).abs().max())
     return Fact({"heads": pats.shape[0] * pats.shape[1], "above": above}, above == 0.0,

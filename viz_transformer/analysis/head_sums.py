@@ -14,8 +14,8 @@ from viz_transformer.analysis.pattern_rows import key_end, pattern_rows
 from viz_transformer.core.hook_names import hook_name
 
 ROWS_AT_ONCE = 64       # query rows read at once (all heads): at 2,048 keys and 14 heads a 7 MB float32 block, whose
-                        # passes stay in cache (24x14 heads, one thread: 5.5 CPU s at 2,048 pieces against 7.0 s with
-                        # 256 rows and 5.8 s with 128; 0.47 s at 512 with 64 or 128, 0.6 s with 256 and 32)
+                        # passes stay in cache; fewer rows a block pay more per-block overhead, more fall out of cache
+                        # (benchmarks/head_stats_cpu.py compares sizes)
 
 
 @dataclass

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from viz_transformer.analysis import attribution, patterns, piece_labels, summaries
-from viz_transformer.analysis.claims import _run as shared_run          # one run per model and text
+from viz_transformer.analysis.claims import shared_run          # one run per model and text
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
-from viz_transformer.run.decoding import decode_ids, default_new_tokens
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input, default_new_tokens
 from viz_transformer.run.trace import Candidate
 from viz_transformer.run.interventions import MODES, head_ablation_hooks, head_means
 
@@ -135,7 +136,8 @@ def knockout_changes(hm, text: str, block: Optional[str] = None, layer: int = 0,
     prefix = block_prefix(block, layer)
     means = head_means(hm, text) if mode == "mean" else None
     hooks = head_ablation_hooks([(prefix, head)], mode, means, cfg=hm.cfg)
-    off = decode_ids(hm.model, hm.tokenizer, run.input, "greedy", default_new_tokens(hm.cfg), fwd_hooks=hooks)
+    off = decode_input(hm.model, hm.tokenizer, run.input, DecodeSettings(max_new_tokens=default_new_tokens(hm.cfg)),
+                       hooks=hooks)
     changed = off.generated_ids != list(run.output_ids)
     return Question("knockout_changes", [YES, NO], 0 if changed else 1,
                     {"with": hm.tokenizer.pieces(list(run.output_ids)),

@@ -113,7 +113,7 @@ class MultiHeadAttention(nn.Module):
     by (None: √d_head; T5: 1). rel_bias: a RelativeBias built here (layer 0 of a T5 stack) whose bias every
     layer of the stack adds (position_bias; hook_bias)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float, n_kv_heads: int = 0, d_head: int = 0,
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float, n_kv_heads: int = 0, d_head: int = 0,
                  qkv_bias: bool = True, out_bias: bool = True, qk_norm: Optional[Callable] = None, rope=None,
                  divisor: Optional[float] = None, rel_bias: Optional[nn.Module] = None):
         super().__init__()

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from viz_transformer.core import checkpoint as ck
-from viz_transformer.core import hf_import as hf
-from viz_transformer.core import st_folder as st
+from viz_transformer.core import folders
+from viz_transformer.core.checkpoint_files import DEFAULT_ROOT, CheckpointError
 from viz_transformer.core.config import ModelConfig
 
 
@@ -71,44 +70,22 @@ def _looks(root: Path) -> tuple:
     return tuple(_folder_looks(name, folder) for name, folder in _entries(root))
 
 
-def _check_hf(folder: Path, root: Path) -> tuple[ModelConfig, dict]:
-    if not ck._inside(folder, root.resolve()) and not ck._inside(hf._base(folder), root.resolve()):
-        raise ck.CheckpointError(f"{folder} is a link to {folder.resolve()}, outside {root}: refused")
-    cfg, meta = hf.read_hf(folder)
-    ck.model_bytes(cfg, folder / "config.json")
-    for shard in hf._shards(folder):
-        ck._header(shard, dtypes=hf.HEADER_DTYPES)
-    tok = "source.spm" if meta.get("model_type") == "marian" else "tokenizer.json"
-    if cfg.is_encoder_only and not (folder / tok).exists():
-        tok = "vocab.txt"                                      # BERT's WordPiece vocabulary alone
-    if not hf._file(folder, tok).is_file():
-        raise ck.CheckpointError(f"{folder} is missing {tok}")
-    return cfg, meta
-
-
 def _check(name: str, folder: Path, root: Path) -> CheckpointInfo:
-    """One folder checked without reading its weights; a broken one carries its error."""
+    """One folder checked without reading its weights (core.folders); a broken one carries its error."""
     info = CheckpointInfo(name, folder)
     try:
-        folder = st.transformer_folder(folder)       # a sentence-transformers folder: its transformer module
-        if hf.is_hf_folder(folder):
-            info.config, info.meta = _check_hf(folder, root)
-        else:
-            ck.check_folder(folder, root)
-            info.config = ck.read_config(folder)
-            info.meta = ck.read_meta(folder)
-            ck.check_weights_header(folder)
-            ck.check_tokenizer_file(folder)
-    except ck.CheckpointError as e:
+        opened = folders.open_folder(folder)
+        opened.check(root)
+        info.config, info.meta = opened.config, opened.meta
+    except CheckpointError as e:
         info.error = str(e)
     return info
 
 
 def is_model_folder(folder) -> bool:
-    """A folder that is one model (ours, a Hugging Face folder, a sentence-transformers folder), not a folder
-    of models."""
-    folder = Path(folder)
-    return (folder / ck.CONFIG).is_file() or st.is_st_folder(folder) or cache_snapshot(folder) is not None
+    """A folder that is one model (ours, a Hugging Face folder, a sentence-transformers folder, a Hugging Face
+    cache's models--ORG--NAME), not a folder of models."""
+    return folders.is_model_folder(folder) or cache_snapshot(Path(folder)) is not None
 
 
 def list_roots(roots) -> list[CheckpointInfo]:
@@ -146,7 +123,7 @@ def _single(name: str, folder: Path, root: Path) -> CheckpointInfo:
     return hit[1][0]
 
 
-def list_checkpoints(root=ck.DEFAULT_ROOT) -> list[CheckpointInfo]:
+def list_checkpoints(root=DEFAULT_ROOT) -> list[CheckpointInfo]:
     """Every checkpoint under `root`, sorted by name; broken ones carry their error message."""
     root = Path(root)
     if not root.is_dir():

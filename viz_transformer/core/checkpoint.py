@@ -17,7 +17,7 @@ from torch.overrides import TorchFunctionMode
 from safetensors.torch import load as load_bytes, save_file
 
 from viz_transformer.core.checkpoint_files import (  # noqa: F401  (callers name them ck.X)
-    CONFIG, DEFAULT_ROOT, FILES, META, TOKENIZER, WEIGHTS, CheckpointError, _inside, _read_json, _sniff,
+    CONFIG, DEFAULT_ROOT, FILES, META, TOKENIZER, WEIGHTS, CheckpointError, inside, read_json, pickle_note,
     check_folder, check_tokenizer_file, load_tokenizer, read_config_json, read_meta)
 from viz_transformer.core.config import ModelConfig
 from viz_transformer.core.model import Transformer
@@ -36,28 +36,22 @@ def read_config(folder) -> ModelConfig:
     return cfg
 
 
-class _NoRandomInit(TorchFunctionMode):
-    """Skips random initialisation on the meta device, which holds no numbers anyway: there `normal_`
-    (like `arange` and `mul`: positional.py avoids them) runs a Python reference whose first call imports
-    torch._dynamo, 1-3 s of the app's cold start. everywhere=True skips it on every device too, for a model
-    whose every weight is loaded next (load_weights checks that the file covers them all): two thirds of
-    a translator's load time was drawing random numbers it then overwrote."""
-
-    def __init__(self, everywhere: bool = False):
-        super().__init__()
-        self.everywhere = everywhere
+class NoRandomInit(TorchFunctionMode):
+    """Skips random initialisation on the meta device, which holds no numbers anyway: there `normal_` (like
+    `arange` and `mul`: positional.py avoids them) runs a Python reference whose first call imports
+    torch._dynamo, a cost the app's cold start need not pay."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         t = args[0] if args else kwargs.get("tensor")        # torch.nn.init passes it by keyword
         init = (func in (torch.Tensor.normal_, torch.Tensor.uniform_)
                 or getattr(func, "__module__", "") == "torch.nn.init")
-        if init and isinstance(t, torch.Tensor) and (t.is_meta or self.everywhere):
+        if init and isinstance(t, torch.Tensor) and t.is_meta:
             return t
         return func(*args, **kwargs)
 
 
-def _reference(cfg: ModelConfig) -> Transformer:
+def meta_reference(cfg: ModelConfig) -> Transformer:
     """The model the config describes, on the meta device: its shapes, with no memory allocated. Kept per
     config (read only: callers read its shapes and tied names), since a load asked for it twice (the size
     check, then the weights' check) and building it was a third of a translator's load time."""
@@ -66,14 +60,14 @@ def _reference(cfg: ModelConfig) -> Transformer:
 
 @functools.lru_cache(maxsize=8)
 def _meta_model(config_json: str) -> Transformer:
-    with torch.device("meta"), _NoRandomInit():
+    with torch.device("meta"), NoRandomInit():
         return Transformer(ModelConfig.from_dict(json.loads(config_json)))
 
 
 def model_bytes(cfg: ModelConfig, where="config", ref: Optional[Transformer] = None) -> int:
-    """float32 bytes of the model's weights and buffers (counted on `ref`, built with _reference(cfg) when not
+    """float32 bytes of the model's weights and buffers (counted on `ref`, built with meta_reference(cfg) when not
     given); CheckpointError above MAX_MODEL_BYTES."""
-    ref = ref if ref is not None else _reference(cfg)
+    ref = ref if ref is not None else meta_reference(cfg)
     n = sum(t.numel() for t in ref.parameters()) + sum(t.numel() for t in ref.buffers())
     if 4 * n > MAX_MODEL_BYTES:
         raise CheckpointError(f"{where} asks for a model of {4 * n / 2**30:,.1f} GiB ({n:,} numbers); "
@@ -83,7 +77,7 @@ def model_bytes(cfg: ModelConfig, where="config", ref: Optional[Transformer] = N
 
 def n_parameters(cfg: ModelConfig) -> int:
     """The model's parameter count (tied weights once), from its config alone: no weights read or allocated."""
-    return sum(p.numel() for p in _reference(cfg).parameters())
+    return sum(p.numel() for p in meta_reference(cfg).parameters())
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict:
@@ -114,7 +108,7 @@ def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer, meta: dict
     return folder
 
 
-def _header(path: Path, data: Optional[bytes] = None, dtypes: Optional[dict] = None) -> tuple[int, dict]:
+def safetensors_header(path: Path, data: Optional[bytes] = None, dtypes: Optional[dict] = None) -> tuple[int, dict]:
     """(header length, header) of a safetensors file (read from `data` when given, so what is
     checked is what gets loaded), checked for structure: every tensor has a known dtype (one of `dtypes`,
     default DTYPES: name -> bytes per element), a shape and offsets that tile the data section exactly
@@ -148,7 +142,7 @@ def _header(path: Path, data: Optional[bytes] = None, dtypes: Optional[dict] = N
         if any(x[1] != y[0] for x, y in zip(spans, spans[1:])) or (spans and spans[0][0] != 0):
             raise ValueError("tensor byte ranges overlap or leave gaps")
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{path} is truncated or corrupt ({e}){_sniff(path)}") from None
+        raise CheckpointError(f"{path} is truncated or corrupt ({e}){pickle_note(path)}") from None
     end = spans[-1][1] if spans else 0
     if 8 + n + end != size:
         raise CheckpointError(f"{path} is truncated or corrupt: header promises {8 + n + end} bytes, "
@@ -156,13 +150,13 @@ def _header(path: Path, data: Optional[bytes] = None, dtypes: Optional[dict] = N
     return n, header
 
 
-def load_weights(folder, cfg: ModelConfig) -> Transformer:
-    """Weights from model.safetensors, checked before anything is allocated: the header's names and
-    shapes against the config's model (built on the meta device), the size against MAX_MODEL_BYTES;
-    then the bytes against meta.json's checksum (when recorded) and for NaN/inf."""
+def read_weights(folder, cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """The state dict of model.safetensors as float32 (tied tensors once), checked before anything is allocated:
+    the header's names and shapes against the config's model (built on the meta device), the size against
+    MAX_MODEL_BYTES; then the bytes against meta.json's checksum (when recorded) and for NaN/inf."""
     folder = check_folder(folder)
     path = folder / WEIGHTS
-    ref = _reference(cfg)
+    ref = meta_reference(cfg)
     need = model_bytes(cfg, folder / CONFIG, ref)
     named = ref.state_dict(keep_vars=True)
     first = {}                                   # tied tensors: every alias -> the first name
@@ -172,7 +166,7 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
     if size > limit:
         raise CheckpointError(f"{path} has {size:,} bytes, more than the model in {CONFIG} can hold ({limit:,})")
     data = path.read_bytes()
-    _, header = _header(path, data)
+    _, header = safetensors_header(path, data)
     unexpected = sorted(set(header) - set(named))
     if unexpected:
         raise CheckpointError(f"{path} does not match {CONFIG}: unexpected tensors {', '.join(unexpected[:5])}")
@@ -184,7 +178,7 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
     missing = [k for k, t in named.items() if id(t) not in covered and k == first[id(t)]]
     if missing:
         raise CheckpointError(f"{path} does not match {CONFIG}: missing tensors {', '.join(missing[:5])}")
-    want = _read_json(folder, META).get(CHECKSUM) if (folder / META).is_file() else None
+    want = read_json(folder, META).get(CHECKSUM) if (folder / META).is_file() else None
     if want is not None and hashlib.sha256(data).hexdigest() != want:
         raise CheckpointError(f"{path} does not match the sha256 recorded in {META}: the file changed "
                               f"after it was saved (a flipped bit or a partial copy)")
@@ -192,14 +186,37 @@ def load_weights(folder, cfg: ModelConfig) -> Transformer:
         tensors = load_bytes(data)
     except (SafetensorError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path} is truncated or corrupt ({e})") from None
-    floats = {k: v.float() for k, v in tensors.items()}          # exact from float16 and bfloat16, NaN and inf too
+    # exact from float16 and bfloat16, NaN and inf too; a copy always, since load_bytes' tensors are views of
+    # read-only bytes and these become the model's own parameters
+    floats = {k: v.to(torch.float32, copy=True) for k, v in tensors.items()}
     bad = next((k for k, v in tensors.items() if v.is_floating_point() and not _finite(floats[k])), None)
     if bad:
         raise CheckpointError(f"{path} is corrupt: {bad} holds NaN or infinite values")
-    with _NoRandomInit(everywhere=True):      # every weight is in the file (checked above): no random draws
+    return floats
+
+
+def model_from_state(cfg: ModelConfig, state: dict, where="the weights") -> Transformer:
+    """The config's model holding `state` (checked names and shapes, tied tensors once under any of their names):
+    built on the meta device, whose tensors the state's replace, so no weight is allocated twice or drawn at
+    random. CheckpointError naming `where` when a weight or buffer is left without a value."""
+    with torch.device("meta"), NoRandomInit():
         model = Transformer(cfg)
-    model.load_state_dict(floats, strict=False)
+    model.load_state_dict(state, strict=False, assign=True)
+    if cfg.tie_embeddings:                    # assign replaced one of the tied tensors: tie the other to it
+        embed = model.dec_embed.W_E
+        if embed.weight.is_meta:
+            embed.weight = model.lm_head.weight
+        else:
+            model.lm_head.weight = embed.weight
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise CheckpointError(f"{where}: no weights for {', '.join(left[:5])}")
     return model.eval()
+
+
+def load_weights(folder, cfg: ModelConfig) -> Transformer:
+    """The model of model.safetensors (read_weights, then model_from_state)."""
+    return model_from_state(cfg, read_weights(folder, cfg), Path(folder) / WEIGHTS)
 
 
 def _finite(t: torch.Tensor) -> bool:
@@ -209,5 +226,5 @@ def _finite(t: torch.Tensor) -> bool:
 
 
 def check_weights_header(folder) -> None:
-    """Cheap integrity check of model.safetensors without reading the tensors (see _header)."""
-    _header(Path(folder) / WEIGHTS)
+    """Cheap integrity check of model.safetensors without reading the tensors (see safetensors_header)."""
+    safetensors_header(Path(folder) / WEIGHTS)

@@ -21,7 +21,7 @@ class CheckpointError(ValueError):
     """A checkpoint folder or one of its files is missing, corrupt or inconsistent."""
 
 
-def _sniff(path: Path) -> str:
+def pickle_note(path: Path) -> str:
     """' (it is a Python pickle ...)' when the file starts like one; loading never unpickles."""
     try:
         with open(path, "rb") as f:
@@ -35,20 +35,21 @@ def _sniff(path: Path) -> str:
     return ""
 
 
-def _inside(path: Path, base: Path) -> bool:
+def inside(path: Path, base: Path) -> bool:
+    """`path`, its links followed, is `base` (already resolved) or lies under it."""
     return path.resolve() == base or base in path.resolve().parents
 
 
-def _read_json(folder: Path, name: str) -> dict:
+def read_json(folder: Path, name: str) -> dict:
     path = folder / name
     if path.stat().st_size > MAX_JSON_BYTES:
         raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path} is not valid JSON ({e}){_sniff(path)}") from None
+        raise CheckpointError(f"{path} is not valid JSON ({e}){pickle_note(path)}") from None
     except UnicodeDecodeError:
-        raise CheckpointError(f"{path} is not UTF-8 text{_sniff(path)}") from None
+        raise CheckpointError(f"{path} is not UTF-8 text{pickle_note(path)}") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path} must hold a JSON object")
     return data
@@ -60,12 +61,12 @@ def check_folder(folder, root=None) -> Path:
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"checkpoint folder {folder} does not exist")
-    if root is not None and not _inside(folder, Path(root).resolve()):
+    if root is not None and not inside(folder, Path(root).resolve()):
         raise CheckpointError(f"{folder} is a link to {folder.resolve()}, outside {root}: refused")
     base = folder.resolve()
     for f in FILES:
         p = folder / f
-        if (p.is_symlink() or p.exists()) and not _inside(p, base):
+        if (p.is_symlink() or p.exists()) and not inside(p, base):
             raise CheckpointError(f"{p} is a link to {p.resolve()}, outside its checkpoint folder: refused")
     missing = [f for f in FILES if not (folder / f).is_file()]
     if missing:
@@ -78,7 +79,7 @@ def read_config_json(folder) -> ModelConfig:
     the size of the model it describes, which needs torch)."""
     folder = check_folder(folder)
     try:
-        return ModelConfig.from_dict(_read_json(folder, CONFIG))
+        return ModelConfig.from_dict(read_json(folder, CONFIG))
     except (TypeError, ValueError) as e:
         if isinstance(e, CheckpointError):
             raise
@@ -86,7 +87,7 @@ def read_config_json(folder) -> ModelConfig:
 
 
 def read_meta(folder) -> dict:
-    return _read_json(Path(folder), META)
+    return read_json(Path(folder), META)
 
 
 def update_meta(folder, **blocks) -> dict:
@@ -103,8 +104,8 @@ def check_tokenizer_file(folder) -> Path:
     path = Path(folder) / TOKENIZER
     if path.stat().st_size > MAX_TOKENIZER_BYTES:
         raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_TOKENIZER_BYTES:,}")
-    if _sniff(path):
-        raise CheckpointError(f"{path} is not a SentencePiece model{_sniff(path)}")
+    if pickle_note(path):
+        raise CheckpointError(f"{path} is not a SentencePiece model{pickle_note(path)}")
     return path
 
 

@@ -31,7 +31,6 @@ from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
 from viz_transformer.core.hf_bert import FAMILIES as BERT_FAMILIES, bert_config, bert_rules
 from viz_transformer.core.hf_rope import max_len as _max_len, rope_fields as _rope
 from viz_transformer.core.hf_t5 import FAMILIES as T5_FAMILIES, t5_config, t5_ignored, t5_rules
-from viz_transformer.core.model import Transformer
 
 FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES + T5_FAMILIES
 INDEX = "model.safetensors.index.json"
@@ -49,17 +48,17 @@ def is_hf_folder(folder) -> bool:
         return False
 
 
-def _base(folder: Path) -> Path:
+def link_base(folder: Path) -> Path:
     """Where the folder's files may point: the folder, or a cache snapshot's models--… folder (blobs/)."""
     folder = folder.resolve() if not folder.is_symlink() else folder.absolute()
     return folder.parent.parent.resolve() if folder.parent.name == "snapshots" else folder.resolve()
 
 
-def _file(folder: Path, name: str) -> Path:
+def folder_file(folder: Path, name: str) -> Path:
     """folder/name, refused when it is a link resolving outside the folder's base."""
     p = folder / name
-    if not ck._inside(p, _base(folder)):
-        raise ck.CheckpointError(f"{p} is a link to {p.resolve()}, outside {_base(folder)}: refused")
+    if not ck.inside(p, link_base(folder)):
+        raise ck.CheckpointError(f"{p} is a link to {p.resolve()}, outside {link_base(folder)}: refused")
     return p
 
 
@@ -278,19 +277,21 @@ def _marian_ignored(name: str) -> bool:
         "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight")
 
 
-def _shards(folder: Path) -> list[Path]:
+def weight_files(folder: Path) -> list[Path]:
+    """The folder's safetensors files: the shards its index names, else model.safetensors; a pickled model
+    (.bin) is refused by name, never read."""
     if (folder / INDEX).is_file():
-        index = ck._read_json(folder, INDEX)
+        index = ck.read_json(folder, INDEX)
         files = sorted(set((index.get("weight_map") or {}).values()))
         if not files or not all(isinstance(f, str) and "/" not in f and "\\" not in f for f in files):
             raise ck.CheckpointError(f"{folder / INDEX} has no usable weight_map")
-        paths = [_file(folder, f) for f in files]
+        paths = [folder_file(folder, f) for f in files]
         gone = [p.name for p in paths if not p.is_file()]
         if gone:
             raise ck.CheckpointError(f"{folder}: {', '.join(gone)}, listed in {INDEX}, is missing")
         return paths
     if (folder / "model.safetensors").is_file():
-        return [_file(folder, "model.safetensors")]
+        return [folder_file(folder, "model.safetensors")]
     pickled = ([p for p in PICKLES if (folder / p).exists()] + sorted(p.name for p in folder.glob("*.bin"))
                + [p.name for p in folder.glob("pytorch_model.bin.index.json")])   # names its .bin shards
     if pickled:
@@ -300,15 +301,16 @@ def _shards(folder: Path) -> list[Path]:
     raise ck.CheckpointError(f"{folder} has no model.safetensors (or {INDEX})")
 
 
-def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
-    """The weights, checked before anything is allocated (names, dtypes, shapes against the meta-device model
-    the config describes; the size against the cap), then read shard by shard, mapped and NaN-checked."""
-    family = json.loads(_file(folder, "config.json").read_text(encoding="utf-8"))["model_type"]
+def hf_weights(folder: Path, cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """The weights as our state dict (float32), checked before anything is allocated (names, dtypes, shapes
+    against the meta-device model the config describes; the size against the cap), then read shard by shard,
+    mapped and NaN-checked."""
+    family = json.loads(folder_file(folder, "config.json").read_text(encoding="utf-8"))["model_type"]
     ck.model_bytes(cfg, folder / "config.json")
-    shards = _shards(folder)
+    shards = weight_files(folder)
     headers = {}
     for path in shards:
-        _, header = ck._header(path, dtypes=HEADER_DTYPES)
+        _, header = ck.safetensors_header(path, dtypes=HEADER_DTYPES)
         for name in header:
             headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
@@ -324,7 +326,7 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
     if not_float:
         n = not_float[0]
         raise ck.CheckpointError(f"{headers[n][0]}: {n} is stored as {headers[n][2]}, not as a float")
-    ref = ck._reference(cfg).state_dict(keep_vars=True)
+    ref = ck.meta_reference(cfg).state_dict(keep_vars=True)
     first: dict = {}                                   # tied tensors: every alias -> the first name
     for k, t in ref.items():
         first.setdefault(id(t), k)
@@ -348,15 +350,7 @@ def load_hf_weights(folder: Path, cfg: ModelConfig) -> Transformer:
                         raise ck.CheckpointError(f"{path}: {name} gives {ours} the shape {tuple(v.shape)}, the config "
                                                  f"needs {tuple(ref[ours].shape)}")
                     state[ours] = v
-    with torch.device("meta"), ck._NoRandomInit():          # no random init of weights about to be replaced
-        model = Transformer(cfg)
-    model.load_state_dict(state, strict=False, assign=True)
-    if cfg.tie_embeddings:                                    # assign replaced the shared tensor: tie it again
-        model.lm_head.weight = model.dec_embed.W_E.weight
-    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
-    if left:
-        raise ck.CheckpointError(f"{folder}: no weights for {', '.join(left[:5])}")
-    return model.eval()
+    return state
 
 
 def read_hf(folder) -> tuple[ModelConfig, dict]:
@@ -364,11 +358,13 @@ def read_hf(folder) -> tuple[ModelConfig, dict]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ck.CheckpointError(f"checkpoint folder {folder} does not exist")
-    raw = ck._read_json(folder, _file(folder, "config.json").name)
-    gen = ck._read_json(folder, "generation_config.json") if _file(folder, "generation_config.json").is_file() else {}
+    raw = ck.read_json(folder, folder_file(folder, "config.json").name)
+    gen = (ck.read_json(folder, "generation_config.json") if folder_file(folder, "generation_config.json").is_file()
+           else {})
     names = None
     if raw.get("model_type") in BERT_FAMILIES + T5_FAMILIES and not (raw.get("auto_map") or raw.get("trust_remote_code")):
-        names = {n for shard in _shards(folder) for n in ck._header(shard, dtypes=HEADER_DTYPES)[1]}
+        names = {n for shard in weight_files(folder)
+                 for n in ck.safetensors_header(shard, dtypes=HEADER_DTYPES)[1]}
     try:
         cfg = hf_config(raw, gen, names)
     except (KeyError, TypeError, ValueError) as e:

@@ -34,7 +34,8 @@ class HFTokenizer:
             self.backend = Backend.from_str(text)
             spec = json.loads(text)
         except (ValueError, UnicodeDecodeError, Exception) as e:      # the Rust side raises its own Exception
-            raise ck.CheckpointError(f"{path} is not a valid tokenizer.json ({str(e)[:200]}){ck._sniff(path)}") from None
+            raise ck.CheckpointError(f"{path} is not a valid tokenizer.json ({str(e)[:200]})"
+                                     f"{ck.pickle_note(path)}") from None
         self.byte_level = (spec.get("decoder") or {}).get("type") == "ByteLevel"
         model = str((spec.get("model") or {}).get("type", "BPE"))
         # what cuts a text into pieces, as the Overview names it: GPT-2 and Qwen byte-level BPE; Llama and
@@ -213,7 +214,7 @@ def _vocab(folder: Path, name: str) -> dict:
 def _special_names(folder: Path) -> dict:
     """tokenizer_config.json's sep_token, cls_token and mask_token as strings (a token may be written as
     {"content": ...}); {} without the file."""
-    cfg = ck._read_json(folder, "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
+    cfg = ck.read_json(folder, "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
     out = {}
     for k in ("sep_token", "cls_token", "mask_token", "unk_token", "pad_token"):
         v = cfg.get(k)
@@ -263,7 +264,7 @@ def hf_tokenizer(folder: Path, cfg, meta: dict):
         if (folder / "spiece.model").is_file() and meta.get("model_type") in ("t5", "mt5"):     # T5's SentencePiece
             from viz_transformer.core.hf_t5 import spiece_json
             _check_file(folder, "spiece.model")
-            extra = ck._read_json(folder, "tokenizer_config.json").get("extra_ids", 100) \
+            extra = ck.read_json(folder, "tokenizer_config.json").get("extra_ids", 100) \
                 if (folder / "tokenizer_config.json").is_file() else 100
             return HFTokenizer(folder / "spiece.model", cfg, banned, text=spiece_json(folder / "spiece.model", int(extra)),
                                special_names=names)

@@ -91,10 +91,11 @@ def attention_module(cfg: ModelConfig, cross: bool = False, bias_of: str = "") -
     relative = cfg.positional == "relative"
     rel_bias = RelativeBias(cfg.rel_buckets, cfg.rel_max_distance, cfg.n_heads, bias_of == "encoder") \
         if relative and bias_of and not cross else None
-    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.n_kv_heads, cfg.head_dim, cfg.qkv_bias,
-                              cfg.out_bias, (lambda d: make_norm(cfg, d)) if cfg.qk_norm else None,
-                              cfg if cfg.positional == "rope" and not cross else None,
-                              RELATIVE_DIVISOR if relative else None, rel_bias)
+    return MultiHeadAttention(d_model=cfg.d_model, n_heads=cfg.n_heads, dropout=cfg.dropout, n_kv_heads=cfg.n_kv_heads,
+                              d_head=cfg.head_dim, qkv_bias=cfg.qkv_bias, out_bias=cfg.out_bias,
+                              qk_norm=(lambda d: make_norm(cfg, d)) if cfg.qk_norm else None,
+                              rope=cfg if cfg.positional == "rope" and not cross else None,
+                              divisor=RELATIVE_DIVISOR if relative else None, rel_bias=rel_bias)
 
 
 class Block(nn.Module):

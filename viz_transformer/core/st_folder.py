@@ -10,7 +10,7 @@ from pathlib import Path
 
 import json
 
-from viz_transformer.core.checkpoint_files import MAX_JSON_BYTES, CheckpointError, _inside
+from viz_transformer.core.checkpoint_files import MAX_JSON_BYTES, CheckpointError, inside
 
 MODULES = "modules.json"
 TRANSFORMER = "sentence_transformers.models.Transformer"
@@ -36,14 +36,14 @@ def transformer_folder(folder) -> Path:
     if not paths:
         return folder                  # no Transformer module named: the folder is opened as it is
     sub = folder / str(paths[0])
-    if not isinstance(paths[0], str) or not _inside(sub, folder.resolve()) or not sub.is_dir():
+    if not isinstance(paths[0], str) or not inside(sub, folder.resolve()) or not sub.is_dir():
         raise CheckpointError(f"{folder / MODULES} names the transformer module {paths[0]!r}, which is not a "
                               f"folder inside {folder}")
     return sub
 
 
 def _read_modules(folder: Path) -> list:
-    """modules.json: a JSON list (checkpoint_files._read_json reads objects only)."""
+    """modules.json: a JSON list (checkpoint_files.read_json reads objects only)."""
     path = folder / MODULES
     if path.stat().st_size > MAX_JSON_BYTES:
         raise CheckpointError(f"{path} has {path.stat().st_size:,} bytes; the limit is {MAX_JSON_BYTES:,}")

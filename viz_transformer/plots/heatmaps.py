@@ -15,8 +15,8 @@ from plotly.subplots import make_subplots
 from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots.margins import every_kth, text_px, y_side_px
 from viz_transformer.plots.props import put
-from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, _raw, colorbar_under,
-                                         escape, labels, layout, to_numpy)
+from viz_transformer.plots.style import (ATTN_SCALE, BIG_KEYS, MASK_SCALE, MASKED_BG, VALUE_SCALE, as_array,
+                                         colorbar_under, escape, labels, layout, to_numpy)
 
 def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str, xlabel: str, ylabel: str,
             colorbar: str = "weight", colorscale=ATTN_SCALE, zmin=None, zmax=None, zmid=None,
@@ -30,7 +30,7 @@ def heatmap(z, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
     fit at MIN_CELL shows its first window (drag to pan); the app windows it before (widgets.window). Labels
     must already be escaped and unique (see `labels`). NaN cells (e.g. -inf scores) show the grey background."""
     width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
-    z = _raw(z)
+    z = as_array(z)
     if z.dtype.kind in "bu":                    # a mask: sent as 1 byte a cell, 4× fewer than float32
         z = z.astype(np.uint8)
     else:
@@ -144,7 +144,7 @@ def mask_heatmap(mask, q_pieces: Sequence[str], k_pieces: Sequence[str], title: 
                  q_start: int = 0, k_start: int = 0) -> go.Figure:
     """A boolean [q, k] mask: blue = may attend, grey = masked; the colour bar names both."""
     width = width or rules.figure_px()             # the page run's screen (figure_rules.screen)
-    fig = heatmap(_raw(mask) != 0, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel, colorbar=colorbar,
+    fig = heatmap(as_array(mask) != 0, labels(q_pieces, q_start), labels(k_pieces, k_start), title, xlabel, ylabel, colorbar=colorbar,
                   colorscale=MASK_SCALE, zmin=0, zmax=1, show_values=False,
                   hover=f"{allowed} (1) / {blocked} (0)", width=width, colorbar_ticks=[blocked, allowed],
                   colorbar_tickvals=[0.25, 0.75])

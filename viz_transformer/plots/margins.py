@@ -2,8 +2,8 @@
 
 plotly_white turns `automargin` on for every axis: Plotly then draws a figure, measures its tick labels and
 titles, widens the margins and draws it again, several times over when the cells are kept square ("Too
-many auto-margin redraws"): at 512 tokens that was 2.4 s of one heatmap's 2.4 s in Chromium, 0.36 s
-without it (benchmarks/pixels.py). Here the margins are estimated once from the labels' text, and an axis
+many auto-margin redraws"), which at hundreds of tokens is most of a heatmap's drawing time in the browser
+(benchmarks/pixels.py measures it). Here the margins are estimated once from the labels' text, and an axis
 with more categories than can be read gets every k-th label only (hover still names every cell).
 """
 from __future__ import annotations

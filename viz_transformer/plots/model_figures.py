@@ -22,7 +22,7 @@ def mark_segments(fig: go.Figure, boundaries: Sequence[int], names: Sequence[str
     position b - 1 and b), and each part's name above the plot ("" for none). names has
     len(boundaries) + 1."""
     line = dict(color="#d62728", width=2, dash="dot")
-    shapes = []                  # one layout update: add_vline/add_hline validate the layout again each (60 ms a mask)
+    shapes = []                  # one layout update: add_vline/add_hline validate the whole layout again on each call
     for b in boundaries:
         if "x" in axes:
             shapes.append(dict(type="line", xref="x", x0=b - 0.5, x1=b - 0.5, yref="y domain", y0=0, y1=1, line=line))

@@ -2,9 +2,8 @@
 
 plotly's update(), update_layout() and update_xaxes() route every call through the figure's batch_update and parse
 each key as a magic-underscore path, and every property set on an object inside a figure is reported to the
-figure's relayout bookkeeping (kept for FigureWidget): about 0.25 ms a property on a 2-core machine, 0.6–4 ms an
-update call. The layout every figure gets (style.layout, margins.fit_margins) took about 20 ms a figure that way,
-several times the figure's own construction. Here each top-level property is set once, a dict already merged with
+figure's relayout bookkeeping (kept for FigureWidget). The layout every figure gets (style.layout,
+margins.fit_margins) cost several times the figure's own construction that way (benchmarks/figure_build.py). Here each top-level property is set once, a dict already merged with
 what the property holds. tests/test_plot_props.py compares the result with update()'s.
 """
 from __future__ import annotations

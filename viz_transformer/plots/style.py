@@ -34,21 +34,22 @@ def labels(pieces: Sequence[str], start: int = 0) -> list[str]:
     return [escape(f"{i}:{p}") for i, p in enumerate(pieces, start=start)]
 
 
-def _raw(x) -> np.ndarray:
+def as_array(x) -> np.ndarray:
+    """A tensor (any device) or a list as a numpy array, its dtype kept."""
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
 def to_numpy(x) -> np.ndarray:
     """Tensor/list -> float32 numpy (plotly ships numpy arrays compactly as typed arrays)."""
-    return np.asarray(_raw(x), dtype=np.float32)
+    return np.asarray(as_array(x), dtype=np.float32)
 
 
 _WHITE = pio.templates["plotly_white"]
 
 
 def white(fig: go.Figure) -> None:
-    """layout.template = plotly_white without validating the template again: validation of the named
-    template took ~110 ms a figure, most of a page's time under load. Plotly does the same for its
+    """layout.template = plotly_white without validating the template again: the named template is
+    validated already, and validating it again for every figure cost more than building the figure. Plotly does the same for its
     default template (BaseFigure._initialize_layout_template)."""
     layout = fig.layout
     layout._validate = False

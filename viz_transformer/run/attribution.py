@@ -4,8 +4,8 @@ differentiate the input pieces' token embeddings (occlusion, grad × input, inte
     tgt = step_target(hm, run, 2)               # the token the model wrote at output step 2, forced
     occlusion(hm, tgt)                          # [pieces] drop in log p(token) with each piece's embedding zeroed
 
-The reading-only methods (attention, rollout, value norm) and `attribute`, which picks among all six, are in
-analysis/attribution.py. Captum (and matplotlib, which captum.attr imports on load) is imported on first use only.
+The reading-only methods (attention, rollout, value norm), METHODS (all six, one table) and `attribute`, which picks
+from it, are in analysis/attribution.py. Captum (and matplotlib, which captum.attr imports on load) is imported on first use only.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import torch
 
 from viz_transformer.core.hook_names import parse_prefix
 from viz_transformer.run.fill_mask import mask_positions
-from viz_transformer.run.interventions import Means, _check_mode, all_heads, head_ablation_hooks, head_means
+from viz_transformer.run.interventions import Means, check_mode, all_heads, head_ablation_hooks, head_means
 
 Target = tuple[int, int]        # (the [MASK]'s index in run.src_ids, the unablated run's top piece id there)
 
@@ -45,7 +45,7 @@ def rank_heads_at_blank(hm, text: str, mode: str = "zero", progress: Optional[Ca
                         means: Optional[Means] = None) -> pd.DataFrame:
     """Each head knocked out alone: delta_logprob = log p(top piece | head off) - log p(top piece), at the first
     [MASK]; output_changed = another piece is now the best there. Columns as interventions.rank_heads."""
-    _check_mode(mode, None, ())
+    check_mode(mode, None, ())
     run = hm.run(text, names_filter=lambda name: False)
     target = blank_target(hm, run)
     if target is None:

@@ -11,13 +11,11 @@ from typing import Optional
 
 import torch
 
-from viz_transformer.core.checkpoint import load_tokenizer, load_weights, read_config, read_meta
 from viz_transformer.core.config import ModelConfig
-from viz_transformer.core.hf_import import is_hf_folder, load_hf_weights, read_hf
-from viz_transformer.core.hf_tokenizer import hf_tokenizer
-from viz_transformer.core.st_folder import transformer_folder
+from viz_transformer.core.folders import open_folder
 from viz_transformer.core.batch import Batch, forward, make_batch, one_row
-from viz_transformer.run.decoding import decode_ids, default_new_tokens, greedy_batch, greedy_outputs
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input, default_new_tokens, greedy_batch, greedy_outputs
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.run.derived_cache import lean_forward, lean_rows
 from viz_transformer.run.lean_once import lean_run_once, reads_prompt_once
@@ -30,7 +28,7 @@ from viz_transformer.core.positional import sinusoidal_table
 from viz_transformer.core.tokenizer import Tokenizer, encode_target, source_pieces
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """One captured forward pass over a text and the output the model produced for it (or a given
     target), teacher-forced on exactly the ids that were generated: what the pages show is what
@@ -131,7 +129,7 @@ class HookedModel:
         else:
             trace = None
             if target_ids is None:
-                trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, fwd_hooks=hooks)
+                trace = decode_input(model, tok, inp, DecodeSettings(max_new_tokens=max_new_tokens), hooks=hooks)
                 out_ids = trace.generated_ids
             else:
                 out_ids = target_ids
@@ -147,9 +145,11 @@ class HookedModel:
         picks = logits[0].predicted_ids if isinstance(logits[0], RowLogits) else _greedy_picks(logits[0],
                                                                                               never_generated(tok))
         predicted = tok.pieces(picks)
-        return Run(text, src_ids, source_pieces(tok, src_ids) if src_ids else None, tgt_ids, tok.pieces(tgt_ids),
-                   tok.decode(out_ids), logits[0], cache, inp.n_cut, inp.cut_at, inp.prefix_len, list(out_ids),
-                   len(inp.prompt), trace, predicted, inp, picks)
+        return Run(text=text, src_ids=src_ids, src_pieces=source_pieces(tok, src_ids) if src_ids else None,
+                   tgt_ids=tgt_ids, tgt_pieces=tok.pieces(tgt_ids), output=tok.decode(out_ids), logits=logits[0],
+                   cache=cache, n_cut=inp.n_cut, cut_at=inp.cut_at, prefix_len=inp.prefix_len,
+                   output_ids=list(out_ids), prompt_len=len(inp.prompt), trace=trace, predicted=predicted, input=inp,
+                   predicted_ids=picks)
 
     def _run_encoder(self, text: str, pair: Optional[str], names_filter: NamesFilter, fwd_hooks, target,
                      lean: bool = False) -> Run:
@@ -161,8 +161,9 @@ class HookedModel:
         logits, cache = _capture(model, make_batch(cfg, [inp]), model.resolve_hooks(fwd_hooks), names_filter, lean)
         src_ids = list(inp.src)
         predicted = tok.pieces(logits[0].argmax(-1).tolist())
-        return Run(text, src_ids, tok.pieces(src_ids), [], [], "", logits[0], cache, inp.n_cut, inp.cut_at, None,
-                   [], 0, None, predicted, inp)
+        return Run(text=text, src_ids=src_ids, src_pieces=tok.pieces(src_ids), tgt_ids=[], tgt_pieces=[], output="",
+                   logits=logits[0], cache=cache, n_cut=inp.n_cut, cut_at=inp.cut_at, prompt_len=0, predicted=predicted,
+                   input=inp)
 
     def run_with_cache(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None):
         """(logits [tgt_pos, vocab], Cache) for a text: the two-line notebook entry point."""
@@ -266,21 +267,17 @@ def weight_bytes(model: torch.nn.Module) -> int:
 
 def load_checkpoint(path, dtype: str = "float32", device: str = "auto") -> HookedModel:
     """Load a checkpoint folder (no unpickling): ours (config.json, model.safetensors, tokenizer.model,
-    meta.json) or a Hugging Face model folder (core.hf_import). Raises CheckpointError naming the bad file.
+    meta.json), a Hugging Face model folder or a sentence-transformers folder, as core.folders opens it.
+    Raises CheckpointError naming the bad file.
     dtype: "float32" (the default), or "bfloat16" (half the memory; about 3 significant digits);
     device: "auto" (a GPU when there is one), "cpu" or "cuda". Whatever they are, the library hands logits
     and captured tensors to analysis and plots as float32 on the CPU (Transformer.unembed, hooks.Cache)."""
     if dtype not in WEIGHT_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(WEIGHT_DTYPES)}, not {dtype!r}")
     where = pick_device(device)
-    folder = transformer_folder(path)             # a sentence-transformers folder: its transformer module
-    if is_hf_folder(folder):
-        cfg, meta = read_hf(folder)
-        model, tok = load_hf_weights(folder, cfg), hf_tokenizer(folder, cfg, meta)
-    else:
-        cfg = read_config(path)
-        tok = load_tokenizer(path, cfg)
-        model, meta = load_weights(path, cfg), read_meta(path)
+    folder = open_folder(path)
+    tok = folder.tokenizer()                      # before the weights: the cheaper file fails first
+    model, meta = folder.model(), folder.meta
     model = model.to(device=where, dtype=WEIGHT_DTYPES[dtype])       # tied weights stay tied (same Parameter)
     model.host_outputs = True
     return HookedModel(model, tok, path, meta)

@@ -1,8 +1,9 @@
 """Decoding texts: fast batched greedy (and beam) outputs for many texts (training, evaluation), and the
 step-by-step trace of one text (decode), greedy, sampled or beam search.
 
-Text becomes ids once (inputs.py), generation works on ids (generation.py: the one loop; beam.py: beam search),
-strings are made only for display. What a step may generate is logit_rules.py's.
+Text becomes ids once (core/encoding.py), generation works on ids (generation.py: the one loop; beam.py: beam
+search), strings are made only for display. What a step may generate is logit_rules.py's; how a trace generates
+(strategy and knobs) is one DecodeSettings (decode_settings.py).
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def greedy_batch(model: Transformer, tok: Tokenizer, texts: list[str], max_new_t
 def beam_batch(model: Transformer, tok: Tokenizer, texts: list[str], width: int = 4, length_penalty: float = 1.0,
                max_new_tokens: Optional[int] = None) -> list[str]:
     """Beam-search translations (or continuations) of many texts, as strings: the traced beam search
-    (decode_ids) of each text, one at a time, with greedy_batch's default length. Width 1 is greedy_batch."""
+    (decode_input) of each text, one at a time, with greedy_batch's default length. Width 1 is greedy_batch."""
     cfg = model.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     check_decoding(cfg, cfg.out_vocab, max_new_tokens, beam_width=width, length_penalty=length_penalty)
@@ -103,35 +104,29 @@ def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) 
 
 
 @torch.no_grad()
-def decode(hm, text: str, strategy: str = "greedy", max_new_tokens: Optional[int] = None, temperature: float = 1.0,
-           top_k: int = 0, top_p: float = 1.0, seed: int = 0, beam_width: Optional[int] = None,
-           length_penalty: Optional[float] = None, n_candidates: int = 5, fwd_hooks=(),
-           early_stopping=None, known: Optional[Trace] = None, settings: Optional[DecodeSettings] = None) -> Trace:
+def decode(hm, text: str, settings: DecodeSettings = DecodeSettings(), *, hooks=(),
+           known: Optional[Trace] = None) -> Trace:
     """Generate from `text` one token at a time and record every step.
 
     hm: anything with `.model` (Transformer) and `.tokenizer` (a HookedModel).
     A translator starts from [begin] after encoding the text; an LM continues [begin] + text (its
-    last pieces, when the text and max_new_tokens do not both fit). Out-of-range parameters raise
-    ValueError naming the allowed range. fwd_hooks: (name, fn) pairs active for this call only
-    (an intervened model), as in Transformer.run_with_hooks. max_new_tokens, beam_width, length_penalty and
-    early_stopping (True, False or "never", as Hugging Face's) default to the model config's (for an imported
-    model: its generation_config.json; see new_tokens for max_new_tokens). known: a greedy trace of this text
-    made with the default n_candidates (a run's own, `Run.trace`): a greedy call it covers is read off it
-    (greedy_prefix) instead of generating again. settings: every one of strategy … n_candidates as one
-    DecodeSettings, in place of those arguments.
+    last pieces, when the text and max_new_tokens do not both fit). settings: the strategy and its knobs; its
+    None fields (max_new_tokens, beam_width, length_penalty, early_stopping) are the model config's (for an imported
+    model: its generation_config.json; see new_tokens for max_new_tokens). Out-of-range settings raise ValueError
+    naming the allowed range. hooks: (name, fn) pairs active for this call only (an intervened model), as
+    fwd_hooks in Transformer.run_with_hooks. known: a greedy trace of this text made with the default n_candidates
+    (a run's own, `Run.trace`): a greedy call it covers is read off it (greedy_prefix) instead of generating again.
     """
     model, tok = hm.model, hm.tokenizer
     cfg = model.cfg
-    s = settings or DecodeSettings(strategy, max_new_tokens, temperature, top_k, top_p, seed, beam_width,
-                                   length_penalty, early_stopping, n_candidates)
-    n = s.max_new_tokens
-    s = s.resolved(cfg, new_tokens(cfg, len(encode_input(tok, cfg, text, reserve=1).prompt)) if n is None else n)
+    n = settings.max_new_tokens
+    s = settings.resolved(cfg, new_tokens(cfg, len(encode_input(tok, cfg, text, reserve=1).prompt)) if n is None else n)
     enc = encode_input(tok, cfg, text, reserve=s.max_new_tokens)
-    if known is not None and s.strategy == "greedy" and s.n_candidates == 5 and not fwd_hooks:
+    if known is not None and s.strategy == "greedy" and s.n_candidates == 5 and not hooks:
         got = greedy_prefix(known, cfg, enc, s.max_new_tokens)
         if got is not None:
             return got
-    return decode_input(model, tok, enc, s, fwd_hooks)
+    return decode_input(model, tok, enc, s, hooks=hooks)
 
 
 def new_tokens(cfg, prompt_len: int) -> int:
@@ -141,21 +136,13 @@ def new_tokens(cfg, prompt_len: int) -> int:
     return max(1, min(n, cfg.max_len - prompt_len))
 
 
-def decode_ids(model: Transformer, tok: Tokenizer, inp: ModelInput, strategy: str = "greedy",
-               max_new_tokens: int = 40, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-               seed: int = 0, beam_width: int = 4, length_penalty: float = 1.0, n_candidates: int = 5,
-               fwd_hooks=(), early_stopping: str = "true", past: Optional[tuple] = None) -> Trace:
-    """decode_input with the settings as loose arguments (its callers before DecodeSettings)."""
-    return decode_input(model, tok, inp, DecodeSettings(strategy, max_new_tokens, temperature, top_k, top_p, seed,
-                                                        beam_width, length_penalty, early_stopping, n_candidates),
-                        fwd_hooks, past)
-
-
 @torch.no_grad()
-def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeSettings, fwd_hooks=(),
+def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeSettings, *, hooks=(),
                  past: Optional[tuple] = None) -> Trace:
-    """`decode` on an already encoded input (inputs.encode_input); settings resolved and checked
-    (DecodeSettings.resolved: no None left). past: the prompt already read (generate's past; not for beam)."""
+    """`decode` on an already encoded input (core/encoding.encode_input). s: with max_new_tokens set; beam search
+    also reads beam_width, length_penalty and early_stopping, so a beam's settings come resolved
+    (DecodeSettings.resolved: no None left, values checked). past: the prompt already read (generate's past; not
+    for beam)."""
     strategy = s.strategy
     model.eval()
     cfg = model.cfg
@@ -169,7 +156,7 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
     if strategy == "beam":
         if past is not None:
             raise ValueError("beam search reads the prompt itself: it takes no past")
-        with hooks_active(model.resolve_hooks(fwd_hooks)):
+        with hooks_active(model.resolve_hooks(hooks)):
             return beam_search(model, tok, start_cache(model, batch), list(inp.prompt), trace, max_new_tokens, s, banned)
     gen = torch.Generator().manual_seed(s.seed)
     shown: list[torch.Tensor] = []
@@ -185,7 +172,7 @@ def decode_input(model: Transformer, tok: Tokenizer, inp: ModelInput, s: DecodeS
         i, probs = int(nxt[0]), shown[-1]
         trace.steps.append(Step(t, i, tok.piece(i), float(probs[i]), candidates(tok, probs, s.n_candidates),
                                 {k: v[0] for k, v in rows.items()}))
-    generate(model, batch, max_new_tokens, banned, pick, record, pattern_names(cfg), fwd_hooks, past)
+    generate(model, batch, max_new_tokens, banned, pick, record, pattern_names(cfg), hooks, past)
     return trace
 
 

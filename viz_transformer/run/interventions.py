@@ -24,7 +24,8 @@ import pandas as pd
 import torch
 
 from viz_transformer.core.batch import forward, make_batch
-from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input
 from viz_transformer.run.generation import generate
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.encoding import as_input, check_decoding
@@ -84,7 +85,8 @@ def _hook(prefix: str, mode: str, heads: torch.Tensor, rows: Optional[torch.Tens
     return f"{prefix}.{point}", fn
 
 
-def _check_mode(mode: str, means: Optional[Means], prefixes) -> None:
+def check_mode(mode: str, means: Optional[Means], prefixes) -> None:
+    """ValueError for an unknown ablation mode, or a mean ablation without a mean for each block in `prefixes`."""
     if mode not in MODES:
         raise ValueError(f"unknown ablation mode {mode!r}; choose one of {', '.join(MODES)}")
     if mode == "mean" and prefixes:
@@ -104,7 +106,7 @@ def head_ablation_hooks(heads, mode: str = "zero", means: Optional[Means] = None
     for prefix, h in check_heads(heads, cfg):
         if h not in by_block.setdefault(prefix, []):
             by_block[prefix].append(h)
-    _check_mode(mode, means, by_block)
+    check_mode(mode, means, by_block)
     return [_hook(p, mode, torch.tensor(hs), None, means) for p, hs in by_block.items()]
 
 
@@ -169,15 +171,15 @@ def rank_heads(hm, text, mode: str = "zero", progress: Optional[Callable[[int, i
     model, tok, cfg = hm.model, hm.tokenizer, hm.cfg
     check_decoding(cfg, cfg.out_vocab, max_new_tokens)
     heads = all_heads(cfg)
-    _check_mode(mode, None, ())                    # the mode's name, before any model run
+    check_mode(mode, None, ())                    # the mode's name, before any model run
     model.eval()
     banned = never_generated(tok)
     inp = as_input(tok, cfg, text, max_new_tokens)
-    base = decode_ids(model, tok, inp, "greedy", max_new_tokens)
+    base = decode_input(model, tok, inp, DecodeSettings(max_new_tokens=max_new_tokens))
     if mode == "mean" and means is None:          # the unablated run's means, as head_means(hm, text)
         means = _means(forward(model, make_batch(cfg, [inp], [base.generated_ids]), capture=True,
                                names_filter=lambda n: n.endswith(".hook_z"))[1])
-    _check_mode(mode, means, {p for p, _ in heads})
+    check_mode(mode, means, {p for p, _ in heads})
     labels = torch.tensor(base.output_ids, dtype=torch.long)       # with a final [end], if it ended
     total = 1 + len(labels)
     report = progress or (lambda done, n: None)

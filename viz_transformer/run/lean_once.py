@@ -23,7 +23,8 @@ from viz_transformer.core.batch import make_batch, start_cache
 from viz_transformer.core.encoding import ModelInput
 from viz_transformer.core.hooks import NamesFilter, hooks_active
 from viz_transformer.core.model import KVCache
-from viz_transformer.run.decoding import decode_ids
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input
 from viz_transformer.run.generation import last_rows, pattern_names
 from viz_transformer.run.derived_cache import DerivedCache, lean_capture
 from viz_transformer.run.logit_rules import never_generated
@@ -93,7 +94,7 @@ def lean_run_once(model, tok, inp: ModelInput, max_new_tokens: int,
     x, cache = lean_capture(model, prompt, names_filter, check=False)
     prompt_kv = dataclasses.replace(kv, layers=[dict(layer) for layer in kv.layers])   # generation replaces kv's
     first = model.unembed(x[:, -1])                 # [1, V], as generation's own first step projects it
-    trace = decode_ids(model, tok, inp, "greedy", max_new_tokens, past=(kv, first, rows))
+    trace = decode_input(model, tok, inp, DecodeSettings(max_new_tokens=max_new_tokens), past=(kv, first, rows))
     out_ids = trace.generated_ids[: max(0, cfg.max_len - len(inp.prompt))]
     if out_ids:
         x_out, then = lean_capture(model, lambda: _decode(model, torch.tensor([out_ids]), prompt_kv, last),

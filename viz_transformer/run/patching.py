@@ -26,7 +26,8 @@ from typing import Callable, Optional, Sequence
 import pandas as pd
 import torch
 
-from viz_transformer.run.decoding import decode_ids, default_new_tokens
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input, default_new_tokens
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.core.batch import forward, make_batch, one_row
 from viz_transformer.core.tokenizer import source_pieces
@@ -98,8 +99,9 @@ def prepare_pair(hm, text_a, text_b, max_new_tokens: Optional[int] = None) -> Pa
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp_a, inp_b = (as_input(tok, cfg, t, max_new_tokens) for t in (text_a, text_b))
     _check_aligned(tok, inp_a.ids, inp_b.ids)
-    trace_a = decode_ids(model, tok, inp_a, "greedy", max_new_tokens)
-    trace_b = decode_ids(model, tok, inp_b, "greedy", max_new_tokens)
+    greedy = DecodeSettings(max_new_tokens=max_new_tokens)
+    trace_a = decode_input(model, tok, inp_a, greedy)
+    trace_b = decode_input(model, tok, inp_b, greedy)
     out = trace_a.generated_ids
     logits, cache = forward(model, make_batch(cfg, [inp_a], [out]), capture=True)
     dec_a, dec_b = inp_a.decoder_ids(out), inp_b.decoder_ids(out)

@@ -11,7 +11,8 @@ from typing import Optional
 import torch
 
 from viz_transformer.core.batch import forward, make_batch
-from viz_transformer.run.decoding import decode_ids, default_new_tokens
+from viz_transformer.run.decode_settings import DecodeSettings
+from viz_transformer.run.decoding import decode_input, default_new_tokens
 from viz_transformer.core.encoding import ModelInput, as_input
 from viz_transformer.core.tokenizer import source_pieces
 
@@ -94,8 +95,8 @@ def _greedy(hm, inp: ModelInput, fwd_hooks, max_new_tokens: int) -> tuple[str, O
 
     def keep(x, hook) -> None:                   # None: the tensor goes on unchanged
         seen.setdefault("x", x[0].detach().clone())
-    ids = decode_ids(hm.model, hm.tokenizer, inp, "greedy", max_new_tokens,
-                     fwd_hooks=[*fwd_hooks, *([(name, keep)] if name else [])]).generated_ids
+    ids = decode_input(hm.model, hm.tokenizer, inp, DecodeSettings(max_new_tokens=max_new_tokens),
+                       hooks=[*fwd_hooks, *([(name, keep)] if name else [])]).generated_ids
     return hm.tokenizer.decode(ids), seen.get("x")
 
 

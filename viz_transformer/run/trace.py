@@ -43,7 +43,7 @@ class Trace:
     prompt_pieces: list[str]             # decoder input before the first step: [begin] (+ text for an LM)
     steps: list[Step] = field(default_factory=list)
     n_cut: int = 0                       # pieces of the text dropped to fit max_len ...
-    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), inputs.ModelInput
+    cut_at: str = "end"                  # ... at its "end" (translator) or its "start" (LM), encoding.ModelInput
     beam_history: Optional[list[list[Beam]]] = None   # beam search: the beams after every step,
                                                       # also the steps after the best one ended
     src_ids: Optional[list[int]] = None  # ids of src_pieces

@@ -137,8 +137,8 @@ PLATEAU_GAIN = 0.5        # BLEU points (for an LM: perplexity points)
 
 def plateau(history: list[dict], tail: float = 0.2) -> Optional[dict]:
     """How much the validation score still rose over the last `tail` of the updates: the best score of the
-    whole run against the best at or before (1 - tail) of its final step (issue 23: "plateaued" = less than
-    0.5 BLEU gained over the last 20% of updates). BLEU for translators (higher is better), perplexity for LMs
+    whole run against the best at or before (1 - tail) of its final step ("plateaued" = less than 0.5 BLEU
+    gained over the last 20% of updates). BLEU for translators (higher is better), perplexity for LMs
     (lower is better; the gain is the drop). None before there are two epochs."""
     if len(history) < 2:
         return None

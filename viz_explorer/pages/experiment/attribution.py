@@ -32,7 +32,7 @@ ids = output_labels(run)[0]
 if not ids:
     st.info(t("ab.no_output"), icon=":material/info:")
     st.stop()
-names = {m: t(f"ab.m.{m}") for m in AA.METHODS}
+names = {m: t(f"ab.m.{m}") for m in AA.METHODS}           # the rows of the figure, in the table's order
 
 c = st.columns([3, 2])
 step = c[0].slider(t("ab.step"), 1, len(ids), 1, key="ab_step") if len(ids) > 1 else 1
@@ -86,7 +86,7 @@ if comp.tau:
     verdict = t("ab.best", method=names[best], tau=f"{comp.tau[best]:.2f}") if best else t("ab.no_best")
     if att:
         j = att[0]
-        r_att, r_occ = AA.ranks(comp.scores["attention"])[j], AA.ranks(comp.scores["occlusion"])[j]
+        r_att, r_occ = AA.ranks(comp.scores["attention"])[j], AA.ranks(comp.scores[AA.REFERENCE])[j]
         verdict += " " + t("ab.attention_misleads", piece=widgets.md_escape(pieces[j]), i=j, a=int(r_att), o=int(r_occ),
                            tau=f"{comp.tau['attention']:.2f}")
     st.markdown(verdict)
