@@ -296,3 +296,26 @@ def test_the_apps_verdict_on_one_run_is_the_calibrations_on_the_batch(shipped):
         c = C.assess(hm, hm.run(text))
         assert c.score == pytest.approx(C.classifier_score(cal["classifier"], C.features(lp, *rows, len(src))),
                                         abs=1e-3)
+
+
+@pytest.mark.parametrize("text", ["🍎🍎🍎", "abc xyz", "饺饺饺", "<b>&amp;</b>"])
+def test_odd_inputs_get_a_reason_in_words_and_never_a_crash(shipped, text):
+    hm = shipped["zh-en-postnorm"]
+    c = C.assess(hm, hm.run(text))
+    cal = hm.meta["confidence"]
+    assert len(C.reasons_text(c, cal)) >= len(c.reasons)             # every reason said in words
+    assert C.line(c).startswith("confidence: ") and json.dumps(C.as_dict(c, cal))
+    # reference: SentencePiece's own byte pieces (<0xE9> ...), their bytes decoded, one character each
+    raw = bytes(int(p[3:5], 16) for p in hm.tokenizer.sp.encode(text, out_type=str) if p.startswith("<0x"))
+    assert [ch for ch, _ in c.byte_chars] == list(raw.decode("utf-8"))     # each character read as bytes is named
+
+
+def test_an_output_cut_at_the_limit_and_an_empty_one_are_said_in_words(shipped):
+    from viz_transformer import DecodeSettings
+    hm = shipped["zh-en-postnorm"]
+    text = "我们明天早上八点在学校门口见面。"
+    tr = decode(hm, text, DecodeSettings(max_new_tokens=2))
+    c = C.assess_ids(hm, text, tr.generated_ids, False)
+    assert "cut_off" in c.reasons and "length limit" in " ".join(C.reasons_text(c, hm.meta["confidence"]))
+    empty = C.assess_ids(hm, text, [], True)
+    assert empty.n_tokens == 1 and C.line(empty).startswith("confidence: ")   # [end] alone is scored

@@ -204,9 +204,10 @@ def repeated_ngram(text: str, n: int = REPEAT_N) -> Optional[str]:
 
 def byte_characters(tok, src: list[int]) -> list[tuple[str, int]]:
     """The input's characters its SentencePiece vocabulary lacks, read as byte pieces: [(character, pieces)]."""
-    if piece_labels.tokenizer_kind(tok) != "sentencepiece":
+    sp = getattr(tok, "sp", None)
+    if piece_labels.tokenizer_kind(tok) != "sentencepiece" or sp is None:
         return []
-    return piece_labels.byte_read_characters(tok.pieces(src))
+    return piece_labels.byte_read_characters([sp.id_to_piece(int(i)) for i in src])
 
 
 def spread(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from viz_transformer.core.byte_pieces import FRAGMENT
+from viz_transformer.core.byte_pieces import sentencepiece_bytes
 from viz_transformer.core.tokenizer import EOS, WORD_START, group_words, is_cjk, word_labels
 
 
@@ -72,16 +72,19 @@ def bare_word_marks(pieces: list[str]) -> list[int]:
             if p == WORD_START and i + 1 < len(pieces) and pieces[i + 1][:1] and is_cjk(pieces[i + 1][0])]
 
 
-def byte_read_characters(pieces: list[str]) -> list[tuple[str, int]]:
-    """(character, pieces) for each character of the text that the model reads as several byte pieces (the labels
-    "饺(1/3)" "饺(2/3)" "饺(3/3)" of tokenizer.display_pieces), in order, each occurrence once. For a SentencePiece
-    model with byte fallback that is a character its vocabulary lacks; a byte-level BPE (GPT-2) splits many
-    characters so by design."""
-    out = []
-    for p in pieces:
-        m = FRAGMENT.match(p)
-        if m and m.group(2) == "1":
-            out.append((m.group(1), int(m.group(3))))
+def byte_read_characters(raw: list[str]) -> list[tuple[str, int]]:
+    """(character, byte pieces) for each character that SentencePiece pieces `raw` spell with byte-fallback pieces
+    (<0xE9> <0xA5> <0xBA> for 饺, <0x3C> for <), in order, each occurrence once: for a model with byte fallback, a
+    character its vocabulary lacks."""
+    out, run = [], b""
+    for p in list(raw) + [""]:
+        b = sentencepiece_bytes(p) if p else None
+        if b is not None:
+            run += b
+            continue
+        text = run.decode("utf-8", errors="replace")
+        out += [(ch, len(ch.encode("utf-8"))) for ch in text]
+        run = b""
     return out
 
 
