@@ -55,7 +55,8 @@ FIT_PX = 620               # the plot width labels are fitted to by default: the
                            # 1366×768 laptop (642 px) less the margins; wider screens draw it larger
 MARGIN_PX = 10             # the figure's left and right margins
 PAD = 0.15                 # data units between a label and the line beside it
-TITLE_LINE_PX = round(TITLE_PX * 1.3)   # a title's second line and more: Plotly's line height
+TITLE_LINE_PX = round(TITLE_PX * 1.3)
+TOOLBAR_W_PX = 80       # px: a phone's always-drawn toolbar over a diagram's top right (its two buttons and margin)   # a title's second line and more: Plotly's line height
 FONT, MIN_FONT = 10.5, 9   # a block's label: its size, and the smallest it is shrunk to so as to fit its block
 # Em widths of the characters in a shape label ("8 × [120 × 120]"), as sans-serif fonts draw them (DejaVu Sans,
 # Verdana: digits 0.64 em); margins.text_px counts 0.62 for these and a full em for ×, which is right for the
@@ -261,11 +262,14 @@ def architecture_diagram(cfg: ModelConfig, src_len: Optional[int], tgt_len: int,
         ann.append(dict(x=mid + 0.06, y=(y_out + cross) / 2, text=escape(shape_text(src_len, cfg.d_model)),
                         showarrow=False, xanchor="left", font=dict(size=9, color="#674ea7"),
                         name="shape:memory"))
-    title = wrap(escape(title), fit_px)                  # "decoder-only (causal everywhere): …" is wider than a laptop's
+    # a column narrower than a laptop's (a phone, no hover) has Plotly's toolbar drawn all the time over the top
+    # right: there the title's lines end short of it
+    title = wrap(escape(title), fit_px - TOOLBAR_W_PX if fit_px < FIT_PX else fit_px)
     more = TITLE_LINE_PX * (title.count("<br>"))           # its lines above the blocks, which keep their height
     put(fig.layout, shapes=shapes, annotations=ann, height=int(90 + 48 * (n_rows + 1.5)) + more,
         margin=dict(l=MARGIN_PX, r=MARGIN_PX, t=(40 + more) if title else 10, b=10), showlegend=False,
-        title=dict(text=title, x=0.0, xanchor="left"), meta={"blocks": blocks}, dragmode=False,
+        title=dict(text=title, x=0.0, xanchor="left"),
+        meta={"blocks": blocks}, dragmode=False,
         hovermode=False, xaxis=dict(visible=False, range=[-W / 2 - 0.6, width - W / 2 - 0.6],
                                     fixedrange=True),
         yaxis=dict(visible=False, range=[-1.2, n_rows + 0.4], fixedrange=True))
