@@ -42,6 +42,8 @@ def _check(pg, lang: str, code: str, where: str) -> None:
     table = EN if lang == "en" else ZH
     main = pg.locator('[data-testid="stMain"]')
     join = main.locator('.st-key-class_join [data-testid="stCode"]')
+    join.first.wait_for()                             # the address changes before the rerun that draws the banner ends
+    settle(pg)
     assert join.count() == 1, where
     join.evaluate("e => e.scrollIntoView({block: 'center'})")
     still(pg)
