@@ -218,5 +218,5 @@ def test_trace_prints_the_confidence_line_and_a_mismatched_command_names_the_arc
     r = cli("trace", "--checkpoint", SHIPPED_DEFAULT, "--text", "我是学生。", "--out", tmp_path / "run.json")
     assert r.returncode == 0 and C.line(C.assess(hm, hm.run("我是学生。"))) in r.stderr.splitlines()
     g = cli("generate", "--checkpoint", SHIPPED_DEFAULT, "--text", "我是学生。")
-    assert "is an encoder-decoder translator; `translate` fits it better" in g.stderr
+    assert "is an encoder-decoder model; `translate` fits it better" in g.stderr
     assert "a encoder" not in g.stderr and "encoder_decoder" not in g.stderr

@@ -54,8 +54,9 @@ def cmd_generate(args) -> int:
                         "nothing; use trace, report or stats, or the app's pages")
     want = "translate" if hm.cfg.is_translator else "generate"
     if args.command != want:
-        kind = ARCHITECTURE_WORDS.get(hm.cfg.architecture, hm.cfg.architecture)
-        print(f"note: {hm.name} is {kind}; `{want}` fits it better", file=sys.stderr)
+        kind = hm.cfg.architecture.replace("_", "-")
+        print(f"note: {hm.name} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} model; `{want}` fits it better",
+              file=sys.stderr)
 
     def one(text: str) -> str:
         if not text.strip():
@@ -94,17 +95,10 @@ def cmd_generate(args) -> int:
     return 2 if failed else 0
 
 
-ARCHITECTURE_WORDS = {"encoder_decoder": "an encoder-decoder translator", "decoder_only": "a decoder-only model",
-                      "prefix_lm": "a prefix language model", "encoder_only": "an encoder-only model"}
-
-
 def _say_confidence(hm, c) -> None:
     """The app's confidence line on stderr, and its warning when the output is flagged."""
-    from viz_transformer.analysis.confidence import KEY, line, reasons_text
-    print(line(c), file=sys.stderr)
-    if c.flagged:
-        print("warning: don't trust this output too much: " + "; ".join(reasons_text(c, hm.meta.get(KEY) or {})) + ".",
-              file=sys.stderr)
+    from viz_transformer.analysis.confidence import KEY, line, warning_line
+    print("\n".join(filter(None, (line(c), warning_line(c, hm.meta.get(KEY) or {})))), file=sys.stderr)
 
 
 def _clean(text: str) -> str:

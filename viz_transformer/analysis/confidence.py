@@ -336,6 +336,11 @@ def reasons_text(c: Confidence, cal: dict) -> list[str]:
     return out
 
 
+def warning_line(c: Confidence, cal: dict) -> Optional[str]:
+    """The app's warning of a flagged output in one line (None when nothing is flagged)."""
+    return "warning: don't trust this output too much: " + "; ".join(reasons_text(c, cal)) + "." if c.flagged else None
+
+
 def as_dict(c: Confidence, cal: dict) -> dict:
     """The assessment as plain JSON values (the command line's --json)."""
     return {"mean_logprob": None if math.isnan(c.mean_logprob) else round(c.mean_logprob, 4),
