@@ -33,6 +33,11 @@ class HFTokenizer:
             text = path.read_text(encoding="utf-8") if text is None else text
             self.backend = Backend.from_str(text)
             spec = json.loads(text)
+            # padding and truncation stored in the file (sentence-transformers writes a fixed 128) are ignored,
+            # as transformers' tokenizers ignore them unless a call asks: a text is its own pieces, and one
+            # longer than the model's limit is cut by encode_input / encode_encoder, which say so
+            self.backend.no_padding()
+            self.backend.no_truncation()
         except (ValueError, UnicodeDecodeError, Exception) as e:      # the Rust side raises its own Exception
             raise ck.CheckpointError(f"{path} is not a valid tokenizer.json ({str(e)[:200]})"
                                      f"{ck.pickle_note(path)}") from None
