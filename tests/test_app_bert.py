@@ -114,13 +114,39 @@ def test_overview_draws_an_encoder_alone(env, lang):
     assert f"<b>{table['dg.encoder_only']}</b>" in texts and table["dg.seg"] in texts
 
 
-def test_compare_page_shows_the_pooled_embeddings_similarity(env):
-    from viz_transformer.run.pooling import similarity
-    hm = load_checkpoint(env / NAME)
+def test_compare_page_shows_the_similarity_and_the_heads_that_move(env):
+    """The metric is the cosine of transformers' mean-pooled last hidden states (no pooling module: the mean);
+    the first row of the heads table is the head whose share of attention on the first piece, the last, itself,
+    the previous piece or punctuation moves most, recomputed here from transformers' own attention weights."""
+    import torch
+    from transformers import AutoTokenizer
+    from viz_transformer.analysis.summaries import is_punctuation
     at = open_app(page_path(next(p for p in PAGES if p.name == "compare")), ckpt=NAME, text=TEXT)
     other = at.text_input(key="cp_text_lm").value
-    want = similarity(hm, hm.run(TEXT), hm.run(other), "mean")
+    tok, model = AutoTokenizer.from_pretrained(str(env / NAME)), B.load_hf(env / NAME, True)
+    outs, pieces = [], []
+    for a, b in (B.PAIR, (other, None)):
+        enc = tok(a, b) if b else tok(a)
+        with torch.no_grad():
+            outs.append(model(**{k: torch.tensor([v]) for k, v in enc.items()}, output_attentions=True,
+                              output_hidden_states=True))
+        pieces.append(tok.convert_ids_to_tokens(enc.input_ids))
+    emb = [o.hidden_states[-1][0].mean(0) for o in outs]
+    want = float(torch.nn.functional.cosine_similarity(emb[0], emb[1], dim=0))
     assert at.metric[0].value == f"{want:.3f}" and "mean over the pieces" in at.metric[0].label
+
+    def shares(o, p, layer, head):
+        w = o.attentions[layer][0, head].double()                      # [q, k]
+        T = w.shape[0]
+        punct = torch.tensor([is_punctuation(x) for x in p])
+        return {"first_token": w[:, 0].mean(), "last_token": w[:, -1].mean(), "self": w.diagonal().mean(),
+                "prev_token": w.diagonal(-1).mean(), "punctuation": w[:, punct].sum(-1).mean() if T else 0}
+    best = max(((abs(float(shares(outs[1], pieces[1], l, h)[s] - shares(outs[0], pieces[0], l, h)[s])), l, h)
+                for l in range(len(outs[0].attentions)) for h in range(outs[0].attentions[0].shape[1])
+                for s in ("first_token", "last_token", "self", "prev_token", "punctuation")))
+    table = at.table[0].value
+    assert table.iloc[0, 0] == EN["cp.head_at"].format(layer=best[1], head=best[2])
+    assert abs(abs(float(table.iloc[0, 4].replace("\\", ""))) - best[0]) < 0.006       # cells are Markdown-escaped
 
 
 def test_positional_page_shows_the_segment_embeddings(env):

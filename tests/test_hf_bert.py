@@ -319,27 +319,6 @@ def test_the_learned_table_starts_at_roberta_s_first_position(built):
     assert off == 2 and torch.equal(positional_tables(hm, 5)["learned"], table[off:off + 5].float())
 
 
-# -- a sentence encoder's pooled embedding --------------------------------------------------------------------
-@pytest.mark.parametrize("mode", ["mean", "cls"])
-def test_pooled_similarity_matches_transformers_hidden_states(built, tmp_path, mode):
-    """The cosine similarity of two texts' pooled embeddings, as sentence-transformers pools transformers' last
-    hidden state (mean over the pieces, or the [CLS] piece, as 1_Pooling/config.json says)."""
-    from viz_transformer.run.pooling import pooling_mode, similarity
-    b = built("bert-bare-4heads")
-    folder = _sentence_transformers(b.folder, tmp_path / "st")
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": mode == "cls",
-                                                                  "pooling_mode_mean_tokens": mode == "mean"}))
-    assert pooling_mode(folder) == mode
-    hm = load_checkpoint(folder)
-    hf = B.load_hf(b.folder, False)
-    texts = ["The cat sat on the mat.", "我爱你。"]
-    with torch.no_grad():
-        hs = [hf(**{k: torch.tensor([v]) for k, v in b.tok(x).items()}).last_hidden_state[0] for x in texts]
-    emb = [h[0] if mode == "cls" else h.mean(0) for h in hs]
-    want = float(torch.nn.functional.cosine_similarity(emb[0], emb[1], dim=0))
-    assert abs(similarity(hm, hm.run(texts[0]), hm.run(texts[1])) - want) < 1e-5
-
-
 def test_a_long_text_keeps_its_first_pieces_and_its_closing_sep(built):
     b = built("bert-mlm")
     hm = load_checkpoint(b.folder)

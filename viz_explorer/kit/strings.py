@@ -78,6 +78,26 @@ EN = {
     "cp.pool.mean": "mean over the pieces",
     "cp.pool.cls": "the [CLS] piece",
     "cp.pool.max": "maximum over the pieces",
+    "cp.pool.mean_sqrt_len_tokens": "sum over the pieces ÷ √(number of pieces)",
+    "cp.pool.weightedmean": "mean weighted by position (piece i weighs i)",
+    "cp.pool.lasttoken": "the last piece",
+    "cp.pipe_dense": "then {n} Dense {n:layer|layers}",
+    "cp.pipe_norm": "scaled to unit length",
+    "cp.cosine_help_mean": "The last layer's hidden states averaged into one vector per text (this folder names "
+                           "no pooling, so the mean is used); 1 means the same direction, 0 unrelated.",
+    "cp.no_embedding": "No sentence embedding for this folder:",
+    "cp.beyond": "sentence-transformers' encode reads only the first {limit} pieces; this text has {n}, so encode "
+                 "would give another embedding (this one reads all {n}).",
+    "cp.shift_title": "Heads whose attention differs most between the two texts",
+    "cp.shift_help": "Each head's share of attention on the first piece, the last piece, the piece itself, the "
+                     "previous piece and punctuation, averaged over the rows; the heads with the largest change "
+                     "in one share come first.",
+    "cp.col.head": "head",
+    "cp.col.share": "where it looks",
+    "cp.col.a": "first text",
+    "cp.col.b": "second text",
+    "cp.col.change": "change",
+    "cp.head_at": "layer {layer} · head {head}",
     "mk.run": "Run the two texts as one batch",
     "msg.broken": "This checkpoint cannot be used:",
     "msg.failed": "The model could not run on this text:",

@@ -6,11 +6,11 @@ from viz_explorer.server import cached
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import on_request
+from viz_explorer.kit import sentence_view
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import heatmaps
-from viz_transformer.run import pooling
 
 # a second text cut into as many pieces as the examples' first, so the difference view has something to show
 OTHER = {"translator": "我是一名科学家。", "lm": "Once upon a time there was a little cat."}
@@ -37,9 +37,7 @@ except ValueError as e:
     st.stop()
 
 if cfg.is_encoder_only:                 # a sentence encoder's question: how alike are the two texts' embeddings
-    mode = pooling.pooling_mode(ctx.path)
-    st.metric(t("cp.cosine", mode=t("cp.pool." + mode)), f"{pooling.similarity(ctx.hm, run, run2, mode):.3f}")
-    st.caption(t("cp.cosine_help"))
+    sentence_view.show(ctx.path, run, run2)
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "cp", with_reduce=True)
 names = dict(block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 mats = []
