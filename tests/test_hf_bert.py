@@ -334,7 +334,7 @@ def test_a_module_path_outside_the_folder_is_refused(built, tmp_path):
     (folder / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "../elsewhere",
                                                       "type": "sentence_transformers.models.Transformer"}]))
     (tmp_path / "elsewhere").mkdir()
-    with pytest.raises(CheckpointError, match=r"names the transformer module '\.\./elsewhere', which is not a folder "
+    with pytest.raises(CheckpointError, match=r"names the module folder '\.\./elsewhere', which is not a folder "
                                               r"inside") as e:
         load_checkpoint(folder)
     assert "\n" not in str(e.value)
