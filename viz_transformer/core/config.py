@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 ARCHITECTURES = ("encoder_decoder", "decoder_only", "prefix_lm", "encoder_only")
-POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves", "relative")
+POSITIONALS = ("sinusoidal", "learned", "rope", "sinusoidal_halves", "relative", "sinusoidal_fairseq")
 NORMS = ("pre", "post")
 NORM_TYPES = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
@@ -43,7 +43,8 @@ class ModelConfig:
     dropout: float = 0.1
     max_len: int = 512                # longest sequence the positional encoding covers
     positional: str = "sinusoidal"    # sinusoidal | learned | rope | sinusoidal_halves (Marian's layout) | relative (T5:
-                                      # a learned bias per offset bucket and head on the scores, which are not ÷ √d)
+                                      # a learned bias per offset bucket and head on the scores, which are not ÷ √d) |
+                                      # sinusoidal_fairseq (M2M100 / NLLB: sines first, frequencies 10000^(-i/(d/2-1)))
     norm: str = "pre"                 # pre: x + f(LN(x)); post: LN(x + f(x))
     tie_embeddings: bool = True       # source, target and output share one matrix
     architecture: str = "encoder_decoder"  # encoder_decoder | decoder_only | prefix_lm | encoder_only (BERT)
@@ -91,7 +92,11 @@ class ModelConfig:
     # -- encoder-only models (the BERT family) --
     embed_norm: bool = False          # a norm over token + position + segment embeddings (BERT's embeddings.LayerNorm)
     type_vocab_size: int = 0          # segment (token_type) embeddings added to the input; 0: none
-    pos_offset: int = 0               # the first position's row of a learned table (RoBERTa: pad_id + 1 = 2)
+    pos_offset: int = 0               # the first position's row of a learned table (RoBERTa: pad_id + 1 = 2; BART,
+                                      # mBART: 2) or of M2M100's sinusoidal_fairseq table (pad_id + 1)
+    forced_bos_id: int = -1           # the id the decoder's prompt holds after its start token (transformers'
+                                      # forced_bos_token_id: BART's <s>); -1: none (a language tokenizer's target
+                                      # code takes this place: core.hf_languages)
     head: str = "linear"              # linear: logits = unembed(x); mlm: the masked-LM head's dense, activation
                                       # and norm first, a bias after; none: no trained head (logits = x · W_Eᵀ)
 
@@ -144,7 +149,9 @@ class ModelConfig:
         check(self.head in HEADS, f"head {self.head!r} not in {HEADS}")
         check(self.head == "linear" or self.is_encoder_only, "head mlm and none are for encoder_only models")
         check(self.type_vocab_size >= 0 and self.pos_offset >= 0, "type_vocab_size and pos_offset must be ≥ 0")
-        check(self.pos_offset == 0 or self.positional == "learned", "pos_offset needs learned positions")
+        check(self.pos_offset == 0 or self.positional in ("learned", "sinusoidal_fairseq"),
+              "pos_offset needs learned or sinusoidal_fairseq positions")
+        check(-1 <= self.forced_bos_id < self.out_vocab, "forced_bos_id must be -1 (none) or a vocabulary id")
         check(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
         check(self.head_dim > 0 or self.d_model % self.n_heads == 0,
               f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}), or head_dim set")

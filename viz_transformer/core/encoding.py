@@ -65,12 +65,28 @@ def require_text(text) -> str:
     return text
 
 
+def source_end(tok, cfg) -> tuple[int, ...]:
+    """The ids an encoder's source ends with, after its text: [end]; a language tokenizer's (mBART: </s> and the
+    source's language code)."""
+    return tuple(getattr(tok, "source_end", (cfg.eos_id,)))
+
+
+def decoder_start(tok, cfg) -> tuple[int, ...]:
+    """An encoder-decoder's prompt: [begin] (an imported model's decoder_start_token_id), then the id generate()
+    forces first (forced_bos_token_id: BART's <s>); a language tokenizer's own (the target language's code)."""
+    start = getattr(tok, "decoder_start", None)
+    if start:
+        return tuple(start)
+    return (cfg.bos_id,) + ((cfg.forced_bos_id,) if cfg.forced_bos_id >= 0 else ())
+
+
 def _text_ids(tok, cfg, text: str) -> list[int]:
-    """The text's pieces as the model input takes them (an encoder's source without the [end] an imported
-    tokenizer puts on: encode_source puts it back last)."""
+    """The text's pieces as the model input takes them (an encoder's source without the end an imported
+    tokenizer puts on, [end] or a language tokenizer's source_end: encode_source puts it back last)."""
     ids = tok.encode(require_text(text))
-    if cfg.is_encoder_decoder and not cfg.prepend_bos and ids and ids[-1] == cfg.eos_id:
-        ids = ids[:-1]
+    end = list(source_end(tok, cfg))
+    if cfg.is_encoder_decoder and not cfg.prepend_bos and ids[-len(end):] == end:
+        ids = ids[:-len(end)]
     return ids
 
 
@@ -85,11 +101,12 @@ def left_out(tok, cfg, text: str, inp: ModelInput) -> str:
 
 
 def encode_source(tok, cfg, text: str) -> ModelInput:
-    """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training); prompt [begin] (an
-    imported model's decoder start token)."""
-    ids = _text_ids(tok, cfg, text)
-    room = cfg.max_len - 1
-    return ModelInput(tuple(ids[:room]) + (cfg.eos_id,), (cfg.bos_id,), None, max(0, len(ids) - room), "end")
+    """Encoder-decoder: the source's first max_len - 1 pieces + [end] (as in training; a language tokenizer's
+    code stays first, or after the [end]); prompt [begin] (an imported model's decoder start token, and the id it
+    forces first: decoder_start)."""
+    ids, end = _text_ids(tok, cfg, text), source_end(tok, cfg)
+    room = cfg.max_len - len(end)
+    return ModelInput(tuple(ids[:room]) + end, decoder_start(tok, cfg), None, max(0, len(ids) - room), "end")
 
 
 def encode_prompt(tok, cfg, text: str, reserve: int = 0) -> ModelInput:

@@ -101,6 +101,8 @@ class HFFolder(Folder):
         tok = "source.spm" if self.meta.get("model_type") == "marian" else "tokenizer.json"
         if self.config.is_encoder_only and not (self.files / tok).exists():
             tok = "vocab.txt"                                  # BERT's WordPiece vocabulary alone
+        if self.meta.get("model_type") == "m2m_100" and not (self.files / tok).exists():
+            tok = "sentencepiece.bpe.model"                    # M2M100Tokenizer's own files
         if not hf.folder_file(self.files, tok).is_file():
             raise ck.CheckpointError(f"{self.files} is missing {tok}")
 

@@ -8,7 +8,8 @@ for the source, target.spm + target_vocab.json for the target), gpt2 (learned po
 Llama family: llama, qwen2 (q/k/v biases), qwen3 (q/k norms, an explicit head_dim), mistral (a sliding
 window) with RMSNorm, the gated FFN (SwiGLU), grouped-query attention and RoPE (rope_parameters, or the
 older rope_theta / rope_scaling; types default, linear, dynamic, yarn, llama3); the BERT family (core.hf_bert)
-and T5 / mT5 (core.hf_t5: a relative position bias, unscaled scores).
+and T5 / mT5 (core.hf_t5: a relative position bias, unscaled scores); the translation families bart, mbart and
+m2m_100 (M2M100 and NLLB: core.hf_bart; their language codes: core.hf_languages).
 
 Safe by construction, as our own checkpoints: weights only from safetensors (a pickle such as
 pytorch_model.bin is refused, never unpickled); a config that needs remote code is refused; every file,
@@ -28,11 +29,12 @@ from safetensors import safe_open
 
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.config import LIMITS, ModelConfig, early_stopping_rule
+from viz_transformer.core.hf_bart import FAMILIES as BART_FAMILIES, bart_config, bart_ignored, bart_rules
 from viz_transformer.core.hf_bert import FAMILIES as BERT_FAMILIES, bert_config, bert_rules
 from viz_transformer.core.hf_rope import max_len as _max_len, rope_fields as _rope
 from viz_transformer.core.hf_t5 import FAMILIES as T5_FAMILIES, t5_config, t5_ignored, t5_rules
 
-FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES + T5_FAMILIES
+FAMILIES = ("marian", "gpt2", "llama", "qwen2", "qwen3", "mistral") + BERT_FAMILIES + T5_FAMILIES + BART_FAMILIES
 INDEX = "model.safetensors.index.json"
 HEADER_DTYPES = {**ck.DTYPES, "U8": 1, "BOOL": 1, "I64": 8}  # integer/bool tensors: only buffers we skip (GPT-2's
                                                                # mask, BERT's position_ids)
@@ -114,6 +116,8 @@ def hf_config(raw: dict, gen: Optional[dict] = None, names=None) -> ModelConfig:
         return bert_config(raw, common, names)
     if family in T5_FAMILIES:
         return t5_config(raw, gen, common, names)
+    if family in BART_FAMILIES:
+        return bart_config(raw, gen, common)
     if family == "gpt2":
         for flag, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
                          ("scale_attn_weights", True), ("add_cross_attention", False)):
@@ -315,7 +319,8 @@ def hf_weights(folder: Path, cfg: ModelConfig) -> dict[str, torch.Tensor]:
             headers[name] = (path, tuple(header[name]["shape"]), header[name]["dtype"])
     names = set(headers)
     make, ignored = {"gpt2": (_gpt2_rules, _gpt2_ignored), "marian": (_marian_rules, _marian_ignored),
-                     **{f: bert_rules(f) for f in BERT_FAMILIES}, **{f: (t5_rules, t5_ignored) for f in T5_FAMILIES}}.get(
+                     **{f: bert_rules(f) for f in BERT_FAMILIES}, **{f: (t5_rules, t5_ignored) for f in T5_FAMILIES},
+                     **{f: (bart_rules, bart_ignored) for f in BART_FAMILIES}}.get(
         family, (_llama_rules, lambda n: n.endswith("rotary_emb.inv_freq")))
     rules = make(cfg, names)
     ignored_tied = {"lm_head.weight"} if cfg.tie_embeddings else set()

@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 
 from viz_transformer.core import checkpoint as ck
 from viz_transformer.core.byte_pieces import WORD_START, readable_pieces
+from viz_transformer.core.hf_languages import FAMILIES as LANGUAGE_FAMILIES, language_tokenizer
 
 MAX_BYTES = 64 << 20
 
@@ -261,6 +262,12 @@ def hf_tokenizer(folder: Path, cfg, meta: dict):
     if meta.get("model_type") == "marian":
         return MarianTokenizer(folder, cfg, banned)
     folder = Path(folder)
+    if meta.get("model_type") in LANGUAGE_FAMILIES:         # mBART, M2M100, NLLB: language codes
+        base = HFTokenizer(folder / "tokenizer.json", cfg, banned, special_names=_special_names(folder)) \
+            if (folder / "tokenizer.json").is_file() else None
+        tok = language_tokenizer(folder, cfg, meta, banned, base)
+        if tok is not None or base is not None:
+            return tok or base
     path = folder / "tokenizer.json"
     names = _special_names(folder)
     if not path.is_file():

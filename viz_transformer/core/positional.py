@@ -31,15 +31,29 @@ def sinusoidal_halves_table(max_len: int, d_model: int) -> torch.Tensor:
     return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
 
 
+def sinusoidal_fairseq_table(max_len: int, d_model: int) -> torch.Tensor:
+    """fairseq's table (M2M100SinusoidalPositionalEmbedding.get_embedding): row p is sin(p·f_i) for i < d/2, then
+    cos(p·f_i), f_i = 10000^(-i/(d/2 - 1)); an odd d_model gets a zero last column. Computed in float32 as
+    transformers computes it (its rounding is the reference's)."""
+    half = d_model // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float32, device="cpu") * -(math.log(10000) / (half - 1)))
+    angle = torch.arange(max_len, dtype=torch.float32, device="cpu").unsqueeze(1) * freq.unsqueeze(0)   # (L, d/2)
+    pe = torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+    return torch.cat([pe, torch.zeros(max_len, 1, device="cpu")], dim=1) if d_model % 2 else pe
+
+
+TABLES = {"sinusoidal": sinusoidal_table, "sinusoidal_halves": sinusoidal_halves_table,
+          "sinusoidal_fairseq": sinusoidal_fairseq_table}
+
+
 class PositionalEncoding(nn.Module):
     """Returns the [T, d_model] rows for positions offset .. offset+T-1."""
 
     def __init__(self, kind: str, max_len: int, d_model: int):
         super().__init__()
         self.kind, self.max_len = kind, max_len
-        if kind in ("sinusoidal", "sinusoidal_halves"):
-            table = sinusoidal_table if kind == "sinusoidal" else sinusoidal_halves_table
-            self.register_buffer("table", table(max_len, d_model), persistent=False)
+        if kind in TABLES:
+            self.register_buffer("table", TABLES[kind](max_len, d_model), persistent=False)
         else:
             # randn × 0.02, the same numbers; written as normal_ so a meta-device build can skip it
             self.weight = nn.Parameter(torch.empty(max_len, d_model).normal_(0.0, 0.02))

@@ -43,6 +43,8 @@ def beam_search(model, tok, cache, prompt, trace: Trace, max_new_tokens: int, s:
     keep = max(2, 1 + len(stops)) * width
     hf_order = not getattr(tok, "bans_specials", True)
     names = pattern_names(cfg)
+    forced = len(prompt) - 1 if cfg.is_encoder_decoder else 0   # ids generate() forces after the decoder's start (a
+                                                                # target language's code): counted in a length
     alive = [{"tokens": [], "score": 0.0, "rows": [], "cands": [], "probs": []}]
     alive_pos = [-1]                 # where each alive hypothesis sits in the previous step's beams
     ended: list[tuple[float, dict]] = []     # (score / length ** length_penalty, hypothesis), best first
@@ -69,7 +71,7 @@ def beam_search(model, tok, cache, prompt, trace: Trace, max_new_tokens: int, s:
                    "probs": h["probs"] + [float(logp[b, token].exp())]}
             if token in stops or last:
                 if rank < width:                         # only the first `width` may end
-                    ended.append((score / (t + 1) ** length_penalty, new))
+                    ended.append((score / (t + 1 + forced) ** length_penalty, new))
                     step_beams.append(Beam(new["tokens"], tok.pieces(new["tokens"]), score, alive_pos[b],
                                            token in stops))
             elif len(nxt_alive) < width:
@@ -86,7 +88,7 @@ def beam_search(model, tok, cache, prompt, trace: Trace, max_new_tokens: int, s:
         if len(ended) >= width:
             if early_stopping == "true":
                 break
-            L = max_new_tokens if early_stopping == "never" and length_penalty > 0 else t + 1
+            L = forced + (max_new_tokens if early_stopping == "never" and length_penalty > 0 else t + 1)
             if nxt_alive[0]["score"] / L ** length_penalty <= ended[-1][0]:     # no running beam can do better
                 break
         alive, alive_pos = nxt_alive, nxt_pos

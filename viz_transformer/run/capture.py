@@ -98,6 +98,23 @@ class HookedModel:
     def hook_names(self) -> list[str]:
         return list(self.model.hook_names)
 
+    @property
+    def languages(self) -> Optional[tuple[str, str]]:
+        """(source, target) language codes of a multilingual translator (mBART, M2M100, NLLB); None for others."""
+        return getattr(self.tokenizer, "languages", None)
+
+    def language_codes(self) -> list[str]:
+        """The language codes this model's tokenizer holds, in id order ([] for a model without them)."""
+        return list(getattr(self.tokenizer, "codes", {}) if self.languages is not None else [])
+
+    def with_languages(self, src: str, tgt: str) -> "HookedModel":
+        """This model reading `src` and writing `tgt`: a new HookedModel sharing the weights (never copied) with
+        its own tokenizer settings, so one loaded model serves every user's choice and none changes another's.
+        ValueError for a model without language codes, or a code it lacks."""
+        if self.languages is None:
+            raise ValueError(f"{self.name} has no language codes: only mBART, M2M100 and NLLB folders take them")
+        return HookedModel(self.model, self.tokenizer.with_languages(src, tgt), self.path, self.meta)
+
     def translate(self, texts: list[str], max_new_tokens: Optional[int] = None) -> list[str]:
         return greedy_batch(self.model, self.tokenizer, texts, max_new_tokens=max_new_tokens)
 

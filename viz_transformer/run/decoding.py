@@ -130,9 +130,11 @@ def decode(hm, text: str, settings: DecodeSettings = DecodeSettings(), *, hooks=
 
 
 def new_tokens(cfg, prompt_len: int) -> int:
-    """How many tokens decode generates unless told: the config's max_new_tokens, else its max_length less the
+    """How many tokens decode generates unless told: the config's max_new_tokens (less the ids an encoder-decoder's
+    prompt holds after its start token, which generate() forces and counts as new), else its max_length less the
     decoder's prompt (as Hugging Face counts max_length), else 40; always at least 1 and within max_len."""
-    n = cfg.max_new_tokens or (cfg.max_length - prompt_len if cfg.max_length else 40)
+    forced = prompt_len - 1 if cfg.is_encoder_decoder else 0
+    n = cfg.max_new_tokens - forced if cfg.max_new_tokens else (cfg.max_length - prompt_len if cfg.max_length else 40)
     return max(1, min(n, cfg.max_len - prompt_len))
 
 
