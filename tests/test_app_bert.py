@@ -169,3 +169,32 @@ def test_head_statistics_show_each_head_s_share_on_sep(env):
     want = [[float(run.cache[f"encoder.{layer}.self_attn.hook_pattern"][0, h][:, seps].sum(-1).mean())
              for h in range(hm.cfg.n_heads)] for layer in range(hm.cfg.n_encoder_layers)]
     assert abs(array(f["data"][0]["z"]) - array(want)).max() < 1e-5
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_overview_fits_an_encoder_only_model(env, lang):
+    """Its layers counted in the title, no decoder table, no decoding link, and in place of a continuation the
+    masked-LM head's best pieces at the [MASK], equal to transformers' own top 3 there."""
+    import torch
+    from transformers import AutoTokenizer
+    table = ZH if lang == "zh" else EN
+    text = "The cat sat on the [MASK]."
+    at = open_app(page_path(next(p for p in PAGES if p.name == "overview")), ckpt=NAME, text=text, lang=lang)
+    n = B.SHAPE_BY_ID["bert-mlm"].config["num_hidden_layers"]
+    layers = table["sidebar.layers_e"].replace("{enc:layer|layers}", "layers").format(enc=n)
+    titles = [html.unescape(f["layout"]["title"]["text"].replace("<br>", " ")) for f in figures(at)
+              if f["layout"].get("title")]
+    assert any(layers in x for x in titles), (layers, titles)
+    assert not any("0 layers" in x or "0 层" in x for x in titles)
+    assert table["ov.tgt"] not in [m.value.strip("*") for m in at.markdown]
+    links = [e.proto.label for e in at.get("page_link")]
+    assert not any(table["nav.decoding"] in x for x in links) and any(table["nav.lens"] in x for x in links), links
+    assert table["ov.output.encoder_only"] in [h.value for h in at.subheader]
+    tok, model = AutoTokenizer.from_pretrained(str(env / NAME)), B.load_hf(env / NAME, True)
+    ids = tok(text).input_ids
+    with torch.no_grad():
+        probs = model(torch.tensor([ids])).logits[0, ids.index(tok.mask_token_id)].softmax(-1)
+    p, top = probs.topk(3)
+    want = [f"{x:.2f}" for x in p.tolist()]
+    shown = [x.value for x in at.text]
+    assert any(all(w in line for w in want) for line in shown), (shown, want)

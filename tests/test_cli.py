@@ -110,9 +110,28 @@ def test_info_describes_the_checkpoint(ckpt_root):
     (["info", "--checkpoint", "no/such/folder"], "does not exist"),
     (["trace", "--checkpoint", "{ck}", "--text", "  ", "--out", "x.npz"], "empty"),
     (["trace", "--checkpoint", "{ck}", "--text", "hi", "--out", "x.txt"], ".npz or .json"),
+    (["trace", "--checkpoint", "{ck}", "--text", "hi", "--out", "/no/such/dir/x.npz"], "/no/such/dir does not exist"),
+    (["report", "--checkpoint", "{ck}", "--text", "我爱你。", "--out", "/no/such/dir/r.html"], "does not exist"),
+    (["report", "--checkpoint", "{ck}", "--text", "", "--out", "r.html"], "empty"),
+    (["stats", "--checkpoint", "{ck}", "--out", "/no/such/dir/s.csv"], "does not exist"),
+    (["translate", "--checkpoint", "{ck}", "--text", ""], "the text is empty"),
+    (["generate", "--checkpoint", "{lm}", "--text", "   "], "the text is empty"),
+    (["info", "--checkpoint", "{unknown}"], "model_type 'no-such-family' is not supported"),
+    (["translate", "--checkpoint", "{noweights}", "--text", "hi"], "model.safetensors"),
+    (["check", "{ck}"], "not one"),
+    (["check", "no/such/folder"], "does not exist"),
 ])
-def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, args, needle):
-    r = cli(*[a.format(ck=ckpt_root / "tiny-zh-en") for a in args])
+def test_user_mistakes_give_one_line_and_exit_2(ckpt_root, tmp_path, args, needle):
+    unknown, noweights = tmp_path / "unknown", tmp_path / "noweights"
+    unknown.mkdir()
+    (unknown / "config.json").write_text(json.dumps({"model_type": "no-such-family", "vocab_size": 10}))
+    noweights.mkdir()
+    (noweights / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8,
+                                                       "n_head": 2, "n_layer": 1, "n_positions": 16}))
+    from tokenizers import Tokenizer, models
+    Tokenizer(models.WordLevel({"a": 0, "<unk>": 1}, unk_token="<unk>")).save(str(noweights / "tokenizer.json"))
+    r = cli(*[a.format(ck=ckpt_root / "tiny-zh-en", lm=ckpt_root / "tiny-lm", unknown=unknown, noweights=noweights)
+              for a in args])
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

@@ -1,4 +1,4 @@
-"""Command line: train, translate / generate, trace, report, stats, info, evaluate, calibrate.
+"""Command line: train, translate / generate, trace, report, stats, info, evaluate, calibrate, check.
 
 User mistakes (missing checkpoint, empty text, bad flags) print one line to stderr and exit 2.
 """
@@ -24,6 +24,16 @@ def _load(path):
         return load_checkpoint(path)
     except CheckpointError as e:
         raise UserError(str(e)) from None
+
+
+def _out(path: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """--out checked before any work: its ending, and a folder that exists to write it in."""
+    out = Path(path)
+    if suffixes and out.suffix not in suffixes:
+        raise UserError(f"--out must end in {' or '.join(suffixes)}, not {out.suffix or '(nothing)'}")
+    if not out.parent.is_dir():
+        raise UserError(f"--out {out}: the folder {out.parent} does not exist")
+    return out
 
 
 def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
@@ -80,6 +90,8 @@ def cmd_generate(args) -> int:
         return output
 
     if args.text is not None:
+        if not args.text.strip():
+            raise UserError("the text is empty: give --text some words, or leave it out to read lines from stdin")
         print(one(_clean(args.text)), flush=True)
         return 0
     failed = 0
@@ -149,9 +161,7 @@ def _run(hm, args):
 def cmd_trace(args) -> int:
     """Dump every captured tensor of one run, keyed by its capture name (export.write_run)."""
     from viz_transformer.export import FORMATS, write_run
-    out = Path(args.out)
-    if out.suffix not in FORMATS:
-        raise UserError(f"--out must end in .npz or .json, not {out.suffix or '(nothing)'}")
+    out = _out(args.out, tuple(FORMATS))
     from viz_transformer.analysis.confidence import assess
     hm = _load(args.checkpoint)
     run = _run(hm, args)
@@ -176,9 +186,7 @@ def cmd_report(args) -> int:
     """One self-contained HTML report of a run (report.build_report)."""
     from viz_transformer.core.hook_names import available_blocks, n_layers
     from viz_transformer.report import build_report
-    out = Path(args.out)
-    if out.suffix not in (".html", ".htm"):
-        raise UserError(f"--out must end in .html, not {out.suffix or '(nothing)'}")
+    out = _out(args.out, (".html", ".htm"))
     hm = _load(args.checkpoint)
     heads = [_head(h) for h in args.head] or None
     for block, layer, head in heads or []:
@@ -196,6 +204,7 @@ def cmd_stats(args) -> int:
     from viz_transformer.training import corpora
     from viz_transformer.export import csv_bytes
     from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
+    out = _out(args.out)
     hm = _load(args.checkpoint)
     try:
         if args.corpus:
@@ -211,7 +220,7 @@ def cmd_stats(args) -> int:
         raise UserError(str(e)) from None
     if progress:
         print(file=sys.stderr)
-    Path(args.out).write_bytes(csv_bytes(df))
+    out.write_bytes(csv_bytes(df))
     print(f"wrote {len(df)} heads over {len(texts)} sentences to {args.out}", file=sys.stderr)
     return 0
 
@@ -263,6 +272,19 @@ def cmd_evaluate(args) -> int:
             update_meta(path, **{key: {**{k: v for k, v in res.items() if k != "checkpoint"}, **kept,
                                     "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])}})
     return 0
+
+
+def cmd_check(args) -> int:
+    """Run a Hugging Face folder here and in transformers on five fixed texts (run/parity.py): one line, status 0
+    when it matches, 1 when it differs."""
+    from viz_transformer.run import parity
+    hm = _load(args.folder)
+    try:
+        report = parity.check(hm)
+    except (ValueError, parity.MissingTransformers) as e:
+        raise UserError(str(e)) from None
+    print(parity.summary(report))
+    return 0 if report.ok else 1
 
 
 def cmd_export_hf(args) -> int:
@@ -372,6 +394,9 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
     s.add_argument("--limit", type=int, help="only the first N pairs of each split (a quick check)")
     s.add_argument("--dry-run", action="store_true", help="print, do not write meta.json")
     s.set_defaults(fn=cmd_calibrate)
+    s = sub.add_parser("check", help="run a Hugging Face folder here and in transformers: do they agree?")
+    s.add_argument("folder")
+    s.set_defaults(fn=cmd_check)
     s = sub.add_parser("export-hf", help="write a Llama-style checkpoint of ours as a Hugging Face llama folder")
     s.add_argument("checkpoint")
     s.add_argument("out", help="the folder to write (config.json, model.safetensors, tokenizer.json)")

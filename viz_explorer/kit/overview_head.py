@@ -21,6 +21,14 @@ WRAP = """<style>.st-key-ov_links [data-testid="stPageLink"] :is(span, p) { whit
 OUTPUT_END = [("softmax", "decoding"), ("heads", "knockout")]
 
 
+def output_end(cfg: ModelConfig) -> list[tuple[str, str]]:
+    """The output end's links: an encoder-only model decodes nothing; its masked-LM head is read on the logit
+    lens page (fill in the blank), and a sentence encoder's output is compared on Compare two inputs."""
+    if not cfg.is_encoder_only:
+        return OUTPUT_END
+    return [("mlm", "lens") if cfg.head == "mlm" else ("embedding", "compare"), ("heads", "knockout")]
+
+
 def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[str] = None,
          tokenizer: str = "sentencepiece"):
     """Title, intro, the diagram (src_len / tgt_len: the encoder's and the decoder's positions; src_len None
@@ -35,9 +43,8 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
     # templates the diagram fills in itself: only their plural words are chosen here
     labels = {k: plurals(t("dg." + k), h=cfg.n_heads) for k in diagram.LABELS if has("dg." + k)}
     labels.update({f"pos.{k}": t(f"pe.kind.{k}") for k in ("sinusoidal", "learned")})
-    layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
-              else t("sidebar.layers_d", dec=cfg.n_decoder_layers))
-    title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+    title = t("ov.diagram_title", arch=t("ov.arch." + cfg.architecture), layers=page_parts.layers_label(cfg),
+              heads=cfg.n_heads,
               d_model=cfg.d_model, norm=t("ov.norm_short." + cfg.norm))
     left, right = st.columns([5, 2])
     with left:
@@ -52,9 +59,10 @@ def draw(cfg: ModelConfig, src_len: Optional[int], tgt_len: int, note: Optional[
         st.markdown(f"**{t('ov.open')}**")
         st.html(WRAP)
         with st.container(key="ov_links"):
-            for short, name in LINKS + (CROSS if cfg.is_encoder_decoder else []) + OUTPUT_END:
+            for short, name in LINKS + (CROSS if cfg.is_encoder_decoder else []) + output_end(cfg):
                 spec = registry.spec(name)
                 st.page_link(registry.page_path(spec), label=t("ov.link", block=t("dg.short." + short), page=t(spec.title)),
                              icon=":material/arrow_forward:")
-        st.subheader(t("ov.output." + ("encoder_decoder" if cfg.is_translator else "lm")))
+        st.subheader(t("ov.output." + ("encoder_only" if cfg.is_encoder_only else
+                                       "encoder_decoder" if cfg.is_translator else "lm")))
     return right

@@ -76,6 +76,15 @@ def output(text: str, key: str, where=None) -> None:
         st.text(text)
 
 
+
+def layers_label(cfg) -> str:
+    """"6+6 layers", "6 layers": the encoder's and the decoder's layer counts as the model has them."""
+    if cfg.is_encoder_decoder:
+        return t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers)
+    if cfg.is_encoder_only:
+        return t("sidebar.layers_e", enc=cfg.n_encoder_layers)
+    return t("sidebar.layers_d", dec=cfg.n_decoder_layers)
+
 STATIC_ROWS = 64         # a longer table stays a data grid: st.table draws every row's Markdown, the grid only the rows in view
 
 

@@ -6,6 +6,7 @@ import streamlit as st
 from viz_explorer.server.cached import load_model, run_text
 from viz_explorer.server import defaults
 from viz_explorer.server.defaults import EXAMPLES, checkpoint_roots
+from viz_explorer.kit import page_parts
 from viz_explorer.kit.context import Context
 from viz_explorer.kit.strings import t
 from viz_transformer import CheckpointError, list_roots
@@ -74,9 +75,8 @@ def sidebar() -> Context:
         ctx.error = str(e)
         return ctx
     cfg = ctx.hm.cfg
-    layers = (t("sidebar.layers_ed", enc=cfg.n_encoder_layers, dec=cfg.n_decoder_layers) if cfg.is_encoder_decoder
-              else t("sidebar.layers_d", dec=cfg.n_decoder_layers or cfg.n_encoder_layers))
-    sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=layers, heads=cfg.n_heads,
+    sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=page_parts.layers_label(cfg),
+                 heads=cfg.n_heads,
                  d_model=cfg.d_model))
     if text.strip():
         try:

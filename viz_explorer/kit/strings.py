@@ -164,6 +164,12 @@ EN = {
     "ov.tgt": "Decoder input",
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
+    "ov.output.encoder_only": "What the model gives",
+    "ov.enc.more": "Every layer's guess → {page}",
+    "ov.enc.embedding": "Sentence embedding ({mode})",
+    "ov.enc.numbers": "{n} numbers",
+    "ov.enc.compare": "The similarity of two texts → {page}",
+    "sidebar.layers_e": "{enc} {enc:layer|layers}",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
     "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} {n:piece|pieces} rare",
     "cf.line_empty": "confidence: no output token to score · {rare} of {n} {n:piece|pieces} rare",
@@ -290,6 +296,8 @@ EN = {
     "dg.short.mask": "masks",
     "dg.short.cross": "cross-attention",
     "dg.short.softmax": "linear + softmax, one token at a time",
+    "dg.short.embedding": "the sentence embedding",
+    "dg.short.mlm": "the masked-LM head, every layer",
     "dg.short.heads": "switch heads off",
 
     # attention: heads and layers

@@ -5,6 +5,7 @@ import streamlit as st
 from viz_explorer.server import cached
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
+from viz_explorer.kit import encoder_output
 from viz_explorer.kit import overview_head
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import has, t
@@ -17,8 +18,11 @@ hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
                            tokenizer=piece_labels.tokenizer_kind(hm.tokenizer))
 with right:
-    widgets.output(run.output or t("ov.empty_output"), "overview")
-    confidence_note.of_run(hm, run)
+    if cfg.is_encoder_only:                         # generates nothing: its blanks, or its sentence embedding
+        encoder_output.show(hm, run, ctx.path)
+    else:
+        widgets.output(run.output or t("ov.empty_output"), "overview")
+        confidence_note.of_run(hm, run)
     with st.expander(t("ov.settings")):
         facts = hm.describe()
         norm = t("dg.norm.rms" if cfg.norm_type == "rms" else "dg.norm")          # LayerNorm or RMSNorm
@@ -58,7 +62,7 @@ st.caption(t("ov.pieces_help"))
 cols = {"pos": t("ov.col.pos"), "piece": t("ov.col.piece"), "id": t("ov.col.id"), "word": t("ov.col.word"),
         "starts": t("ov.col.starts")}
 parts = [(part, ids, pieces) for part, ids, pieces in (("encoder", run.src_ids, run.src_pieces),
-                                                        ("decoder", run.tgt_ids, run.tgt_pieces)) if ids is not None]
+                                                        ("decoder", run.tgt_ids, run.tgt_pieces)) if ids]
 for (part, ids, pieces), where in zip(parts, st.columns(len(parts))):    # one sequence: one table, full width
     with where:
         st.markdown(f"**{t('ov.src') if part == 'encoder' else t('ov.tgt')}**")
