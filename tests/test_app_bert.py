@@ -198,3 +198,22 @@ def test_overview_fits_an_encoder_only_model(env, lang):
     want = [f"{x:.2f}" for x in p.tolist()]
     shown = [x.value for x in at.text]
     assert any(all(w in line for w in want) for line in shown), (shown, want)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_overview_checks_the_folder_against_transformers_and_keeps_the_badge(env, lang):
+    """The button runs run.parity.check; its verdict is the badge, kept for the session's later visits."""
+    from viz_transformer.run import parity
+    table = ZH if lang == "zh" else EN
+    at = open_app(page_path(next(p for p in PAGES if p.name == "overview")), ckpt=NAME, text=TEXT, lang=lang)
+    def badges():                                   # st.badge is drawn as Markdown: :green-badge[…]
+        return [m.value for m in at.markdown if "-badge[" in m.value]
+    assert not badges()
+    at.button(key="pc_run").click().run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    want = parity.check(load_checkpoint(env / NAME))
+    assert want.ok and any(":green-badge[" in b and table["pc.ok"] in b for b in badges()), badges()
+    numbers = " ".join(c.value for c in at.caption)
+    assert f"{want.worst_pattern:.1e}"[-3:] in numbers and str(len(parity.TEXTS)) in numbers, numbers
+    at.run()                                          # a later visit: the badge, no button
+    assert any(table["pc.ok"] in b for b in badges()) and not [b for b in at.button if b.key == "pc_run"]

@@ -170,6 +170,18 @@ EN = {
     "ov.enc.numbers": "{n} numbers",
     "ov.enc.compare": "The similarity of two texts → {page}",
     "sidebar.layers_e": "{enc} {enc:layer|layers}",
+    "pc.run": "Check against transformers",
+    "pc.help": "Runs five fixed texts through this folder here and in transformers' own implementation, and "
+               "compares the logits and every attention pattern.",
+    "pc.running": "Running the folder in transformers…",
+    "pc.estimate": "This folder is large: the check takes about {seconds} s.",
+    "pc.ok": "Matches transformers",
+    "pc.differs": "Differs from transformers",
+    "pc.numbers": "{n} texts, transformers {version}: worst {what} difference {logits}, worst attention difference "
+                  "{pattern} ({seconds} s)",
+    "pc.what.logits": "logit",
+    "pc.what.hidden_states": "hidden-state",
+    "pc.ids_differ": "transformers' own tokenizer gives other ids for some of the texts.",
     "ov.empty_output": "(the model produced nothing: it ended at once)",
     "cf.line": "confidence: mean log-prob {lp} (p≈{p:.2f} per token) · {rare} of {n} {n:piece|pieces} rare",
     "cf.line_empty": "confidence: no output token to score · {rare} of {n} {n:piece|pieces} rare",

@@ -380,3 +380,11 @@ def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str
     """Memoized like @heavy; progress(done, total) is called while it computes (not part of the key)."""
     return memo().get(("patching_scores", (path, stamp, text_a, text_b, over), ()), lambda: patching.patching_scores(
         load_model(path, stamp), text_a, text_b, over, pair=pair(path, stamp, text_a, text_b), progress=progress))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def parity(path: str, stamp: float):
+    """run.parity.check on a float32 copy of the folder loaded for it alone (the pages' model may be bfloat16 or on
+    a GPU, which transformers' float32 reference would call a difference); every session sees the one result."""
+    from viz_transformer.run import parity as checker
+    return checker.check(load_checkpoint(path))

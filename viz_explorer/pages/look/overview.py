@@ -7,6 +7,7 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import encoder_output
 from viz_explorer.kit import overview_head
+from viz_explorer.kit import parity_badge
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import has, t
 from viz_transformer.analysis import piece_labels, training_curves
@@ -23,6 +24,7 @@ with right:
     else:
         widgets.output(run.output or t("ov.empty_output"), "overview")
         confidence_note.of_run(hm, run)
+    parity_badge.show(ctx)
     with st.expander(t("ov.settings")):
         facts = hm.describe()
         norm = t("dg.norm.rms" if cfg.norm_type == "rms" else "dg.norm")          # LayerNorm or RMSNorm
