@@ -79,8 +79,7 @@ def legacy_layout(src: Path, folder: Path, mode: str = "mean") -> Path:
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
-    (folder / "1_Pooling").mkdir()
-    (folder / "2_Normalize").mkdir()
+    (folder / "1_Pooling").mkdir()                       # no 2_Normalize folder: all-MiniLM-L6-v2 has none
     flags = {key: key.endswith({"mean": "mean_tokens", "cls": "cls_token"}[mode]) for key in
              ("pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
               "pooling_mode_mean_sqrt_len_tokens")}

@@ -143,13 +143,13 @@ def sentence_pipeline(folder) -> SentencePipeline:
         kind = kind_of(m)
         if kind == "Transformer":
             continue
-        sub = module_folder(folder, m)
-        if kind == "Pooling":
+        if kind == "Normalize":                 # holds no file: its folder may be missing (all-MiniLM-L6-v2's is)
+            normalize = True
+        elif kind == "Pooling":
+            sub = module_folder(folder, m)
             modes = pooling_modes(read_json(sub, "config.json"), sub / "config.json")
         elif kind == "Dense":
-            dense.append(read_dense(sub))
-        elif kind == "Normalize":
-            normalize = True
+            dense.append(read_dense(module_folder(folder, m)))
         else:
             raise CheckpointError(f"{folder / MODULES} names the module {m.get('type')!r}, which this project does "
                                   f"not apply (known: Transformer, Pooling, Dense, Normalize)")
