@@ -35,6 +35,7 @@ def show(hm, run, path) -> None:
         st.error(f"{t('cp.no_embedding')} {e}")
     else:
         vec = pooling.embedding(run, pipe)
-        st.metric(t("ov.enc.embedding", mode=pipeline_label(pipe)), t("ov.enc.numbers", n=vec.numel()))
+        st.markdown(f"**{t('ov.enc.embedding', n=vec.numel())}**")
+        st.caption(pipeline_label(pipe))
         st.text(", ".join(f"{v:+.3f}" for v in vec[:6].tolist()) + ", …")
     _link("compare", "ov.enc.compare")

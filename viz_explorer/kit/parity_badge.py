@@ -30,10 +30,12 @@ def show(ctx) -> None:
     if name in kept:
         _badge(kept[name])
         return
-    large = parity.n_params(hm) > parity.LARGE
-    if large:
-        st.caption(t("pc.estimate", seconds=f"{parity.estimate_seconds(hm):.0f}"))
-    if not st.button(t("pc.run"), key="pc_run", help=t("pc.help")):
+    asking = st.empty()                               # the button goes once the verdict is in
+    with asking.container():
+        if parity.n_params(hm) > parity.LARGE:
+            st.caption(t("pc.estimate", seconds=f"{parity.estimate_seconds(hm):.0f}"))
+        clicked = st.button(t("pc.run"), key="pc_run", help=t("pc.help"))
+    if not clicked:
         return
     try:
         with st.spinner(t("pc.running")):
@@ -41,4 +43,5 @@ def show(ctx) -> None:
     except (parity.MissingTransformers, ValueError) as e:
         st.info(str(e))
         return
+    asking.empty()
     _badge(kept[name])

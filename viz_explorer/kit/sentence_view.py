@@ -19,7 +19,7 @@ def pipeline_label(pipe) -> str:
         parts.append(t("cp.pipe_dense", n=len(pipe.dense)))
     if pipe.normalize:
         parts.append(t("cp.pipe_norm"))
-    return ", ".join(parts)
+    return t("cp.pipe_sep").join(parts)
 
 
 def show(path, run, run2) -> None:
