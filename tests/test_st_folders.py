@@ -197,3 +197,31 @@ def test_an_unknown_module_and_a_pickled_dense_are_refused(base, tmp_path):
 def test_a_folder_without_modules_pools_by_the_mean(base):
     pipe = sentence_pipeline(base("bert-bare-4heads"))
     assert pipe.modes == ("mean",) and not pipe.declared and not pipe.normalize
+
+
+def test_a_stored_padding_without_a_pad_token_changes_nothing(base, tmp_path):
+    """Padding settings name a pad token the vocabulary lacks: ignored as transformers ignores them."""
+    folder = tmp_path / "nopad"
+    shutil.copytree(base("bert-bare-4heads"), folder)
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    spec["padding"] = {"strategy": {"Fixed": 64}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 9999,
+                       "pad_type_id": 0, "pad_token": "<nothing>"}
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    ref, hm = AutoTokenizer.from_pretrained(str(base("bert-bare-4heads"))), load_checkpoint(folder)
+    assert all(hm.run(x).src_ids == ref(x).input_ids for x in TEXTS[:3])
+
+
+@pytest.mark.parametrize("case,message", [
+    ("bin-only", r"pytorch_model\.bin is a pickle .* never unpickled here: save the model with safetensors"),
+    ("no-vocab", r"is missing vocab\.txt|has no tokenizer\.json"),
+])
+def test_broken_folders_are_refused_in_one_line(base, tmp_path, case, message):
+    folder = st_save(base("bert-bare-4heads"), tmp_path / "st")
+    if case == "bin-only":
+        (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    else:
+        (folder / "tokenizer.json").unlink()
+        (folder / "vocab.txt").unlink(missing_ok=True)
+    with pytest.raises(CheckpointError, match=message) as e:
+        load_checkpoint(folder)
+    assert "\n" not in str(e.value)
