@@ -1,9 +1,8 @@
 """The Overview's "what the model gives" for an encoder-only model, which generates nothing: a masked-LM's
 best pieces at each blank of the text (or how to make one), a sentence encoder's sentence embedding (its size
-and how the folder pools it), with the page that goes further."""
+and how the folder pools it). The links above it lead further (overview_head.output_end)."""
 import streamlit as st
 
-from viz_explorer.kit import registry
 from viz_explorer.kit.sentence_view import pipeline_label
 from viz_explorer.kit.strings import t
 from viz_transformer.core.checkpoint_files import CheckpointError
@@ -11,11 +10,6 @@ from viz_transformer.core.st_folder import sentence_pipeline
 from viz_transformer.run import fill_mask, pooling
 
 TOP = 3
-
-
-def _link(name: str, label_key: str) -> None:
-    spec = registry.spec(name)
-    st.page_link(registry.page_path(spec), label=t(label_key, page=t(spec.title)), icon=":material/arrow_forward:")
 
 
 def show(hm, run, path) -> None:
@@ -27,7 +21,6 @@ def show(hm, run, path) -> None:
         for b in blanks:
             st.caption(t("fb.at", i=b.position, piece=run.src_pieces[b.position]))
             st.text("  ".join(f"{piece} {p:.2f}" for piece, p in b.top))
-        _link("lens", "ov.enc.more")
         return
     try:
         pipe = sentence_pipeline(path)
@@ -38,4 +31,3 @@ def show(hm, run, path) -> None:
         st.markdown(f"**{t('ov.enc.embedding', n=vec.numel())}**")
         st.caption(pipeline_label(pipe))
         st.text(", ".join(f"{v:+.3f}" for v in vec[:6].tolist()) + ", …")
-    _link("compare", "ov.enc.compare")

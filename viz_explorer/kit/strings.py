@@ -86,7 +86,7 @@ EN = {
     "cp.cosine_help_mean": "The last layer's hidden states averaged into one vector per text (this folder names "
                            "no pooling, so the mean is used); 1 means the same direction, 0 unrelated.",
     "cp.no_embedding": "No sentence embedding for this folder:",
-    "cp.beyond": "sentence-transformers' encode reads only the first {limit} pieces; this text has {n}, so encode "
+    "cp.beyond": "sentence-transformers' encode reads only the first {limit} {limit:piece|pieces}; this text has {n}, so encode "
                  "would give another embedding (this one reads all {n}).",
     "cp.shift_title": "Heads whose attention differs most between the two texts",
     "cp.shift_help": "Each head's share of attention on the first piece, the last piece, the piece itself, the "
@@ -165,10 +165,8 @@ EN = {
     "ov.output.encoder_decoder": "Translation (greedy)",
     "ov.output.lm": "Continuation (greedy)",
     "ov.output.encoder_only": "What the model gives",
-    "ov.enc.more": "Every layer's guess → {page}",
-    "ov.enc.embedding": "Sentence embedding: {n} numbers",
+    "ov.enc.embedding": "Sentence embedding: {n} {n:number|numbers}",
     "cp.pipe_sep": ", ",
-    "ov.enc.compare": "The similarity of two texts → {page}",
     "sidebar.layers_e": "{enc} {enc:layer|layers}",
     "pc.run": "Check against transformers",
     "pc.help": "Runs five fixed texts through this folder here and in transformers' own implementation, and "
@@ -177,7 +175,7 @@ EN = {
     "pc.estimate": "This folder is large: the check takes about {seconds} s.",
     "pc.ok": "Matches transformers",
     "pc.differs": "Differs from transformers",
-    "pc.numbers": "{n} texts, transformers {version}: worst {what} difference {logits}, worst attention difference "
+    "pc.numbers": "{n} {n:text|texts}, transformers {version}: worst {what} difference {logits}, worst attention difference "
                   "{pattern} ({seconds} s)",
     "pc.what.logits": "logit",
     "pc.what.hidden_states": "hidden-state",
