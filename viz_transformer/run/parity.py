@@ -23,7 +23,6 @@ from viz_transformer.core.hook_names import layer_name
 TEXTS = ("The doctor told me to rest at home.", "我是一名工程师。", "Once upon a time there was a little cat.",
          "I love you. 我爱你。", "Beijing 北京 is a big city, 人口很多。")
 LOGITS_TOL, PATTERN_TOL = 1e-3, 1e-4        # float32 on different kernels: far above rounding, far below a bug
-NEW_TOKENS = 8                              # a generating model's own continuation, teacher-forced in transformers
 LARGE = 1_000_000_000                       # parameters past which a page asks before running the check
 INSTALL = "pip install transformers==5.23.0"
 
@@ -127,7 +126,9 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
 @torch.no_grad()
 def check_text(hm, model, tok, text: str) -> TextResult:
     cfg = hm.cfg
-    run = hm.run(text) if cfg.is_encoder_only else hm.run(text, max_new_tokens=NEW_TOKENS)
+    # nothing generated: a one-sequence model reads the text alone, an encoder-decoder's decoder is teacher-forced
+    # on the text itself (any ids do; these are in the target vocabulary's pieces)
+    run = hm.run(text) if cfg.is_encoder_only else hm.run(text, target=text if cfg.is_encoder_decoder else "")
     if cfg.is_encoder_decoder:
         out = model(input_ids=torch.tensor([run.src_ids]), decoder_input_ids=torch.tensor([run.tgt_ids]),
                     output_attentions=True)
