@@ -398,9 +398,10 @@ def test_remote_code_is_refused(built, tmp_path, no_unpickling):
 
 def test_unknown_model_type_is_refused(built, tmp_path):
     folder = _copy(built, "llama-3heads-tied", tmp_path / "m")
-    _edit_config(folder, model_type="bart")
+    _edit_config(folder, model_type="pegasus")
     msg = _refusal(folder)
-    assert "'bart' is not supported" in msg and all(f in msg for f in SUPPORTED + ("bert", "xlm-roberta", "t5", "mt5")), msg
+    assert "'pegasus' is not supported" in msg and all(f in msg for f in SUPPORTED + ("bert", "xlm-roberta", "t5", "mt5",
+                                                                                     "bart", "mbart", "m2m_100")), msg
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["rope_parameters", "rope_scaling"])

@@ -7,6 +7,7 @@ from viz_explorer.server.cached import load_model, run_text
 from viz_explorer.server import defaults
 from viz_explorer.server.defaults import EXAMPLES, checkpoint_roots
 from viz_explorer.kit import page_parts
+from viz_explorer.kit import language_pair
 from viz_explorer.kit.context import Context
 from viz_explorer.kit.strings import t
 from viz_transformer import CheckpointError, list_roots
@@ -71,6 +72,7 @@ def sidebar() -> Context:
     try:
         with st.spinner(t("sidebar.loading")):
             ctx.hm = load_model(str(info.path), ctx.stamp)
+            ctx.path, ctx.hm = language_pair.choose(ctx.hm, info.path, ctx.stamp, text)   # a translator's languages
     except (CheckpointError, OSError, RuntimeError, ValueError) as e:
         ctx.error = str(e)
         return ctx
@@ -78,10 +80,12 @@ def sidebar() -> Context:
     sb.caption(t("sidebar.model_caption", arch=t("ar.short." + cfg.architecture), layers=page_parts.layers_label(cfg),
                  heads=cfg.n_heads,
                  d_model=cfg.d_model))
+    if ctx.hm.languages is not None:
+        sb.caption(language_pair.label(ctx.hm))
     if text.strip():
         try:
             with st.spinner(t("sidebar.running")):
-                ctx.run = run_text(str(info.path), ctx.stamp, text)
+                ctx.run = run_text(str(ctx.path), ctx.stamp, text)
         except (CheckpointError, RuntimeError, ValueError, OSError) as e:   # e.g. files rewritten mid-load
             ctx.error, ctx.error_title = str(e), "msg.failed"
             return ctx

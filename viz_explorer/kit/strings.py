@@ -38,6 +38,12 @@ EN = {
     "nav.sec.experiment": "Experiment",
     "nav.sec.train": "Train and export",
     "sidebar.lang": "Language",
+    "lang.src": "Source language",
+    "lang.tgt": "Target language",
+    "lang.help": "This model translates between many languages: the source's code goes into the encoder's input, "
+                 "the target's is the decoder's first token after its start (as transformers' generate forces it). "
+                 "Chinese text starts as Chinese → English.",
+    "lang.pair": "Languages: {src} → {tgt}",
 
     # sidebar
     "sidebar.checkpoint": "Checkpoint",
@@ -277,6 +283,7 @@ EN = {
     "dg.ffn.gated": "Gated feed-forward ({act}(gate) × up) · d_ff {d_ff}",
     "dg.pos.rope": "none added: RoPE rotates q and k in every self-attention",
     "dg.pos.sinusoidal_halves": "sinusoidal, sines first",
+    "dg.pos.sinusoidal_fairseq": "sinusoidal, fairseq's (M2M100, NLLB)",
     "dg.pos.relative": "none added: a learned bias per offset bucket and head is added to the scores",
     "dg.pos.bias": "+ Relative position bias on the scores · {h} {h:head|heads}, buckets: {b}",
     "dg.norm": "LayerNorm",
@@ -461,6 +468,7 @@ EN = {
     "pe.kind.learned": "learned",
     "pe.kind.rope": "rotary (RoPE)",
     "pe.kind.sinusoidal_halves": "sinusoidal (sines first)",
+    "pe.kind.sinusoidal_fairseq": "sinusoidal (fairseq's: M2M100, NLLB)",
     "pe.kind.relative": "relative (a learned bias on the scores, T5)",
     "pe.rope.intro": "Nothing is added to the embeddings. In every self-attention, RoPE rotates each head's q and k: the pair of dimensions (i, i + d/2) turns by the angle pos · θᵢ, θᵢ = {theta}^(−2i/{d}) (scaling: {kind}). The dot product of a rotated q and k then depends on their positions only through the offset i − j.",
     "pe.rope.angles_title": "cos(pos · θᵢ) for {n} {n:position|positions} × {h} dimension {h:pair|pairs}",

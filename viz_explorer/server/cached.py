@@ -18,6 +18,7 @@ import streamlit as st
 
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
+from viz_explorer.server import model_key
 from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
 from viz_transformer.analysis import summaries
@@ -45,7 +46,7 @@ def folder_stamp(path) -> float:
     """Newest mtime of a checkpoint folder's files: part of every cache key."""
     if path is None:
         return 0.0
-    return max((f.stat().st_mtime for f in Path(path).glob("*") if f.is_file()), default=0.0)
+    return max((f.stat().st_mtime for f in Path(model_key.folder_of(path)).glob("*") if f.is_file()), default=0.0)
 
 
 DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page computes from it (its run is 26-33 MiB),
@@ -98,7 +99,11 @@ _kept: set = set()          # (path, stamp) of every model load_model has loaded
 @st.cache_resource(show_spinner=False, max_entries=6)
 def load_model(path: str, stamp: float):
     """The models the pages run (the sidebar's, ~30 MB each for ours) stay loaded. The architecture
-    comparison does not keep its three: it reads each once per text (model_once, model_facts)."""
+    comparison does not keep its three: it reads each once per text (model_once, model_facts). A key with a
+    language pair (server.model_key) is the folder's model read with that pair: the weights are the folder's."""
+    pair = model_key.pair_of(path)
+    if pair is not None:
+        return load_model(model_key.folder_of(path), stamp).with_languages(*pair)
     dtype, device = weight_settings()
     _kept.add((path, stamp))
     return load_checkpoint(path, dtype=dtype, device=device)
@@ -109,10 +114,11 @@ def model_once(path: str, stamp: float):
     for this call and not kept. Keeping the comparison's three translators loaded
     would hold a class server's memory for a page that reads each once per text; a load is cheap beside it
     (load_weights skips random init)."""
-    if (path, stamp) in _kept:
+    if (model_key.folder_of(path), stamp) in _kept:
         return load_model(path, stamp)
     dtype, device = weight_settings()
-    return load_checkpoint(path, dtype=dtype, device=device)
+    hm, pair = load_checkpoint(model_key.folder_of(path), dtype=dtype, device=device), model_key.pair_of(path)
+    return hm if pair is None else hm.with_languages(*pair)
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ class ModelFacts:
 def model_facts(path: str, stamp: float) -> ModelFacts:
     from viz_transformer import list_checkpoints, list_roots
     from viz_transformer.core.checkpoint import n_parameters
+    path = model_key.folder_of(path)
     info = next((i for i in list_roots(checkpoint_roots()) if i.path == Path(path)), None)
     if info is None:                                    # a path the roots do not list (a lesson's, a test's)
         info = next(i for i in list_checkpoints(Path(path).parent) if i.path == Path(path))
@@ -387,4 +394,4 @@ def parity(path: str, stamp: float):
     """run.parity.check on a float32 copy of the folder loaded for it alone (the pages' model may be bfloat16 or on
     a GPU, which transformers' float32 reference would call a difference); every session sees the one result."""
     from viz_transformer.run import parity as checker
-    return checker.check(load_checkpoint(path))
+    return checker.check(load_checkpoint(model_key.folder_of(path)))     # the folder alone: its own languages

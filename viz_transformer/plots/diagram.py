@@ -23,6 +23,7 @@ LABELS = {   # English defaults; the app passes its own (translated) table with 
     "input.source": "source ids", "input.target": "[begin] + output so far", "input.sequence": "one sequence",
     "tok_embed": "Token embedding × √d_model", "tok_embed.unscaled": "Token embedding", "pos": "+ Positional encoding ({kind})",
     "pos.sinusoidal": "sinusoidal", "pos.learned": "learned", "pos.sinusoidal_halves": "sinusoidal, sines first",
+    "pos.sinusoidal_fairseq": "sinusoidal, fairseq's (M2M100, NLLB)",
     "pos.rope": "none added: RoPE rotates q and k in every self-attention",
     "pos.relative": "none added: a learned bias per offset bucket and head is added to the scores",
     "pos.bias": "+ Relative position bias on the scores · {h} heads, buckets: {b}",

@@ -6,6 +6,7 @@ from viz_explorer.server import cached
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import encoder_output
+from viz_explorer.kit import language_pair
 from viz_explorer.kit import overview_head
 from viz_explorer.kit import parity_badge
 from viz_explorer.kit import widgets
@@ -19,6 +20,7 @@ hm, run, cfg = ctx.hm, ctx.run, ctx.hm.cfg
 right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else None, len(run.tgt_ids),
                            tokenizer=piece_labels.tokenizer_kind(hm.tokenizer))
 with right:
+    language_pair.selectors(ctx)                    # a multilingual translator's source and target
     if cfg.is_encoder_only:                         # generates nothing: its blanks, or its sentence embedding
         encoder_output.show(hm, run, ctx.path)
     else:
