@@ -128,7 +128,10 @@ def check_text(hm, model, tok, text: str) -> TextResult:
     cfg = hm.cfg
     # nothing generated: a one-sequence model reads the text alone, an encoder-decoder's decoder is teacher-forced
     # on the text itself (any ids do; these are in the target vocabulary's pieces)
-    run = hm.run(text) if cfg.is_encoder_only else hm.run(text, target=text if cfg.is_encoder_decoder else "")
+    last = layer_name("encoder", cfg.n_encoder_layers - 1, "hook_resid_post")
+    keep = lambda name: name.endswith("hook_pattern") or name == last            # noqa: E731  (all it compares)
+    run = hm.run(text, names_filter=keep) if cfg.is_encoder_only else \
+        hm.run(text, target=text if cfg.is_encoder_decoder else "", names_filter=keep)
     if cfg.is_encoder_decoder:
         out = model(input_ids=torch.tensor([run.src_ids]), decoder_input_ids=torch.tensor([run.tgt_ids]),
                     output_attentions=True)
@@ -142,8 +145,7 @@ def check_text(hm, model, tok, text: str) -> TextResult:
         out = model(input_ids=torch.tensor([run.tgt_ids]), output_attentions=True)
         ours_ids = run.tgt_ids[: run.prompt_len]
     if cfg.is_encoder_only and cfg.head != "mlm":
-        n = cfg.n_encoder_layers
-        ours, theirs = run.cache[layer_name("encoder", n - 1, "hook_resid_post")][0], out.last_hidden_state[0]
+        ours, theirs = run.cache[last][0], out.last_hidden_state[0]
     else:
         ours, theirs = run.logits, out.logits[0]
     ours, theirs = ours[: theirs.shape[0]], theirs[: ours.shape[0]]
