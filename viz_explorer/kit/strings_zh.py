@@ -394,7 +394,7 @@ ZH = {
     "pe.kind.learned": "可学习",
     "pe.kind.rope": "RoPE 旋转",
     "pe.kind.sinusoidal_halves": "分半排列的正弦",
-    "pe.kind.sinusoidal_fairseq": "正弦（fairseq 的排法：M2M100、NLLB）",
+    "pe.kind.sinusoidal_fairseq": "M2M100 与 NLLB 所用的 fairseq 正弦",
     "pe.kind.relative": "T5 式相对位置偏置（加在分数上、可学习）的",
     "pe.rope.intro": "嵌入上不加任何位置向量。在每个自注意力里，RoPE 旋转每个头的 q 和 k：第 (i, i + d/2) 对维度转过角度 pos · θᵢ，θᵢ = {theta}^(−2i/{d})（缩放方式：{kind}）。于是旋转后的 q 与 k 的点积只通过偏移 i − j 依赖它们的位置。",
     "pe.rope.angles_title": "cos(pos · θᵢ)：{n} 个位置 × {h} 对维度",
