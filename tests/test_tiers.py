@@ -10,6 +10,8 @@ from conftest import ROOT, TIERS
 # what in a test file's source means it drives a browser or a real server
 BROWSER_SIGNS = ("sync_playwright", '"streamlit", "run"', "from stclient import")
 TRAINING_FIXTURES = {"snap_root"}       # fixtures that run training (tests/test_app_architectures.py)
+# a download walk -> the default-run file that checks the same on a folder made here in the same layout
+CHEAPER = {"tests/test_real_minilm.py": "tests/test_st_folders.py"}
 
 
 def collected(request, files) -> dict[str, set[str]]:
@@ -55,9 +57,13 @@ def test_the_walks_are_browser_tests_each_with_a_cheaper_check_in_the_default_ru
     walks = {n for n, (m, _) in tiers.items() if "walk" in m}
     if not walks:
         pytest.skip("run with the whole tests folder")
-    assert all({"browser", "slow"} <= tiers[n][0] for n in walks)
+    downloads = {n for n, (m, _) in tiers.items() if "download" in m}
+    assert downloads <= walks, sorted(downloads - walks)             # the network only in the walks
+    assert all({"browser", "slow"} <= tiers[n][0] for n in walks - downloads)
     # what each walk sweeps, the default run checks once (tests/test_browser_legibility*.py: every page once in
     # each language; test_browser_phone.py: one page's phone layout; test_browser_class_access.py: the teacher's
-    # right across a reload; test_browser_long.py: a long text on the Attention page)
+    # right across a reload; test_browser_long.py: a long text on the Attention page); a downloaded folder's
+    # checks run in the default run on a folder made here in its layout (CHEAPER)
     for f in {n.split("::")[0] for n in walks}:
-        assert any(n.split("::")[0] == f and "walk" not in m for n, (m, _) in tiers.items()), f
+        home = CHEAPER.get(f, f)
+        assert any(n.split("::")[0] == home and "walk" not in m for n, (m, _) in tiers.items()), f
