@@ -9,6 +9,7 @@ and the server's RSS with it loaded, after the walk, and its peak (at 2,048: ≤
     python -m benchmarks.bench_pages_hf --tokens 2048 --pages attention,rollout  # a long text (goal ≤ 3 s)
     python -m benchmarks.bench_pages_hf --app /tmp/before            # another checkout's app (git archive main)
     python -m benchmarks.bench_pages_hf --model bert --pages attention  # a BERT-base-sized folder (goal ≤ 1.5 s)
+    python -m benchmarks.bench_pages_hf --model nllb --pages attention  # an NLLB-600M-sized folder (goal ≤ 1.5 s)
 
 One server (VIZ_CHECKPOINTS = the folder's root, OMP_NUM_THREADS = --threads), one headless Chromium: the text is
 submitted on the overview ("new text": the model's run, its continuation included), then every page of
@@ -35,7 +36,7 @@ from benchmarks.texts import sentences, text_of
 
 VOCAB = 151936
 GOAL_S = 2.0
-GOALS = {"qwen2": GOAL_S, "bert": 1.5}          # --model: its page goal (s) at 128 tokens
+GOALS = {"qwen2": GOAL_S, "bert": 1.5, "nllb": 1.5}   # --model: its page goal (s) at 128 tokens
 LONG_GOALS = {512: 1.5, 2048: 3.0}              # qwen2 from this many tokens on: the long-text page goals
 PAUSE_FILE = Path("/root/viz-runs/PAUSE")       # the training watcher stops every run within 5 s while it exists
 
@@ -154,7 +155,8 @@ def main(argv=None) -> int:
     p.add_argument("--app", default=str(ROOT), help="the checkout whose app is timed (e.g. a `git archive` of main)")
     p.add_argument("--json", help="write the rows and RSS here")
     p.add_argument("--model", choices=list(GOALS), default="qwen2",
-                   help="qwen2: Qwen2.5-0.5B-sized; bert: BERT-base-sized, BertForMaskedLM")
+                   help="qwen2: Qwen2.5-0.5B-sized; bert: BERT-base-sized, BertForMaskedLM; nllb: NLLB-600M-sized "
+                        "m2m_100 (a Chinese text, translated into English)")
     a = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))       # so the training is continued on a kill too
     from playwright.sync_api import sync_playwright
@@ -163,10 +165,14 @@ def main(argv=None) -> int:
     if a.model == "bert":
         from benchmarks.bert_base import NAME, bert_root
         root, name = bert_root(Path(a.work)), NAME
+    elif a.model == "nllb":
+        from benchmarks.nllb_base import NAME, nllb_root
+        root, name = nllb_root(Path(a.work)), NAME
     else:
         root, name = hf_root(Path(a.work)), "qwen2.5-0.5b-random"
     goal = goal_for(a.model, a.tokens)
-    text = text_of(load_checkpoint(root / name).tokenizer, a.tokens + 1, seed=a.tokens, lang="en")
+    text = text_of(load_checkpoint(root / name).tokenizer, a.tokens + 1, seed=a.tokens,
+                   lang="zh" if a.model == "nllb" else "en")
     only = [x for x in a.pages.split(",") if x]
     with PausedTraining(a.pause_training), \
             Server(Path(a.app), root, log="/tmp/bench_pages_hf_server.log", env={"OMP_NUM_THREADS": str(a.threads)}) as server, \

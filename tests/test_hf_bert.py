@@ -241,7 +241,7 @@ def _edit(folder: Path, **changes) -> None:
     (dict(position_embedding_type="relative_key"), "position_embedding_type 'relative_key' is not supported"),
     (dict(is_decoder=True), "as a decoder"),
     (dict(hidden_act="mish"), "activation 'mish' is not supported"),
-    (dict(hidden_size=8192, num_attention_heads=64, intermediate_size=65536, num_hidden_layers=64), "the limit is 2 GiB"),
+    (dict(hidden_size=8192, num_attention_heads=64, intermediate_size=65536, num_hidden_layers=64), "the limit is 8 GiB"),
 ])
 def test_refusals_name_the_reason(built, tmp_path, change, message):
     b = built("bert-mlm")

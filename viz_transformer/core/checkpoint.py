@@ -24,7 +24,8 @@ from viz_transformer.core.model import Transformer
 from viz_transformer.core.tokenizer import Tokenizer
 
 MAX_HEADER_BYTES = 16 << 20       # the safetensors JSON header
-MAX_MODEL_BYTES = 2 << 30         # float32 weights and buffers a config may ask for (2 GiB)
+MAX_MODEL_BYTES = 8 << 30         # float32 weights and buffers a config may ask for (8 GiB: 2B parameters, NLLB-1.3B and
+                                  # Qwen2.5-1.5B open; an absurd config is refused before anything is allocated)
 DTYPES = {"F16": 2, "BF16": 2, "F32": 4}
 CHECKSUM = "weights_sha256"       # meta.json key: sha256 of model.safetensors, written by save_checkpoint
 
