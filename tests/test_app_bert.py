@@ -133,7 +133,8 @@ def test_compare_page_shows_the_similarity_and_the_heads_that_move(env):
         pieces.append(tok.convert_ids_to_tokens(enc.input_ids))
     emb = [o.hidden_states[-1][0].mean(0) for o in outs]
     want = float(torch.nn.functional.cosine_similarity(emb[0], emb[1], dim=0))
-    assert at.metric[0].value == f"{want:.3f}" and "mean over the pieces" in at.metric[0].label
+    assert at.metric[0].value == f"{want:.3f}" and at.metric[0].label == EN["cp.cosine"]
+    assert any("mean over the pieces" in c.value for c in at.caption)
 
     def shares(o, p, layer, head):
         w = o.attentions[layer][0, head].double()                      # [q, k]

@@ -28,8 +28,9 @@ def show(path, run, run2) -> None:
     except CheckpointError as e:
         st.error(f"{t('cp.no_embedding')} {e}")
     else:
-        st.metric(t("cp.cosine", mode=pipeline_label(pipe)), f"{pooling.similarity(run, run2, pipe):.3f}")
-        st.caption(t("cp.cosine_help" if pipe.declared else "cp.cosine_help_mean"))
+        st.metric(t("cp.cosine"), f"{pooling.similarity(run, run2, pipe):.3f}")       # a label a phone shows whole
+        st.caption(f"{t('cp.cosine_of', mode=pipeline_label(pipe))} "
+                   f"{t('cp.cosine_help' if pipe.declared else 'cp.cosine_help_mean')}")
         for r in (run, run2):
             if over := pipe.beyond(len(r.src_ids)):
                 st.info(t("cp.beyond", limit=pipe.max_seq_length, n=len(r.src_ids), over=over))

@@ -78,7 +78,8 @@ EN = {
     "pt.progress": "Patching: {done} of {total} {total:run|runs}",
     "po.run": "Run without positions and the order test",
     "cp.run": "Run the second text",
-    "cp.cosine": "Cosine similarity of the two texts' sentence embeddings ({mode})",
+    "cp.cosine": "Cosine similarity",
+    "cp.cosine_of": "Between the two texts' sentence embeddings ({mode}).",
     "cp.cosine_help": "The last layer's hidden states pooled into one vector per text, as a sentence encoder "
                       "does (its 1_Pooling folder says how); 1 means the same direction, 0 unrelated.",
     "cp.pool.mean": "mean over the pieces",
