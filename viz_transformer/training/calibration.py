@@ -18,10 +18,19 @@ from viz_transformer.analysis.confidence import (BAD_CHRF, BAR_BLEU, CONFIDENCE_
 from viz_transformer.run.decoding import default_new_tokens, greedy_ids
 
 
-def _bleu_stats(hyps, refs):
+def _bleu_stats(hyps, refs) -> list[list[int]]:
+    """Each pair's BLEU sufficient statistics [hyp length, ref length, matches 1-4, totals 1-4], read from
+    sacrebleu's public score of the pair alone (their sums are the corpus's)."""
     from sacrebleu.metrics import BLEU
     bleu = BLEU()
-    return bleu, bleu._extract_corpus_statistics(hyps, [refs])
+    return [[s.sys_len, s.ref_len, *s.counts, *s.totals] for s in (bleu.corpus_score([h], [[r]])
+                                                                    for h, r in zip(hyps, refs))]
+
+
+def _bleu_of(stats: list[int]) -> float:
+    """Corpus BLEU from summed statistics (sacrebleu's default settings, as corpus_bleu)."""
+    from sacrebleu.metrics import BLEU
+    return BLEU.compute_bleu(stats[2:6], stats[6:10], stats[0], stats[1]).score
 
 
 def corpus_bleu(hyps, refs) -> Optional[float]:
@@ -34,11 +43,11 @@ def choose_tau(scores: list[float], hyps: list[str], refs: list[str], bar: float
     """(tau, how many validation outputs fall below it): the largest mean log-prob such that every
     output below it, together, scores under `bar` corpus BLEU (at least min_n of them); -inf if none."""
     order = sorted(range(len(scores)), key=lambda i: scores[i])
-    bleu, stats = _bleu_stats([hyps[i] for i in order], [refs[i] for i in order])
-    acc, best = [0] * len(stats[0]), 0
+    stats = _bleu_stats([hyps[i] for i in order], [refs[i] for i in order])
+    acc, best = [0] * 10, 0
     for k, s in enumerate(stats, 1):
         acc = [a + x for a, x in zip(acc, s)]
-        if k >= min_n and k < len(order) and bleu._compute_score_from_stats(acc).score < bar:
+        if k >= min_n and k < len(order) and _bleu_of(acc) < bar:
             best = k
     if best == 0:
         return float("-inf"), 0
