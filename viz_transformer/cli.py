@@ -10,11 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from viz_transformer.cli_input import UserError, clean_text, out_path, stdin_lines
 from viz_transformer.core.checkpoint_files import update_meta
-
-
-class UserError(Exception):
-    """A mistake the user can fix: printed without a traceback."""
 
 
 def _load(path):
@@ -24,16 +21,6 @@ def _load(path):
         return load_checkpoint(path)
     except CheckpointError as e:
         raise UserError(str(e)) from None
-
-
-def _out(path: str, suffixes: tuple[str, ...] = ()) -> Path:
-    """--out checked before any work: its ending, and a folder that exists to write it in."""
-    out = Path(path)
-    if suffixes and out.suffix not in suffixes:
-        raise UserError(f"--out must end in {' or '.join(suffixes)}, not {out.suffix or '(nothing)'}")
-    if not out.parent.is_dir():
-        raise UserError(f"--out {out}: the folder {out.parent} does not exist")
-    return out
 
 
 def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
@@ -92,10 +79,10 @@ def cmd_generate(args) -> int:
     if args.text is not None:
         if not args.text.strip():
             raise UserError("the text is empty: give --text some words, or leave it out to read lines from stdin")
-        print(one(_clean(args.text)), flush=True)
+        print(one(clean_text(args.text)), flush=True)
         return 0
     failed = 0
-    for n, line in enumerate(_stdin_lines(), 1):   # a bad line gets an empty output line and a note
+    for n, line in enumerate(stdin_lines(), 1):   # a bad line gets an empty output line and a note
         try:
             if isinstance(line, Exception):
                 raise UserError(str(line))
@@ -113,47 +100,10 @@ def _say_confidence(hm, c) -> None:
     print("\n".join(filter(None, (line(c), warning_line(c, hm.meta.get(KEY) or {})))), file=sys.stderr)
 
 
-def _clean(text: str) -> str:
-    """argv holds undecodable bytes as lone surrogates: read them as U+FFFD, with a note."""
-    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if clean != text:
-        print("note: the text is not valid UTF-8: undecodable bytes read as U+FFFD", file=sys.stderr)
-    return clean
-
-
-def _stdin_lines():
-    """stdin's lines as text, read as bytes with a cap: a line longer than the text limit is skipped
-    (yielded as a ValueError) without holding it whole; invalid UTF-8 becomes U+FFFD, with a note."""
-    from viz_transformer.core.encoding import MAX_CHARS
-    cap = 4 * MAX_CHARS + 2                        # UTF-8 needs at most 4 bytes a character
-    stream = sys.stdin.buffer
-    n = 0
-    while True:
-        raw = stream.readline(cap)
-        if not raw:
-            return
-        n += 1
-        if not raw.endswith(b"\n") and len(raw) == cap:
-            size = len(raw)
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(1 << 20)
-                size += len(raw)
-            size -= raw.endswith(b"\n")
-            yield ValueError(f"the line has {size:,} bytes; the text limit is {MAX_CHARS:,} characters")
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            print(f"note: line {n} is not valid UTF-8 ({e.reason} at byte {e.start}): undecodable bytes "
-                  f"read as U+FFFD", file=sys.stderr)
-            text = raw.decode("utf-8", "replace")
-        yield text.rstrip("\r\n")
-
-
 def _run(hm, args):
     try:
         target = getattr(args, "target", None)
-        return hm.run(_clean(args.text), target=None if target is None else _clean(target))
+        return hm.run(clean_text(args.text), target=None if target is None else clean_text(target))
     except ValueError as e:
         raise UserError(str(e)) from None
 
@@ -161,7 +111,7 @@ def _run(hm, args):
 def cmd_trace(args) -> int:
     """Dump every captured tensor of one run, keyed by its capture name (export.write_run)."""
     from viz_transformer.export import FORMATS, write_run
-    out = _out(args.out, tuple(FORMATS))
+    out = out_path(args.out, tuple(FORMATS))
     from viz_transformer.analysis.confidence import assess
     hm = _load(args.checkpoint)
     run = _run(hm, args)
@@ -186,7 +136,7 @@ def cmd_report(args) -> int:
     """One self-contained HTML report of a run (report.build_report)."""
     from viz_transformer.core.hook_names import available_blocks, n_layers
     from viz_transformer.report import build_report
-    out = _out(args.out, (".html", ".htm"))
+    out = out_path(args.out, (".html", ".htm"))
     hm = _load(args.checkpoint)
     heads = [_head(h) for h in args.head] or None
     for block, layer, head in heads or []:
@@ -204,7 +154,7 @@ def cmd_stats(args) -> int:
     from viz_transformer.training import corpora
     from viz_transformer.export import csv_bytes
     from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
-    out = _out(args.out)
+    out = out_path(args.out)
     hm = _load(args.checkpoint)
     try:
         if args.corpus:
