@@ -3,16 +3,16 @@ best pieces at each blank of the text (or how to make one), a sentence encoder's
 and how the folder pools it). The links above it lead further (overview_head.output_end)."""
 import streamlit as st
 
+from viz_explorer.server import cached
 from viz_explorer.kit.sentence_view import pipeline_label
 from viz_explorer.kit.strings import t
 from viz_transformer.core.checkpoint_files import CheckpointError
-from viz_transformer.core.st_folder import sentence_pipeline
 from viz_transformer.run import fill_mask, pooling
 
 TOP = 3
 
 
-def show(hm, run, path) -> None:
+def show(hm, run, path, stamp: float) -> None:
     """Drawn where a generating model's output goes (user text only through st.text)."""
     if hm.cfg.head == "mlm":
         blanks = fill_mask.fill_blanks(hm, run, k=TOP)
@@ -23,7 +23,7 @@ def show(hm, run, path) -> None:
             st.text("  ".join(f"{piece} {p:.2f}" for piece, p in b.top))
         return
     try:
-        pipe = sentence_pipeline(path)
+        pipe = cached.sentence_pipeline(str(path), stamp)
     except CheckpointError as e:
         st.error(f"{t('cp.no_embedding')} {e}")
     else:

@@ -2,11 +2,11 @@
 folder's own pooling, Dense and Normalize modules) and the heads whose attention moves most between them."""
 import streamlit as st
 
+from viz_explorer.server import cached
 from viz_explorer.kit import page_parts
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis.head_shift import head_shifts
 from viz_transformer.core.checkpoint_files import CheckpointError
-from viz_transformer.core.st_folder import sentence_pipeline
 from viz_transformer.run import pooling
 
 TOP = 5
@@ -22,9 +22,9 @@ def pipeline_label(pipe) -> str:
     return t("cp.pipe_sep").join(parts)
 
 
-def show(path, run, run2) -> None:
+def show(path, stamp: float, run, run2) -> None:
     try:
-        pipe = sentence_pipeline(path)
+        pipe = cached.sentence_pipeline(str(path), stamp)
     except CheckpointError as e:
         st.error(f"{t('cp.no_embedding')} {e}")
     else:

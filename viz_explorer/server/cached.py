@@ -395,3 +395,11 @@ def parity(path: str, stamp: float):
     a GPU, which transformers' float32 reference would call a difference); every session sees the one result."""
     from viz_transformer.run import parity as checker
     return checker.check(load_checkpoint(model_key.folder_of(path)))     # the folder alone: its own languages
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def sentence_pipeline(path: str, stamp: float):
+    """A sentence encoder's pooling, Dense and Normalize modules (core.st_folder), read once per folder version (a
+    Dense module's weights included), not on every rerun; a CheckpointError is raised again on each call."""
+    from viz_transformer.core import st_folder
+    return st_folder.sentence_pipeline(model_key.folder_of(path))

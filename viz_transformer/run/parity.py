@@ -12,6 +12,7 @@ check is how a user of this project knows which case a folder is in.
 """
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -137,8 +138,8 @@ def check_text(hm, model, tok, text: str) -> TextResult:
                     output_attentions=True)
         ours_ids = run.src_ids
     elif cfg.is_encoder_only:
-        kw = {"token_type_ids": torch.tensor([run.segments])} if "token_type_ids" in _forward_args(model) \
-            and run.segments else {}
+        takes_types = "token_type_ids" in inspect.signature(model.forward).parameters     # DistilBERT's does not
+        kw = {"token_type_ids": torch.tensor([run.segments])} if takes_types and run.segments else {}
         out = model(input_ids=torch.tensor([run.src_ids]), output_attentions=True, output_hidden_states=True, **kw)
         ours_ids = run.src_ids
     else:
@@ -155,11 +156,6 @@ def check_text(hm, model, tok, text: str) -> TextResult:
         tuple(ours.shape) == tuple(theirs.shape) and bool((ours.argmax(-1) == theirs.argmax(-1)).all())
     ids = None if tok is None else list(tok(text).input_ids) == list(ours_ids)
     return TextResult(text, _diff(ours, theirs), pattern, top, ids)
-
-
-def _forward_args(model) -> set[str]:
-    import inspect
-    return set(inspect.signature(model.forward).parameters)
 
 
 def check(hm, texts=TEXTS, progress: Optional[Callable[[int, int], None]] = None) -> ParityReport:

@@ -37,7 +37,7 @@ except ValueError as e:
     st.stop()
 
 if cfg.is_encoder_only:                 # a sentence encoder's question: how alike are the two texts' embeddings
-    sentence_view.show(ctx.path, run, run2)
+    sentence_view.show(ctx.path, ctx.stamp, run, run2)
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "cp", with_reduce=True)
 names = dict(block=widgets.block_label(block), layer=layer, head=widgets.head_label(head))
 mats = []

@@ -22,7 +22,7 @@ right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else
 with right:
     language_pair.selectors(ctx)                    # a multilingual translator's source and target
     if cfg.is_encoder_only:                         # generates nothing: its blanks, or its sentence embedding
-        encoder_output.show(hm, run, ctx.path)
+        encoder_output.show(hm, run, ctx.path, ctx.stamp)
     else:
         widgets.output(run.output or t("ov.empty_output"), "overview")
         confidence_note.of_run(hm, run)
