@@ -57,7 +57,10 @@ def visit_every_page(at, what) -> None:
 
 @pytest.mark.parametrize("ckpt,names", [("tiny-zh-en", list(HOSTILE)),
                                         ("tiny-lm", ["html", "emoji", "word5k", "nul", "100k", "empty"])])
-def test_every_hostile_text_on_every_page(env, ckpt, names):
+def test_every_hostile_text_on_every_page(env, ckpt, names, monkeypatch, tmp_path):
+    from viz_explorer.server import db
+    monkeypatch.setenv("VIZ_DATA", str(tmp_path))
+    db.dispose()
     for name in names:
         at = open_app(ckpt=ckpt, text=HOSTILE[name])
         for page in visit_every_page(at, name):
@@ -69,6 +72,19 @@ def test_every_hostile_text_on_every_page(env, ckpt, names):
             elif name not in REFUSED_HERE and page != TEXT_FREE[1]:   # a result or a clear message, never an error
                 assert not at.error and (figures(at) or at.dataframe or at.markdown or at.warning or at.info), \
                     (name, page, shown[:300])
+    # no one asked for a link: the long texts stayed in the session, none in the database (the app makes none)
+    assert stored_texts(tmp_path / "viz.sqlite3") == 0
+    db.dispose()
+
+
+def stored_texts(path) -> int:
+    """Rows in the database's text tables (sqlite3 itself, not the module under test); 0 with no database."""
+    import sqlite3
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
+        return sum(conn.execute(f"select count(*) from {t}").fetchone()[0] for t in ("texts", "shared_texts") if t in tables)
 
 
 ABSURD = [-1, 10 ** 12, math.nan, math.inf, "", "<img src=x onerror=alert(1)>", None, [1, "x"], {"a": 1}, True]

@@ -136,3 +136,37 @@ def test_the_copied_link_opens_the_same_view(server, browser, sender, spec):    
     second.close()
     assert after == before
     assert before["title"] and before["text"] == [text]
+
+
+def test_a_long_text_goes_in_a_link_only_when_asked(server, browser, sender):      # noqa: F811
+    """A long text stays out of the address as it is typed; "Make the link" stores it and the link opens it."""
+    url, _ = server
+    text = "今天天气很好，我们去公园散步吧。" * 12 + " <b>不是标签</b>"
+    pg = sender.new_page()
+    pg.goto(f"{url}/attention")
+    settle(pg)
+    box = pg.locator('[data-testid="stSidebar"] textarea')
+    box.fill(text)
+    box.press("Control+Enter")
+    settle(pg)
+    assert "text=" not in pg.url and "tid=" not in pg.url                 # typed: not in the address
+    side = pg.locator('[data-testid="stSidebar"]')
+    side.get_by_role("button", name=re.compile("Copy link")).click()
+    body = pg.locator('[data-testid="stPopoverBody"]')
+    assert body.locator('[data-testid="stCode"]').count() == 0 and "too long for an address" in body.inner_text()
+    body.get_by_role("button", name="Make the link").click()
+    settle(pg)
+    code = body.locator('[data-testid="stCode"]')
+    code.wait_for()
+    link = code.inner_text().strip()
+    tid = dict(parse_qsl(urlsplit(link).query)).get("tid")
+    assert tid and f"tid={tid}" in pg.url and "kept on this server for 30 days" in body.inner_text()
+    before = pg.evaluate(VIEW)
+    pg.close()
+    second, pg = _fresh(browser)
+    pg.goto(link)
+    settle(pg)
+    no_exception(pg)
+    assert pg.locator('[data-testid="stSidebar"] textarea').input_value() == text
+    assert pg.evaluate(VIEW) == before
+    second.close()

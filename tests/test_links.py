@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, open_app, page_file
-from viz_explorer.server import db
+from viz_explorer.server import db, texts
 from viz_explorer.lessons import lesson_file, links, view_state
-from viz_explorer.kit.strings import EN
+from viz_explorer.kit.strings import EN, fill
 
 # one valid, non-default value of every setting (a new setting without one fails the first test)
 SAMPLES = {"checkpoint": "zh-en", "text": "我爱你 & you? 100% #1 a+b=c\nnext line", "block": "decoder.cross_attn",
@@ -32,8 +32,15 @@ def env(ckpt_root, monkeypatch, tmp_path):
     db.dispose()
 
 
-def _no_store(text):
-    raise AssertionError("a short text must go in the link itself")
+def _unknown(tid):
+    return texts.Lookup("unknown")
+
+
+def _query(settings: dict) -> dict:
+    """The query of settings whose texts are all short: nothing waits for a stored id."""
+    query, waiting = links.to_query(settings, {})
+    assert waiting == [], "a short text must go in the link itself"
+    return query
 
 
 def _through_address(query: dict) -> dict:
@@ -47,15 +54,15 @@ def test_every_setting_goes_through_the_link_and_back():
     for key, value in SAMPLES.items():
         context = {"strategy": "sample"} if key in links.SAMPLING else {"strategy": "beam"}
         settings = {**context, key: value}
-        query = _through_address(links.to_query(settings, _no_store))
+        query = _through_address(_query(settings))
         assert key in query, (key, query)
-        back, ignored = links.from_query(query, lambda tid: None)
-        assert ignored == [] and back == settings, (key, back)
+        back, ignored, expired = links.from_query(query, _unknown)
+        assert ignored == expired == [] and back == settings, (key, back)
 
 
 def test_defaults_and_unread_settings_stay_out_of_the_link():
-    assert links.to_query(dict(links.DEFAULTS), _no_store) == {}
-    query = links.to_query({"strategy": "greedy", "temperature": 0.5, "beam_width": 6, "layer": 0}, _no_store)
+    assert _query(dict(links.DEFAULTS)) == {}
+    query = _query({"strategy": "greedy", "temperature": 0.5, "beam_width": 6, "layer": 0})
     assert query == {"layer": "0"}      # sampling and beam settings are not read by a greedy search
 
 
@@ -66,28 +73,32 @@ def test_defaults_and_unread_settings_stay_out_of_the_link():
                                       ("text", ""), ("tid", "0123456789ab"), ("tid", "../../etc"),
                                       ("stat", "<b>x</b>")])
 def test_a_bad_value_is_named_and_left_out(key, raw):
-    settings, ignored = links.from_query({key: raw, "row": "2", "utm_source": "mail"}, lambda tid: None)
+    settings, ignored, _ = links.from_query({key: raw, "row": "2", "utm_source": "mail"}, _unknown)
     assert settings == {"row": 2}                              # the rest of the link still counts
     assert len(ignored) == 1 and ignored[0].startswith(f"{key}=")
     assert "utm_source" not in ignored[0]                    # not ours: not a complaint
 
 
-def test_a_long_text_goes_by_its_id_and_comes_back(env):
+def test_a_long_text_stays_out_of_the_address_until_it_is_stored(env):
     long = "我是一名工程师。" * 40 + " & = # %"
-    query = links.to_query({"text": long, "other_text": long[:20]}, db.put_text)
-    assert "text" not in query and query["tid"] == db.text_id(long) and query["other_text"] == long[:20]
-    assert len(links.address("http://h/", {"tid": query["tid"]})) < 40
-    db.dispose()                                              # another process: a new engine on the same file
-    back, ignored = links.from_query(_through_address(query), db.get_text)
-    assert ignored == [] and back == {"text": long, "other_text": long[:20]}
+    settings = {"text": long, "other_text": long[:20], "layer": 1}
+    query, waiting = links.to_query(settings, {})
+    assert query == {"other_text": long[:20], "layer": "1"} and waiting == ["text"]   # no text, no id
     assert len(quote(long[:20])) <= links.LONG < len(quote(long))       # the limit is what decided
+    tid = texts.put(long, "browser-a")
+    query, waiting = links.to_query(settings, {long: tid})
+    assert query == {"tid": tid, "other_text": long[:20], "layer": "1"} and waiting == []
+    assert len(links.address("http://h/", {"tid": tid})) < 40
+    db.dispose()                                              # another process: a new engine on the same file
+    back, ignored, expired = links.from_query(_through_address(query), texts.get)
+    assert ignored == expired == [] and back == settings
 
 
-def test_a_text_that_cannot_be_stored_goes_in_whole():
-    def broken(text):
-        raise OSError("read-only disk")
-    long = "x" * 400
-    assert links.to_query({"text": long}, broken) == {"text": long}
+def test_an_expired_text_is_named_apart_from_a_bad_id():
+    lookups = {"expiredAAAAA": texts.Lookup("expired"), "unknownAAAAA": texts.Lookup("unknown")}
+    settings, ignored, expired = links.from_query({"tid": "expiredAAAAA", "other_tid": "unknownAAAAA", "layer": "1"},
+                                                  lookups.__getitem__)
+    assert settings == {"layer": 1} and expired == ["tid"] and ignored == ["other_tid=unknownAAAAA"]
 
 
 def test_the_model_decides_what_is_out_of_range(tiny_translator, tiny_lm):
@@ -192,3 +203,59 @@ def test_the_defaults_are_what_a_fresh_page_shows(env):
             assert all(at.session_state[f"ko_pick_{b}"] == [] for b in view_state.ABLATE_BLOCKS)
             seen.add("ablate")
     assert seen == set(links.DEFAULTS) - {"snapshot", "sentence"}, set(links.DEFAULTS) - seen   # no snapshots here
+
+
+LONG_TEXT = "今天天气很好，我们去公园散步吧。" * 12          # about 190 characters: far past LONG once URL-encoded
+
+
+def _param(at, key: str) -> str:
+    value = at.query_params[key]
+    return value[0] if isinstance(value, list) else value
+
+
+def _link_box(at):
+    """(the link shown in the sidebar's Copy link box or None, the Make the link button or None)."""
+    link = next((c.value for c in at.sidebar.code if c.value.startswith("http") or "?" in c.value), None)
+    make = next((b for b in at.sidebar.button if b.key == "link_make"), None)
+    return link, make
+
+
+def test_a_long_text_is_stored_only_when_a_link_is_made(env):
+    at = _open_link("attention", {"checkpoint": "tiny-zh-en", "layer": "1"})
+    at.session_state["text"] = LONG_TEXT
+    at.run()
+    assert not at.exception and texts.summary()["texts"] == 0           # typed, and read on the page: not stored
+    assert "text" not in at.query_params and "tid" not in at.query_params and _param(at, "layer") == "1"
+    link, make = _link_box(at)
+    assert link is None and make is not None and make.label == EN["link.make"]
+    make.click().run()
+    link, make = _link_box(at)
+    assert make is None and link is not None and texts.summary()["texts"] == 1
+    tid = dict(parse_qsl(urlsplit(link).query))["tid"]
+    assert _param(at, "tid") == tid and texts.ID.match(tid)
+    at.run()
+    assert texts.summary()["texts"] == 1                                 # reruns store nothing more
+    again = _open_link("attention", dict(parse_qsl(urlsplit(link).query)))   # the link in a fresh session
+    assert again.session_state["text"] == LONG_TEXT and again.session_state["at_layer"] == 1
+    assert not [i for i in again.info if "link" in i.value.lower()]
+
+
+def test_an_expired_link_says_so_and_the_page_works(env, monkeypatch):
+    tid = texts.put(LONG_TEXT, "browser-a", now=1_700_000_000.0)          # long ago
+    at = _open_link("attention", {"checkpoint": "tiny-zh-en", "tid": tid})
+    notes = [i.value for i in at.info]
+    assert fill(EN["link.expired"], days=30.0) in notes and at.session_state["text"] != LONG_TEXT
+    assert at.get("plotly_chart")                                         # the default text's attention is drawn
+
+
+def test_a_database_that_cannot_store_gives_one_line(env, monkeypatch, tmp_path):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the data folder should be")
+    monkeypatch.setenv("VIZ_DATA", str(blocked))
+    db.dispose()
+    at = _open_link("overview", {"checkpoint": "tiny-zh-en"})
+    at.session_state["text"] = LONG_TEXT
+    at.run()
+    _link_box(at)[1].click().run()
+    assert not at.exception and [e.value for e in at.sidebar.error] == [EN["link.err.unavailable"]]
+    assert at.table                                                       # the page still shows its tables

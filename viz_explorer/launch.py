@@ -1,4 +1,5 @@
 """The command `viz-transformer` (pyproject.toml): `viz-transformer app` starts the explorer from any folder;
+`viz-transformer texts` shows or empties the texts stored behind shared links (viz_explorer/server/texts_cli.py);
 every other command is the library's CLI (`python -m viz_transformer ...`, viz_transformer/cli.py).
 
 The explorer reads files that live beside its code in a checkout: app.py, lessons/ and the Streamlit settings
@@ -19,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 SHIPPED = HERE / "_root"                # what setup.py copies into a wheel
 CHECKOUT = HERE.parent                  # the repository, when running from one
 USAGE = "viz-transformer app [--checkpoints DIR ...] [streamlit flags, e.g. --server.port 8502]"
+TEXTS_USAGE = "viz-transformer texts [--purge [--older-than DAYS]]"
 
 
 def root() -> Path:
@@ -72,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["app"]:
         cmd, env = app_command(argv[1:], dict(os.environ))
         os.execve(cmd[0], cmd, env)          # the server replaces this process: one pid, signals reach it
+    if argv[:1] == ["texts"]:
+        from viz_explorer.server import texts_cli
+        return texts_cli.main(argv[1:])
     from viz_transformer.cli import main as cli_main
-    return cli_main(argv, prog="viz-transformer", epilog=f"and: {USAGE}")
+    return cli_main(argv, prog="viz-transformer", epilog=f"and: {USAGE}; {TEXTS_USAGE}")
 
 
 if __name__ == "__main__":

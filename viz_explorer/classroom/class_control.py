@@ -8,12 +8,12 @@ cookie of that browser, never in an address, so nothing projected, photographed 
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import streamlit as st
 
 from viz_explorer.classroom import store as cr
+from viz_explorer.kit import cookie
 from viz_explorer.kit.strings import t
 
 SESSION = "lc_teach"               # session_state: (class code, its secret) of the class this session teaches
@@ -21,7 +21,6 @@ COOKIE = "viz_teach_{code}"        # the same browser's other tabs and reloads
 KEY_SHOWN = "lc_key_shown"         # session_state: the teacher asked to see the key
 COOKIE_S = 12 * 3600               # a cookie outlives a lesson, not a week
 WRITTEN = "lc_cookie_written"      # session_state: the class codes whose cookie this session has written
-SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")      # what a code or a secret (token_urlsafe) is made of
 
 
 def grant(code: str, secret: str) -> None:
@@ -43,16 +42,10 @@ def granted(code: str) -> Optional[str]:
 
 
 def keep_in_browser(code: str, secret: str) -> None:
-    """Write the cookie once per session (a script in the page: Streamlit cannot set a cookie otherwise)."""
+    """Write the cookie once per session."""
     written = st.session_state.setdefault(WRITTEN, [])
-    if code in written or st.context.cookies.get(COOKIE.format(code=code)) == secret:
-        return
-    if not (SAFE.match(code) and SAFE.match(secret)):
-        return
-    written.append(code)
-    secure = "+(location.protocol==='https:'?';secure':'')"
-    st.html(f"<script>document.cookie='{COOKIE.format(code=code)}={secret};path=/;max-age={COOKIE_S};"
-            f"samesite=strict'{secure};</script>", unsafe_allow_javascript=True)
+    if code not in written and cookie.write(COOKIE.format(code=code), secret, COOKIE_S):
+        written.append(code)
 
 
 def key_form(code: str) -> None:

@@ -20,7 +20,6 @@ import secrets
 import threading
 import time
 import unicodedata
-import weakref
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Optional
 
@@ -60,7 +59,6 @@ class ClassError(ValueError):
 
 
 _tables: list = []                          # tables(), once made
-_created: "weakref.WeakSet" = weakref.WeakSet()   # the engines the class tables were created on
 _lock = threading.Lock()
 
 
@@ -122,29 +120,14 @@ def _sql():
 
 
 def _eng(eng: Optional[sa.Engine]) -> sa.Engine:
-    """`eng`, else the app's engine, with the class tables created on it once (db.engine() creates METADATA's
-    tables when it makes an engine, which may be before tables() was first called: a long text's link)."""
+    """`eng`, else the app's engine, with the class tables made on it."""
     from viz_explorer.server import db
-    eng, t = eng or db.engine(), tables()
-    with _lock:
-        if eng not in _created:
-            db.METADATA.create_all(eng, tables=[t.classes, t.members, t.answers, t.reveals, t.hits])
-            _created.add(eng)
-    return eng
+    t = tables()
+    return db.ready(eng or db.engine(), [t.classes, t.members, t.answers, t.reveals, t.hits])
 
 
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def _upsert(conn, table: sa.Table, keys: list[str], values: dict, update: dict):
-    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
-    if conn.dialect.name == "postgresql":          # only the dialect in use is imported: a SQLite server never loads PostgreSQL's
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    insert = dialect_insert(table).values(**values)
-    return conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=update))
 
 
 def new_code() -> str:
@@ -231,25 +214,21 @@ def _check_browser(browser) -> str:
 
 def _rate(conn, browser: str, now: float) -> None:
     """Count one action of `browser` in the database (so the limit holds across processes); refuse past it."""
-    sa, T = _sql()
-    window = int(now // RATE_WINDOW)
-    _upsert(conn, T.hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": T.hits.c.n + 1})
-    n = conn.execute(sa.select(T.hits.c.n).where(T.hits.c.browser == browser, T.hits.c.window == window)).scalar_one()
-    if n > RATE_MAX:
+    from viz_explorer.server import db
+    if db.count_hit(conn, tables().hits, browser, now, RATE_WINDOW) > RATE_MAX:
         raise ClassError("rate", seconds=RATE_WINDOW)
-    if n == 1:                                   # a browser's first action in a window: forget its old windows
-        conn.execute(T.hits.delete().where(T.hits.c.browser == browser, T.hits.c.window < window))
 
 
 def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = None) -> str:
     """A student joins (or renames themself in) a class; returns the nickname as stored."""
     sa, T = _sql()
+    from viz_explorer.server import db
     code, browser, nick = normal_code(code), _check_browser(browser), nickname(nick)
     lesson_and_step(code, eng)
     now = time.time()
     with _eng(eng).begin() as conn:
         _rate(conn, browser, now)
-        _upsert(conn, T.members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
+        db.upsert(conn, T.members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
                                                      "joined": now}, {"nickname": nick})
     return nick
 
@@ -259,6 +238,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
     """Record a student's answer to `question` (their latest one counts). The choice must be one of the
     question's options; the student must have joined; the browser's rate limit applies."""
     sa, T = _sql()
+    from viz_explorer.server import db
     code, browser, question = normal_code(code), _check_browser(browser), _check_question(question)
     if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
             or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
@@ -274,7 +254,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
                                                         T.reveals.c.question == question)).first() is not None:
             raise ClassError("revealed")
         _rate(conn, browser, now)
-        _upsert(conn, T.answers, ["code", "browser", "question"],
+        db.upsert(conn, T.answers, ["code", "browser", "question"],
                 {"code": code, "browser": browser, "question": question, "choice": choice, "at": now},
                 {"choice": choice, "at": now})
 
@@ -288,9 +268,10 @@ def _check_question(question) -> str:
 def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> None:
     """The teacher shows the class the answer to `question`; from then on it takes no more answers."""
     sa, T = _sql()
+    from viz_explorer.server import db
     code, question = _need_teacher(code, secret, eng), _check_question(question)
     with _eng(eng).begin() as conn:
-        _upsert(conn, T.reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
+        db.upsert(conn, T.reveals, ["code", "question"], {"code": code, "question": question, "at": time.time()},
                 {"question": question})
 
 

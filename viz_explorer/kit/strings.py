@@ -1067,6 +1067,15 @@ EN = {
     "link.help": "This address opens this page as you see it now (model, text and settings), in any browser. "
                  "Copy it with the button at the right of the box.",
     "link.ignored": "This link's {what} cannot be shown here and was left at the default.",
+    "link.expired": "This link's text has expired (texts behind links are kept {days:g} {days:day|days}): type it again.",
+    "link.store_help": "This view's text is too long for an address. Making the link stores it on this server "
+                       "for {days:g} {days:day|days}, under a random id, so anyone with the link sees it.",
+    "link.make": "Make the link",
+    "link.kept": "Its text is kept on this server for {days:g} {days:day|days} from when the link was made.",
+    "link.err.rate": "Too many links from this browser: wait a minute.",
+    "link.err.long": "This text is too long to store ({n:,} {n:character|characters}; at most {max:,}).",
+    "link.err.full": "This text is larger than all the room this server keeps for texts.",
+    "link.err.unavailable": "The server cannot store texts now: the link was not made. The page still works.",
     "ls.q_kind": "Question for this step",
     "ls.q_kind.none": "no question",
     "ls.q_kind.argmax_key": "which key gets the most weight (this head, this row)",

@@ -4,25 +4,29 @@ link" hands the address out, and opening it in a fresh browser shows the same vi
 The query holds the settings in the app's own words (viz_explorer.lessons.lesson_file.SETTINGS: `?checkpoint=zh-en
 &block=decoder.cross_attn&layer=1&head=3`), only those that differ from a fresh page's; the page is the
 address's path, the language `lang`, a lesson `lesson` and `step` (lesson mode owns those). A text whose
-address would be long is stored in the database (viz_explorer/server/db.py) and the link carries its short id
-(`tid=`, `other_tid=`). A value that is unknown, malformed or out of this model's range is left at its
-default, with one line saying so; nothing raises.
+address would be long stays in the session and out of the address until the person asks for a link ("Make the
+link"): then it is stored (viz_explorer/server/texts.py: a random id, limits, an expiry) and the address carries
+its id (`tid=`, `other_tid=`). A value that is unknown, malformed or out of this model's range is left at its
+default, with one line saying so; an expired text's link says so; nothing raises.
 
 app.py calls open_link before the sidebar (checkpoint and text of the link, on a session's first run),
 apply after it (the page's settings, checked against the loaded model) and share before the page.
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
-from typing import Callable, Mapping, Optional
+import secrets
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:
+    from viz_explorer.server.texts import Lookup
 from urllib.parse import quote, urlencode
 
 import streamlit as st
 
 from viz_explorer.lessons import lesson_file
-from viz_explorer.kit import session_guard, widgets
+from viz_explorer.kit import cookie, session_guard, widgets
 from viz_explorer.kit.strings import t
 from viz_explorer.lessons.view_state import (PICKER_BLOCK, PICKERS, TABBED, current_settings, fields, session_values,
                                     valid)
@@ -42,6 +46,11 @@ DEFAULTS = {"words": False, "no_sink": False, "strategy": "greedy", "max_new_tok
             "threshold": ROLE_THRESHOLD, "snapshot": 0, "sentence": 0}
 SAMPLING = ("temperature", "top_k", "top_p", "seed")     # only read when the strategy samples
 FIRST, PENDING = "_link_opened", "_link_pending"
+STORED = "_link_stored"         # session_state: {text: id} of the long texts this session made a link for
+REFUSED = "_link_refused"       # session_state: why the last "Make the link" stored nothing (TextRefused's key, kw)
+BROWSER = "viz_browser"         # cookie: this browser's random id, what the stores-per-minute limit counts
+BROWSER_S = 30 * 86400
+WROTE = "_link_cookie"          # session_state: this session has written the cookie
 INT = re.compile(r"^-?\d{1,10}$")
 
 
@@ -87,40 +96,48 @@ def decode(key: str, raw: str):
     return raw
 
 
-def to_query(settings: dict, store: Callable[[str], str]) -> dict[str, str]:
-    """The query of a view's settings: defaults left out, a long text by its id (`store(text) -> id`; a text
-    that cannot be stored goes in whole)."""
-    out = {}
+def long(text: str) -> bool:
+    """Whether a text is too long for an address: the link carries it by its stored id."""
+    return len(quote(text)) > LONG
+
+
+def to_query(settings: dict, ids: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the query of a view's settings, the long texts' keys not in it): defaults left out, a long text by its id in
+    `ids` ({text: id}, the texts stored for a link), else not in the address at all."""
+    out, waiting = {}, []
     for key, value in settings.items():
         if DEFAULTS.get(key, ...) == value or (key in SAMPLING and settings.get("strategy") != "sample") \
                 or (key == "beam_width" and settings.get("strategy") != "beam"):
             continue
-        if key in TEXT_IDS and len(quote(value)) > LONG:
-            try:
-                out[TEXT_IDS[key]] = store(value)
-                continue
-            except Exception:    # noqa: BLE001 - no database: the link is long, not broken
-                pass
+        if key in TEXT_IDS and long(value):
+            if value in ids:
+                out[TEXT_IDS[key]] = ids[value]
+            else:
+                waiting.append(key)
+            continue
         out[key] = encode(key, value)
-    return out
+    return out, waiting
 
 
 def _shown(key: str, raw: str) -> str:
     return f"{key}={raw if len(raw) <= 24 else raw[:23] + '…'}"
 
 
-def from_query(query: Mapping[str, str], load: Callable[[str], Optional[str]]) -> tuple[dict, list[str]]:
-    """(the settings a query names, what was ignored as "key=value"): each value decoded and checked against
-    SETTINGS; a text id looked up with `load(id) -> text or None`. Unknown parameters are not ours: skipped."""
-    settings, ignored = {}, []
+def from_query(query: Mapping[str, str], load: Callable[[str], "Lookup"]) -> tuple[dict, list[str], list[str]]:
+    """(the settings a query names, what was ignored as "key=value", the text ids that have expired): each value
+    decoded and checked against SETTINGS; a text id looked up with `load(id) -> Lookup` (viz_explorer/server/texts.py). Unknown
+    parameters are not ours: skipped."""
+    settings, ignored, expired = {}, [], []
     for key, raw in query.items():
         if key in TEXT_IDS.values():
             setting = next(k for k, v in TEXT_IDS.items() if v == key)
-            text = load(raw)
-            if text is None or not valid(setting, text):
+            found = load(raw)
+            if found.status == "expired":
+                expired.append(key)
+            elif found.status != "ok" or not valid(setting, found.text):
                 ignored.append(_shown(key, raw))
             elif setting not in query:             # a text given in full wins over an id
-                settings[setting] = text
+                settings[setting] = found.text
             continue
         if key not in SETTINGS:
             continue
@@ -132,7 +149,7 @@ def from_query(query: Mapping[str, str], load: Callable[[str], Optional[str]]) -
             ignored.append(_shown(key, raw))
         else:
             settings[key] = value
-    return settings, ignored
+    return settings, ignored, expired
 
 
 def fit(page: str, settings: dict, cfg, run, state: Mapping) -> tuple[dict, list[str]]:
@@ -180,18 +197,9 @@ def address(base: str, query: Mapping[str, str]) -> str:
 
 
 # -- the app's hooks ---------------------------------------------------------------------------------------
-def _load_text(tid: str) -> Optional[str]:
-    from viz_explorer.server import db
-    try:
-        return db.get_text(tid)
-    except Exception:    # noqa: BLE001 - no database here: the id cannot be resolved
-        return None
-
-
-@functools.lru_cache(maxsize=256)          # the address is written on every rerun: store a text once
-def _store_text(text: str) -> str:
-    from viz_explorer.server import db
-    return db.put_text(text)
+def _load_text(tid: str):
+    from viz_explorer.server import texts
+    return texts.get(tid)
 
 
 def open_link(page: str, checkpoints: Callable[[], list[str]]) -> None:
@@ -201,8 +209,8 @@ def open_link(page: str, checkpoints: Callable[[], list[str]]) -> None:
     if state.get(FIRST):
         return
     state[FIRST] = True
-    settings, ignored = from_query(st.query_params.to_dict(), _load_text)
-    if not settings and not ignored:
+    settings, ignored, expired = from_query(st.query_params.to_dict(), _load_text)
+    if not settings and not ignored and not expired:
         return
     if "checkpoint" in settings:
         name = settings.pop("checkpoint")
@@ -213,29 +221,55 @@ def open_link(page: str, checkpoints: Callable[[], list[str]]) -> None:
     if "text" in settings:
         state["text"] = settings.pop("text")
         session_guard.clean_text()               # as a typed text: one Streamlit can send back
-    state[PENDING] = (page, settings, ignored)
+    state[PENDING] = (page, settings, ignored, expired)
 
 
 def apply(page: str, ctx) -> None:
     """After the sidebar, on the link's first run: its settings for this page, those this model can show, and
-    one line naming what was left at its default."""
+    one line naming what was left at its default, one saying a text has expired."""
     pending = st.session_state.pop(PENDING, None)
     if pending is None:
         return
-    where, settings, ignored = pending
+    where, settings, ignored, expired = pending
     if where == page and ctx.hm is not None:
         kept, dropped = fit(page, settings, ctx.hm.cfg, ctx.run, st.session_state)
         st.session_state.update(session_values(page, kept, fields(ctx.hm.cfg)))
         ignored = ignored + dropped
+    if expired:
+        from viz_explorer.server import texts
+        st.info(t("link.expired", days=texts.limits().days), icon=":material/history:")
     if ignored:
         st.info(t("link.ignored", what=widgets.md_escape(", ".join(ignored))), icon=":material/link_off:")
 
 
+def browser_id() -> str:
+    """This browser's random id (cookie BROWSER), else this session's until the cookie is written."""
+    kept = st.context.cookies.get(BROWSER)
+    if isinstance(kept, str) and cookie.SAFE.match(kept) and len(kept) >= 16:
+        return kept
+    return st.session_state.setdefault(BROWSER, secrets.token_urlsafe(16))
+
+
+def _make_link(waiting: dict[str, str]) -> None:
+    """"Make the link": store the view's long texts; their ids go into the address on this run."""
+    from viz_explorer.server import texts
+    stored = st.session_state.setdefault(STORED, {})
+    st.session_state.pop(REFUSED, None)
+    try:
+        for text in waiting.values():
+            if text not in stored:
+                stored[text] = texts.put(text, browser_id())
+    except texts.TextRefused as e:
+        st.session_state[REFUSED] = (e.key, e.kw)
+
+
 def share(page: str, ctx) -> str:
     """Write this view's settings into the address bar (the app's other parameters stay) and show the
-    "Copy link" box at the bottom of the sidebar. Returns the link."""
+    "Copy link" box at the bottom of the sidebar: the link, or for a view with a long text, the button that
+    stores it. Returns the address (without a long text that was not stored)."""
     shape = fields(ctx.hm.cfg) if ctx.hm is not None else None
-    query = to_query(current_settings(page, ctx.kind, shape), _store_text)
+    settings = current_settings(page, ctx.kind, shape)
+    query, waiting = to_query(settings, st.session_state.get(STORED, {}))
     now = st.query_params.to_dict()
     for key in now:
         if key in OURS and key not in query:
@@ -246,6 +280,22 @@ def share(page: str, ctx) -> str:
     kept = {k: st.query_params[k] for k in KEPT if k in st.query_params}
     link = address(st.context.url or "", {**kept, **query})
     with st.sidebar.popover(t("link.copy"), icon=":material/link:", width="stretch"):
-        st.caption(t("link.help"))
-        st.code(link, language=None, wrap_lines=True)
+        if waiting:
+            from viz_explorer.server import texts
+            st.caption(t("link.store_help", days=texts.limits().days))
+            st.button(t("link.make"), key="link_make", icon=":material/add_link:",
+                      on_click=_make_link, args=({k: settings[k] for k in waiting},))
+            refused = st.session_state.get(REFUSED)
+            if refused is not None:
+                st.error(t(f"link.err.{refused[0]}", **refused[1]))
+        else:
+            kept_days = ""
+            if any(k in query for k in TEXT_IDS.values()):
+                from viz_explorer.server import texts
+                kept_days = " " + t("link.kept", days=texts.limits().days)
+            st.caption(t("link.help") + kept_days)
+            st.code(link, language=None, wrap_lines=True)
+    if st.session_state.get(STORED) and not st.session_state.get(WROTE):
+        st.session_state[WROTE] = True
+        cookie.write(BROWSER, browser_id(), BROWSER_S)
     return link

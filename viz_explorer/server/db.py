@@ -1,16 +1,15 @@
-"""The app's database: short ids for long texts in view links, and the live classes' answers.
+"""The app's database: the texts behind shared links (viz_explorer/server/texts.py) and the live classes' answers.
 
 One engine per process. Default: SQLite in WAL mode at <VIZ_DATA>/viz.sqlite3 (VIZ_DATA default: data/
 beside app.py), so N processes on one machine share it with no set-up. VIZ_DATABASE_URL (a SQLAlchemy
-URL, e.g. postgresql+psycopg://user@host/db) points several machines at one PostgreSQL. Tables are made
-on first use (metadata.create_all); every module adds its tables to METADATA.
+URL, e.g. postgresql+psycopg://user@host/db) points several machines at one PostgreSQL. Every module adds its
+tables to METADATA and makes them on its first use of an engine (ready).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
-import time
+import weakref
 from pathlib import Path
 from typing import Optional
 
@@ -19,15 +18,9 @@ import sqlalchemy as sa
 ROOT = Path(__file__).resolve().parents[2]
 METADATA = sa.MetaData()
 
-texts = sa.Table(                       # a long text behind a view link: its id is a hash of the text
-    "texts", METADATA,
-    sa.Column("id", sa.String(16), primary_key=True),
-    sa.Column("text", sa.Text, nullable=False),
-    sa.Column("created", sa.Float, nullable=False, server_default=sa.text("0")),
-)
-
 _lock = threading.Lock()
 _engines: dict[str, sa.Engine] = {}
+_made: "weakref.WeakKeyDictionary[sa.Engine, set]" = weakref.WeakKeyDictionary()   # tables made, per engine
 
 
 def url() -> str:
@@ -48,7 +41,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def engine(db_url: Optional[str] = None) -> sa.Engine:
-    """The engine for `db_url` (default: url()), made once per process, its tables created."""
+    """The engine for `db_url` (default: url()), made once per process; tables are made by ready."""
     key = db_url or url()
     with _lock:
         eng = _engines.get(key)
@@ -59,7 +52,6 @@ def engine(db_url: Optional[str] = None) -> sa.Engine:
                 sa.event.listen(eng, "connect", _sqlite_pragmas)
             else:
                 eng = sa.create_engine(key, pool_pre_ping=True, pool_size=4, max_overflow=4)
-            METADATA.create_all(eng)
             _engines[key] = eng
     return eng
 
@@ -70,31 +62,37 @@ def dispose() -> None:
         for eng in _engines.values():
             eng.dispose()
         _engines.clear()
+        _made.clear()
 
 
-def text_id(text: str) -> str:
-    """The short id of a text: the first 12 hex digits of its SHA-256 (the same text, the same id)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+def ready(eng: sa.Engine, tables: list[sa.Table]) -> sa.Engine:
+    """`eng` with `tables` created on it (once per engine and table: a module's tables may be defined after the
+    engine was made)."""
+    with _lock:
+        made = _made.setdefault(eng, set())
+        todo = [tb for tb in tables if tb.name not in made]
+        if todo:
+            METADATA.create_all(eng, tables=todo)
+            made.update(tb.name for tb in todo)
+    return eng
 
 
-def put_text(text: str, eng: Optional[sa.Engine] = None) -> str:
-    """Store `text` (idempotent) and return its short id; any process reading this database resolves it."""
-    eng = eng or engine()
-    tid = text_id(text)
-    with eng.begin() as conn:
-        if conn.execute(sa.select(texts.c.id).where(texts.c.id == tid)).first() is None:
-            try:
-                with conn.begin_nested():
-                    conn.execute(texts.insert().values(id=tid, text=text, created=time.time()))
-            except sa.exc.IntegrityError:           # another process stored it meanwhile: same text
-                pass
-    return tid
+def upsert(conn: sa.Connection, table: sa.Table, keys: list[str], values: dict, update: dict):
+    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
+    if conn.dialect.name == "postgresql":          # only the dialect in use is imported
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    insert = dialect_insert(table).values(**values)
+    return conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=update))
 
 
-def get_text(tid: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
-    """The text stored under `tid`, None when there is none (or the id is malformed)."""
-    if not isinstance(tid, str) or not 1 <= len(tid) <= 16 or not tid.isalnum():
-        return None
-    with (eng or engine()).connect() as conn:
-        row = conn.execute(sa.select(texts.c.text).where(texts.c.id == tid)).first()
-    return None if row is None else row[0]
+def count_hit(conn: sa.Connection, hits: sa.Table, browser: str, now: float, window_s: float) -> int:
+    """Count one action of `browser` in `hits` (columns browser, window, n) in the database, so a limit holds
+    across processes; the number of its actions in this window so far, this one included."""
+    window = int(now // window_s)
+    upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1})
+    n = conn.execute(sa.select(hits.c.n).where(hits.c.browser == browser, hits.c.window == window)).scalar_one()
+    if n == 1:                                   # a browser's first action in a window: forget its old windows
+        conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
+    return n
