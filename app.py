@@ -64,7 +64,7 @@ def main() -> None:
     links.open_link(name, sidebar.checkpoint_names)            # a link's first run: its checkpoint and text
     presenter.page_steps(current, lesson_pages)                # ?present=1 without a lesson: ← / → go through the pages
     try:
-        with session_guard.healing(current.title):
+        with session_guard.healing(registry.spec(name)):
             st.session_state[context.CTX] = ctx = sidebar.sidebar()
             lesson_mode.writer(name, ctx.kind)          # "save as lesson step", download
             links.apply(name, ctx)                      # a link's first run: its settings, checked against the model

@@ -139,17 +139,39 @@ def test_threads_compute_each_key_once_and_stay_within_budget():
     assert s["hits"] + s["misses"] == 16 + 8 * 300 and s["misses"] == len(computed)
 
 
-def test_room_grows_the_budget_so_a_large_value_is_kept():
-    """put/get with room=n: a value larger than the budget is kept, the budget becoming n times its size, and
-    then evicts by the same LRU rule as any other."""
+def test_the_budget_never_grows():
+    """A value larger than the budget is returned and refused, lasting or not; the budget is what was configured."""
     memo = ByteLRU(100)
     memo.get("small", lambda: _tensor(50))
-    big = memo.get("big", lambda: _tensor(101), room=2)
-    assert "big" in memo and "small" in memo and memo.budget == 2 * nbytes(big)
-    memo.get("big2", lambda: _tensor(101), room=2)               # 50 + 101 + 101 > 2 × 101: the oldest goes
-    assert list(memo.keys()) == ["big", "big2"] and memo.total == 2 * nbytes(big) == memo.budget
-    memo.get("small2", lambda: _tensor(50))                       # no room asked: the budget stays
-    assert memo.budget == 2 * nbytes(big) and list(memo.keys()) == ["big2", "small2"]
+    big = memo.get("big", lambda: _tensor(101), lasting=True)
+    assert big.numel() == 101 and "big" not in memo and "small" in memo     # nothing was evicted for it either
+    assert memo.budget == 100 and memo.stats()["refused"] == 1 and memo.total == 50
+
+
+def test_a_failure_is_handed_to_every_waiter_once():
+    """8 threads ask for a key whose computation fails: it runs once and all 8 get its error; a later call tries again."""
+    memo, calls, barrier = ByteLRU(1000), [], threading.Barrier(8)
+    started = threading.Event()
+
+    def boom():
+        calls.append(1)
+        started.set()
+        time.sleep(0.3)                                            # the others are queued on the key by now
+        raise ValueError("this text breaks the model")
+
+    errors = []
+
+    def ask():
+        barrier.wait()
+        try:
+            memo.get("k", boom)
+        except ValueError as e:
+            errors.append(str(e))
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(calls) == 1 and errors == ["this text breaks the model"] * 8 and "k" not in memo
+    assert memo.get("k", lambda: _tensor(3)).numel() == 3          # no failure is kept: the next ask computes
 
 
 def test_peek_reads_without_computing_and_counts_as_a_use():
@@ -163,23 +185,14 @@ def test_peek_reads_without_computing_and_counts_as_a_use():
     assert "b" not in memo and "a" in memo
 
 
-def test_room_can_be_a_fraction_of_runs():
-    """room=1.5: the budget grows to one and a half times the value, so a third of it more fits beside it."""
-    memo = ByteLRU(100)
-    big = memo.get("big", lambda: _tensor(100), room=1.5)
-    assert memo.budget == int(1.5 * nbytes(big))
-    memo.get("half", lambda: _tensor(50))                         # 100 + 50 bytes = 1.5 x 100: both kept
-    assert list(memo.keys()) == ["big", "half"]
-
-
-def test_values_kept_with_room_go_after_every_other_value():
-    """A run (put with room) outlives the page results put after it, although it was used less recently;
+def test_lasting_values_go_after_every_other_value():
+    """A run (put lasting) outlives the page results put after it, although it was used less recently;
     among runs, and among the rest, the least recently used goes first."""
     memo = ByteLRU(100)
-    memo.get("run", lambda: _tensor(60), room=1.5)                # 1.5 runs fit: the budget stays
+    memo.get("run", lambda: _tensor(60), lasting=True)
     memo.get("a", lambda: _tensor(20))
     memo.get("b", lambda: _tensor(10))
     memo.get("c", lambda: _tensor(25))                             # 60 + 20 + 10 + 25 > 100: "a" goes, not "run"
     assert list(memo.keys()) == ["run", "b", "c"] and memo.total == 95
-    memo.get("run2", lambda: _tensor(60), room=1.5)               # only room for it: the rest, then "run", go
+    memo.get("run2", lambda: _tensor(60), lasting=True)           # only room for it: the rest, then "run", go
     assert list(memo.keys()) == ["run2"] and memo.total == 60

@@ -30,7 +30,6 @@ def quick(monkeypatch):
     with memory._lock:                                        # nor one under way
         pass
     monkeypatch.setattr(memory, "MIN_INTERVAL", 0.3)
-    monkeypatch.setitem(memory._state, "frozen", True)        # no gc.freeze() in the test process
     monkeypatch.setitem(memory._state, "last", 0.0)
     gc.disable()                                              # only the module's collections count
     yield
@@ -81,3 +80,21 @@ def test_a_collection_asked_for_while_another_runs_is_made_later(quick):
     while ref() is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ref() is None
+
+
+def test_a_collection_after_a_run_freezes_nothing(quick):
+    """Only the start-up load freezes (viz_explorer/startup/load.py): a visitor's objects alive at a page run's
+    collection stay in the collector's reach, so their cycles are freed when the session ends."""
+    frozen = gc.get_freeze_count()
+
+    class Visitor:
+        pass
+    a, b = Visitor(), Visitor()
+    a.other, b.other = b, a                                     # a session's cycle, alive during the collection
+    memory.collect()
+    assert gc.get_freeze_count() == frozen
+    import weakref
+    gone = weakref.ref(a)
+    del a, b
+    memory.collect()
+    assert gone() is None                                       # collected with the next one

@@ -20,32 +20,34 @@ class PageSpec:
     file: str          # the script, relative to viz_explorer/pages/
     title: str         # strings key of its title
     icon: str          # a material icon name
+    keys: tuple[str, ...] = ()     # its own session-state keys' prefixes: what a failure of the page resets
 
 
 SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group -> its pages
     "nav.sec.look": (
-        PageSpec("overview", "look/overview.py", "nav.overview", "info"),
-        PageSpec("attention", "look/attention.py", "nav.attention", "grid_view"),
-        PageSpec("masks", "look/masks.py", "nav.masks", "visibility_off"),
-        PageSpec("positional", "look/positional_encoding.py", "nav.positional", "waves")),
+        PageSpec("overview", "look/overview.py", "nav.overview", "info", ("ov_", "pc_")),
+        PageSpec("attention", "look/attention.py", "nav.attention", "grid_view", ("at_",)),
+        PageSpec("masks", "look/masks.py", "nav.masks", "visibility_off", ("mk_",)),
+        PageSpec("positional", "look/positional_encoding.py", "nav.positional", "waves", ("pe_",))),
     "nav.sec.step": (
-        PageSpec("step_by_step", "step/step_by_step.py", "nav.steps", "calculate"),
-        PageSpec("decoding", "step/decoding.py", "nav.decoding", "skip_next"),
-        PageSpec("lens", "step/logit_lens.py", "nav.lens", "layers")),
+        PageSpec("step_by_step", "step/step_by_step.py", "nav.steps", "calculate", ("st_",)),
+        PageSpec("decoding", "step/decoding.py", "nav.decoding", "skip_next", ("dc_", "fb_")),
+        PageSpec("lens", "step/logit_lens.py", "nav.lens", "layers", ("ln_", "dc_lens", "fb_"))),
     "nav.sec.experiment": (
-        PageSpec("knockout", "experiment/knockout.py", "nav.knockout", "block"),
-        PageSpec("positions", "experiment/positions_on_off.py", "nav.positions", "swap_horiz"),
-        PageSpec("compare", "experiment/compare_inputs.py", "nav.compare", "compare"),
-        PageSpec("patching", "experiment/patching.py", "nav.patching", "healing"),
-        PageSpec("architectures", "experiment/compare_architectures.py", "nav.architectures", "account_tree"),
-        PageSpec("rollout", "experiment/rollout.py", "nav.rollout", "stacked_line_chart"),
-        PageSpec("attribution", "experiment/attribution.py", "nav.attribution", "compare_arrows"),
-        PageSpec("head_stats", "experiment/head_stats.py", "nav.stats", "analytics")),
+        PageSpec("knockout", "experiment/knockout.py", "nav.knockout", "block", ("ko_",)),
+        PageSpec("positions", "experiment/positions_on_off.py", "nav.positions", "swap_horiz", ("po_",)),
+        PageSpec("compare", "experiment/compare_inputs.py", "nav.compare", "compare", ("cp_",)),
+        PageSpec("patching", "experiment/patching.py", "nav.patching", "healing", ("pt_",)),
+        PageSpec("architectures", "experiment/compare_architectures.py", "nav.architectures", "account_tree", ("ar_", "nt_")),
+        PageSpec("rollout", "experiment/rollout.py", "nav.rollout", "stacked_line_chart", ("ro_",)),
+        PageSpec("attribution", "experiment/attribution.py", "nav.attribution", "compare_arrows", ("ab_",)),
+        PageSpec("head_stats", "experiment/head_stats.py", "nav.stats", "analytics", ("hs_",))),
     "nav.sec.train": (
-        PageSpec("training", "train/attention_over_training.py", "nav.training", "movie"),
-        PageSpec("export", "train/export.py", "nav.export", "download")),
+        PageSpec("training", "train/attention_over_training.py", "nav.training", "movie", ("tr_",)),
+        PageSpec("export", "train/export.py", "nav.export", "download", ("ex_",))),
     "nav.sec.class": (
-        PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups"),),
+        PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups",     # its form: the class survives
+                 ("lc_code", "lc_join", "lc_lesson", "lc_start", "lc_nick", "lc_key")),),
 }
 PAGES: tuple[PageSpec, ...] = tuple(p for group in SECTIONS.values() for p in group)
 DEFAULT = "overview"

@@ -1,6 +1,8 @@
 """Session state the browser never sends but a script, a test or a stale session can hold: the text
 is made safe before the sidebar reads it, and a page that fails on the state it was handed is run
-again once with its settings back at their defaults (logged server-side, a note for the user)."""
+again once with its own settings back at their defaults (logged server-side, a note for the user).
+Everything else the session holds survives: the text, the checkpoint, the language, a class (the teacher's
+right, a student's id), the open lesson, the links made, the other pages' settings."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +13,6 @@ import streamlit as st
 from viz_explorer.kit.strings import t
 
 log = logging.getLogger("viz_transformer.app")
-KEEP = ("text", "ckpt", "lang", "present")    # what the user typed and chose survives a reset
 HEALED = "_guard_healed"
 
 
@@ -26,24 +27,28 @@ def clean_text(key: str = "text") -> None:
         st.session_state[key] = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
+def own_keys(keys, prefixes: tuple[str, ...]) -> list[str]:
+    """The session keys a page owns (viz_explorer/kit/registry.py's PageSpec.keys: their prefixes)."""
+    return [k for k in keys if isinstance(k, str) and prefixes and k.startswith(prefixes)]
+
+
 @contextmanager
-def healing(page_name: str):
-    """Run the sidebar and the page; on an exception, log it with its context, reset every setting
-    but the text and the checkpoint, and rerun once. A second failure in a row is raised."""
+def healing(page):
+    """Run the sidebar and `page` (a registry.PageSpec); on an exception, log it with its context, reset the
+    page's own settings and rerun once. A second failure in a row is raised."""
     try:
         yield
     except Exception:
         state = st.session_state
         text = state.get("text")
-        log.exception("page %s failed (checkpoint %r, text of %s characters, healed before: %s)", page_name,
+        log.exception("page %s failed (checkpoint %r, text of %s characters, healed before: %s)", page.name,
                       state.get("ckpt"), len(text) if isinstance(text, str) else type(text).__name__,
                       bool(state.get(HEALED)))
         if state.get(HEALED):
             state[HEALED] = False
             raise
-        for key in list(state.keys()):
-            if key not in KEEP and not key.startswith("_"):
-                del state[key]
+        for key in own_keys(list(state.keys()), page.keys):
+            del state[key]
         state[HEALED] = True
         st.rerun()
     else:

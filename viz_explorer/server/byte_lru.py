@@ -58,14 +58,23 @@ def nbytes(obj: Any) -> int:
     return total
 
 
+class _Gate:
+    """One key being computed: the lock its waiters queue on, and the error they are handed."""
+    __slots__ = ("lock", "error")
+
+    def __init__(self):
+        self.lock, self.error = threading.Lock(), None
+
+
 class ByteLRU:
-    """key -> value, at most `budget` bytes (by `sizeof`) in all; the least recently used go first (those put
-    with room last).
+    """key -> value, at most `budget` bytes (by `sizeof`) in all, a budget that never changes; the least
+    recently used go first (those put `lasting` last).
 
     `get(key, compute)` returns the kept value or computes it once: threads asking for the same missing key
     wait for the one computing it. A value larger than the whole budget is returned but not kept. An
-    exception is raised to every caller and nothing is kept. `on_evict()` runs after values were dropped,
-    outside the lock (e.g. to hand freed memory back to the system)."""
+    exception is raised to the caller that computed and to every caller that was waiting for it (one failure,
+    not one per waiter), and nothing is kept; a later call computes again. `on_evict()` runs after values were
+    dropped, outside the lock (e.g. to hand freed memory back to the system)."""
 
     def __init__(self, budget: int, sizeof: Callable[[Any], int] = nbytes,
                  on_evict: Optional[Callable[[], None]] = None):
@@ -73,11 +82,11 @@ class ByteLRU:
             raise ValueError(f"budget must be >= 0 bytes, got {budget}")
         self.budget, self.sizeof, self.on_evict = int(budget), sizeof, on_evict
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()   # oldest use first
-        self._lasting: set = set()      # keys put with room: evicted only when no other value is left
-        self._computing: dict[Hashable, threading.Lock] = {}
+        self._lasting: set = set()      # keys put lasting: evicted only when no other value is left
+        self._computing: dict[Hashable, _Gate] = {}
         self._lock = threading.Lock()
         self.total = 0                  # bytes kept now
-        self.hits = self.misses = self.evictions = 0
+        self.hits = self.misses = self.evictions = self.refused = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -102,20 +111,27 @@ class ByteLRU:
         """The value kept under key (counted as a use), or None: nothing is computed."""
         return self._lookup(key)[1]
 
-    def get(self, key: Hashable, compute: Callable[[], Any], room: float = 0) -> Any:
-        """The value kept under key, or compute() kept (see put for `room`)."""
+    def get(self, key: Hashable, compute: Callable[[], Any], lasting: bool = False) -> Any:
+        """The value kept under key, or compute() kept (see put for `lasting`)."""
         found, value = self._lookup(key)
         if found:
             return value
         with self._lock:
-            gate = self._computing.setdefault(key, threading.Lock())
-        with gate:                                   # one thread computes a key; the others wait for it
+            gate = self._computing.get(key)
+            if gate is None:
+                gate = self._computing[key] = _Gate()
+        with gate.lock:                              # one thread computes a key; the others wait for it
+            if gate.error is not None:               # the one before failed: the same failure, not a new try
+                raise gate.error
             found, value = self._lookup(key)
             if found:
                 return value
             try:
                 value = compute()
-                self.put(key, value, room)
+                self.put(key, value, lasting)
+            except BaseException as e:
+                gate.error = e
+                raise
             finally:
                 with self._lock:
                     if self._computing.get(key) is gate:
@@ -124,14 +140,12 @@ class ByteLRU:
                 self.misses += 1
             return value
 
-    def put(self, key: Hashable, value: Any, room: float = 0) -> bool:
-        """Keep value under key (evicting the least recently used to fit). False if it is larger than the budget.
-        room: the budget first grows, if it must, to hold `room` values of this size (a large model's run, which
-        every page reads: not keeping it would run the model again on every click), and the value is evicted
-        only after every value put without room (a page's result never pushes out the run the next page reads)."""
+    def put(self, key: Hashable, value: Any, lasting: bool = False) -> bool:
+        """Keep value under key (evicting the least recently used to fit). False if it is larger than the budget:
+        then it is not kept, and nothing is evicted for it. lasting: the value is evicted only after every value
+        put without it (a text's run, which every page reads, outlives the page results computed from it)."""
         size = self.sizeof(value)
         with self._lock:
-            self.budget = max(self.budget, int(room * size))
             old = self._entries.pop(key, None)
             self._lasting.discard(key)
             if old is not None:
@@ -147,9 +161,11 @@ class ByteLRU:
                     self.evictions += 1
                     dropped = True
                 self._entries[key] = (value, size)
-                if room:
+                if lasting:
                     self._lasting.add(key)
                 self.total += size
+            else:
+                self.refused += 1
         if dropped and self.on_evict is not None:
             self.on_evict()
         return kept
@@ -166,4 +182,4 @@ class ByteLRU:
     def stats(self) -> dict:
         with self._lock:
             return {"entries": len(self._entries), "bytes": self.total, "budget": self.budget, "hits": self.hits,
-                    "misses": self.misses, "evictions": self.evictions}
+                    "misses": self.misses, "evictions": self.evictions, "refused": self.refused}

@@ -1,15 +1,20 @@
 """The app's caches: one loaded model per checkpoint folder, and the runs and traces made with it.
 
 Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
-that grows with a text (runs, traces, batches, lens tables, patching scores, reports) lives in one memo
-shared by every session and bounded in bytes (VIZ_CACHE_MB, default DEFAULT_CACHE_MB), least recently
-used out first; its runs keep attention scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache), never
-holding every block's at once (hm.run(lean=True): a 2,048-piece text on a Qwen2.5-0.5B-sized model).
+that grows with a text (runs, traces, batches, lens tables, patching scores, reports, corpus results) lives in
+one memo shared by every session and bounded in bytes by a budget fixed at start-up (VIZ_CACHE_MB, default
+DEFAULT_CACHE_MB), least recently used out first; a value larger than the budget is computed for its request and
+not kept (a text's run that large is kept in the asking session instead: run_text). Its runs keep attention
+scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache), never holding every block's at
+once (hm.run(lean=True): a 2,048-piece text on a Qwen2.5-0.5B-sized model). The loaded models are outside the
+budget: at most load_model's max_entries of them.
 """
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -53,14 +58,22 @@ DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page compu
                               # or hundreds of sentences (benchmarks/bench_memory.py: the server's RSS)
 
 
-def cache_budget() -> int:
-    """The memo's size in bytes: VIZ_CACHE_MB (MiB), else DEFAULT_CACHE_MB."""
-    raw = os.environ.get("VIZ_CACHE_MB", "").strip()
+log = logging.getLogger("viz_transformer.app")
+
+
+def cache_budget(environ=os.environ) -> int:
+    """The memo's size in bytes: VIZ_CACHE_MB (MiB; 0 keeps nothing), else DEFAULT_CACHE_MB. A value that is not
+    a number of MiB, 0 or more, is logged and the default holds (the server still starts)."""
+    raw = environ.get("VIZ_CACHE_MB", "").strip()
     try:
         mb = float(raw) if raw else DEFAULT_CACHE_MB
+        if not 0 <= mb < float("inf"):
+            raise ValueError(raw)
     except ValueError:
+        log.warning("VIZ_CACHE_MB=%r is not a number of MiB (0 or more): the default, %s MiB, holds", raw[:40],
+                    DEFAULT_CACHE_MB)
         mb = DEFAULT_CACHE_MB
-    return int(max(mb, 0) * 2**20)
+    return int(mb * 2**20)
 
 
 @st.cache_resource(show_spinner=False)
@@ -72,10 +85,12 @@ def memo() -> ByteLRU:
 
 
 def heavy(fn):
-    """Memoize fn in the shared byte-bounded memo, keyed by its name and arguments."""
+    """Memoize fn in the shared byte-bounded memo, keyed by its qualified name and arguments."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+
     @functools.wraps(fn)
     def cached(*args, **kw):
-        return memo().get((fn.__name__, args, tuple(sorted(kw.items()))), lambda: fn(*args, **kw))
+        return memo().get((name, args, tuple(sorted(kw.items()))), lambda: fn(*args, **kw))
     return cached
 
 
@@ -93,7 +108,14 @@ def weight_settings() -> tuple[str, str]:
     return dtype, device
 
 
-_kept: set = set()          # (path, stamp) of every model load_model has loaded (and keeps)
+# (path, stamp) -> the model load_model loaded, while anything holds it: a model load_model's cache let go of is
+# gone from here too, so model_once never brings an evicted model back into the cache
+_loaded: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def loaded_models() -> set:
+    """(path, stamp) of the models loaded by load_model that are still held."""
+    return set(_loaded.keys())
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
@@ -105,19 +127,19 @@ def load_model(path: str, stamp: float):
     if pair is not None:
         return load_model(model_key.folder_of(path), stamp).with_languages(*pair)
     dtype, device = weight_settings()
-    _kept.add((path, stamp))
-    return load_checkpoint(path, dtype=dtype, device=device)
+    hm = _loaded[(path, stamp)] = load_checkpoint(path, dtype=dtype, device=device)
+    return hm
 
 
 def model_once(path: str, stamp: float):
-    """The model for a view cached whole (arch_view): the kept one when a page has loaded it, else one loaded
-    for this call and not kept. Keeping the comparison's three translators loaded
+    """The model for a view cached whole (arch_view): the one load_model loaded while it is still held, else one
+    loaded for this call; either way this call keeps nothing. Keeping the comparison's three translators loaded
     would hold a class server's memory for a page that reads each once per text; a load is cheap beside it
     (load_weights skips random init)."""
-    if (model_key.folder_of(path), stamp) in _kept:
-        return load_model(path, stamp)
-    dtype, device = weight_settings()
-    hm, pair = load_checkpoint(model_key.folder_of(path), dtype=dtype, device=device), model_key.pair_of(path)
+    hm, pair = _loaded.get((model_key.folder_of(path), stamp)), model_key.pair_of(path)
+    if hm is None:                       # not loaded, or let go: loaded for this call (and not into the cache)
+        dtype, device = weight_settings()
+        hm = load_checkpoint(model_key.folder_of(path), dtype=dtype, device=device)
     return hm if pair is None else hm.with_languages(*pair)
 
 
@@ -140,9 +162,7 @@ def model_facts(path: str, stamp: float) -> ModelFacts:
     return ModelFacts(info.config, info.meta or {}, n_parameters(info.config))
 
 
-RUN_ROOM = 1.5    # the memo's budget grows, if it must, to 1.5 runs of the largest model asked for: the run and
-                  # what pages compute from it (a lean intervened run is about a third of a run), never one
-                  # evicting the other on the way through the pages
+BIG_RUN = "_big_run"      # session_state: (key, run) of this session's text run too large for the memo
 
 
 def _run_key(path: str, stamp: float, text: str) -> tuple:
@@ -150,12 +170,26 @@ def _run_key(path: str, stamp: float, text: str) -> tuple:
 
 
 def run_text(path: str, stamp: float, text: str, runs: int = 1):
-    """The text's run, memoized like @heavy; always kept, however large (a Qwen2.5-0.5B-sized model's run at
-    128 tokens is a few hundred MB, more than the default budget: every page would run the model again).
-    runs: how many texts' runs the calling page reads together (2 on the pages that compare two texts)."""
-    return memo().get(_run_key(path, stamp, text),
-                      lambda: load_model(path, stamp).run(text, names_filter=shown_captures, lean=True),
-                      room=runs - 1 + RUN_ROOM)
+    """The text's run, memoized like @heavy and kept after the page results computed from it (lasting). A run
+    larger than the memo's whole budget (a Qwen2.5-0.5B-sized model's at 128 tokens is a few hundred MB) is kept in
+    the asking session alone, its latest such run only, so that session's pages do not run the model again and the
+    shared budget stays what was configured. runs: how many texts' runs the calling page reads together (2 on the
+    pages that compare two texts: the session keeps both)."""
+    key, session = _run_key(path, stamp, text), _session()
+    kept = session.get(BIG_RUN) or {}
+    if key in kept:
+        return kept[key]
+    run = memo().get(key, lambda: load_model(path, stamp).run(text, names_filter=shown_captures, lean=True),
+                     lasting=True)
+    if key not in memo():
+        session[BIG_RUN] = {**dict(list(kept.items())[-(runs - 1):] if runs > 1 else []), key: run}
+    return run
+
+
+def _session():
+    """This script run's session state; a throwaway dict outside one (a warm-up thread, a benchmark)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    return st.session_state if get_script_run_ctx(suppress_warning=True) is not None else {}
 
 
 def run_once(path: str, stamp: float, text: str, hm=None):
@@ -335,11 +369,14 @@ def spectra(views: dict, depth: str) -> dict:
 
 
 # -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
-@st.cache_resource(show_spinner=False)
-def corpus_results() -> dict:
-    """(path, stamp, corpus digest) -> head-statistics table, shared by every session; the page fills it
-    (an st.cache_* function around the pass would replay its progress bar on every hit)."""
-    return {}
+def corpus_result(key: tuple):
+    """A corpus statistic the page computed (head statistics, attribution agreement), kept in the memo for every
+    session (lasting: it took minutes); None when it was not computed or has been let go."""
+    return memo().peek(("corpus", key))
+
+
+def keep_corpus_result(key: tuple, value) -> None:
+    memo().put(("corpus", key), value, lasting=True)
 
 
 @heavy

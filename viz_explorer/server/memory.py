@@ -5,8 +5,9 @@ namespace, so when the run ends the namespace, with every tensor and figure it h
 that only a full garbage collection frees. Streamlit's collection after every run is off
 (.streamlit/config.toml, runner.postScriptGC: it cost 30% of the CPU under load), and Python's own full
 collections come rarely in a process of ~400k objects. So after each page run: a full collection at most
-every MIN_INTERVAL seconds, cheap because everything alive after the first run (the imported libraries,
-the first model) is frozen out of the collector's reach, and the freed pages handed back to the system.
+every MIN_INTERVAL seconds, cheap because everything alive at the end of start-up (the imported libraries,
+the default model: viz_explorer/startup/load.py) is frozen out of the collector's reach, and the freed pages
+handed back to the system. Nothing is frozen later: a visitor's session objects stay collectable.
 A run that ends too soon after the last collection schedules one for when the interval is up, so the
 garbage of a server's last runs before it goes quiet is not kept until someone comes back (it held up to
 ~90 MiB of one 512-piece text's page).
@@ -24,7 +25,7 @@ MIN_INTERVAL = 2.0          # seconds between two full collections, whatever the
 
 _lock = threading.Lock()
 _timer_lock = threading.Lock()
-_state = {"frozen": False, "last": 0.0, "collections": 0, "seconds": 0.0}
+_state = {"last": 0.0, "collections": 0, "seconds": 0.0}
 _pending: Optional[threading.Timer] = None       # the scheduled collection, if any
 
 
@@ -63,9 +64,6 @@ def collect() -> None:
     try:
         t0 = time.monotonic()
         gc.collect()
-        if not _state["frozen"]:
-            gc.freeze()                     # what is alive now is alive for good: never traversed again
-            _state["frozen"] = True
         allocator.release_free_memory()
         _state["last"] = time.monotonic()
         _state["collections"] += 1

@@ -14,8 +14,8 @@ so two settings hold while it runs (benchmarks/cold_start.py; docs/benchmarks.md
   the browser waits on single files while the load imports);
 - Python's cyclic garbage collector is off: the ~280k objects the imports make (torch most of them) set off
   hundreds of collections, some of them full, all on the first page's path. What is alive at the end is
-  frozen out of the collector's reach for good (gc.freeze, as viz_explorer/server/memory.py does after a page
-  run), with the ~7k objects of cyclic garbage the imports leave (under 1 MiB), so the first page run's
+  frozen out of the collector's reach for good (gc.freeze: the one freeze; viz_explorer/server/memory.py's
+  collections after page runs then never traverse it), with the ~7k objects of cyclic garbage the imports leave (under 1 MiB), so the first page run's
   collection stays short too.
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ from it, are in analysis/attribution.py. Captum (and matplotlib, which captum.at
 from __future__ import annotations
 
 import copy
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -26,6 +27,7 @@ MAX_PIECES = 256       # occlusion and integrated gradients refuse longer inputs
 ROWS = 8192            # token positions per forward (rows × their length): occluded copies, or IG's points
 
 _FLOAT32: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # a bfloat16 model -> its float32 copy
+_FLOAT32_LOCK = threading.Lock()        # sessions asking at once make one copy, not one each
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,10 @@ def float32_model(model):
     are taken in float32 even when the model runs in bfloat16."""
     if next(model.parameters()).dtype == torch.float32:
         return model
-    if model not in _FLOAT32:
-        _FLOAT32[model] = copy.deepcopy(model).float().eval()
-    return _FLOAT32[model]
+    with _FLOAT32_LOCK:
+        if model not in _FLOAT32:
+            _FLOAT32[model] = copy.deepcopy(model).float().eval()
+        return _FLOAT32[model]
 
 
 def _at(b: Batch, tgt: StepTarget) -> torch.Tensor:

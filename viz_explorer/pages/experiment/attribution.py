@@ -125,19 +125,19 @@ else:
     if texts is None:
         st.stop()
 digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
-store, key = cached.corpus_results(), ("attribution", path, ctx.stamp, digest, layer)
-if key not in store:
+key = ("attribution", path, ctx.stamp, digest, layer)
+if cached.corpus_result(key) is None:
     st.button(t("ab.run_corpus", n=len(texts)), key="ab_run", type="primary", icon=":material/play_arrow:",
               on_click=st.session_state.__setitem__, args=("_ab_corpus_go", key))
-if key not in store and st.session_state.pop("_ab_corpus_go", None) == key:
+if cached.corpus_result(key) is None and st.session_state.pop("_ab_corpus_go", None) == key:
     bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
     progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
-    store[key] = AA.corpus_taus(hm, texts, progress, layer)
+    cached.keep_corpus_result(key, AA.corpus_taus(hm, texts, progress, layer))
     bar.empty()
-if key not in store:
+df = cached.corpus_result(key)
+if df is None:
     st.info(t("ab.not_yet"))
     st.stop()
-df = store[key]
 summary = AA.tau_summary(df)
 taus = {names[m]: df[(df["method"] == m) & (df["layer"] == -1)]["tau"].to_numpy(dtype=float) for m in summary.index}
 n_steps = len(df[["sentence", "step"]].drop_duplicates())

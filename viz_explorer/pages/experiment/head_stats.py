@@ -48,19 +48,19 @@ if texts is None:
     df["n_sentences"] = 1
 else:
     digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
-    store, key = cached.corpus_results(), (path, ctx.stamp, digest)
-    if key not in store and st.button(t("hs.run", n=len(texts)), key="hs_run", type="primary", icon=":material/play_arrow:"):
+    key = (path, ctx.stamp, digest)
+    if cached.corpus_result(key) is None and st.button(t("hs.run", n=len(texts)), key="hs_run", type="primary", icon=":material/play_arrow:"):
         bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
         progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
         try:
-            store[key] = summaries.corpus_head_stats(hm, texts, progress)
+            cached.keep_corpus_result(key, summaries.corpus_head_stats(hm, texts, progress))
         except ValueError as e:
             st.error(str(e))
         bar.empty()
-    if key not in store:
+    df = cached.corpus_result(key)
+    if df is None:
         st.info(t("hs.not_yet"))
         st.stop()
-    df = store[key]
 st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 
 def _evidence(kind: str, stat: str, value: float, most: float) -> str:
