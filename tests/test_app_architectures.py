@@ -134,6 +134,9 @@ def test_architecture_page_keeps_no_compared_models_run(env):
     model's run alone, not a 512-piece run of each compared model that no page reads again, and only the
     sidebar's model stays loaded."""
     from viz_explorer.server import cached
+    from viz_explorer.startup import load
+    load.start()
+    load.wait()                                  # the start-up's own run is in the memo before it is emptied
     cached.memo().clear()
     cached.arch_view.clear()
     cached.load_model.clear()
