@@ -8,18 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_util import APP, open_app, page_file
+from test_app_class import env  # noqa: F401  (the fixture: tiny checkpoints, a database of its own)
 from viz_explorer.classroom import store as cr
 from viz_explorer.kit import registry, session_guard, widgets
 from viz_explorer.kit.strings import EN
-from viz_explorer.server import db
-
-
-@pytest.fixture
-def env(ckpt_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    monkeypatch.setenv("VIZ_DATABASE_URL", f"sqlite:///{tmp_path / 'viz.sqlite3'}")
-    yield db.engine()
-    db.dispose()
 
 
 def _fail_once(monkeypatch, times: int = 1) -> list:

@@ -23,6 +23,8 @@ import unicodedata
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Optional
 
+from viz_explorer.server.refusal import Refusal
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
@@ -49,13 +51,9 @@ MESSAGES = {            # ClassError's key -> its one-line English message (the 
 }
 
 
-class ClassError(ValueError):
-    """Something a person did that the class refuses: `key` names it (MESSAGES), `kw` fills it in; str() is
-    the one-line English message."""
-
-    def __init__(self, key: str, **kw):
-        super().__init__(MESSAGES[key].format(**kw))
-        self.key, self.kw = key, kw
+class ClassError(Refusal):
+    """Something a person did that the class refuses: `key` names it (MESSAGES), `kw` fills it in."""
+    MESSAGES = MESSAGES
 
 
 _tables: list = []                          # tables(), once made

@@ -26,6 +26,7 @@ from typing import Mapping, NamedTuple, Optional
 import sqlalchemy as sa
 
 from viz_explorer.server import db
+from viz_explorer.server.refusal import Refusal
 
 ID = re.compile(r"^[A-Za-z0-9_-]{12,16}$")     # token_urlsafe(12) now; 12 hex digits before
 DAYS, MB = 30.0, 64.0                           # defaults of VIZ_TEXTS_DAYS and VIZ_TEXTS_MB
@@ -61,12 +62,9 @@ hits = sa.Table(                                 # stores per browser and minute
 )
 
 
-class TextRefused(ValueError):
-    """A text that was not stored: `key` names why (MESSAGES), str() is the one-line English message."""
-
-    def __init__(self, key: str, **kw):
-        super().__init__(MESSAGES[key].format(**kw))
-        self.key, self.kw = key, kw
+class TextRefused(Refusal):
+    """A text that was not stored: `key` names why (MESSAGES)."""
+    MESSAGES = MESSAGES
 
 
 class Lookup(NamedTuple):
