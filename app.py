@@ -52,7 +52,7 @@ def main() -> None:
         load.wait()                                         # (under AppTest: starts it)
         note.empty()
         chart.empty()
-    from viz_explorer.server import memory          # these import torch: loaded by now, by the start-up load
+    from viz_explorer.server import cache_sizes, memory          # these import torch: loaded by now, by the start-up load
     from viz_explorer.kit import context, session_guard, sidebar
     from viz_explorer.lessons import lesson_mode, links
     from viz_explorer.classroom import live_class
@@ -74,6 +74,7 @@ def main() -> None:
                 current.run()
     finally:
         memory.after_run()                    # the page's namespace (its tensors) is garbage now: free it soon
+        cache_sizes.write_if_asked()          # VIZ_STATS_FILE: what the server holds, for a soak benchmark
 
 
 if __name__ == "__main__":         # Streamlit runs this file as __main__ for each visitor

@@ -1,0 +1,206 @@
+"""A class server left running: one real `streamlit run app.py`, EXPLORERS visitors who each, again and again, open the
+app on one of three checkpoints (two trained here and an imported Hugging Face folder) in English or Chinese, type a
+text no one typed before and open every page; and a class of STUDENTS who join and answer every question while the
+teacher moves through the lesson. The server's RSS is sampled every minute; at the end, what its caches hold
+(VIZ_STATS_FILE: viz_explorer/server/cache_sizes.py).
+
+    python -m benchmarks.bench_soak                                  # 30 minutes, 20 explorers, 30 students
+    python -m benchmarks.bench_soak --minutes 3 --explorers 4 --students 10 --json /tmp/soak.json
+
+Goal: after the first WARM_MIN minutes, RSS grows by at most 5% and never passes the configured memo budget plus
+the loaded models' size above the warm RSS. Errors (a page that raised, a lost answer) are counted and printed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from benchmarks.stclient import Server, Session
+from benchmarks.texts import text_of
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from class_util import LABELS, open_student, open_teacher, send  # noqa: E402
+
+WARM_MIN, GROWTH_GOAL = 5, 0.05
+PIECES = (12, 48, 160)                   # texts of these lengths in turn: sentences to paragraphs
+LESSON = "attention-step-by-step"
+
+
+def checkpoints_roots(work: Path) -> tuple[str, list[str]]:
+    """(VIZ_CHECKPOINTS, the three names the explorers open): the shipped checkpoints/ and a root of one imported
+    folder, the real all-MiniLM-L6-v2 as the tests cached it when it is there, else a GPT-2-shaped folder saved by
+    transformers (tests/hf_util.py). Copied, not linked: a root refuses links that leave it."""
+    import shutil
+    root = work / "imported"
+    root.mkdir()
+    minilm = Path.home() / ".cache" / "viz-transformer-tests" / "minilm-0.1.2"
+    if (minilm / "modules.json").exists():
+        shutil.copytree(minilm, root / "all-MiniLM-L6-v2")
+        name = "all-MiniLM-L6-v2"
+    else:
+        import hf_util
+        hf_util.build(hf_util.SHAPES["gpt2"], root / "gpt2-tiny")
+        name = "gpt2-tiny"
+    return os.pathsep.join([str(ROOT / "checkpoints"), str(root)]), ["zh-en", "en-stories", name]
+
+
+def titles(lang: str) -> list[str]:
+    from viz_explorer.kit.registry import PAGES
+    from viz_explorer.kit.strings import EN
+    from viz_explorer.kit.strings_zh import ZH
+    return [(ZH if lang == "zh" else EN).get(p.title, EN[p.title]) for p in PAGES if p.name != "live_class"]
+
+
+async def explorer(url: str, names: list[str], toks: dict, seed: int, stop: float, out: dict) -> None:
+    """One visitor after another in this slot: a new session each round (a new tab), every page once."""
+    rng, n = random.Random(seed), 0
+    while time.monotonic() < stop:
+        n += 1
+        ckpt, lang = names[(seed + n) % len(names)], "zh" if (seed + n) % 2 else "en"
+        corpus = "zh" if ckpt == "zh-en" else "en"          # the model's own language: a text it reads
+        text = text_of(toks[corpus], PIECES[n % len(PIECES)], seed=seed * 100_003 + n, lang=corpus)
+        s = await Session.open(url)
+        s.query = f"checkpoint={ckpt}&lang={lang}&text={quote(text)}" if len(quote(text)) < 1500 else \
+            f"checkpoint={ckpt}&lang={lang}"
+        try:
+            r = await s.rerun()
+            if "text=" not in s.query:
+                r = await s.rerun({"text": text})
+            out["errors"] += [f"{ckpt}/{lang} overview: {e}" for e in r.exceptions]
+            for title in titles(lang):
+                if time.monotonic() >= stop:
+                    break
+                if title not in s.pages:
+                    continue                        # a page this model's navigation does not list
+                r = await s.goto(title)
+                out["errors"] += [f"{ckpt}/{lang} {title}: {e}" for e in r.exceptions]
+                out["page_runs"] += 1
+                await asyncio.sleep(rng.uniform(0, 1))
+        except Exception as e:  # noqa: BLE001 - a dropped connection counts as an error, the soak goes on
+            out["errors"].append(f"{ckpt}/{lang}: {type(e).__name__}: {e}")
+        finally:
+            await s.close()
+        out["visits"] += 1
+
+
+async def classroom(url: str, n: int, stop: float, out: dict) -> None:
+    """A class on LESSON's first step: everyone joins; each minute every student answers again within 20 s (the
+    latest answer counts) while the teacher's chart refreshes; the store must then hold every student's latest."""
+    from viz_explorer.classroom import store as cr
+    code, secret = cr.create_class(LESSON)
+    students = {}
+    for _ in range(n):
+        me = secrets.token_urlsafe(12)
+        students[me] = await open_student(url, code, me)
+    teacher, _ = await open_teacher(url, code, secret)
+    chart = next(f for f in teacher.fragment_of.values() if f)
+    rng, opts = random.Random(7), list(LABELS)
+    try:
+        while time.monotonic() < stop - 20:
+            t0 = time.monotonic()
+            picks = {me: rng.choice(opts) for me in students}
+            for me, s in students.items():
+                r = await send(s, picks[me])
+                out["errors"] += [f"student: {e}" for e in r.exceptions]
+                out["answers"] += 1
+                await asyncio.sleep(20 / n)
+            r = await teacher.rerun(fragment=chart)
+            out["errors"] += [f"teacher: {e}" for e in r.exceptions]
+            got = cr.counts(code, secret, f"{LESSON}#1:check-in", opts)
+            want = {o: list(picks.values()).count(o) for o in opts}
+            if got != want:
+                out["errors"].append(f"the store holds {got}, the students sent {want}")
+            await asyncio.sleep(max(0.0, min(60 - (time.monotonic() - t0), stop - time.monotonic() - 20)))
+    finally:
+        for s in [*students.values(), teacher]:
+            await s.close()
+
+
+def soak(minutes: float, explorers: int, students: int, log: str, progress=print) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="soak-"))
+    roots, names = checkpoints_roots(work)
+    stats = work / "stats.json"
+    env = {"VIZ_DATA": str(work / "data"), "VIZ_STATS_FILE": str(stats), "VIZ_CHECKPOINTS": roots,
+           "VIZ_CHECKPOINTS_ONLY": "1"}
+    os.environ["VIZ_DATA"] = env["VIZ_DATA"]                 # the class store this process writes: the server's database
+    from viz_transformer.core.checkpoint import load_tokenizer, read_config
+    toks = {lang: load_tokenizer(ROOT / "checkpoints" / name, read_config(ROOT / "checkpoints" / name))
+            for lang, name in (("zh", "zh-en"), ("en", "en-stories"))}
+    out = {"minutes": minutes, "explorers": explorers, "students": students, "checkpoints": names, "rss_mib": [],
+           "errors": [], "visits": 0, "page_runs": 0, "answers": 0, "load": []}
+    with Server(ROOT, None, log=log, env=env) as server:
+        async def run():
+            t0 = time.monotonic()
+            stop = t0 + minutes * 60
+
+            async def sampler():
+                minute = 0
+                while time.monotonic() < stop + 1:
+                    await asyncio.sleep(max(0.0, t0 + minute * 60 - time.monotonic()))
+                    out["rss_mib"].append(round(server.rss_mib(), 1))
+                    out["load"].append(round(os.getloadavg()[0], 1))
+                    progress(f"minute {minute}: RSS {out['rss_mib'][-1]:.0f} MiB, load {out['load'][-1]}, "
+                             f"{out['visits']} visits, {out['page_runs']} page runs, {out['answers']} answers, "
+                             f"{len(out['errors'])} errors")
+                    minute += 1
+            tasks = [explorer(server.url, names, toks, i + 1, stop, out) for i in range(explorers)]
+            if students:
+                tasks.append(classroom(server.url, students, stop, out))
+            await asyncio.gather(sampler(), *tasks)
+        asyncio.run(run())
+        time.sleep(6)                                        # one more write of the server's stats
+        out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
+    return out
+
+
+def verdict(res: dict) -> list[str]:
+    rss = res["rss_mib"]
+    warm = rss[min(WARM_MIN, len(rss) - 1)]
+    after = rss[min(WARM_MIN, len(rss) - 1):]
+    memo = res.get("caches", {}).get("memo", {})
+    budget_mib = memo.get("budget", 0) / 2**20
+    lines = [f"RSS per minute (MiB): {', '.join(f'{v:.0f}' for v in rss)}",
+             f"load average per minute: {', '.join(str(v) for v in res['load'])}",
+             f"{res['visits']} visits, {res['page_runs']} page runs, {res['answers']} answers, {len(res['errors'])} errors",
+             f"after minute {WARM_MIN}: {warm:.0f} -> {after[-1]:.0f} MiB ({(after[-1] / warm - 1) * 100:+.1f}%; "
+             f"highest {max(after):.0f}); goal <= +{GROWTH_GOAL * 100:.0f}%: "
+             f"{'met' if max(after) <= warm * (1 + GROWTH_GOAL) else 'NOT met'}",
+             f"memo: {memo.get('entries')} entries, {memo.get('bytes', 0) / 2**20:.1f} of {budget_mib:.0f} MiB, "
+             f"{memo.get('hits')} hits, {memo.get('misses')} misses, {memo.get('evictions')} evictions, "
+             f"{memo.get('refused')} refused",
+             f"models held: {', '.join(Path(p).name for p in res.get('caches', {}).get('models_held', []))}",
+             f"garbage collections: {res.get('caches', {}).get('collections')}",
+             f"objects tracked: {res.get('caches', {}).get('gc_objects')}, frozen: {res.get('caches', {}).get('gc_frozen')}, "
+             f"threads: {res.get('caches', {}).get('threads')}"]
+    lines += [f"  {e}" for e in res["errors"][:15]]
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=30)
+    p.add_argument("--explorers", type=int, default=20)
+    p.add_argument("--students", type=int, default=30)
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--log", default="/tmp/bench_soak_server.log")
+    a = p.parse_args(argv)
+    print(f"{a.minutes:g} minutes, {a.explorers} explorers, {a.students} students; load {os.getloadavg()}", flush=True)
+    res = soak(a.minutes, a.explorers, a.students, a.log, progress=lambda m: print(m, flush=True))
+    print("\n".join(verdict(res)))
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 1 if res["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

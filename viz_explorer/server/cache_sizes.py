@@ -1,0 +1,37 @@
+"""What the server holds now, for a benchmark that watches it from outside: the memo's entries and bytes against its
+budget, the models loaded, the garbage collections made. With VIZ_STATS_FILE set, after_run writes it there as JSON
+(at most every WRITE_S seconds); unset, nothing is written and nothing is computed."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+WRITE_S = 5.0
+_last = [0.0]
+_lock = threading.Lock()
+
+
+def sizes() -> dict:
+    from viz_explorer.server import cached, memory
+    return {"at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+            "collections": memory.stats(), "gc_objects": len(gc.get_objects()), "gc_frozen": gc.get_freeze_count(),
+            "threads": threading.active_count()}
+
+
+def write_if_asked() -> None:
+    path = os.environ.get("VIZ_STATS_FILE", "").strip()
+    if not path or time.monotonic() - _last[0] < WRITE_S or not _lock.acquire(blocking=False):
+        return
+    try:
+        _last[0] = time.monotonic()
+        tmp = Path(path + ".tmp")
+        tmp.write_text(json.dumps(sizes()), encoding="utf-8")
+        tmp.replace(path)                  # a reader never sees half a file
+    except OSError:
+        pass                               # a benchmark's file: never the page's problem
+    finally:
+        _lock.release()
