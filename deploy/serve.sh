@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run N app processes behind nginx, sticky sessions; Ctrl-C stops everything.
+# Run N app processes behind nginx, sticky sessions; Ctrl-C stops everything. An app process that stops (a crash,
+# a kill) is started again; meanwhile nginx sends its students to the others, and their browsers reconnect there.
 #   deploy/serve.sh [N] [PORT]        the arguments, when given, win over VIZ_PROCESSES and VIZ_PORT
 # Environment (README "Serving a class", docs/serving-a-class.md):
 #   VIZ_PROCESSES   app processes (default 2)           VIZ_PORT      nginx's port (default 8500)
@@ -25,16 +26,28 @@ NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 mkdir -p "$RUN/tmp"
 pids=()
 stop() {
+  touch "$RUN/stopping"
   "$NGINX" -p "$RUN" -c "$RUN/nginx.conf" -s stop 2>/dev/null || true
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
 trap stop EXIT INT TERM
+rm -f "$RUN/stopping"
+keep_running() {      # one app process on port $1, started again whenever it stops, until the deploy stops
+  local p=$1 status
+  while :; do
+    status=0
+    (cd "$ROOT" && exec python -m streamlit run serve.py --server.headless true --server.address "$APP_ADDRESS" \
+       --server.port "$p" >> "$RUN/app-$p.log" 2>&1) || status=$?
+    [ -e "$RUN/stopping" ] && return 0
+    echo "serve.sh: the app on port $p stopped (status $status); starting it again" | tee -a "$RUN/app-$p.log" >&2
+    sleep 1
+  done
+}
 servers=""
 for i in $(seq 0 $((N - 1))); do
   p=$((APP_PORT + i))
-  (cd "$ROOT" && exec python -m streamlit run serve.py --server.headless true --server.address "$APP_ADDRESS" \
-     --server.port "$p" > "$RUN/app-$p.log" 2>&1) &
+  keep_running "$p" &
   pids+=($!)
   servers+="        server $APP_HOST:$p max_fails=0;"$'\n'
 done
@@ -53,4 +66,4 @@ sed -e "s#@RUN@#$RUN#g" -e "s#@LISTEN@#$LISTEN_AT#g" "$ROOT/deploy/nginx.conf.te
 pids+=($!)
 echo "serving on $LISTEN_AT with $N app processes (logs: $RUN); students open ${VIZ_PUBLIC_URL:-http://$LISTEN_AT (set VIZ_PUBLIC_URL for phones)}"
 wait -n "${pids[@]}"
-echo "a process stopped; stopping the rest" >&2
+echo "nginx stopped; stopping the app processes" >&2

@@ -55,32 +55,53 @@ def _as_user(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", PG_USER, "--", *cmd]
 
 
+class Cluster:
+    """A PostgreSQL cluster started here: .url (its base URL), .stop() and .start() (a restart mid-test)."""
+
+    def __init__(self, bindir: Path, folder: Path, port: int):
+        self.bindir, self.data, self.folder, self.port = bindir, folder / "data", folder, port
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+
+    def start(self) -> None:
+        opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        subprocess.run(_as_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
+                                 str(self.folder / "log"), "-w", "-t", "60", "start"]), check=True, capture_output=True)
+
+    def stop(self, mode: str = "immediate") -> None:
+        subprocess.run(_as_user([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"]),
+                       capture_output=True)
+
+
 @contextmanager
-def postgres_cluster():
-    """A PostgreSQL cluster in a temp folder on a free loopback port, trust auth: yields its base URL
-    (postgresql+psycopg://postgres@127.0.0.1:PORT/postgres); stopped and removed afterwards."""
+def postgres_server():
+    """A PostgreSQL cluster in a temp folder on a free loopback port, trust auth: yields its Cluster; stopped and
+    removed afterwards."""
     bindir = pg_bindir()
     if bindir is None:
         raise FileNotFoundError("PostgreSQL is not installed (apt-get install postgresql)")
     folder = Path(tempfile.mkdtemp(prefix="viz-pg-"))
-    data, port = folder / "data", _free_port()
     if os.geteuid() == 0:
         _as_user(["true"])                              # makes the user if needed
         pw = pwd.getpwnam(PG_USER)
         os.chown(folder, pw.pw_uid, pw.pw_gid)
+    cluster = Cluster(bindir, folder, _free_port())
     try:
-        subprocess.run(_as_user([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
+        subprocess.run(_as_user([str(bindir / "initdb"), "-D", str(cluster.data), "-A", "trust", "-U", "postgres",
                                  "-E", "UTF8", "--no-sync"]), check=True, capture_output=True)
-        opts = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(_as_user([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(folder / "log"),
-                                 "-w", "-t", "60", "start"]), check=True, capture_output=True)
+        cluster.start()
         try:
-            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+            yield cluster
         finally:
-            subprocess.run(_as_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-                           capture_output=True)
+            cluster.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def postgres_cluster():
+    """postgres_server's base URL (postgresql+psycopg://postgres@127.0.0.1:PORT/postgres)."""
+    with postgres_server() as cluster:
+        yield cluster.url
 
 
 def new_database(base_url: str) -> str:

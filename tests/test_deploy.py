@@ -100,3 +100,77 @@ def test_a_class_through_nginx_every_answer_reaches_the_teacher(balanced):
             served.add(m.group(2))
     assert len(served) == 2, served                       # the students were on both processes
     db.dispose()
+
+
+def test_one_process_killed_mid_class_loses_no_answer(balanced):
+    """Students on both processes answer; one app process is killed (SIGKILL); its students reconnect (through
+    nginx, to the other process, as a browser does), find their answer kept and answer the next question; serve.sh
+    starts the killed process again."""
+    import secrets
+    import time
+    import urllib.request
+    from collections import Counter
+
+    from class_util import open_student, open_teacher, send, teacher_view
+    from viz_explorer.classroom import store as cr
+    from viz_explorer.server import db
+    url, run, db_url = balanced
+    eng = db.engine(db_url)
+    code, secret = cr.create_class("attention-step-by-step", eng)
+    opts = ["got_it", "unsure", "lost"]
+    picks = {secrets.token_urlsafe(12): opts[i % 3] for i in range(10)}
+    q = "attention-step-by-step#1:check-in"
+
+    def upstreams() -> dict:
+        """route cookie -> the app address nginx sent it to last."""
+        out = {}
+        for line in (run / "access.log").read_text().splitlines():
+            m = re.search(r"route=(\w+) upstream=([\d.:]+)", line)
+            if m:
+                out[m.group(1)] = m.group(2).split(",")[-1].strip()
+        return out
+
+    async def before():
+        students = {me: await open_student(url, code, me, sorted(run.glob("app-*.log"))) for me in picks}
+        sent = [await send(s, picks[me]) for me, s in students.items()]
+        assert not any(r.exceptions for r in sent)
+        return students
+    students = asyncio.run(before())
+    routes = upstreams()
+    where = {me: routes[s.cookie.split("=", 1)[1]] for me, s in students.items()}
+    victim = Counter(where.values()).most_common(1)[0][0]
+    port = int(victim.rsplit(":", 1)[1])
+    pid = int(subprocess.run(["pgrep", "-f", f"server.port {port}"], capture_output=True, text=True).stdout.split()[0])
+    os.kill(pid, signal.SIGKILL)                                    # mid-class, no shutdown
+    cut_off = [me for me in picks if where[me] == victim]
+    assert cut_off and len(cut_off) < len(picks)
+
+    async def after():
+        for s in students.values():
+            try:
+                await s.close()
+            except Exception:  # noqa: BLE001 - the killed process's sockets are gone already
+                pass
+        again = {me: await open_student(url, code, me, sorted(run.glob("app-*.log"))) for me in picks}
+        kept = {me: cr.my_answer(code, me, q, eng) for me in picks}
+        second = {me: opts[(opts.index(picks[me]) + 1) % 3] for me in picks}
+        sent = [await send(s, second[me]) for me, s in again.items()]
+        _, res = await open_teacher(url, code, secret)
+        for s in again.values():
+            await s.close()
+        return kept, second, sent, res
+    kept, second, sent, res = asyncio.run(after())
+    assert kept == picks                                            # every answer given before the kill
+    assert not any(r.exceptions for r in sent)
+    want = Counter(second.values())
+    assert teacher_view(res) == ([want[o] for o in opts], f"{len(picks)} of {len(picks)}")
+    deadline = time.time() + 120                                    # and the killed process serves again
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://{victim}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(1)
+    else:
+        raise AssertionError(f"serve.sh did not start the app on {victim} again")
+    db.dispose()

@@ -207,6 +207,9 @@ def live_chart(code: str, secret: str, q: Question, step: int, n: int,
     if now_step != step:               # another tab of the teacher moved the class: follow it
         st.rerun(scope="app")
     answered = sum(counts.values())
+    failed = cr.failures(code)
+    if failed is not None:             # students' answers this server could not save: the teacher must know
+        st.warning(t(f"lc.failed.{failed[0]}", n=failed[1], seconds=cr.FAILURE_WINDOW), icon=":material/database:")
     st.markdown(q.prompt)
     revealed_answer(code, q)
     m1, m2 = st.columns(2)

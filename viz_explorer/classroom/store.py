@@ -13,6 +13,7 @@ every page run imports this module (live_class.remember), and only a live class 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -48,7 +49,10 @@ MESSAGES = {            # ClassError's key -> its one-line English message (the 
     "question": "a question id is 1 … {n} characters",
     "options": "a question has 1 … {n} options of 1 … {chars} characters",
     "revealed": "the answer is shown: this question takes no more answers",
+    "unavailable": "the class's database cannot be reached now: nothing was saved; try again in a moment",
+    "full": "the class's database is full (its disk has no room): nothing was saved; the teacher has been told",
 }
+FAILURE_WINDOW = 120            # seconds a store failure is shown to the teacher of its class
 
 
 class ClassError(Refusal):
@@ -56,7 +60,37 @@ class ClassError(Refusal):
     MESSAGES = MESSAGES
 
 
+def _guarded(fn):
+    """The database failing (unreachable, restarting, read-only, its disk full) becomes a ClassError the page shows
+    in one line, "unavailable" or "full", never an exception; the failure is counted for the class's teacher."""
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        import sqlalchemy as sa
+        try:
+            return fn(*args, **kw)
+        except (sa.exc.OperationalError, sa.exc.InterfaceError, OSError) as e:
+            key = "full" if "full" in str(e).lower() or getattr(e, "errno", None) == 28 else "unavailable"
+            code = args[0] if args and isinstance(args[0], str) else ""
+            if len(code) == CODE_LEN and all(ch in ALPHABET for ch in code):
+                with _lock:
+                    _, n, _ = _failures.get(code, ("", 0, 0.0))
+                    _failures[code] = (key, n + 1, time.time())
+            raise ClassError(key) from e
+    return call
+
+
+def failures(code: str, now: Optional[float] = None) -> Optional[tuple[str, int]]:
+    """(why, how many) of the writes for class `code` this process could not save in the last FAILURE_WINDOW
+    seconds, or None."""
+    got = _failures.get(code)
+    if got is None or (time.time() if now is None else now) - got[2] > FAILURE_WINDOW:
+        return None
+    return got[0], got[1]
+
+
 _tables: list = []                          # tables(), once made
+# class code -> (ClassError key, how many, last time): writes the database refused in this process, for the teacher
+_failures: dict[str, tuple[str, int, float]] = {}
 _lock = threading.Lock()
 
 
@@ -148,6 +182,7 @@ def nickname(text) -> str:
     return " ".join(text.split())[:NICK_MAX]
 
 
+@_guarded
 def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str]:
     """A new class on `lesson` at step 0: (code, the teacher's secret). The secret is not stored."""
     sa, T = _sql()
@@ -166,6 +201,7 @@ def create_class(lesson: str, eng: Optional[sa.Engine] = None) -> tuple[str, str
     raise RuntimeError("no free class code after 5 tries")
 
 
+@_guarded
 def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int]:
     """(lesson, current step) of a class; ClassError when there is no such class."""
     sa, T = _sql()
@@ -177,6 +213,7 @@ def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, in
     return row[0], row[1]
 
 
+@_guarded
 def is_teacher(code: str, secret, eng: Optional[sa.Engine] = None) -> bool:
     """Whether `secret` is this class's teacher secret (constant-time comparison of the hashes)."""
     sa, T = _sql()
@@ -194,6 +231,7 @@ def _need_teacher(code: str, secret, eng) -> str:
     return code
 
 
+@_guarded
 def set_step(code: str, secret: str, step: int, eng: Optional[sa.Engine] = None) -> None:
     """The teacher moves the class to `step` (0-based); the students follow."""
     sa, T = _sql()
@@ -217,6 +255,7 @@ def _rate(conn, browser: str, now: float) -> None:
         raise ClassError("rate", seconds=RATE_WINDOW)
 
 
+@_guarded
 def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = None) -> str:
     """A student joins (or renames themself in) a class; returns the nickname as stored."""
     sa, T = _sql()
@@ -231,6 +270,7 @@ def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = Non
     return nick
 
 
+@_guarded
 def answer(code: str, browser: str, question: str, choice: str, options: list[str],
            eng: Optional[sa.Engine] = None) -> None:
     """Record a student's answer to `question` (their latest one counts). The choice must be one of the
@@ -263,6 +303,7 @@ def _check_question(question) -> str:
     return question
 
 
+@_guarded
 def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> None:
     """The teacher shows the class the answer to `question`; from then on it takes no more answers."""
     sa, T = _sql()
@@ -273,6 +314,7 @@ def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = Non
                 {"question": question})
 
 
+@_guarded
 def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
     """Whether the teacher has shown the answer to `question` (anyone in the class may know this)."""
     sa, T = _sql()
@@ -282,6 +324,7 @@ def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
                                                             T.reveals.c.question == question)).first() is not None
 
 
+@_guarded
 def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
     """This browser's own answer to `question` in this class, None if it has not answered."""
     sa, T = _sql()
@@ -291,6 +334,7 @@ def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] =
             T.answers.c.code == code, T.answers.c.browser == browser, T.answers.c.question == question)).scalar()
 
 
+@_guarded
 def counts(code: str, secret: str, question: str, options: list[str],
            eng: Optional[sa.Engine] = None) -> dict[str, int]:
     """The teacher's view of a question: option -> how many students chose it (every option listed)."""
@@ -303,6 +347,7 @@ def counts(code: str, secret: str, question: str, options: list[str],
     return {o: int(got.get(o, 0)) for o in options}
 
 
+@_guarded
 def roster(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list[str]:
     """The teacher's list of the nicknames who joined, in joining order ("" for none given)."""
     sa, T = _sql()

@@ -1193,6 +1193,14 @@ EN = {
     "lc.err.choice": "That answer is not one of this question's options.",
     "lc.err.join": "Join the class first (open its join link).",
     "lc.err.revealed": "The answer is shown: this question takes no more answers.",
+    "lc.err.unavailable": "The class's database cannot be reached now: nothing was saved. Try again in a moment.",
+    "lc.err.full": "The class's database is full (its disk has no room): nothing was saved. The teacher has been told.",
+    "lc.failed.full": "{n} {n:write|writes} of this class could not be saved in the last {seconds} "
+                      "{seconds:second|seconds}: the database's disk is full. Free space on the server (or empty old "
+                      "texts: viz-transformer texts --purge); answers sent meanwhile must be sent again.",
+    "lc.failed.unavailable": "{n} {n:write|writes} of this class could not be saved in the last {seconds} "
+                             "{seconds:second|seconds}: the database could not be reached. Students see a message "
+                             "and can send again.",
     "lc.reveal": "Reveal the answer",
     "lc.answer_is": "The answer: **{answer}**.",
     "lc.answer_right": "The answer: **{answer}**. You got it right.",

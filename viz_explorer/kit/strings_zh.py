@@ -992,6 +992,11 @@ ZH = {
     "lc.err.choice": "这个回答不是本题的选项之一。",
     "lc.err.join": "请先加入课堂（打开加入链接）。",
     "lc.err.revealed": "答案已经揭晓：这道题不再收答案。",
+    "lc.err.unavailable": "现在连不上课堂的数据库：什么都没有保存。请稍后再试。",
+    "lc.err.full": "课堂的数据库满了（磁盘没有空间）：什么都没有保存。已经告诉老师了。",
+    "lc.failed.full": "过去 {seconds} 秒里，这个课堂有 {n} 次写入没能保存：数据库所在的磁盘满了。请在服务器上腾出空间"
+                      "（或清空旧文本：viz-transformer texts --purge）；这期间发送的回答需要重新发送。",
+    "lc.failed.unavailable": "过去 {seconds} 秒里，这个课堂有 {n} 次写入没能保存：连不上数据库。学生会看到提示，可以重新发送。",
     "lc.reveal": "揭晓",
     "lc.answer_is": "答案：**{answer}**。",
     "lc.answer_right": "答案：**{answer}**。你答对了。",
