@@ -140,6 +140,8 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 click_until(teacher.get_by_role("button", name="Previous step"),
                             teacher.locator('[data-testid="stMain"]').get_by_text(f"Step 1 of {N_STEPS}", exact=True))
                 _answered(teacher, 3, 3, want1)                              # and step 1's
+                # a student who did nothing: the page reconnected to the new server by itself and follows the class
+                students[1].get_by_text(f"Step 1 of {N_STEPS}").first.wait_for(timeout=120_000)
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-2-{kind}.png"), full_page=True)
                 students[0].reload()                                         # a student comes back: same id, same answer
                 students[0].get_by_text(f"Step 1 of {N_STEPS}").first.wait_for()
