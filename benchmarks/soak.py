@@ -10,7 +10,6 @@ descriptors, threads; then the growth from the first sample after warm-up to the
 from __future__ import annotations
 
 import argparse
-import ast
 import gc
 import os
 import sys
@@ -23,9 +22,9 @@ WORDS = ["我", "是", "学生", "老师", "朋友", "今天", "天气", "很好
 
 
 def pages() -> list[str]:
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    return [n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and getattr(n.func, "attr", None) == "Page" and n.args and isinstance(n.args[0], ast.Constant)]
+    """Every page script of the navigation, in order (viz_explorer/kit/registry.py, as app.py builds it)."""
+    from viz_explorer.kit.registry import PAGES, page_path
+    return [str(page_path(p)) for p in PAGES]
 
 
 def sample() -> dict:
