@@ -101,3 +101,15 @@ def test_the_budget_setting(raw, mb):
     from viz_explorer.server import cached
     expected = cached.DEFAULT_CACHE_MB if mb is None else mb
     assert cached.cache_budget({"VIZ_CACHE_MB": raw}) == int(expected * 2**20)
+
+
+def test_a_format_function_keeps_the_language_of_its_run(ckpt_root, monkeypatch):
+    """No process-wide language: a Chinese session's widget labels stay Chinese however an English session ran after
+    it, and outside any run (AppTest calls them from the test thread), as strings.ZH says them."""
+    from app_util import open_app, page_file
+    from viz_explorer.kit.strings import EN, ZH
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
+    zh = open_app(page_file("attention"), lang="zh")
+    open_app(page_file("attention"), lang="en")                      # another session, in English, afterwards
+    block = zh.selectbox(key="at_block")
+    assert block.format_func("decoder.cross_attn") == ZH["block.decoder.cross_attn"] != EN["block.decoder.cross_attn"]

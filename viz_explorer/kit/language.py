@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz_explorer.kit.strings import LANG_KEY, LANGS, t
+from viz_explorer.kit.strings import LANGS, LANG_KEY, t
 
 
 def resolve() -> str:

@@ -9,7 +9,7 @@ from viz_explorer.server.defaults import EXAMPLES, checkpoint_roots
 from viz_explorer.kit import page_parts
 from viz_explorer.kit import language_pair
 from viz_explorer.kit.context import Context
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer import CheckpointError, list_roots
 
 
@@ -54,7 +54,7 @@ def sidebar() -> Context:
         st.session_state["ckpt"] = defaults.CHECKPOINT if defaults.CHECKPOINT in good else (good or names)[0]
     name = sb.selectbox(t("sidebar.checkpoint"), names, key="ckpt", help=t("sidebar.checkpoint_help",
                         root=", ".join(map(str, checkpoint_roots()))), on_change=_on_checkpoint_change, args=(infos,),
-                        format_func=lambda n: n if infos[n].error is None else t("sidebar.broken_mark", name=n))
+                        format_func=in_language(lambda n: n if infos[n].error is None else t("sidebar.broken_mark", name=n)))
     broken = [n for n in names if infos[n].error]
     if broken:
         with sb.expander(t("sidebar.broken_title"), expanded=infos[name].error is not None):

@@ -15,6 +15,8 @@ Figure texts are plain (they are escaped by viz_transformer.plots.heatmaps); mar
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
+from typing import Callable, Optional
 
 EN = {
     # navigation
@@ -1320,20 +1322,35 @@ LATEX = {
 
 
 def current() -> str:
-    """The session's language ("en" outside a Streamlit run)."""
-    global _outside
+    """The session's language: the run's, or the language a format function was made in (in_language); "en"
+    outside both."""
     import streamlit as st
     from streamlit.runtime.scriptrunner import get_script_run_ctx
+    forced = _MADE_IN.get()
+    if forced is not None:
+        return forced
     if get_script_run_ctx(suppress_warning=True) is None:
-        return _outside
+        return "en"
     lang = st.session_state.get(LANG_KEY, "en")
-    _outside = lang = lang if lang in LANGS else "en"
-    return lang
+    return lang if lang in LANGS else "en"
 
 
-# The language of the last script run, for the rare call with no session: AppTest calls a widget's
-# format_func from the test thread when it sends the widget's value back. A plain script gets English.
-_outside = "en"
+# the language in_language's functions run in: a context variable, so no run's language leaks into another's
+_MADE_IN: ContextVar[Optional[str]] = ContextVar("viz_language_made_in", default=None)
+
+
+def in_language(fn: Callable) -> Callable:
+    """A widget's format function that speaks the language of the run that made it, wherever it is called: Streamlit
+    calls it in that run, AppTest also from its own thread when it sends a widget's value back."""
+    lang = current()
+
+    def call(*args, **kw):
+        token = _MADE_IN.set(lang)
+        try:
+            return fn(*args, **kw)
+        finally:
+            _MADE_IN.reset(token)
+    return call
 
 
 def has(key: str) -> bool:

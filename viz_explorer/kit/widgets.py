@@ -9,7 +9,7 @@ import streamlit as st
 
 from viz_explorer.kit import presenter, registry
 from viz_explorer.kit.page_parts import formula, intro, md_escape, output, show, table  # noqa: F401  (widgets.show: the pages' name)
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.plots import figure_rules
 from viz_transformer.plots.style import BIG_KEYS
@@ -63,10 +63,10 @@ def rows_note(run) -> None:
 def block_layer_head(where_cols, cfg, prefix: str, with_reduce: bool = False, default_block: Optional[str] = None):
     """The (block, layer, head) pickers used by several pages. Keys are prefixed per page."""
     blocks = patterns.available_blocks(cfg)
-    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=block_label)
+    block = select(where_cols[0], t("block"), blocks, f"{prefix}_block", default_block, format_func=in_language(block_label))
     layer = select(where_cols[1], t("layer"), list(range(patterns.n_layers(cfg, block))), f"{prefix}_layer")
     heads = list(range(cfg.n_heads)) + (["mean", "max"] if with_reduce else [])
-    head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=head_label)
+    head = select(where_cols[2], t("head"), heads, f"{prefix}_head", format_func=in_language(head_label))
     return block, layer, head
 
 

@@ -17,7 +17,7 @@ from viz_explorer.server import cached
 from viz_explorer.kit import callbacks, presenter, widgets
 from viz_explorer.lessons import lesson_file, quiz
 from viz_explorer.lessons.view_state import current_settings, session_values
-from viz_explorer.kit.strings import current, t
+from viz_explorer.kit.strings import current, in_language, t
 from viz_transformer.analysis import claims, questions
 
 
@@ -257,7 +257,7 @@ def writer(current: str, kind: str) -> None:
         st.text_input(t("ls.note_en"), key="ls_note_en")          # one line: markdown allowed
         st.text_input(t("ls.note_zh"), key="ls_note_zh")
         widgets.select(st, t("ls.q_kind"), ["none", *questions.KINDS], key="ls_q_kind",
-                       format_func=callbacks.label("ls.q_kind."), help=t("ls.q_help"))
+                       format_func=in_language(callbacks.label("ls.q_kind.")), help=t("ls.q_help"))
         if st.session_state.get("ls_q_kind") in questions.KINDS:
             st.text_input(t("ls.q_prompt_en"), key="ls_q_en")
             st.text_input(t("ls.q_prompt_zh"), key="ls_q_zh")

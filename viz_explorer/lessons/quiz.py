@@ -18,7 +18,7 @@ from typing import Callable
 import streamlit as st
 
 from viz_explorer.kit import screen, widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis.questions import NO, ROLES, YES, Question
 from viz_transformer.plots import attribution_figures
 from viz_transformer.plots import question_figures as figures
@@ -111,7 +111,7 @@ def _ask(qid: str, q: Question, prompt: str) -> None:
     if _pick_key(qid) not in st.session_state and entry["choice"] in q.options:
         st.session_state[_pick_key(qid)] = entry["choice"]      # the pick survives a visit to another step
     _context(qid, q, entry)
-    st.pills(t("qz.pick"), q.options, format_func=option_label, key=_pick_key(qid), on_change=_picked,
+    st.pills(t("qz.pick"), q.options, format_func=in_language(option_label), key=_pick_key(qid), on_change=_picked,
              args=(qid, q.options), disabled=entry["revealed"])
     row = st.container(horizontal=True)
     row.button(t("qz.reveal"), key=f"qz_reveal_{qid}", on_click=_reveal, args=(qid,), type="primary",

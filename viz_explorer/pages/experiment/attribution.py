@@ -11,7 +11,7 @@ from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_explorer.server import cached
 from viz_transformer.analysis import attribution as AA
 from viz_transformer.plots import attribution_figures
@@ -38,7 +38,7 @@ c = st.columns([3, 2])
 step = c[0].slider(t("ab.step"), 1, len(ids), 1, key="ab_step") if len(ids) > 1 else 1
 layers = [-1, *range(cfg.n_decoder_layers)]
 layer = c[1].selectbox(t("ab.layer"), layers, key="ab_layer", help=t("ab.layer_help"),
-                       format_func=lambda i: t("ab.layer_mean") if i < 0 else t("ab.layer_one", layer=i))
+                       format_func=in_language(lambda i: t("ab.layer_mean") if i < 0 else t("ab.layer_one", layer=i)))
 layer = None if layer < 0 else layer
 piece = hm.tokenizer.pieces([ids[step - 1]])[0]
 st.markdown(t("ab.writes", step=step, n=len(ids), piece=widgets.md_escape(piece)))
@@ -105,7 +105,7 @@ with st.expander(t("ab.defs")):
 # -- how often: τ over every output step of a corpus -----------------------------------------------------------------
 st.subheader(t("ab.often"))
 source = st.segmented_control(t("ab.source"), ["builtin", "own"], default=None, key="ab_source",
-                              format_func=callbacks.label("ab.source."))
+                              format_func=in_language(callbacks.label("ab.source.")))
 if source not in ("builtin", "own"):          # nothing chosen yet: the pass takes minutes, so it is never the default
     st.caption(t("ab.pick_source"))
     st.stop()

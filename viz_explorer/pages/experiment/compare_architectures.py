@@ -10,7 +10,7 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.pages.experiment import norm_twins
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import architectures as A
 from viz_transformer.core import recipes
 from viz_transformer.plots import heatmaps
@@ -44,7 +44,7 @@ runs = dict(zip(models, views))
 row, piece = next(iter(runs.values()))["example"]         # the first model's (the encoder-decoder's)
 st.caption(t("rows.intro", row=widgets.md_escape(row), piece=widgets.md_escape(piece)))
 depth = st.segmented_control(t("ar.depth"), ["first", "last"], default="last", required=True, key="ar_depth",
-                             format_func=callbacks.label("ar.depth."))
+                             format_func=in_language(callbacks.label("ar.depth.")))
 mask_kw = dict(xlabel=t("axis.key"), ylabel=t("axis.query"), allowed=t("mask.allowed"), blocked=t("mask.blocked"),
                colorbar=t("cb.mask"))
 parts = ["", t("ar.part.source"), t("ar.part.target")]          # [begin] is one column: no room for its name

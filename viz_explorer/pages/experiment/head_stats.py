@@ -10,7 +10,7 @@ from viz_explorer.server import cached
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import registry, widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer import export
 from viz_transformer.training import corpora
 from viz_transformer.plots import heatmaps
@@ -26,7 +26,7 @@ st.title(t("hs.title"))
 widgets.intro("hs")
 
 source = st.segmented_control(t("hs.source"), ["text", "builtin", "own"], default="text", required=True,
-                              key="hs_source", format_func=callbacks.label("hs.source."))
+                              key="hs_source", format_func=in_language(callbacks.label("hs.source.")))
 texts = None
 if source == "builtin":
     lang = corpora.for_model(cfg)
@@ -90,7 +90,7 @@ with st.expander(t("hs.defs")):
     st.markdown("\n".join(f"- **{t('hs.stat.' + k)}** (`{k}`): {widgets.md_escape(t('hs.def.' + k))}"
                           for k in summaries.STATS))
 
-stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=callbacks.label("hs.stat."))
+stat = st.selectbox(t("hs.stat"), list(summaries.STATS), key="hs_stat", format_func=in_language(callbacks.label("hs.stat.")))
 values = table[stat].to_numpy(dtype=float)
 zmax = 1.0 if stat not in ("entropy", "mean_distance", "max_entropy") else (        # one scale for every block's grid
     float(np.nanmax(values)) if np.isfinite(values).any() else None)

@@ -8,7 +8,7 @@ from viz_explorer.kit import callbacks
 from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns, piece_labels, windows
 from viz_transformer.run import forced
 from viz_transformer.run import blank_effect, interventions
@@ -37,7 +37,7 @@ def _options(block: str) -> list[str]:
 
 
 mode = st.segmented_control(t("ko.mode"), list(interventions.MODES), default="zero", required=True, key="ko_mode",
-                            format_func=callbacks.label("ko.mode."), help=t("ko.mode_help"))
+                            format_func=in_language(callbacks.label("ko.mode.")), help=t("ko.mode_help"))
 heads = []
 for block in blocks:
     key, options = f"ko_pick_{block}", _options(block)

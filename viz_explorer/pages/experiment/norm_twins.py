@@ -9,7 +9,7 @@ import streamlit as st
 from viz_explorer.server import cached
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import architectures as A
 from viz_transformer.analysis import patterns
 from viz_transformer.plots import charts, heatmaps
@@ -50,7 +50,7 @@ def show(pre: Path, post: Path) -> None:
 
     c = st.columns([3, 3, 1, 1])
     j = widgets.select(c[0], t("tr.sentence"), list(range(len(pre_snaps.texts))), "nt_text",
-                       format_func=callbacks.snapshot_pair(pre_snaps))
+                       format_func=in_language(callbacks.snapshot_pair(pre_snaps)))
     block, layer, head = widgets.block_layer_head([c[1], c[2], c[3]], pre_hm.cfg, "nt", default_block="decoder.cross_attn")
     name = patterns.hook_name(block, layer, "hook_pattern")
     st.caption(t("ar.twin_same", step=step, name=name, head=widgets.head_label(head)))

@@ -8,7 +8,7 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns
 from viz_transformer.run import blank_effect, patching
 from viz_transformer.plots import heatmaps
@@ -51,7 +51,7 @@ st.session_state["pt_for"] = (kind, ctx.text)
 st.session_state.setdefault(key, DEFAULT.get(kind, ctx.text))
 other = c[1].text_input(t("pt.other"), key=key)
 over = st.segmented_control(t("pt.over"), list(patching.OVER), default="heads", required=True, key="pt_over",
-                            format_func=callbacks.label("pt.over."), help=t("pt.over_help"))
+                            format_func=in_language(callbacks.label("pt.over.")), help=t("pt.over_help"))
 if not other.strip():
     st.info(t("pt.empty"))
     st.stop()

@@ -9,7 +9,7 @@ from viz_explorer.kit import confidence_note
 from viz_explorer.kit import context
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.run import permute
 from viz_transformer.plots import heatmaps
@@ -53,7 +53,7 @@ for where, (state, (q_pieces, k_pieces, mat)) in zip(cols, shown.items()):
 st.subheader(t("po.order"))
 st.caption(t("po.order_help"))
 how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="reverse", required=True, key="po_how",
-                           format_func=callbacks.label("po.how."))
+                           format_func=in_language(callbacks.label("po.how.")))
 try:
     with st.spinner(t("sidebar.running")):
         tests = dict(zip(("on", "off"), threads.each(

@@ -5,7 +5,7 @@ import streamlit as st
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import architectures
 from viz_transformer.analysis import sinks
@@ -94,7 +94,7 @@ st.subheader(t("at.line_view"))
 c = st.columns([2, 1, 2])
 default = [head] if isinstance(head, int) else [0]
 heads = c[0].multiselect(t("at.line_heads"), list(range(cfg.n_heads)), default=default, max_selections=4,
-                         format_func=widgets.head_label, key=f"at_line_heads_{head}")
+                         format_func=in_language(widgets.head_label), key=f"at_line_heads_{head}")
 min_w = c[1].slider(t("at.line_min"), 0.0, 0.5, 0.05, 0.01, key="at_line_min")
 lq, lk = (qp, kp)
 n = max(len(lq), len(lk))

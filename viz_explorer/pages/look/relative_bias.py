@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.core.positional import bias_capture
 from viz_transformer.plots import charts, heatmaps
 
@@ -16,7 +16,7 @@ def section(ctx) -> None:
     st.markdown(t("pe.rel.rope"))
     parts = [p for p in ("encoder", "decoder") if model.relative_bias(p) is not None]
     c1, c2 = st.columns(2)
-    part = c1.radio(t("pe.rel.stack"), parts, format_func=lambda p: t(f"pe.rel.{p}"), horizontal=True,
+    part = c1.radio(t("pe.rel.stack"), parts, format_func=in_language(lambda p: t(f"pe.rel.{p}")), horizontal=True,
                     key="pe_rel_part")
     top = max(16, 2 * cfg.rel_max_distance)
     m = c2.slider(t("pe.rel.max"), 8, top, min(top, cfg.rel_max_distance + cfg.rel_max_distance // 4),

@@ -10,7 +10,7 @@ from viz_explorer.kit import context
 from viz_explorer.pages.step import lens_table
 from viz_explorer.pages.step import decoding_state
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import alignment
 from viz_transformer.analysis import patterns
 from viz_transformer.analysis import decoding_steps
@@ -29,7 +29,7 @@ widgets.formula("dc")
 
 c = st.columns([2, 2, 1])
 strategy = c[0].segmented_control(t("dc.strategy"), ["greedy", "sample", "beam"], default="greedy", required=True,
-                                  format_func=callbacks.label("dc."), key="dc_strategy")
+                                  format_func=in_language(callbacks.label("dc.")), key="dc_strategy")
 params = {"strategy": strategy, "max_new_tokens": c[1].slider(t("dc.max_new"), 1, 60, 20, key="dc_max_new")}
 layer = widgets.select(c[2], t("dc.layer"), list(range(cfg.n_decoder_layers)), "dc_layer")
 if strategy == "sample":

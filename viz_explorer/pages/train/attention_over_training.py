@@ -9,7 +9,7 @@ from viz_explorer.server import cached
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis import patterns, piece_labels
 from viz_transformer.analysis import summaries
 from viz_transformer.plots import heatmaps
@@ -43,14 +43,14 @@ i = st.session_state["tr_step"] = min(st.session_state.get("tr_step", 0), n - 1)
 
 c = st.columns([3, 3, 1, 1])
 j = widgets.select(c[0], t("tr.sentence"), list(range(len(snaps.texts))), "tr_text",
-                   format_func=callbacks.snapshot_pair(snaps))
+                   format_func=in_language(callbacks.snapshot_pair(snaps)))
 block, layer, head = widgets.block_layer_head([c[1], c[2], c[3]], cfg, "tr", default_block="decoder.self_attn")
 
 
 st.session_state["tr_slider"] = i
 b = st.columns([6, 1, 1, 1])
 b[0].select_slider(t("tr.step"), options=list(range(n)), key="tr_slider", on_change=callbacks.tr_slid, args=(n,),
-                   format_func=callbacks.snapshot_step(snaps))
+                   format_func=in_language(callbacks.snapshot_step(snaps)))
 b[1].button(t("dc.back"), on_click=callbacks.tr_set, args=(n, i - 1), disabled=i == 0, key="tr_back", icon=":material/chevron_left:")
 b[2].button(t("dc.next"), on_click=callbacks.tr_set, args=(n, i + 1), disabled=i >= n - 1, key="tr_next",
             icon=":material/chevron_right:", icon_position="right")

@@ -7,7 +7,7 @@ from viz_explorer.server import cached
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context
 from viz_explorer.kit import widgets
-from viz_explorer.kit.strings import t
+from viz_explorer.kit.strings import in_language, t
 from viz_transformer import export
 from viz_transformer.core.hook_names import available_blocks, n_layers
 from viz_transformer.report import default_heads
@@ -38,7 +38,7 @@ default = [opened] if opened in options else default_heads(cfg)
 key = "ex_heads"
 st.session_state[key] = [h for h in (st.session_state.get(key) or default) if h in options]   # another checkpoint
 heads = st.multiselect(t("ex.heads"), options, key=key, max_selections=6,
-                       format_func=callbacks.head_option)
+                       format_func=in_language(callbacks.head_option))
 st.download_button(t("ex.download_report"), data=partial(cached.report_html, path, ctx.stamp, ctx.text, tuple(heads)),
                    file_name=f"{ctx.name}-report.html", mime="text/html", key="ex_report", on_click="ignore",
                    type="primary", icon=":material/description:")
