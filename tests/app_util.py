@@ -94,8 +94,10 @@ def by_key(widgets, key):
 
 def open_tab(at, prefix: str, name: str) -> AppTest:
     """Open a tab of a page with lazy tabs (viz_explorer.kit.widgets.lazy_tabs) and rerun."""
+    from viz_explorer.kit.strings import LANG_KEY, speaking
     from viz_explorer.kit.widgets import tab_label
-    at.session_state[f"{prefix}_tab"] = tab_label(prefix, name)
+    with speaking(at.session_state[LANG_KEY] if LANG_KEY in at.session_state else "en"):     # the page's language
+        at.session_state[f"{prefix}_tab"] = tab_label(prefix, name)
     at.run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]
     return at

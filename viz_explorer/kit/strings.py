@@ -15,8 +15,9 @@ Figure texts are plain (they are escaped by viz_transformer.plots.heatmaps); mar
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 EN = {
     # navigation
@@ -1339,17 +1340,25 @@ def current() -> str:
 _MADE_IN: ContextVar[Optional[str]] = ContextVar("viz_language_made_in", default=None)
 
 
+@contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Within, current() is `lang` (in this thread or task only): a string made outside a run (a test) in a session's
+    language."""
+    token = _MADE_IN.set(lang if lang in LANGS else "en")
+    try:
+        yield
+    finally:
+        _MADE_IN.reset(token)
+
+
 def in_language(fn: Callable) -> Callable:
     """A widget's format function that speaks the language of the run that made it, wherever it is called: Streamlit
     calls it in that run, AppTest also from its own thread when it sends a widget's value back."""
     lang = current()
 
     def call(*args, **kw):
-        token = _MADE_IN.set(lang)
-        try:
+        with speaking(lang):
             return fn(*args, **kw)
-        finally:
-            _MADE_IN.reset(token)
     return call
 
 
