@@ -43,7 +43,8 @@ def test_a_fresh_first_run_ends_with_the_page_alone(ckpt_root):
 
 
 def test_a_failed_load_still_signals_ready(monkeypatch):
-    from viz_explorer.server import defaults
+    from viz_explorer.kit import sidebar  # noqa: F401 - imported first: sidebar and cached bind checkpoint_roots
+    from viz_explorer.server import cached, defaults  # noqa: F401 - at import, and must not keep the broken one for good
     from viz_explorer.startup import load
     monkeypatch.setattr(load, "_ready", threading.Event())
     monkeypatch.setattr(load, "_started", threading.Lock())
