@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 from urllib.parse import quote
 
 from benchmarks.stclient import Server, Session
@@ -196,6 +197,9 @@ def verdict(res: dict) -> list[str]:
              f"after minute {WARM_MIN}: {warm:.0f} -> {after[-1]:.0f} MiB ({(after[-1] / warm - 1) * 100:+.1f}%; "
              f"highest {max(after):.0f}); goal <= +{GROWTH_GOAL * 100:.0f}%: "
              f"{'met' if max(after) <= warm * (1 + GROWTH_GOAL) else 'NOT met'}",
+             f"trend (RSS samples swing with what is running at the minute): median of minutes {WARM_MIN}-"
+             f"{WARM_MIN + 4} {median(after[:5]):.0f} MiB, of the last five {median(after[-5:]):.0f} MiB "
+             f"({(median(after[-5:]) / median(after[:5]) - 1) * 100:+.1f}%)",
              f"ceiling: {rss[0]:.0f} (minute 0) + {budget_mib:.0f} (memo budget) + {weights_mib(held):.0f} (weights "
              f"of the {len(held)} models held) = {ceiling:.0f} MiB; highest {max(rss):.0f}: "
              f"{'met' if max(rss) <= ceiling else 'NOT met'}",
