@@ -28,10 +28,9 @@ from urllib.parse import quote
 
 from benchmarks.stclient import Server, Session
 from benchmarks.texts import text_of
+from tests.class_util import LABELS, open_student, open_teacher, send
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from class_util import LABELS, open_student, open_teacher, send  # noqa: E402
 
 WARM_MIN, GROWTH_GOAL = 5, 0.05
 PIECES = (12, 48, 160)                   # texts of these lengths in turn: sentences to paragraphs
@@ -50,7 +49,7 @@ def checkpoints_roots(work: Path) -> tuple[str, list[str]]:
         shutil.copytree(minilm, root / "all-MiniLM-L6-v2")
         name = "all-MiniLM-L6-v2"
     else:
-        import hf_util
+        from tests import hf_util
         hf_util.build(hf_util.SHAPES["gpt2"], root / "gpt2-tiny")
         name = "gpt2-tiny"
     return os.pathsep.join([str(ROOT / "checkpoints"), str(root)]), ["zh-en", "en-stories", name]
