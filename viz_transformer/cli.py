@@ -238,13 +238,14 @@ def cmd_check(args) -> int:
 
 
 def cmd_export_hf(args) -> int:
-    from viz_transformer.export_hf import write_llama_folder
+    from viz_transformer.export_hf import write_hf_folder
     hm = _load(args.checkpoint)
     try:
-        out = write_llama_folder(hm, args.out)
+        out, kind = write_hf_folder(hm, args.out)
     except ValueError as e:
         raise UserError(str(e)) from None
-    print(f"wrote {out} (model_type llama): transformers' AutoModelForCausalLM and load_checkpoint open it")
+    auto = "AutoModelForMaskedLM" if kind == "bert" else "AutoModelForCausalLM"
+    print(f"wrote {out} (model_type {kind}): transformers' {auto} and load_checkpoint open it")
     return 0
 
 
@@ -347,7 +348,8 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
     s = sub.add_parser("check", help="run a Hugging Face folder here and in transformers: do they agree?")
     s.add_argument("folder")
     s.set_defaults(fn=cmd_check)
-    s = sub.add_parser("export-hf", help="write a Llama-style checkpoint of ours as a Hugging Face llama folder")
+    s = sub.add_parser("export-hf", help="write a checkpoint of ours as a Hugging Face folder: a masked LM as bert, "
+                                         "a Llama-style LM as llama")
     s.add_argument("checkpoint")
     s.add_argument("out", help="the folder to write (config.json, model.safetensors, tokenizer.json)")
     s.set_defaults(fn=cmd_export_hf)

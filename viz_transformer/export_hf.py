@@ -105,3 +105,12 @@ def write_llama_folder(hm: HookedModel, out) -> Path:
         "bad_words_ids": [[i] for i in sorted({cfg.pad_id, hm.tokenizer.unk_id, cfg.bos_id}) if i >= 0]},
         indent=1) + "\n", encoding="utf-8")
     return out
+
+
+def write_hf_folder(hm: HookedModel, out) -> tuple[Path, str]:
+    """The checkpoint as the Hugging Face folder its family has: (the folder, its model_type). A masked LM
+    becomes a bert folder (export_bert), a Llama-style language model a llama folder; anything else: ValueError."""
+    if hm.cfg.is_encoder_only:
+        from viz_transformer.export_bert import write_bert_folder
+        return write_bert_folder(hm, out), "bert"
+    return write_llama_folder(hm, out), "llama"

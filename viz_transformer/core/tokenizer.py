@@ -16,6 +16,10 @@ from viz_transformer.core.byte_pieces import (continues_character, readable_piec
 
 PAD, UNK, BOS, EOS = "[pad]", "[unk]", "[begin]", "[end]"
 SEP = "[sep]"   # a control piece (never matched in text): between source and target in one sequence
+# a masked LM's pieces (BERT's names): [CLS] and [SEP] in the places of [begin] and [end], and [MASK], the one
+# piece a typed text can name (a user-defined piece: SentencePiece matches it in text)
+BERT_PAD, BERT_UNK, CLS, BERT_SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_PIECES = (PAD, UNK, BOS, EOS, BERT_PAD, BERT_UNK, CLS, BERT_SEP, MASK)
 WORD_START = "\u2581"  # ▁, SentencePiece's marker for "a space came before this piece"
 
 
@@ -29,6 +33,12 @@ class Tokenizer:
         sep = self.sp.piece_to_id(SEP)
         self.sep_id = sep if self.sp.id_to_piece(sep) == SEP else -1      # -1: trained without [sep]
         self.specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id} | ({self.sep_id} - {-1})
+        mask = self.sp.piece_to_id(MASK)
+        self.mask_id = mask if self.sp.id_to_piece(mask) == MASK and self.sp.is_unknown(mask) is False else None
+        self.mask_token = MASK if self.mask_id is not None else None
+        self.sep_token = BERT_SEP if self.mask_id is not None and self.sp.id_to_piece(self.eos_id) == BERT_SEP else None
+        if self.mask_id is not None:
+            self.specials.add(self.mask_id)
 
     @classmethod
     def load(cls, path) -> "Tokenizer":
@@ -39,7 +49,28 @@ class Tokenizer:
         return self.sp.get_piece_size()
 
     def encode(self, text: str) -> list[int]:
-        return self.sp.encode(text, out_type=int)
+        ids = self.sp.encode(text, out_type=int)
+        if self.mask_id is None or self.mask_id not in ids:
+            return ids
+        # a [MASK] takes the space before it, as BERT's tokenizers strip it: "the [MASK]." reads as the masked
+        # training text "▁the <▁mat> ." does, never with a lone ▁ piece in front of the blank
+        space = self.sp.piece_to_id(WORD_START)
+        return [x for i, x in enumerate(ids) if not (x == space and i + 1 < len(ids) and ids[i + 1] == self.mask_id)]
+
+    def encode_pair(self, text: str, pair=None) -> tuple[list[int], list[int]]:
+        """(ids, segment ids) of an encoder's input: [CLS] text [SEP], or [CLS] text [SEP] pair [SEP] with the
+        pair's pieces in segment 1 (a masked LM's tokenizer names [begin] and [end] [CLS] and [SEP])."""
+        a = [self.bos_id] + self.encode(text) + [self.eos_id]
+        b = self.encode(pair) + [self.eos_id] if pair is not None else []
+        return a + b, [0] * len(a) + [1] * len(b)
+
+    def split_pair(self, text: str):
+        """"A [SEP] B" -> ("A", "B") for a masked LM's tokenizer; otherwise (text, None)."""
+        if self.sep_token and self.sep_token in text:
+            a, b = text.split(self.sep_token, 1)
+            if a.strip() and b.strip():
+                return a.strip(), b.strip()
+        return text, None
 
     def piece(self, i: int) -> str:
         return self.pieces([i])[0]
@@ -57,17 +88,21 @@ class Tokenizer:
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
               character_coverage: float = 0.9995, seed_sentences: int = 1_000_000, sep: bool = False,
-              **extra) -> "Tokenizer":
-        """Train on an iterable of sentences; sep=True adds the [sep] control piece (id 4);
-        `extra` goes to SentencePieceTrainer as is."""
+              masked_lm: bool = False, **extra) -> "Tokenizer":
+        """Train on an iterable of sentences; sep=True adds the [sep] control piece (id 4); masked_lm=True names
+        the specials as BERT does ([PAD] [UNK] [CLS] [SEP]) and adds [MASK] (id 4); `extra` goes to
+        SentencePieceTrainer as is."""
         if sep:
             extra = dict(extra, control_symbols=[SEP])
+        names = (BERT_PAD, BERT_UNK, CLS, BERT_SEP) if masked_lm else (PAD, UNK, BOS, EOS)
+        if masked_lm:
+            extra = dict(extra, user_defined_symbols=[MASK])
         buf = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,
             model_type=model_type, character_coverage=character_coverage, byte_fallback=True,
             pad_id=0, unk_id=1, bos_id=2, eos_id=3,
-            pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+            pad_piece=names[0], unk_piece=names[1], bos_piece=names[2], eos_piece=names[3],
             input_sentence_size=seed_sentences, shuffle_input_sentence=True,
             max_sentence_length=8192, minloglevel=2, num_threads=2, **extra)
         return cls(buf.getvalue())
@@ -137,7 +172,7 @@ def _inside_word(pieces: list[str], i: int) -> bool:
     if i == 0 or p.startswith(WORD_START) or p[0] not in INWORD_PUNCT:
         return False
     prev = pieces[i - 1]
-    if prev in (PAD, UNK, BOS, EOS) or not _latin_alnum(prev[-1]):
+    if prev in SPECIAL_PIECES or not _latin_alnum(prev[-1]):
         return False
     rest = p.lstrip(INWORD_PUNCT)
     if rest:
@@ -185,7 +220,7 @@ def group_words(pieces: list[str]) -> list[list[int]]:
                 groups.append([i])
             prev_standalone = standalone
             continue
-        special = p in (PAD, UNK, BOS, EOS)
+        special = p in SPECIAL_PIECES
         standalone = special or (_is_cjk_or_punct(p) and not _inside_word(pieces, i))
         after_space = i > 0 and pieces[i - 1] == WORD_START and not special    # a bare ▁ is this piece's space
         if not groups or p.startswith(WORD_START) or ((standalone or prev_standalone) and not after_space):

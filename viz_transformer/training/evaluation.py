@@ -132,24 +132,27 @@ def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> 
     return {"perplexity": round(lm_perplexity(hm.model, blocks[:limit]), 3), "split": "val"}
 
 
-PLATEAU_GAIN = 0.5        # BLEU points (for an LM: perplexity points)
+PLATEAU_GAIN = {"bleu": 0.5, "perplexity": 0.5, "top5": 0.005}   # BLEU points, perplexity points, a masked LM's
+                                                                  # top-5 fill-in accuracy (a fraction: half a point)
 
 
 def plateau(history: list[dict], tail: float = 0.2) -> Optional[dict]:
     """How much the validation score still rose over the last `tail` of the updates: the best score of the
     whole run against the best at or before (1 - tail) of its final step ("plateaued" = less than 0.5 BLEU
-    gained over the last 20% of updates). BLEU for translators (higher is better), perplexity for LMs
-    (lower is better; the gain is the drop). None before there are two epochs."""
+    gained over the last 20% of updates). BLEU for translators (higher is better), top-5 fill-in accuracy for
+    masked LMs (higher is better), perplexity for LMs (lower is better; the gain is the drop). None before there
+    are two epochs."""
     if len(history) < 2:
         return None
-    key, sign = ("bleu", 1.0) if "bleu" in history[0] else ("perplexity", -1.0)
+    key, sign = next((k, 1.0) for k in ("bleu", "top5", "perplexity") if k in history[0] or k == "perplexity")
+    sign = -1.0 if key == "perplexity" else sign
     cut = (1.0 - tail) * history[-1]["step"]
     early = [sign * h[key] for h in history if h["step"] <= cut]
     if not early:
         return None
     gain = round(max(sign * h[key] for h in history) - max(early), 3)
     return {"metric": key, "tail": tail, "from_step": int(cut), "to_step": history[-1]["step"], "gain": gain,
-            "plateaued": gain < PLATEAU_GAIN}
+            "plateaued": gain < PLATEAU_GAIN[key]}
 
 
 def curve_meta(history: list[dict]) -> dict:

@@ -55,6 +55,8 @@ class Snapshots:
     bleu_n: int = 0
     architecture: str = ""
     prefix_len: list[Optional[int]] = field(default_factory=list)   # per text: a prefix LM's bidirectional prefix
+    metric: str = "bleu"                         # what `bleu` holds: "bleu", or "fill_top5" (a masked LM's top-5
+                                                 # fill-in accuracy in %, masked_lm.fill_accuracy)
 
     def pattern(self, i_step: int, i_text: int, name: str) -> torch.Tensor:
         i_step = i_step % len(self.steps)
@@ -91,7 +93,9 @@ def capture_patterns(hm, pairs=SNAPSHOT_PAIRS) -> list:
 
 class Recorder:
     """Takes snapshots inside the training loop; keeps them in the work folder so a resumed run
-    goes on where it stopped; `finish` copies them next to the shipped weights."""
+    goes on where it stopped; `finish` copies them next to the shipped weights. The score each snapshot keeps
+    (index "bleu", named by "metric") is a translator's validation BLEU."""
+    metric = "bleu"
 
     def __init__(self, work: Path, total: int, bleu_fn: Callable[[object], float], bleu_n: int,
                  architecture: str, pairs=SNAPSHOT_PAIRS):
@@ -100,7 +104,8 @@ class Recorder:
         path = self.work / INDEX
         self.index = json.loads(path.read_text()) if path.exists() else {
             "texts": [s for s, _ in pairs], "targets": [t for _, t in pairs], "steps": [], "loss": [], "bleu": [],
-            "translations": [], "loss_curve": [], "bleu_n": bleu_n, "architecture": architecture}
+            "translations": [], "loss_curve": [], "bleu_n": bleu_n, "architecture": architecture,
+            "metric": self.metric}
         wpath = self.work / WEIGHTS
         self.tensors = load_file(str(wpath)) if wpath.exists() and self.index["steps"] else {}
 
@@ -115,12 +120,11 @@ class Recorder:
     def record(self, model, tok, step: int, loss: Optional[float]) -> None:
         """Snapshot the model as it is now (eval mode for the snapshot, restored after)."""
         from viz_transformer.run.capture import HookedModel
-        from viz_transformer.run.decoding import greedy_batch
         if step in self.index["steps"]:
             return
         was_training = model.training
         hm = HookedModel(model, tok)                       # puts the model in eval mode
-        runs = capture_patterns(hm, self.pairs)
+        runs = self.capture(hm)
         i = len(self.index["steps"])
         for j, run in enumerate(runs):
             for name, t in run.cache.items():
@@ -132,9 +136,18 @@ class Recorder:
         self.index["steps"].append(step)
         self.index["loss"].append(None if loss is None else round(loss, 4))
         self.index["bleu"].append(round(self.bleu_fn(model), 2))
-        self.index["translations"].append(greedy_batch(model, tok, [s for s, _ in self.pairs], max_new_tokens=40))
+        self.index["translations"].append(self.outputs(hm, runs))
         model.train(was_training)
         self.save(self.work)
+
+    def capture(self, hm) -> list:
+        """The runs whose attention a snapshot keeps (a translator: each text teacher-forced on its reference)."""
+        return capture_patterns(hm, self.pairs)
+
+    def outputs(self, hm, runs) -> list[str]:
+        """What the model makes of each text at this step (a translator: its greedy translation)."""
+        from viz_transformer.run.decoding import greedy_batch
+        return greedy_batch(hm.model, hm.tokenizer, [s for s, _ in self.pairs], max_new_tokens=40)
 
     def save(self, folder: Path, keep: Optional[list[int]] = None, shipped_step: Optional[int] = None) -> None:
         """Write the snapshots (those at steps `keep`, or all) into `folder`, atomically."""
@@ -181,4 +194,5 @@ def load_training_snapshots(path) -> Optional[Snapshots]:
     return Snapshots(index["steps"], index["texts"], index["targets"], shown(index["src_pieces"]), shown(index["tgt_pieces"]),
                      index["prompt_len"], index["loss"], index["bleu"], index["translations"], tensors,
                      index.get("shipped_step"), [tuple(x) for x in index.get("loss_curve", [])],
-                     index.get("bleu_n", 0), index.get("architecture", ""), index.get("prefix_len", []))
+                     index.get("bleu_n", 0), index.get("architecture", ""), index.get("prefix_len", []),
+                     index.get("metric", "bleu"))

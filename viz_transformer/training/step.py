@@ -45,14 +45,16 @@ def translation_inputs(enc, batch, arch: str, pad_id: int, device="cpu"):
 
 
 def batch_loss(model, x, y, pad_id: int, label_smoothing: float, tgt=None, prefix_len=None,
-               fast: bool = True) -> torch.Tensor:
+               fast: bool = True, types=None) -> torch.Tensor:
     """Mean cross-entropy over the scored targets of y [B, T] (pad_id: not scored). fast: logits only at
-    the scored positions (the vocabulary projection skips padding and prompts); the same loss."""
+    the scored positions (the vocabulary projection skips padding and prompts); the same loss. types: an
+    encoder-only model's segment ids."""
+    kw = {"types": types} if types is not None else {}
     if fast:
         scored = y != pad_id
-        logits = model(x, tgt, prefix_len=prefix_len, logits_at=scored)             # (N, vocab)
+        logits = model(x, tgt, prefix_len=prefix_len, logits_at=scored, **kw)       # (N, vocab)
         return F.cross_entropy(logits, y[scored], label_smoothing=label_smoothing)
-    logits = model(x, tgt, prefix_len=prefix_len)                                     # (B, T, vocab)
+    logits = model(x, tgt, prefix_len=prefix_len, **kw)                             # (B, T, vocab)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
                            ignore_index=pad_id, label_smoothing=label_smoothing)
 
@@ -70,9 +72,9 @@ def make_optimizer(model, tc) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=tc.lr, betas=(0.9, 0.98))
 
 
-def train_step(model, opt, tc, x, y, pad_id: int, tgt=None, prefix_len=None) -> torch.Tensor:
+def train_step(model, opt, tc, x, y, pad_id: int, tgt=None, prefix_len=None, types=None) -> torch.Tensor:
     """One optimisation step (gradients clipped to tc.clip) at the learning rate already set; returns the loss."""
-    loss = batch_loss(model, x, y, pad_id, tc.label_smoothing, tgt, prefix_len, fast=tc.fast)
+    loss = batch_loss(model, x, y, pad_id, tc.label_smoothing, tgt, prefix_len, fast=tc.fast, types=types)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)

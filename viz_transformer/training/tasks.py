@@ -15,6 +15,8 @@ from viz_transformer.core.config import ModelConfig
 from viz_transformer.training import data as D
 from viz_transformer.training.evaluation import lm_perplexity, score_translation
 from viz_transformer.training.grad_norms import KEY as GRAD_NORMS, init_gradient_norms
+from viz_transformer.training.masked_lm import FillRecorder, fill_scores, mask_rows
+from viz_transformer.training.resume import ResumeError
 from viz_transformer.training.snapshots import Recorder
 from viz_transformer.training.step import encode_translation, translation_inputs
 
@@ -137,4 +139,72 @@ class LMTask:
         return None
 
 
-TASKS = {"translation": TranslationTask, "lm": LMTask}
+class MaskedLMTask:
+    """A masked LM (BERT) on both sides of sentence pairs: each training sentence alone, Chinese and English, and
+    a quarter of the pairs as "[CLS] a [SEP] b [SEP]" (segment 1 for b, the two sides in a random order), so the
+    second segment's embedding is trained and a blank can be filled from its translation. Split by source sentence
+    as a translator's, so no held-out sentence (or its translation) is trained on; BERT's masking, drawn anew every
+    epoch (masked_lm.mask_rows); top-5 fill-in accuracy on the validation pairs picks the best epoch."""
+    split = "by_source"
+    pair_share = 0.25
+
+    def __init__(self, tc, model_kw: dict):
+        self.tc = tc
+        pairs = D.read_pairs(tc.data, tc.data_tgt)
+        self.train_items, self.val, self.test = D.split_by_source(pairs, tc.seed, tc.n_test, tc.n_val)
+        if tc.extra_train:
+            src_f, tgt_f = tc.extra_train.split(",")
+            self.train_items = self.train_items + D.read_pairs(src_f, tgt_f, detok=True)
+        self.tok_text = [s for s, _ in self.train_items] + [t for _, t in self.train_items]
+        self.arch = "encoder_only"
+
+    def encode(self, tok, cfg: ModelConfig) -> int:
+        if tok.mask_id is None:
+            raise ResumeError("a masked LM needs a tokenizer with [MASK] (trained with --task mlm)")
+        limit = min(self.tc.max_tokens, cfg.max_len - 2)
+        enc = [(tok.encode(s), tok.encode(t)) for s, t in self.train_items]
+        self.enc = [(a, b) for a, b in enc if len(a) <= limit and len(b) <= limit]
+        self.limit, self._tok = cfg.max_len, tok
+        return math.ceil(len(self.enc) * (2 + self.pair_share) / self.tc.batch_size)
+
+    def batches(self, epoch: int) -> list:
+        """The epoch's sequences (self.epoch_rows: ids and segment ids), batched by length."""
+        rng = random.Random(self.tc.seed + epoch)
+        bos, eos = self._tok.bos_id, self._tok.eos_id
+        rows = [([bos] + s + [eos], None) for pair in self.enc for s in pair]
+        for a, b in self.enc:
+            if rng.random() < self.pair_share:
+                a, b = (a, b) if rng.random() < 0.5 else (b, a)
+                ids = ([bos] + a + [eos] + b + [eos])[: self.limit]
+                rows.append((ids, len(a) + 2))
+        self.epoch_rows = rows
+        self.generator = torch.Generator().manual_seed(self.tc.seed * 1000 + epoch)   # the same masks on a resume
+        return translation_batches([(len(r), 0) for r, _ in rows], self.tc.batch_size, self.tc.seed + epoch)
+
+    def inputs(self, batch, cfg: ModelConfig, pad_id: int, device):
+        """(x, None, None, y, segment ids): the masked sequences, their targets, segment 1 after a pair's [SEP]."""
+        rows = [self.epoch_rows[i] for i in batch]
+        x, y = mask_rows([r for r, _ in rows], self._tok, self.generator)
+        types = torch.zeros_like(x)
+        for j, (_, first) in enumerate(rows):
+            if first is not None:
+                types[j, first:] = 1
+        types = types.masked_fill(x == pad_id, 0)
+        return x.to(device), None, None, y.to(device), types.to(device)
+
+    def evaluate(self, model, tok, best: Optional[dict]) -> tuple[dict, bool]:
+        metrics = fill_scores(model, tok, self.val, self.tc.eval_limit)
+        return metrics, best is None or metrics["top5"] > best["top5"]
+
+    def measure_start(self, info: dict, cfg: ModelConfig, tok) -> None:
+        pass
+
+    def recorder(self, work: Path, total: int, tok, cfg: ModelConfig) -> Optional[Recorder]:
+        if not self.tc.snapshots:
+            return None
+        val = self.val[: self.tc.snapshot_bleu_n]
+        return FillRecorder(work, total, lambda m: 100 * fill_scores(m, tok, val)["top5"], 2 * len(val),
+                            cfg.architecture)
+
+
+TASKS = {"translation": TranslationTask, "lm": LMTask, "mlm": MaskedLMTask}

@@ -25,6 +25,7 @@ from viz_transformer.run.decoding import greedy_batch
 from viz_transformer.training.evaluation import curve_meta, score_translation
 from viz_transformer.core.model import Transformer
 from viz_transformer.training.grad_norms import KEY as GRAD_NORMS
+from viz_transformer.training.masked_lm import SNAPSHOT_TEXTS, fill_scores, top_fills
 from viz_transformer.training.resume import ResumeError, load_state, save_state
 from viz_transformer.training.snapshots import Recorder
 from viz_transformer.training.tasks import TASKS
@@ -38,7 +39,7 @@ DEMO_EN = ["Once upon a time", "The little dog", "Lily and Tom went to the park.
 
 @dataclass
 class TrainConfig:
-    task: str = "translation"          # translation | lm
+    task: str = "translation"          # translation | lm | mlm (a masked LM, BERT, on both sides of the pairs)
     data: str = ""                     # TSV of pairs, source file, or plain text
     data_tgt: Optional[str] = None     # target file when the pairs come as two line-aligned files
     extra_train: Optional[str] = None  # more pairs for training only, as "SRC_FILE,TGT_FILE" (detokenized)
@@ -125,7 +126,7 @@ def tokenizer(tc: TrainConfig, work: Path, text: list[str]) -> Tokenizer:
         tok = load_tokenizer(tc.init_from, read_config(tc.init_from))
     else:
         _log(f"training SentencePiece ({tc.vocab_size} pieces) on {len(text)} lines ...")
-        tok = Tokenizer.train(text, tc.vocab_size, sep=tc.task == "translation")
+        tok = Tokenizer.train(text, tc.vocab_size, sep=tc.task == "translation", masked_lm=tc.task == "mlm")
     if tc.cjk_chars:
         tok = Tokenizer(one_piece_per_cjk_character(tok.model_proto))
     tok.save(tok_path)
@@ -136,7 +137,9 @@ def model_config(tc: TrainConfig, model_kw: dict, arch: str, tok: Tokenizer, wor
     """The flags' model with the tokenizer's ids, or init_from's config (fine-tuning: whatever the flags say)."""
     kw = dict(model_kw, architecture=arch, vocab_size=tok.vocab_size, pad_id=tok.pad_id,
               bos_id=tok.bos_id, eos_id=tok.eos_id)
-    if arch != "encoder_decoder":
+    if arch == "encoder_only":
+        kw["n_decoder_layers"] = 0
+    elif arch != "encoder_decoder":
         kw["n_encoder_layers"] = 0
         if tc.task == "translation":
             if tok.sep_id < 0:
@@ -231,10 +234,10 @@ def train_epoch(model, opt, tc: TrainConfig, task, tok, rec: Optional[Recorder],
     for batch in bar:
         if rec is not None and rec.due(step):
             rec.record(model, tok, step, loss_ema if step else None)
-        x, tgt, pl, y = task.inputs(batch, model.cfg, tok.pad_id, device)
+        x, tgt, pl, y, *types = task.inputs(batch, model.cfg, tok.pad_id, device)   # a masked LM: segment ids
         for grp in opt.param_groups:
             grp["lr"] = lr_at(step, tc, total)
-        loss = train_step(model, opt, tc, x, y, tok.pad_id, tgt, pl)
+        loss = train_step(model, opt, tc, x, y, tok.pad_id, tgt, pl, types[0] if types else None)
         step += 1
         ntok += int((y != tok.pad_id).sum())
         loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
@@ -271,6 +274,9 @@ def finish(out: Path, tc: TrainConfig, test, history: Optional[list] = None) -> 
     if tc.task == "translation":
         meta["test"] = score_translation(model, tok, test)
         meta["demo"] = dict(zip(DEMO_ZH, greedy_batch(model, tok, DEMO_ZH)))
+    elif tc.task == "mlm":
+        meta["test"] = fill_scores(model, tok, test)
+        meta["demo"] = {t: fills for t, fills in zip(SNAPSHOT_TEXTS, top_fills(model, tok, SNAPSHOT_TEXTS))}
     else:
         meta["demo"] = dict(zip(DEMO_EN, greedy_batch(model, tok, DEMO_EN, max_new_tokens=40)))
     (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -288,8 +294,8 @@ def main(argv=None) -> int:
     if not tc.data:
         print("error: --data is required (a TSV of pairs, a source file, or plain text)", file=sys.stderr)
         return 2
-    if tc.task not in ("translation", "lm"):
-        print(f"error: --task must be translation or lm, not {tc.task!r}", file=sys.stderr)
+    if tc.task not in TASKS:
+        print(f"error: --task must be translation, lm or mlm, not {tc.task!r}", file=sys.stderr)
         return 2
     model_kw = {f.name: d[f.name] for f in MODEL_FIELDS}
     cmd = "python -m viz_transformer train " + " ".join(argv if argv is not None else sys.argv[2:])
