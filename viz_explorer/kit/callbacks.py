@@ -97,7 +97,7 @@ def tr_pause(i: int, n: int) -> None:
 
 
 def _pair(texts, targets, k: int) -> str:
-    return f"{texts[k]} → {targets[k]}"
+    return f"{texts[k]} → {targets[k]}" if targets[k] else texts[k]       # a masked LM's sentence has no reference
 
 
 def snapshot_pair(snaps):

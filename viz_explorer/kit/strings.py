@@ -263,6 +263,19 @@ EN = {
     "ov.m.val_bleu": "validation BLEU",
     "ov.m.val_chrf": "validation chrF",
     "ov.m.val_perplexity": "validation perplexity",
+    "ov.m.test_top1_zh": "test top-1 fill-in, Chinese",
+    "ov.m.test_top5_zh": "test top-5 fill-in, Chinese",
+    "ov.m.test_top1_en": "test top-1 fill-in, English",
+    "ov.m.test_top5_en": "test top-5 fill-in, English",
+    "ov.m.val_top1_zh": "validation top-1 fill-in, Chinese",
+    "ov.m.val_top5_zh": "validation top-5 fill-in, Chinese",
+    "ov.m.val_top1_en": "validation top-1 fill-in, English",
+    "ov.m.val_top5_en": "validation top-5 fill-in, English",
+    "ov.family.bert": "This is the tutorials' BERT, trained here: an encoder-only masked LM ({layers} {layers:layer|layers} "
+                      "× {heads} {heads:head|heads}, d_model {d}) that learned from random weights to fill blanks in "
+                      "both sides of {data}. It reads the whole text at once (attention both ways), starts it with "
+                      "[CLS] and ends it with [SEP]; type [MASK] where a piece should go, or two sentences as "
+                      "\"A [SEP] B\".",
     "ov.m.val_loss": "validation loss",
     "ov.m.train_loss": "training loss (last epoch)",
     "ov.trained": "Trained {when} on {data} ({task}).",
@@ -805,6 +818,12 @@ EN = {
     "tr.m_bleu": "validation BLEU ({n} {n:pair|pairs})",
     "tr.m_shipped": "shipped step",
     "tr.translation": "The model's greedy translation at this step",
+    "tr.mlm_note": "A masked LM translates nothing: each fixed sentence holds a [MASK] instead, every frame reads "
+                   "the same pieces, and under the step you see the model's best piece for each blank.",
+    "tr.sentence_mlm": "Sentence with a blank",
+    "tr.m_fill_top5": "top-5 fill-in accuracy, % ({n} validation {n:sentence|sentences})",
+    "tr.fills": "The model's best piece at each [MASK] at this step",
+    "tr.curves_mlm": "Loss and fill-in accuracy over training (the red line: this step)",
     "tr.heatmap": "{name}, {head}, step {step}",
     "tr.model_view": "All heads of {block}, step {step}",
     "tr.curves": "Loss and BLEU over training (the red line: this step)",

@@ -33,8 +33,9 @@ def headline_metrics(summary: dict) -> dict[str, str]:
 
 def training_metrics(meta: dict) -> dict[str, float]:
     """meta.json's numbers by a stable key (params, items, seconds, epoch, {test,val}_{bleu,chrf,perplexity,loss},
-    train_loss): the page names them. The test split is preferred for scores; the epoch and training loss are
-    the validation record's (the epoch that shipped)."""
+    a masked LM's {test,val}_top{1,5}_{zh,en} fill-in accuracies (fractions), train_loss): the page names them. The
+    test split is preferred for scores; the epoch and training loss are the validation record's (the epoch that
+    shipped)."""
     out: dict[str, float] = {}
     for k, key in (("params", "n_params"), ("items", "train_items"), ("seconds", "train_seconds")):
         if isinstance(meta.get(key), (int, float)):
@@ -42,7 +43,7 @@ def training_metrics(meta: dict) -> dict[str, float]:
     for split in ("test", "val"):
         d = meta.get(split)
         if isinstance(d, dict):
-            for k in ("bleu", "chrf", "perplexity", "loss"):
+            for k in ("bleu", "chrf", "perplexity", "loss", "top1_zh", "top5_zh", "top1_en", "top5_en"):
                 if isinstance(d.get(k), (int, float)) and not any(x.endswith("_" + k) for x in out):
                     out[f"{split}_{k}"] = d[k]
     val = meta.get("val") if isinstance(meta.get("val"), dict) else {}

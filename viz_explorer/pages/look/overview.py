@@ -1,5 +1,7 @@
 """Page: the checkpoint's architecture as a diagram with the text's shapes, how it was trained, the text
 as its tokenizer's pieces, and the model's output."""
+from pathlib import Path
+
 import streamlit as st
 
 from viz_explorer.server import cached
@@ -22,6 +24,9 @@ right = overview_head.draw(cfg, len(run.src_ids) if run.src_ids is not None else
 with right:
     language_pair.selectors(ctx)                    # a multilingual translator's source and target
     if cfg.is_encoder_only:                         # generates nothing: its blanks, or its sentence embedding
+        if (hm.meta or {}).get("task") == "mlm":    # trained here by train.py --task mlm: the seeds' BERT
+            st.caption(widgets.md_escape(t("ov.family.bert", layers=cfg.n_encoder_layers, heads=cfg.n_heads,
+                                           d=cfg.d_model, data=Path(str(hm.meta.get("data", "–"))).name)))
         encoder_output.show(hm, run, ctx.path, ctx.stamp)
     else:
         widgets.output(run.output or t("ov.empty_output"), "overview")
@@ -44,6 +49,8 @@ if meta.get("trained_at"):
 metrics = training_curves.training_metrics(meta)
 fmt = {"params": lambda v: f"{v:,.0f}", "items": lambda v: f"{v:,.0f}", "epoch": lambda v: f"{v:.0f}",
        "seconds": lambda v: t("ov.m.minutes", m=v / 60)}
+fmt.update({f"{split}_top{k}_{lang}": lambda v: f"{v:.1%}" for split in ("test", "val") for k in (1, 5)
+            for lang in ("zh", "en")})
 shown = list(metrics.items())
 for row in range(0, len(shown), 4):              # four to a row: long numbers stay whole
     for where, (k, v) in zip(st.columns(4), shown[row:row + 4]):

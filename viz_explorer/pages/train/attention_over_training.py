@@ -1,6 +1,7 @@
 """Attention over training: one sentence's attention at each recorded step, from the run's first step (random
-weights, or the model it fine-tunes, as meta.json records) to the shipped model, with the loss and BLEU curves and
-the translation at that step."""
+weights, or the model it fine-tunes, as meta.json records) to the shipped model, with the loss and score curves and
+what the model made of the sentence at that step (a translator's translation, a masked LM's best fill for each
+blank)."""
 import time
 
 import streamlit as st
@@ -34,6 +35,9 @@ else:
     st.warning(t("tr.start_finetune", base=origin["base"], n=origin["updates"],
                  chain=" → ".join(t("tr.chain_link", name=c["name"], n=c["updates"]) for c in origin["chain"]),
                  others=", ".join(others) or "–"), icon=":material/info:")
+mlm = snaps.metric == "fill_top5"          # a masked LM's playback: blanks, not translations
+if mlm:
+    st.caption(t("tr.mlm_note"))
 n = len(snaps.steps)
 if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another checkpoint: start at step 0
     if st.session_state.get("tr_key") is not None:                    # (a link's first view keeps its step)
@@ -42,7 +46,7 @@ if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another che
 i = st.session_state["tr_step"] = min(st.session_state.get("tr_step", 0), n - 1)
 
 c = st.columns([3, 3, 1, 1])
-j = widgets.select(c[0], t("tr.sentence"), list(range(len(snaps.texts))), "tr_text",
+j = widgets.select(c[0], t("tr.sentence_mlm" if mlm else "tr.sentence"), list(range(len(snaps.texts))), "tr_text",
                    format_func=in_language(callbacks.snapshot_pair(snaps)))
 block, layer, head = widgets.block_layer_head([c[1], c[2], c[3]], cfg, "tr", default_block="decoder.self_attn")
 
@@ -61,14 +65,16 @@ step, bleu, loss = snaps.steps[i], snaps.bleu[i], snaps.loss[i]
 m = st.columns(4)
 m[0].metric(t("tr.m_step"), f"{step:,}")
 m[1].metric(t("tr.m_loss"), "–" if loss is None else f"{loss:.3f}")
-m[2].metric(t("tr.m_bleu", n=snaps.bleu_n), f"{bleu:.1f}")
+score_label = t("tr.m_fill_top5" if mlm else "tr.m_bleu", n=snaps.bleu_n)
+m[2].metric(score_label, f"{bleu:.1f}")
 m[3].metric(t("tr.m_shipped"), f"{snaps.shipped_step:,}" if snaps.shipped_step is not None else "–")
-st.markdown(f"**{t('tr.translation')}**")
+st.markdown(f"**{t('tr.fills' if mlm else 'tr.translation')}**")
 widgets.output(snaps.translations[i][j] or t("ov.empty_output"), "translation")
 
-nexts = piece_labels.next_pieces(snaps.tgt_pieces[j])          # what each teacher-forced row is trained to predict
-example = piece_labels.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
-rows_note.caption(t("rows.intro_tr", row=widgets.md_escape(example)))
+if snaps.tgt_pieces[j]:                 # decoder rows: what each teacher-forced row is trained to predict
+    nexts = piece_labels.next_pieces(snaps.tgt_pieces[j])
+    example = piece_labels.example_row(snaps.tgt_pieces[j], nexts, snaps.prompt_len[j] - 1)[0]
+    rows_note.caption(t("rows.intro_tr", row=widgets.md_escape(example)))
 q_pieces, k_pieces = snaps.axes(j, block)
 name = patterns.hook_name(block, layer, "hook_pattern")
 pats = snaps.stack(i, j, block)                                                     # (L, H, q, k)
@@ -81,8 +87,8 @@ widgets.show(heatmaps.model_view(patterns.model_view_tiles(pats, 32), t("tr.mode
              block=widgets.block_label(block)), t("axis.layer"), t("axis.head"),
              selected=(layer, head) if isinstance(head, int) else None, colorbar=t("at.model_view_cb"),
              hover=t("at.model_view_hover")), key="tr_model_view")
-widgets.show(model_figures.training_curves(snaps.steps, snaps.loss, snaps.bleu, step, t("tr.curves"), snaps.loss_curve,
-                                          t("tr.x"), t("tr.m_loss"), t("tr.m_bleu", n=snaps.bleu_n), snaps.shipped_step,
+widgets.show(model_figures.training_curves(snaps.steps, snaps.loss, snaps.bleu, step, t("tr.curves_mlm" if mlm else "tr.curves"),
+                                          snaps.loss_curve, t("tr.x"), t("tr.m_loss"), score_label, snaps.shipped_step,
                                           t("tr.m_shipped")), key="tr_curves")
 st.caption(t("tr.how", n=n))
 
