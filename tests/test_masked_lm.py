@@ -10,6 +10,7 @@ import torch
 
 import viz_transformer.training.train as T
 from viz_transformer import load_checkpoint
+from viz_transformer.cli import main as cli_main
 from viz_transformer.core.tokenizer import Tokenizer, one_piece_per_cjk_character
 from viz_transformer.run.fill_mask import fill_blanks
 from viz_transformer.training import masked_lm as M
@@ -129,6 +130,10 @@ def test_a_masked_lm_trains_resumes_records_and_fills_blanks(tmp_path, pairs_tsv
     assert set(hm.meta["test"]) >= {"top5_zh", "top5_en"} and hm.meta["plateau"]["metric"] == "top5"
     assert hm.meta["test"] == M.fill_scores(hm.model, hm.tokenizer, T.TASKS["mlm"](
         T.TrainConfig(data=str(pairs_tsv), n_test=6, n_val=6), {}).test)
+    capsys.readouterr()
+    assert cli_main(["evaluate", "--checkpoint", str(tmp_path / "out")]) == 0     # the command docs/models.md gives
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {**hm.meta["test"], "split": "test"}
     run = hm.run("我喜欢[MASK]。")
     assert run.src_pieces[0] == "[CLS]" and run.src_pieces[-1] == "[SEP]"
     blanks = fill_blanks(hm, run)

@@ -194,7 +194,7 @@ def cmd_evaluate(args) -> int:
     """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
     only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
     one's split minus every source any of them trained on), one JSON line each."""
-    from viz_transformer.training.evaluation import evaluate_lm, evaluate_translators
+    from viz_transformer.training.evaluation import evaluate_lm, evaluate_masked_lm, evaluate_translators
     if args.record and args.limit:
         raise UserError("--record keeps scores of the whole split: leave out --limit")
     hms = [_load(c) for c in args.checkpoint]
@@ -204,6 +204,8 @@ def cmd_evaluate(args) -> int:
                                            keep_translations=args.record)
         elif args.beam_width != 1:
             raise ValueError("--beam-width scores translators; a language model is scored by perplexity")
+        elif len(hms) == 1 and hms[0].cfg.is_encoder_only:
+            results = [evaluate_masked_lm(hms[0], args.split, args.data, args.limit)]
         elif len(hms) == 1:
             results = [evaluate_lm(hms[0], args.data, args.limit)]
         else:
@@ -325,7 +327,8 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
     s.add_argument("--checkpoint", required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_info)
-    s = sub.add_parser("evaluate", help="BLEU/chrF (translator) or perplexity (LM) on the held-out split")
+    s = sub.add_parser("evaluate", help="BLEU/chrF (translator), perplexity (LM) or fill-in accuracy (masked LM) "
+                                        "on the held-out split")
     s.add_argument("--checkpoint", required=True, action="append",
                    help="repeat it to score several translators on exactly the same pairs")
     s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")

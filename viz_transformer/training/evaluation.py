@@ -1,4 +1,4 @@
-"""Held-out scores: BLEU/chrF for translators, perplexity for language models.
+"""Held-out scores: BLEU/chrF for translators, perplexity for language models, fill-in accuracy for masked LMs.
 
 Splits are rebuilt from each checkpoint's meta.json (data, seed, sizes). Several translators are
 scored on exactly the same pairs: the first one's split minus every pair whose source any of
@@ -130,6 +130,16 @@ def evaluate_lm(hm, data: Optional[str] = None, limit: Optional[int] = None) -> 
     _, val, _ = story_splits(m, data)
     blocks = D.blocks(D.token_stream(val, hm.tokenizer), m.get("train_config", {}).get("block_size", 256))
     return {"perplexity": round(lm_perplexity(hm.model, blocks[:limit]), 3), "split": "val"}
+
+
+def evaluate_masked_lm(hm, split: str = "test", data: Optional[str] = None, limit: Optional[int] = None) -> dict:
+    """A masked LM's fill-in accuracy (masked_lm.fill_scores: one blank per sentence, each language apart) on the
+    held-out split of the pairs it trained on, rebuilt from meta.json."""
+    from viz_transformer.training.masked_lm import fill_scores
+    if split not in ("test", "val"):
+        raise ValueError(f"a masked LM is scored on its own test or val split, not {split!r}")
+    _, val, test = translation_splits(hm.meta, data)
+    return {**fill_scores(hm.model, hm.tokenizer, test if split == "test" else val, limit), "split": split}
 
 
 PLATEAU_GAIN = {"bleu": 0.5, "perplexity": 0.5, "top5": 0.005}   # BLEU points, perplexity points, a masked LM's
