@@ -142,6 +142,8 @@ def _context(qid: str, q: Question, entry: dict) -> None:
         st.caption(t("qz.so_far", step=ev["step"], pieces=widgets.md_escape(" ".join(ev["so_far"]))))
     elif q.kind == "knockout_changes":
         st.caption(t("qz.output", output=widgets.md_escape(ev["output"])))
+    elif q.kind == "fill_blank":
+        st.caption(t("qz.blank", pieces=widgets.md_escape(" ".join(ev["text"]))))
     elif q.kind == "top_piece":
         st.caption(t("qz.top_word", step=ev["step"], word=widgets.md_escape(ev["word"])))
 
@@ -171,6 +173,10 @@ def _evidence(qid: str, q: Question, choice) -> None:
         fig = figures.candidates(ev["pieces"], ev["probs"], ev["chosen"], t("qz.next_title", step=ev["step"]),
                                  xlabel=t("qz.prob"), ylabel=t("qz.candidate"))
         line = t("qz.ev.next", piece=widgets.md_escape(ev["pieces"][ev["chosen"]]), p=ev["probs"][ev["chosen"]])
+    elif q.kind == "fill_blank":
+        fig = figures.candidates(ev["pieces"], ev["probs"], ev["chosen"], t("qz.fill_title"),
+                                 xlabel=t("qz.prob"), ylabel=t("qz.candidate"))
+        line = t("qz.ev.fill", piece=widgets.md_escape(ev["pieces"][0]), p=ev["probs"][0])
     elif q.kind == "knockout_changes":
         fig = figures.outputs(ev["with"], ev["without"], t("qz.ko_title", block=widgets.block_label(ev["block"]),
                                                              layer=ev["layer"], head=ev["head"]),

@@ -311,3 +311,96 @@ def causal_everywhere(hm, text: str) -> Fact:
     above = float(torch.triu(pats, diagonal=1).abs().max())
     return Fact({"heads": pats.shape[0] * pats.shape[1], "above": above}, above == 0.0,
                 "no decoder self-attention head puts any weight after the diagonal")
+
+
+# -- a masked LM (BERT): [CLS] and [SEP], the blank, attention both ways ----------------------------------------
+RIGHT_SHARE = 0.3     # "reads the pieces after the blank": at least this share of the [MASK] row on them
+
+
+def _blank(hm, run) -> int:
+    """The first [MASK]'s position in an encoder-only run; ValueError in one line when there is none."""
+    from viz_transformer.run.fill_mask import mask_positions
+    where = mask_positions(hm, run)
+    if not where:
+        raise ValueError(f"this fact needs a masked LM and a text with {getattr(hm.tokenizer, 'mask_token', None) or '[MASK]'}")
+    return where[0]
+
+
+def _fill(hm, text: str) -> tuple[list[str], list[float]]:
+    """The masked-LM head's 5 best pieces at the text's first blank, and their probabilities."""
+    run = shared_run(hm, text)
+    probs = torch.softmax(run.logits[_blank(hm, run)].float(), -1)
+    p, ids = probs.topk(5)
+    return hm.tokenizer.pieces(ids.tolist()), p.tolist()
+
+
+@kind
+def bert_pieces(hm, text: str) -> Fact:
+    """An encoder-only model's input: [CLS] first, [SEP] last (and after the first sentence of a pair), the
+    blank one piece among them."""
+    run = shared_run(hm, text)
+    p = run.src_pieces
+    blank = _blank(hm, run)
+    holds = p[0] == "[CLS]" and p[-1] == "[SEP]" and p[blank] == "[MASK]"
+    return Fact({"n": len(p), "pieces": " ".join(p), "blank": blank, "seps": p.count("[SEP]")}, holds,
+                "the input starts with [CLS], ends with [SEP] and holds the [MASK]")
+
+
+@kind
+def blank_fill(hm, text: str, expects: str, within: int = 1) -> Fact:
+    """The model's best pieces for the first blank. Claim: `expects` is among the `within` best."""
+    top, p = _fill(hm, text)
+    bare = [_strip(x) for x in top]
+    rank = bare.index(_strip(expects)) + 1 if _strip(expects) in bare else 0
+    return Fact({"top": top[0], "p": p[0], "top5": " · ".join(top), "rank": rank,
+                 "p_expects": p[rank - 1] if rank else 0.0}, 1 <= rank <= within,
+                f"{expects} is among the model's {within} best pieces for the blank")
+
+
+@kind
+def blank_reads_both_ways(hm, text: str) -> Fact:
+    """Selector: the encoder head whose [MASK] row puts the largest share of its weight on the pieces after the
+    blank (the closing [SEP] left out). Claim: that share is at least RIGHT_SHARE, which a causal decoder's row
+    could never give (it sees no piece after itself)."""
+    run = shared_run(hm, text)
+    blank = _blank(hm, run)
+    pats = patterns.block_patterns(run.cache, "encoder.self_attn")[:, :, blank]        # (layer, head, key)
+    after = pats[:, :, blank + 1:len(run.src_pieces) - 1].sum(-1)
+    before = pats[:, :, 1:blank].sum(-1)
+    layer, head = divmod(int(after.argmax()), after.shape[1])
+    return Fact({"layer": layer, "head": head, "after": float(after[layer, head]), "before": float(before[layer, head]),
+                 "heads": after.numel(), "reading": int((after >= RIGHT_SHARE).sum())},
+                float(after[layer, head]) >= RIGHT_SHARE,
+                f"some encoder head's [MASK] row puts ≥ {RIGHT_SHARE} on the pieces after the blank")
+
+
+@kind
+def pair_helps(hm, text: str, pair: str, expects: str) -> Fact:
+    """The same blank read alone and with its translation as the second segment ("A [SEP] B"). Claim: the
+    translation raises the probability of `expects` there."""
+    sep = getattr(hm.tokenizer, "sep_token", None) or "[SEP]"
+    alone, p_alone = _fill(hm, text)
+    both, p_both = _fill(hm, f"{text} {sep} {pair}")
+    full = lambda t: torch.softmax(shared_run(hm, t).logits[_blank(hm, shared_run(hm, t))].float(), -1)   # noqa: E731
+    eid = hm.tokenizer.encode(expects)
+    eid = [i for i in eid if hm.tokenizer.pieces([i])[0] not in ("\u2581", "")][:1]
+    if not eid:
+        raise ValueError(f"{expects!r} is no piece of this model")
+    a, b = float(full(text)[eid[0]]), float(full(f"{text} {sep} {pair}")[eid[0]])
+    return Fact({"top_alone": alone[0], "p_alone": a, "top_pair": both[0], "p_pair": b, "pair": pair}, b > a,
+                f"with the translation beside it, {expects} gets more probability at the blank")
+
+
+@kind
+def fill_lens_first(hm, text: str) -> Fact:
+    """The masked-LM head read after every layer at the first blank (run.fill_mask): the first layer after which
+    its best piece is the model's final answer and stays so. Claim: that is after some layer, not at the
+    embeddings."""
+    from viz_transformer.run.fill_mask import fill_blanks
+    b = fill_blanks(hm, shared_run(hm, text), k=1)[0]
+    final = b.top[0][0]
+    rows = [r[0][0] for r in b.layers]                  # embeddings, then after each layer
+    first = next((i for i in range(len(rows)) if all(x == final for x in rows[i:])), None)
+    return Fact({"piece": final, "layer": first if first is not None else -1, "layers": len(rows) - 1,
+                 "p": b.top[0][1]}, first is not None and first >= 1,
+                "the blank's answer appears after some layer, not at the embeddings")

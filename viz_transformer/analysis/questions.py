@@ -126,6 +126,23 @@ def next_token(hm, text: str, step: int = 1) -> Question:
 
 
 @kind
+def fill_blank(hm, text: str) -> Question:
+    """Which piece a masked LM puts in the text's first [MASK]: the answer among its head's top N_CANDIDATES
+    there, in a fixed shuffled order."""
+    from viz_transformer.run.fill_mask import fill_blanks
+    run = shared_run(hm, text)
+    blanks = fill_blanks(hm, run, k=N_CANDIDATES)
+    if not blanks:
+        raise ValueError(f"fill_blank needs a text with {getattr(hm.tokenizer, 'mask_token', None) or '[MASK]'}")
+    b = blanks[0]
+    pieces = [p for p, _ in b.top]
+    options = shuffled(pieces, f"{text}|blank")
+    return Question("fill_blank", options, options.index(pieces[0]),
+                    {"pieces": pieces, "probs": [float(x) for _, x in b.top], "chosen": 0,
+                     "text": list(run.src_pieces), "position": b.position})
+
+
+@kind
 def knockout_changes(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0,
                      mode: str = "zero") -> Question:
     """Whether knocking this head out (interventions.head_ablation_hooks) changes the greedy output."""
