@@ -141,6 +141,14 @@ def join_link(code: str) -> str:
 
 # ---- the teacher ------------------------------------------------------------------------------------------
 
+def begin(lesson: str) -> str:
+    """Start a class on `lesson` with this session as its teacher; returns the class code (the address's TEACH).
+    cr.ClassError (a Refusal: one line to show) when the class store refuses."""
+    code, secret = cr.create_class(lesson)
+    class_control.grant(code, secret)               # the right stays in this session, not the address
+    return code
+
+
 def start() -> None:
     """No class in the address: start one (a teacher) or type a code (a student)."""
     left, right = st.columns(2, gap="large")
@@ -152,9 +160,7 @@ def start() -> None:
             return
         lesson = widgets.select(st, t("lc.lesson"), names, key="lc_lesson")
         if st.button(t("lc.start"), key="lc_start", type="primary", icon=":material/play_arrow:"):
-            code, secret = cr.create_class(lesson)
-            class_control.grant(code, secret)               # the right stays in this session, not the address
-            st.query_params[TEACH] = code
+            st.query_params[TEACH] = begin(lesson)
             st.rerun()
     with right.container(border=True):
         st.subheader(t("lc.join_title"))

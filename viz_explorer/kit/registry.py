@@ -46,6 +46,7 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group 
         PageSpec("training", "train/attention_over_training.py", "nav.training", "movie", ("tr_",)),
         PageSpec("export", "train/export.py", "nav.export", "download", ("ex_",))),
     "nav.sec.class": (
+        PageSpec("lessons", "class/lessons.py", "nav.lessons", "menu_book", ("sh_",)),
         PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups",     # its form: the class survives
                  ("lc_code", "lc_join", "lc_lesson", "lc_start", "lc_nick", "lc_key")),),
 }

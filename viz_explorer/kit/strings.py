@@ -1063,6 +1063,17 @@ EN = {
     "pt.col.piece": "piece",
 
     # lessons
+    "nav.lessons": "Lessons",
+    "sh.title": "Lessons",
+    "sh.intro": "Every lesson, with the tutorial chapter it follows. Open one to walk it here, step by step, or "
+                "start a live class on it: students join from their phones and answer its questions.",
+    "sh.chapter": "Follows: {chapter}",
+    "sh.facts": "{steps} {steps:step|steps} · {questions} {questions:question|questions} · {langs} · model {model}",
+    "sh.lang.en": "English",
+    "sh.lang.zh": "中文",
+    "sh.open": "Open the lesson",
+    "sh.class": "Start a class with it",
+    "sh.broken": "{name} cannot be opened: {error}",
     "ls.panel": "Lesson: {title}",
     "ls.step": "Step {i} of {n}",
     "ls.back": "Previous lesson step",

@@ -1,11 +1,12 @@
 """Lessons: a guided path through the app, one JSON file in lessons/ per lesson.
 
-    {"title": {"en": "...", "zh": "..."},
+    {"title": {"en": "...", "zh": "..."}, "chapter": {"en": "...", "zh": "..."},
      "steps": [{"page": "attention", "settings": {"checkpoint": "zh-en", "text": "我是一名工程师。",
                 "block": "encoder.self_attn", "layer": 0, "head": 3}, "note": {"en": "...", "zh": "..."}}]}
 
 A step names a page and its settings in the app's own words (SETTINGS); the app maps them onto its
-widgets. `load_lesson` checks a file and raises ValueError naming the step and the field.
+widgets. `load_lesson` checks a file and raises ValueError naming the step and the field. "chapter" (optional)
+names the tutorial section the lesson follows, by its title, so a teacher can pair them (the lesson shelf shows it).
 
 What a note claims about the model is computed, not typed: a step may carry facts (a kind from
 viz_transformer.analysis.claims with its arguments, evaluated on the lesson's checkpoint and text at that step),
@@ -118,9 +119,13 @@ class Lesson:
     name: str
     title: dict                                       # language -> text
     steps: list[Step]
+    chapter: dict = field(default_factory=dict)       # language -> the tutorial section it follows ({}: none named)
 
     def to_dict(self) -> dict:
-        return {"title": dict(self.title), "steps": [s.to_dict() for s in self.steps]}
+        out = {"title": dict(self.title), "steps": [s.to_dict() for s in self.steps]}
+        if self.chapter:
+            out["chapter"] = dict(self.chapter)
+        return out
 
     def dumps(self) -> str:
         """The lesson file's text (what `load_lesson` reads back)."""
@@ -237,7 +242,8 @@ def parse_lesson(data, name: str = "lesson") -> Lesson:
         facts, use = check_facts(s.get("facts", {}), s.get("use", {}), note, where)
         question = check_question(s.get("question"), facts, where)
         steps.append(Step(s["page"], check_settings(s.get("settings", {}), where), note, facts, use, question))
-    return Lesson(name, _texts(data.get("title"), f"{name}: title"), steps)
+    chapter = _texts(data["chapter"], f"{name}: chapter") if data.get("chapter") is not None else {}
+    return Lesson(name, _texts(data.get("title"), f"{name}: title"), steps, chapter)
 
 
 def lesson_path(name: str, folder: Optional[Path] = None) -> Path:

@@ -128,6 +128,12 @@ def _go(i: int) -> None:
     st.session_state["lesson_pending"] = True
 
 
+def open_lesson(name: str) -> None:
+    """Open lesson `name` at its first step on the next run (a button's callback: the lesson shelf's Open)."""
+    st.session_state["lesson"] = {"name": name, "step": 0}
+    st.session_state["lesson_pending"] = True
+
+
 def _leave() -> None:
     st.session_state.pop("lesson", None)
     st.query_params.clear()
