@@ -19,7 +19,7 @@ from viz_explorer.lessons import lesson_file
 from viz_transformer.run import permute
 from viz_transformer.core.masks import causal_mask
 
-SHIPPED = ["attention-step-by-step", "positions-and-masks"]
+SHIPPED = lesson_file.list_lessons()         # every lesson in lessons/
 STEPS = [(name, i) for name in SHIPPED for i in range(len(lesson_file.load_lesson(name).steps))]
 
 

@@ -13,7 +13,7 @@ from viz_explorer.lessons import lesson_file, quiz
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import claims, questions
 
-SHIPPED = ["attention-step-by-step", "positions-and-masks"]
+SHIPPED = lesson_file.list_lessons()         # every lesson in lessons/
 ASKED = [(name, i) for name in SHIPPED for i, s in enumerate(lesson_file.load_lesson(name).steps) if s.question]
 
 
@@ -54,7 +54,12 @@ def test_a_question_s_arguments_come_from_the_step_then_its_own_then_the_facts()
 
 @pytest.fixture(scope="module")
 def shipped():
-    return {n: load_checkpoint(ROOT / "checkpoints" / n) for n in ("zh-en", "en-stories")}
+    """The shipped checkpoints the lessons open, loaded once."""
+    class Models(dict):
+        def __missing__(self, name):
+            self[name] = load_checkpoint(ROOT / "checkpoints" / name)
+            return self[name]
+    return Models()
 
 
 @pytest.mark.parametrize("name, i", ASKED)
@@ -75,6 +80,8 @@ def test_every_shipped_question_computes_on_the_shipped_checkpoint(shipped, name
 def test_each_shipped_lesson_asks_at_least_two_questions_of_more_than_one_kind():
     for name in SHIPPED:
         assert sum(1 for n, _ in ASKED if n == name) >= 2
+        lesson = lesson_file.load_lesson(name)
+        assert 6 <= len(lesson.steps) <= 10, name
     kinds = {lesson_file.load_lesson(n).steps[i].question["kind"] for n, i in ASKED}
     assert kinds == set(questions.KINDS)                        # every kind is used by a shipped lesson
 

@@ -15,7 +15,7 @@ from viz_explorer.kit.strings import EN
 from viz_transformer.run import capture
 from viz_explorer.lessons import lesson_file
 
-SHIPPED = ["attention-step-by-step", "positions-and-masks"]
+SHIPPED = lesson_file.list_lessons()         # every lesson in lessons/
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_shipped_lessons_load_and_round_trip():
     assert set(SHIPPED) <= set(lesson_file.list_lessons())
     for name in SHIPPED:
         lesson = lesson_file.load_lesson(name)
-        assert len(lesson.steps) >= 5 and set(lesson.title) == {"en", "zh"}
+        assert len(lesson.steps) >= 5 and set(lesson.title) == {"en", "zh"} and set(lesson.chapter) == {"en", "zh"}
         assert all(set(s.note) == {"en", "zh"} and s.page in lesson_file.PAGES for s in lesson.steps)
         again = lesson_file.parse_lesson(json.loads(lesson.dumps()), name)
         assert again == lesson

@@ -313,6 +313,45 @@ def causal_everywhere(hm, text: str) -> Fact:
                 "no decoder self-attention head puts any weight after the diagonal")
 
 
+# -- heads and their jobs ------------------------------------------------------------------------------------
+ROLE_NAMES = {"previous-token": "prev_token", "first-token sink": "first_token", "self": "self",
+              "end-token sink": "last_token"}
+
+
+def _roles(hm, text: str):
+    from viz_transformer.analysis import summaries
+    return summaries.head_roles(summaries.head_stats(shared_run(hm, text)))
+
+
+@kind
+def role_head(hm, text: str, block: str, role: str) -> Fact:
+    """Selector: the head of `block` whose statistic for `role` (summaries.head_roles' names: previous-token,
+    first-token sink, self, end-token sink) is the largest. Claim: that head plays the role (its statistic carries
+    at least ROLE_THRESHOLD of the weight)."""
+    from viz_transformer.analysis.summaries import ROLE_THRESHOLD
+    if role not in ROLE_NAMES:
+        raise ValueError(f"role must be one of {', '.join(ROLE_NAMES)}, not {role!r}")
+    df = _roles(hm, text)
+    df = df[df["block"] == block]
+    if df.empty:
+        raise ValueError(f"this model has no {block}")
+    r = df.loc[df[ROLE_NAMES[role]].idxmax()]
+    return Fact({"layer": int(r["layer"]), "head": int(r["head"]), "value": float(r[ROLE_NAMES[role]]),
+                 "count": int((df["role"] == role).sum()), "heads": len(df)}, r["role"] == role,
+                f"some head of {block} is a {role} head (its statistic ≥ {ROLE_THRESHOLD})")
+
+
+@kind
+def layer_roles(hm, text: str, block: str, layer: int) -> Fact:
+    """The roles of one layer's heads. Claim: they do different jobs: at least two different clear roles."""
+    df = _roles(hm, text)
+    df = df[(df["block"] == block) & (df["layer"] == layer)]
+    clear = sorted({r for r in df["role"] if r})
+    return Fact({"distinct": len(clear), "roles": ", ".join(clear), "heads": len(df),
+                 "unclear": int((df["role"] == "").sum())}, len(clear) >= 2,
+                f"the heads of {block} layer {layer} play at least two different roles")
+
+
 # -- a masked LM (BERT): [CLS] and [SEP], the blank, attention both ways ----------------------------------------
 RIGHT_SHARE = 0.3     # "reads the pieces after the blank": at least this share of the [MASK] row on them
 
