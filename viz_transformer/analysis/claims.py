@@ -196,6 +196,32 @@ def greedy_steps(hm, text: str) -> Fact:
                 "each step picks the most likely piece; the last step picks [end]")
 
 
+def sequence_logp(hm, text: str, out_ids: list[int]) -> float:
+    """log p(out_ids | text), the output's ids ([end] included) teacher-forced in one forward: the sum of each
+    piece's log-probability where the decoder predicts it. Independent of how a search found the output."""
+    from viz_transformer.core.batch import forward, make_batch
+    inp = encode_input(hm.tokenizer, hm.cfg, text, reserve=len(out_ids))
+    logits, _ = forward(hm.model, make_batch(hm.cfg, [inp], [out_ids]))
+    logp = torch.log_softmax(logits[0].float(), -1)
+    first = len(inp.prompt) - 1                                # the row that predicts the first output piece
+    return float(sum(logp[first + i, t] for i, t in enumerate(out_ids)))
+
+
+@kind
+def beam_vs_greedy(hm, text: str, width: int = 4) -> Fact:
+    """Greedy decoding against beam search of `width`, each output scored by sequence_logp. Claim: beam search's
+    output is at least as likely as greedy's (it keeps `width` candidates, so it can find a likelier one)."""
+    from viz_transformer.run.decode_settings import DecodeSettings
+    from viz_transformer.run.decoding import decode
+    greedy = shared_run(hm, text).trace
+    beam = decode(hm, text, DecodeSettings("beam", beam_width=width))
+    g, b = sequence_logp(hm, text, greedy.output_ids), sequence_logp(hm, text, beam.output_ids)
+    return Fact({"greedy": hm.tokenizer.decode(greedy.generated_ids), "beam": hm.tokenizer.decode(beam.generated_ids),
+                 "greedy_logp": g, "beam_logp": b, "same": int(greedy.output_ids == beam.output_ids),
+                 "width": width}, b >= g - 1e-4,
+                f"beam search ({width}) finds an output at least as likely as greedy decoding's")
+
+
 @kind
 def lens_first(hm, text: str, predicts: str) -> Fact:
     """The logit lens at the step predicting `predicts`: the first layer after which it is the top token
