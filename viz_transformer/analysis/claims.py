@@ -339,6 +339,22 @@ def causal_everywhere(hm, text: str) -> Fact:
                 "no decoder self-attention head puts any weight after the diagonal")
 
 
+# -- attention against attribution ---------------------------------------------------------------------------
+@kind
+def attention_vs_occlusion(hm, text: str, step: int, agree: bool) -> Fact:
+    """For output step `step`: the input piece whose zeroed embedding drops log p of the written word the most
+    (occlusion, analysis.attribution) and the one attention reads most (mean over heads and layers). Claim: they
+    are the same piece (agree) or two different pieces (not agree)."""
+    from viz_transformer.analysis import attribution
+    tgt = attribution.step_target(hm, shared_run(hm, text), step)
+    occ, att = attribution.grads.occlusion(hm, tgt), attribution.attention_row(hm, tgt)
+    best, looked = int(occ.argmax()), int(att.argmax())
+    return Fact({"word": hm.tokenizer.pieces([tgt.token])[0], "occ": tgt.pieces[best], "drop": float(occ[best]),
+                 "att": tgt.pieces[looked], "weight": float(att[looked]), "att_drop": float(occ[looked])},
+                (best == looked) == agree,
+                f"at step {step} occlusion's top piece and attention's {'are' if agree else 'are not'} the same")
+
+
 # -- heads and their jobs ------------------------------------------------------------------------------------
 ROLE_NAMES = {"previous-token": "prev_token", "first-token sink": "first_token", "self": "self",
               "end-token sink": "last_token"}
