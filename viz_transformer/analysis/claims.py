@@ -330,6 +330,32 @@ def prefix_layout(hm, text: str) -> Fact:
 
 
 @kind
+def one_sequence(hm, text: str, sees_ahead: bool) -> Fact:
+    """A one-sequence translator's layout: [begin] source [sep] (the prompt) then the target, in one sequence, and
+    whether a prompt row may attend to prompt pieces after it (read from the mask its first layer applied). Claim:
+    it may (a prefix LM) or may not (decoder-only), as `sees_ahead` says."""
+    run = shared_run(hm, text)
+    if run.src_pieces is not None or hm.cfg.is_encoder_only:
+        raise ValueError("one_sequence is for decoder-only and prefix-LM translators")
+    mask = run.cache[f"decoder.0.self_attn.hook_mask"][0, 0]
+    P = run.prompt_len
+    ahead = bool(torch.triu(mask[:P, :P].bool(), diagonal=1).any())
+    return Fact({"n": len(run.tgt_pieces), "prompt": P, "target": len(run.tgt_pieces) - P, "output": run.output},
+                ahead == sees_ahead, f"the prompt's rows {'may' if sees_ahead else 'may not'} see the prompt after them")
+
+
+@kind
+def test_score(hm, text: str) -> Fact:
+    """The held-out test score meta.json records (BLEU and chrF, greedy, on the source-disjoint test split), and the
+    parameter count. Claim: the record has them."""
+    test = (hm.meta or {}).get("test") or {}
+    n = sum(p.numel() for p in hm.model.parameters())
+    ok = isinstance(test.get("bleu"), (int, float)) and isinstance(test.get("chrf"), (int, float))
+    return Fact({"bleu": test.get("bleu", 0.0), "chrf": test.get("chrf", 0.0), "n": test.get("n", 0),
+                 "params": n / 1e6}, ok, "meta.json records the test BLEU and chrF")
+
+
+@kind
 def causal_everywhere(hm, text: str) -> Fact:
     """Every decoder self-attention head of every layer puts weight 0 after the diagonal."""
     run = shared_run(hm, text)
