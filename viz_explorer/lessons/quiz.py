@@ -20,7 +20,7 @@ import streamlit as st
 from viz_explorer.kit import screen, widgets
 from viz_explorer.kit.strings import in_language, t
 from viz_transformer.analysis.questions import NO, ROLES, YES, Question
-from viz_transformer.plots import attribution_figures
+from viz_transformer.plots import attribution_figures, charts
 from viz_transformer.plots import question_figures as figures
 
 on_answer: list[Callable[[str, list[str], str], None]] = []     # the class feature registers here
@@ -177,6 +177,11 @@ def _evidence(qid: str, q: Question, choice) -> None:
         fig = figures.candidates(ev["pieces"], ev["probs"], ev["chosen"], t("qz.fill_title"),
                                  xlabel=t("qz.prob"), ylabel=t("qz.candidate"))
         line = t("qz.ev.fill", piece=widgets.md_escape(ev["pieces"][0]), p=ev["probs"][0])
+    elif q.kind == "residual_grows":
+        fig = charts.curves(list(range(len(ev["lengths"]))), {t("qz.resid_y"): ev["lengths"]}, t("qz.resid_title"),
+                            t("qz.resid_x"), t("qz.resid_y"), height=320)
+        line = t("qz.ev.resid", first=ev["lengths"][0], last=ev["lengths"][-1], ratio=ev["ratio"],
+                 threshold=ev["threshold"])
     elif q.kind == "knockout_changes":
         fig = figures.outputs(ev["with"], ev["without"], t("qz.ko_title", block=widgets.block_label(ev["block"]),
                                                              layer=ev["layer"], head=ev["head"]),

@@ -143,6 +143,17 @@ def fill_blank(hm, text: str) -> Question:
 
 
 @kind
+def residual_grows(hm, text: str) -> Question:
+    """Whether the residual stream grows through the layers (claims.residual_norms' rule: the last layer's mean
+    length at least GROWS × the input's); the evidence is the length at the input and after every layer."""
+    from viz_transformer.analysis.claims import GROWS, residual_lengths
+    n = residual_lengths(hm, text)
+    grows = n[-1] / n[0] >= GROWS
+    return Question("residual_grows", [YES, NO], 0 if grows else 1,
+                    {"lengths": n, "ratio": n[-1] / n[0], "threshold": GROWS, "norm": hm.cfg.norm})
+
+
+@kind
 def knockout_changes(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0,
                      mode: str = "zero") -> Question:
     """Whether knocking this head out (interventions.head_ablation_hooks) changes the greedy output."""
