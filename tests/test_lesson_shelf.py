@@ -87,3 +87,30 @@ def test_start_a_class_makes_this_session_its_teacher(env):
     assert cr.is_teacher(code, secret, env)
     assert cr.lesson_and_step(code, env) == ("positions-and-masks", 0)
     assert at.query_params["teach"] in (code, [code])
+
+
+@pytest.fixture
+def shipped_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ROOT / "checkpoints"))
+    monkeypatch.setenv("VIZ_DATABASE_URL", f"sqlite:///{tmp_path / 'viz.sqlite3'}")
+    yield db.engine()
+    db.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [r.name for r in shelf.shelf()])
+def test_a_class_runs_every_lesson_to_its_last_step(shipped_env, name):
+    """The teacher starts a class on the lesson from the shelf and steps it to the end: every step's page opens,
+    the class follows (lesson_and_step), and nothing raises."""
+    from viz_explorer.lessons import lesson_file
+    at = open_shelf()
+    at.button(key=f"sh_class_{name}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    code, _ = at.session_state["lc_teach"]
+    at.switch_page(page_file("live_class"))             # AppTest follows st.switch_page's page, not its address
+    at.query_params["teach"] = code
+    at.run()
+    for i in range(1, len(lesson_file.load_lesson(name).steps)):
+        at.button(key="lc_next").click().run()
+        assert not at.exception, (name, i, [e.value for e in at.exception])
+        assert cr.lesson_and_step(code, shipped_env) == (name, i)
