@@ -114,3 +114,14 @@ def test_a_class_runs_every_lesson_to_its_last_step(shipped_env, name):
         at.button(key="lc_next").click().run()
         assert not at.exception, (name, i, [e.value for e in at.exception])
         assert cr.lesson_and_step(code, shipped_env) == (name, i)
+
+
+def test_the_docs_list_every_lesson_with_its_chapter_and_every_question_kind():
+    from viz_transformer.analysis import questions
+    for path, lang in ((ROOT / "docs" / "lessons.md", "en"), (ROOT / "docs" / "zh-CN" / "lessons.md", "zh")):
+        text = path.read_text(encoding="utf-8")
+        for row in shelf.shelf():
+            line = next((x for x in text.splitlines() if f"`{row.name}`" in x and x.startswith("|")), "")
+            assert row.chapter[lang] in line and f"| {row.steps} | {row.questions} |" in line, (path.name, row.name)
+        for kind in questions.KINDS:
+            assert f"| `{kind}` |" in text, (path.name, kind)
