@@ -1084,6 +1084,10 @@ EN = {
     "ls.elsewhere": "You are on another page than this step's; \"Back to the lesson step\" returns.",
     "ls.leave": "Leave the lesson",
     "ls.bad": "This lesson cannot be opened: {error}",
+    "ls.no_model": "This step is written for the checkpoint {model}, which this server does not have (it has: "
+                   "{have}), so its numbers are not shown. Put {model} in the checkpoints folder to follow it.",
+    "ls.other_model": "This step is written for {model}; you are looking at {current}. \"Back to the lesson step\" "
+                      "opens {model} again.",
     "ls.write": "Write a lesson",
     "ls.write_help": "Set up a page, write a note, and save it as the next step; then download the lesson file "
                      "and put it in lessons/ (open it with ?lesson=FILE-NAME).",

@@ -847,6 +847,8 @@ SOURCE = {
     "ls.elsewhere": "8b53e3e1",
     "ls.leave": "3628ed5d",
     "ls.bad": "cd7b8168",
+    "ls.no_model": "e6996b0a",
+    "ls.other_model": "cd74107d",
     "ls.write": "f76f84be",
     "ls.write_help": "310d83c3",
     "ls.title_en": "48b4b176",

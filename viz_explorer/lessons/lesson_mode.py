@@ -14,7 +14,7 @@ from typing import Optional
 import streamlit as st
 
 from viz_explorer.server import cached
-from viz_explorer.kit import callbacks, presenter, widgets
+from viz_explorer.kit import callbacks, presenter, sidebar, widgets
 from viz_explorer.lessons import lesson_file, quiz
 from viz_explorer.lessons.view_state import current_settings, session_values
 from viz_explorer.kit.strings import current, in_language, t
@@ -33,6 +33,27 @@ def _load(name: str, stamp: float) -> lesson_file.Lesson:
 def load(name: str) -> lesson_file.Lesson:
     path = lesson_file.lesson_path(name, folder())
     return _load(name, path.stat().st_mtime if path.is_file() else 0.0)
+
+
+class MissingModel(ValueError):
+    """The checkpoint a lesson step is written for is not on this server."""
+
+    def __init__(self, ckpt: str):
+        super().__init__(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+        self.ckpt = ckpt
+
+
+def _lesson_model(lesson: lesson_file.Lesson, i: int) -> tuple[Path, str]:
+    """(the folder of the checkpoint step i is written for, the text in force there); MissingModel when this
+    server lacks it, ValueError when the lesson names neither and the session has none."""
+    ckpt, text = lesson_file.model_and_text(lesson, i)
+    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
+    if not ckpt or not text:
+        raise ValueError("this lesson step names no checkpoint and text, and none is open")
+    path = cached.checkpoints_root() / str(ckpt)
+    if not path.is_dir():
+        raise MissingModel(str(ckpt))
+    return path, text
 
 
 class _Model:
@@ -66,11 +87,7 @@ def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, lis
     """The evaluated facts of step i ({} when it has none). ValueError when they cannot be computed."""
     if not lesson.steps[i].facts:
         return {}, []
-    ckpt, text = lesson_file.model_and_text(lesson, i)
-    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
-    path = cached.checkpoints_root() / str(ckpt)
-    if not ckpt or not text or not path.is_dir():
-        raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+    path, text = _lesson_model(lesson, i)
     stamp = lesson_file.lesson_path(name, folder()).stat().st_mtime
     with st.spinner(t("ls.facts")):
         return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
@@ -91,11 +108,7 @@ def step_question(name: str, i: int) -> Optional[tuple[questions.Question, dict]
     step = lesson.steps[i]
     values, _ = step_facts(name, lesson, i)
     args = lesson_file.question_args(step, values)
-    ckpt, text = lesson_file.model_and_text(lesson, i)
-    ckpt, text = ckpt or st.session_state.get("ckpt"), text or st.session_state.get("text")
-    path = cached.checkpoints_root() / str(ckpt)
-    if not ckpt or not text or not path.is_dir():
-        raise ValueError(f"checkpoint {ckpt!r} is not in {cached.checkpoints_root()}")
+    path, text = _lesson_model(lesson, i)
     with st.spinner(t("qz.computing")):
         q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], tuple(sorted(args.items())))
     return q, step.question["prompt"]
@@ -117,6 +130,8 @@ def question(page, pages: dict) -> None:
         return
     try:
         q, prompt = step_question(state["name"], i)
+    except MissingModel:
+        return                                                  # the lesson panel says which model is missing
     except ValueError as e:
         st.warning(t("qz.bad", error=widgets.md_escape(str(e))))
         return
@@ -164,9 +179,13 @@ def before_sidebar(page, pages: dict) -> None:
         return
     i = min(state["step"], len(lesson.steps) - 1)
     step = lesson.steps[i]
+    missing = None
     try:
+        _lesson_model(lesson, i)
         values, broken = step_facts(state["name"], lesson, i)
         settings = lesson_file.step_settings(step, values)
+    except MissingModel as e:                                   # said once, in words: not as a broken claim
+        values, broken, settings, missing = None, [], step.settings, e.ckpt
     except ValueError as e:                                     # e.g. a checkpoint whose output lacks the piece
         values, broken, settings = None, [str(e)], step.settings
     # every step re-applies the lesson's checkpoint and text in force: its notes are about them
@@ -178,14 +197,17 @@ def before_sidebar(page, pages: dict) -> None:
             st.session_state["lesson_pending"] = True          # applied again once the page is open
             st.switch_page(pages[step.page])
     st.query_params.update({"lesson": state["name"], "step": str(i + 1)})
-    panel(lesson, i, step, page.title == pages[step.page].title, values, broken)
+    panel(lesson, i, step, page.title == pages[step.page].title, values, broken, missing,
+          ckpt if ckpt and st.session_state.get("ckpt") not in (None, ckpt) else None)
 
 
-def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken) -> None:
+def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: bool, values, broken,
+          missing: Optional[str] = None, other: Optional[str] = None) -> None:
     """The lesson box at the top of the page (a student on a laptop or a phone sees it without scrolling; the
     sidebar keeps the navigation): title, progress, the step's note in the interface language (markdown, never
     HTML; the facts filled in from the model; the other language's only when the lesson has none in this one),
-    then the lesson's own buttons. Collapsible."""
+    then the lesson's own buttons. Collapsible. missing: the lesson's checkpoint when this server lacks it; other:
+    the lesson's checkpoint when the session looks at another one (a step written for one model, read on another)."""
     title, counter = lesson_file.note(lesson.title, current()), t("ls.step", i=i + 1, n=len(lesson.steps))
     if presenter.active():
         box = presenter.lesson_box()
@@ -206,6 +228,11 @@ def panel(lesson: lesson_file.Lesson, i: int, step: lesson_file.Step, on_page: b
         box.markdown(text)
     for claim in broken:
         box.warning(t("ls.broken", claim=claim))
+    if missing:
+        box.warning(t("ls.no_model", model=missing, have=", ".join(sidebar.checkpoint_names()) or "–"),
+                    icon=":material/warning:")
+    elif other:
+        box.info(t("ls.other_model", model=other, current=st.session_state.get("ckpt")), icon=":material/info:")
     buttons(box, i, len(lesson.steps))
     if not on_page and not presenter.active():
         box.caption(t("ls.elsewhere"))
