@@ -69,3 +69,19 @@ def test_a_translator_is_refused_in_one_line(tmp_path, capsys):
     assert cli_main(["export-hf", str(ck), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "llama" in err
+
+
+def test_the_shipped_masked_lm_exports_with_equal_logits(tmp_path):
+    from app_util import ROOT
+    hm = load_checkpoint(ROOT / "checkpoints" / "zh-en-bert")
+    assert cli_main(["export-hf", str(ROOT / "checkpoints" / "zh-en-bert"), str(tmp_path / "bert")]) == 0
+    ref = AutoModelForMaskedLM.from_pretrained(tmp_path / "bert").eval()
+    hf_tok = AutoTokenizer.from_pretrained(tmp_path / "bert")
+    for text in ("我是一名工[MASK]师。", "He is my [MASK].", "我是学生。 [SEP] I am a [MASK]."):
+        run = hm.run(text)
+        a, b = hm.tokenizer.split_pair(text)
+        enc = hf_tok(a, b, return_tensors="pt") if b is not None else hf_tok(a, return_tensors="pt")
+        assert enc.input_ids[0].tolist() == run.src_ids
+        with torch.no_grad():
+            theirs = ref(**enc).logits[0]
+        torch.testing.assert_close(theirs, run.logits, atol=1e-4, rtol=1e-4)

@@ -95,3 +95,21 @@ def test_every_page_opens_on_it(shipped, lang):
     for spec in PAGES:
         at = open_app(page_file(spec.name), ckpt="zh-en-bert", text=BLANK, lang=lang)
         assert not at.exception and not at.error, (spec.name, [e.value for e in at.exception + at.error])
+
+
+@pytest.mark.parametrize("text", ["我是一名工程师。", "[MASK]" * 10, "[MASK]是一名工程师。", "我是一名工程师[MASK]", "[MASK]",
+                                  "<b>[MASK]</b> 🍎 [SEP] [SEP]"])
+def test_odd_blanks_get_a_message_or_an_answer_never_a_crash(shipped, bert, text):
+    """No [MASK], ten of them, a blank at the first or the last piece, only a blank, markup and emoji around it:
+    the blank page either fills every blank the text has, as the model does, or says how to make one."""
+    at = open_app(page_file("lens"), ckpt="zh-en-bert", text=text)
+    assert not at.exception and not at.error, [e.value for e in at.exception + at.error]
+    blanks = fill_blanks(bert, bert.run(text))
+    shown = md_unescape(texts(at))
+    if not blanks:
+        assert EN["fb.no_mask"].format(mask="[MASK]") in shown
+    else:
+        assert EN["fb.no_mask"].format(mask="[MASK]") not in shown
+        tables = [t.value for t in at.dataframe] + [t.value for t in at.table]
+        firsts = {str(df.iloc[0, 0]) for df in tables if len(df) and len(df.columns)}
+        assert {b.top[0][0] for b in blanks} <= firsts
