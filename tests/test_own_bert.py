@@ -113,3 +113,14 @@ def test_odd_blanks_get_a_message_or_an_answer_never_a_crash(shipped, bert, text
         tables = [t.value for t in at.dataframe] + [t.value for t in at.table]
         firsts = {str(df.iloc[0, 0]) for df in tables if len(df) and len(df.columns)}
         assert {b.top[0][0] for b in blanks} <= firsts
+
+
+def test_the_docs_state_its_recorded_accuracy_and_size(bert):
+    t = bert.meta["test"]
+    size = sum(f.stat().st_size for f in FOLDER.iterdir() if f.is_file()) / 2 ** 20
+    for path in (ROOT / "docs" / "models.md", ROOT / "docs" / "zh-CN" / "models.md"):
+        row = next(x for x in path.read_text(encoding="utf-8").splitlines() if x.startswith("| `checkpoints/zh-en-bert`"))
+        for k in ("top5_zh", "top5_en", "top1_zh", "top1_en"):
+            assert f"{100 * t[k]:.1f}%" in row, (path.name, k)
+        assert f"{size:.1f} MB" in row
+        assert t["top5_zh"] >= 0.5 and t["top5_en"] >= 0.5           # the goal: top-5 ≥ 0.5 in each language
