@@ -11,7 +11,8 @@ from conftest import ROOT, TIERS
 BROWSER_SIGNS = ("sync_playwright", '"streamlit", "run"', "from stclient import")
 TRAINING_FIXTURES = {"snap_root"}       # fixtures that run training (tests/test_app_architectures.py)
 # a download walk -> the default-run file that checks the same on a folder made here in the same layout
-CHEAPER = {"tests/test_real_minilm.py": "tests/test_st_folders.py"}
+CHEAPER = {"tests/test_real_minilm.py": "tests/test_st_folders.py",
+           "tests/test_browser_lesson_screens.py": "tests/test_browser_lessons.py"}   # each lesson walked once a language
 
 
 def collected(request, files) -> dict[str, set[str]]:
