@@ -22,7 +22,7 @@ LAZY = {
     "logit_lens": "run.lenses", "lens_view": "run.lenses", "patching_scores": "run.patching",
     "rollout": "analysis.summaries", "source_attribution": "analysis.summaries", "head_stats": "analysis.summaries",
     "corpus_head_stats": "analysis.summaries", "head_roles": "analysis.summaries", "assess": "analysis.confidence",
-    "attribute": "analysis.attribution",
+    "attribute": "analysis.attribution", "score_terms": "analysis.score_terms",
     "load_training_snapshots": "training.snapshots", "architecture_diagram": "plots.diagram",
 }
 

@@ -1,0 +1,92 @@
+"""One attention score split into query part × key part terms (analysis.score_terms): the parts add up to the
+residual stream the block captured (token, position, segment, every earlier head and MLP, the biases; each norm's
+scale frozen), and the terms add up to the score the model computed, on every shipped model and on tiny Hugging Face
+folders of GPT-2, Llama (RoPE, RMSNorm, grouped-query), Qwen2, BERT and T5 (relative position bias)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+import hf_bert_util as HB
+import hf_t5_util as HT
+import hf_util as H
+from app_util import ROOT
+from viz_transformer import load_checkpoint
+from viz_transformer.analysis.score_terms import score_terms, stream_parts
+from viz_transformer.core.hook_names import available_blocks
+
+SHIPPED = {"zh-en-postnorm": "我是一名工程师。", "zh-en": "我是一名工程师。", "zh-en-decoder": "我喜欢你。",
+           "zh-en-prefix": "我喜欢你。", "en-stories": "Once upon a time there was a dog.", "zh-en-bert": "我是一名工[MASK]师。"}
+
+
+def cells(hm, run, n: int, seed: str):
+    """n (block, layer, head, query, key) drawn by a seeded generator among the cells the mask lets through."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        block = rng.choice(available_blocks(hm.cfg))
+        stack, site = block.split(".")
+        layer = rng.randrange(hm.cfg.n_encoder_layers if stack == "encoder" else hm.cfg.n_decoder_layers)
+        mask = run.cache[f"{stack}.{layer}.{site}.hook_mask"][0, 0]
+        q, k = rng.choice(mask.nonzero().tolist())
+        out.append((block, layer, rng.randrange(hm.cfg.n_heads), q, k))
+    return out
+
+
+def check(hm, run, n: int, seed: str) -> None:
+    for block, layer, head, q, k in cells(hm, run, n, seed):
+        t = score_terms(hm, run, block, layer, head, q, k)
+        assert t.total() == pytest.approx(t.score, rel=1e-4, abs=1e-4), (block, layer, head, q, k)
+        assert t.matrix.shape == (len(t.query_parts), len(t.key_parts)) and "bias" in t.query_parts
+        stack, site = block.split(".")
+        parts = stream_parts(hm, run, stack, layer, site)                # the stream the block read, rebuilt
+        captured = run.cache[f"{stack}.{layer}.hook_resid_{'pre' if site == 'self_attn' else 'mid'}"][0].double()
+        torch.testing.assert_close(sum(parts.values()), captured, atol=2e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_every_shipped_model_s_scores_are_the_sum_of_their_terms(name):
+    hm = load_checkpoint(ROOT / "checkpoints" / name)
+    check(hm, hm.run(SHIPPED[name]), 12, name)
+
+
+def test_the_parts_are_named_for_what_they_are():
+    hm = load_checkpoint(ROOT / "checkpoints" / "zh-en-postnorm")
+    run = hm.run("我是一名工程师。")
+    t = score_terms(hm, run, "decoder.cross_attn", 1, 6, 4, 5)
+    assert t.query_parts[:2] == ["dec.token", "dec.position"]
+    assert {"dec.L0.H0", "dec.L0.X7", "dec.L0.mlp", "dec.L1.H7"} <= set(t.query_parts)
+    assert "dec.L1.X0" not in t.query_parts                               # the block's own heads come after it
+    assert {"enc.token", "enc.position", "enc.L2.H7", "enc.L2.mlp"} <= set(t.key_parts)
+    assert not any(p.startswith("dec.") for p in t.key_parts)            # the keys are the encoder's output
+    lm = load_checkpoint(ROOT / "checkpoints" / "en-stories")
+    t = score_terms(lm, lm.run("Once upon a time"), "decoder.self_attn", 1, 0, 3, 1)
+    assert t.query_parts == ["token", "position"] + [f"L0.H{h}" for h in range(8)] + ["L0.mlp", "bias"]
+    with pytest.raises(ValueError, match="no \\(0, 500, 1\\)"):
+        score_terms(lm, lm.run("Once upon a time"), "decoder.self_attn", 1, 0, 500, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["gpt2-5heads-untied-gelu", "llama-gqa2-llama3-bias", "qwen2-3heads-gqa1-bias"])
+def test_hugging_face_decoders(tmp_path, shape):
+    hm = load_checkpoint(H.build(H.SHAPE_BY_ID[shape], tmp_path / shape))
+    check(hm, hm.run("The cat sat on the mat and looked at the dog."), 10, shape)
+
+
+@pytest.mark.slow
+def test_a_bert_folder_with_segments(tmp_path):
+    shape = next(s for s in HB.SHAPES if s.id == "bert-mlm")
+    hm = load_checkpoint(HB.build(shape, tmp_path / "bert"))
+    check(hm, hm.run("the cat sat [SEP] on the mat"), 10, "bert")
+
+
+@pytest.mark.slow
+def test_a_t5_folder_with_its_relative_bias(tmp_path):
+    hm = load_checkpoint(HT.build_t5(HT.T5_BY_ID["t5-v1.0-relu-tied"], tmp_path / "t5"))
+    run = hm.run("the cat sat on the mat")
+    check(hm, run, 10, "t5")
+    t = score_terms(hm, run, "encoder.self_attn", 1, 0, 2, 4)
+    assert set(t.extra) == {"relative position"}
+    assert t.extra["relative position"] == pytest.approx(float(run.cache["encoder.0.self_attn.hook_bias"][0, 0, 2, 4]))

@@ -1,0 +1,199 @@
+"""Why a head attends here: one attention score split into the parts of the residual stream that make it.
+
+With every norm's scale frozen at the value the run computed (TransformerLens's convention), the stream a head
+reads is a sum of parts: the token embedding, the position (sinusoidal or learned; RoPE acts inside q and k instead),
+the segment (BERT), each earlier attention head's output, each earlier MLP's output, and the biases and norm offsets
+together ("bias"). q and k are then sums over parts, and the score q·k / divisor a sum over (query part, key part)
+terms, plus what is added to it (T5's relative position bias, `extra`); the mask acts after the sum. The terms add up
+to the score the model computed.
+
+    run = hm.run("我是一名工程师。")
+    t = score_terms(hm, run, "decoder.cross_attn", layer=1, head=6, query=4, key=5)
+    t.query_parts, t.key_parts, t.matrix        # names, names, [query parts × key parts]
+    t.total() == t.score                        # within float rounding
+
+Part names: `token`, `position`, `segment`, `L{l}.H{h}` (an attention head), `L{l}.X{h}` (a cross-attention head),
+`L{l}.mlp`, `bias`; in an encoder-decoder each but `bias` is prefixed with its stack (`enc.token`, `dec.L0.H3`).
+The run must hold the captures every part is read from (a full `hm.run(text)`, not a lean or filtered one). Models
+with a norm on q and k (Qwen3's qk_norm) are not split (ValueError): that norm is applied per head after the parts
+meet.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from viz_transformer.core.rope import cos_sin, rotate
+
+Parts = dict[str, torch.Tensor]          # part name -> [positions, d_model], float64
+
+
+@dataclass
+class Terms:
+    query_parts: list[str]
+    key_parts: list[str]
+    matrix: torch.Tensor                 # [query parts, key parts] float64: q_a · k_b / divisor
+    extra: dict                          # name -> float: added to the scaled score (T5's relative position bias)
+    score: float                         # the score the model computed (hook_scores, before the mask)
+
+    def total(self) -> float:
+        return float(self.matrix.sum()) + sum(self.extra.values())
+
+    def by_query_part(self) -> dict[str, float]:
+        return dict(zip(self.query_parts, self.matrix.sum(1).tolist()))
+
+    def by_key_part(self) -> dict[str, float]:
+        return dict(zip(self.key_parts, self.matrix.sum(0).tolist()))
+
+
+def _get(run, name: str) -> torch.Tensor:
+    if name not in run.cache:
+        raise ValueError(f"this run has no {name}: score_terms needs a full capture (hm.run(text))")
+    t = run.cache[name]
+    return (t if name.endswith("hook_pos") else t[0]).double()          # hook_pos alone has no batch axis
+
+
+def frozen_norm(norm: nn.Module, parts: Parts) -> Parts:
+    """A norm applied to each part with its scale frozen at the one the parts' sum gets: LayerNorm centres each part
+    and divides by the sum's standard deviation, then the gain; its bias joins `bias`. RMSNorm divides by the sum's
+    root mean square, then the gain. Identity (a post-norm stack's missing final norm) leaves the parts."""
+    if isinstance(norm, nn.Identity):
+        return dict(parts)
+    x = sum(parts.values())
+    w = norm.weight.detach().double()
+    if isinstance(norm, nn.LayerNorm):
+        eps = norm.eps
+        scale = torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+        out = {k: (v - v.mean(-1, keepdim=True)) / scale * w for k, v in parts.items()}
+        if norm.bias is not None:
+            out["bias"] = out.get("bias", 0) + norm.bias.detach().double()
+        return out
+    if isinstance(norm, nn.RMSNorm):
+        eps = norm.eps if norm.eps is not None else torch.finfo(torch.float32).eps
+        scale = torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+        return {k: v / scale * w for k, v in parts.items()}
+    raise ValueError(f"score_terms does not split a {type(norm).__name__}")
+
+
+def _embed_parts(embed, run, name: str, prefix: str) -> Parts:
+    tok = _get(run, f"{name}.hook_tok")                                    # [T, d_model]
+    T = tok.shape[0]
+    parts = {f"{prefix}token": tok, "bias": torch.zeros_like(tok)}
+    if f"{name}.hook_pos" in run.cache:
+        parts[f"{prefix}position"] = _get(run, f"{name}.hook_pos")[:T]
+    if f"{name}.hook_type" in run.cache:
+        parts[f"{prefix}segment"] = _get(run, f"{name}.hook_type")
+    if hasattr(embed, "norm"):
+        parts = frozen_norm(embed.norm, parts)
+    return parts
+
+
+def _add(parts: Parts, new: Parts) -> Parts:
+    out = dict(parts)
+    for k, v in new.items():
+        out[k] = out[k] + v if k in out else v
+    return out
+
+
+def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int) -> Parts:
+    """Each head's share of an attention block's output (z_h · W_O's slice), W_O's bias as `bias`."""
+    z = _get(run, hook)                                                   # [T, head, d_head]
+    W = attn.W_O.weight.detach().double()                                 # [d_model, heads · d_head]
+    d = attn.d_head
+    out = {f"{prefix}L{layer}.{tag}{h}": z[:, h] @ W[:, h * d:(h + 1) * d].T for h in range(attn.n_heads)}
+    if attn.W_O.bias is not None:
+        out["bias"] = attn.W_O.bias.detach().double().expand(z.shape[0], -1)
+    return out
+
+
+def _mlp(ff, run, hook: str, name: str) -> Parts:
+    post = _get(run, hook)                                                # [T, d_ff]
+    out = {name: post @ ff.W_out.weight.detach().double().T}
+    if ff.W_out.bias is not None:
+        out["bias"] = ff.W_out.bias.detach().double().expand(post.shape[0], -1)
+    return out
+
+
+def _sublayer(block, parts: Parts, ln, added: Parts) -> Parts:
+    """A residual sublayer on the parts: pre-norm x + f(LN(x)) adds f's parts; post-norm LN(x + f(x)) adds them,
+    then the norm with its scale frozen."""
+    return _add(parts, added) if block.pre else frozen_norm(ln, _add(parts, added))
+
+
+def stream_parts(hm, run, stack: str, layer: int, site: str) -> Parts:
+    """The parts of the residual stream of `stack` ("encoder" or "decoder") where block `layer` reads for `site`
+    ("self_attn", "cross_attn", or "out": after the stack's last layer and its final norm)."""
+    model, cfg = hm.model, hm.cfg
+    two = cfg.is_encoder_decoder
+    prefix = {"encoder": "enc.", "decoder": "dec."}[stack] if two else ""
+    embed = {"encoder": model.enc_embed, "decoder": model.dec_embed}[stack]
+    embed_name = ("src_embed" if stack == "encoder" else "tgt_embed") if two else "embed"
+    parts = _embed_parts(embed, run, embed_name, prefix)
+    blocks = model.encoder if stack == "encoder" else model.decoder
+    for i, block in enumerate(blocks):
+        if i == layer and site == "self_attn":
+            return parts
+        parts = _sublayer(block, parts, block.ln1, _heads(block.self_attn, run, f"{stack}.{i}.self_attn.hook_z",
+                                                          prefix, "H", i))
+        if getattr(block, "has_cross", False):
+            if i == layer and site == "cross_attn":
+                return parts
+            parts = _sublayer(block, parts, block.ln_cross, _heads(block.cross_attn, run,
+                                                                   f"{stack}.{i}.cross_attn.hook_z", prefix, "X", i))
+        parts = _sublayer(block, parts, block.ln2, _mlp(block.ff, run, f"{stack}.{i}.ff.hook_post", f"{prefix}L{i}.mlp"))
+    if site != "out":
+        raise ValueError(f"{stack} has no layer {layer} with {site}")
+    final = model.encoder_norm if stack == "encoder" else getattr(model, "decoder_norm", nn.Identity())
+    return frozen_norm(final, parts)
+
+
+def _project(linear: nn.Linear, parts: Parts, pos: int, head: int, d: int) -> dict[str, torch.Tensor]:
+    """Each part's slice of a q/k projection for one head at one position; the projection's bias joins `bias`."""
+    W = linear.weight.detach().double()[head * d:(head + 1) * d]            # [d_head, d_model]
+    out = {k: v[pos] @ W.T for k, v in parts.items()}
+    if linear.bias is not None:
+        out["bias"] = out.get("bias", 0) + linear.bias.detach().double()[head * d:(head + 1) * d]
+    return out
+
+
+def score_terms(hm, run, block: str, layer: int, head: int, query: int, key: int) -> Terms:
+    """Score (query, key) of head `head` in `block` ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")
+    at `layer`, split into query part × key part terms (module docstring). ValueError for a block, layer, head or
+    position the run does not have, or a model the split does not cover."""
+    cfg, model = hm.cfg, hm.model
+    if cfg.qk_norm:
+        raise ValueError("a model with a norm on q and k (qk_norm) cannot be split into parts: the norm acts per head "
+                         "after the parts meet")
+    stack, site = block.split(".")
+    name = f"{stack}.{layer}.{site}"
+    scores = _get(run, f"{name}.hook_scores")                              # [head, T, S]
+    if not (0 <= head < scores.shape[0] and 0 <= query < scores.shape[1] and 0 <= key < scores.shape[2]):
+        raise ValueError(f"{block} layer {layer} has {scores.shape[0]} heads, {scores.shape[1]} queries and "
+                         f"{scores.shape[2]} keys: no ({head}, {query}, {key})")
+    blk = (model.encoder if stack == "encoder" else model.decoder)[layer]
+    attn = getattr(blk, site)
+    q_in = stream_parts(hm, run, stack, layer, site)
+    if blk.pre:
+        q_in = frozen_norm(blk.ln_cross if site == "cross_attn" else blk.ln1, q_in)
+    if site == "cross_attn":                                               # keys: the encoder's output
+        k_in = stream_parts(hm, run, "encoder", cfg.n_encoder_layers, "out")
+    else:
+        k_in = q_in
+    d, rep = attn.d_head, attn.n_heads // attn.n_kv_heads
+    q = _project(attn.W_Q, q_in, query, head, d)
+    k = _project(attn.W_K, k_in, key, head // rep, d)
+    if attn.rope is not None:                                              # the rotation is linear: each part's own
+        cq, sq = (c[query:query + 1].double() for c in cos_sin(attn.rope, 0, query + 1))
+        ck, sk = (c[key:key + 1].double() for c in cos_sin(attn.rope, 0, key + 1))
+        q = {n: rotate(v[None, None, None], cq, sq)[0, 0, 0] for n, v in q.items()}
+        k = {n: rotate(v[None, None, None], ck, sk)[0, 0, 0] for n, v in k.items()}
+    divisor = attn.divisor if attn.divisor is not None else d ** 0.5
+    qn, kn = ([n for n in d if n != "bias"] + ["bias"] for d in (q, k))      # embeddings, layers in order, bias last
+    Q, K = torch.stack([q[n] for n in qn]), torch.stack([k[n] for n in kn])
+    extra = {}
+    bias_name = f"{stack}.0.self_attn.hook_bias"            # T5: layer 0's bias, added by every self-attention layer
+    if site == "self_attn" and cfg.positional == "relative":
+        extra["relative position"] = float(_get(run, bias_name)[head, query, key])
+    return Terms(qn, kn, (Q @ K.T) / float(divisor), extra, float(scores[head, query, key]))
