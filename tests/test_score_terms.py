@@ -90,3 +90,19 @@ def test_a_t5_folder_with_its_relative_bias(tmp_path):
     t = score_terms(hm, run, "encoder.self_attn", 1, 0, 2, 4)
     assert set(t.extra) == {"relative position"}
     assert t.extra["relative position"] == pytest.approx(float(run.cache["encoder.0.self_attn.hook_bias"][0, 0, 2, 4]))
+
+
+def test_the_docs_worked_example_is_what_score_terms_gives():
+    hm = load_checkpoint(ROOT / "checkpoints" / "zh-en-postnorm")
+    run = hm.run("我是一名工程师。")
+    t = score_terms(hm, run, "decoder.cross_attn", 1, 6, query=4, key=6)
+    assert run.src_pieces[6] == "师" and run.tgt_pieces[4] == "▁an"
+    row = run.cache["decoder.1.cross_attn.hook_pattern"][0, 6, 4]
+    assert int(row.argmax()) == 6
+    top_k = sorted(t.by_key_part().items(), key=lambda x: -abs(x[1]))[:3]
+    top_q = sorted(t.by_query_part().items(), key=lambda x: -abs(x[1]))[:3]
+    for path in (ROOT / "docs" / "library.md", ROOT / "docs" / "zh-CN" / "library.md"):
+        text = path.read_text(encoding="utf-8")
+        assert f"# {t.score:.3f}, {t.total():.3f}" in text and f"{float(row.max()):.2f}" in text
+        assert ", ".join(f"{n} {v:.3f}" for n, v in top_k) in text
+        assert ", ".join(f"{n} {v:.3f}".replace("-", "−") for n, v in top_q) in text
