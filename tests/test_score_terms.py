@@ -14,7 +14,7 @@ import hf_t5_util as HT
 import hf_util as H
 from app_util import ROOT
 from viz_transformer import load_checkpoint
-from viz_transformer.analysis.score_terms import score_terms, stream_parts
+from viz_transformer.analysis.score_terms import logit_terms, score_terms, stream_parts
 from viz_transformer.core.hook_names import available_blocks
 
 SHIPPED = {"zh-en-postnorm": "我是一名工程师。", "zh-en": "我是一名工程师。", "zh-en-decoder": "我喜欢你。",
@@ -46,10 +46,29 @@ def check(hm, run, n: int, seed: str) -> None:
         torch.testing.assert_close(sum(parts.values()), captured, atol=2e-4, rtol=1e-4)
 
 
+def check_logits(hm, run) -> None:
+    """Every output step's logit, and the runner-up's, is the sum of its parts' direct contributions; the final
+    stream's parts add up to what the unembedding read (the logits recomputed from their sum)."""
+    for step in range(1, len(run.output_ids) + 1):
+        t = logit_terms(hm, run, step)
+        assert t.total() == pytest.approx(t.logit, rel=1e-4, abs=1e-4), step
+        assert t.token == run.output_ids[step - 1]
+        other = int(run.logits[t.row].topk(2).indices[1])
+        u = logit_terms(hm, run, step, token=other)                      # why this piece and not the runner-up
+        assert u.total() == pytest.approx(float(run.logits[t.row, other]), rel=1e-4, abs=1e-4)
+        assert t.parts == u.parts
+
+
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_every_shipped_model_s_scores_are_the_sum_of_their_terms(name):
     hm = load_checkpoint(ROOT / "checkpoints" / name)
-    check(hm, hm.run(SHIPPED[name]), 12, name)
+    run = hm.run(SHIPPED[name])
+    check(hm, run, 12, name)
+    if hm.cfg.is_encoder_only:
+        with pytest.raises(ValueError, match="not linear"):
+            logit_terms(hm, run, 1)
+    else:
+        check_logits(hm, run)
 
 
 def test_the_parts_are_named_for_what_they_are():
@@ -72,7 +91,9 @@ def test_the_parts_are_named_for_what_they_are():
 @pytest.mark.parametrize("shape", ["gpt2-5heads-untied-gelu", "llama-gqa2-llama3-bias", "qwen2-3heads-gqa1-bias"])
 def test_hugging_face_decoders(tmp_path, shape):
     hm = load_checkpoint(H.build(H.SHAPE_BY_ID[shape], tmp_path / shape))
-    check(hm, hm.run("The cat sat on the mat and looked at the dog."), 10, shape)
+    run = hm.run("The cat sat on the mat and looked at the dog.")
+    check(hm, run, 10, shape)
+    check_logits(hm, run)
 
 
 @pytest.mark.slow
@@ -87,6 +108,7 @@ def test_a_t5_folder_with_its_relative_bias(tmp_path):
     hm = load_checkpoint(HT.build_t5(HT.T5_BY_ID["t5-v1.0-relu-tied"], tmp_path / "t5"))
     run = hm.run("the cat sat on the mat")
     check(hm, run, 10, "t5")
+    check_logits(hm, run)                                                 # a tied T5 scales its last stream
     t = score_terms(hm, run, "encoder.self_attn", 1, 0, 2, 4)
     assert set(t.extra) == {"relative position"}
     assert t.extra["relative position"] == pytest.approx(float(run.cache["encoder.0.self_attn.hook_bias"][0, 0, 2, 4]))

@@ -197,3 +197,51 @@ def score_terms(hm, run, block: str, layer: int, head: int, query: int, key: int
     if site == "self_attn" and cfg.positional == "relative":
         extra["relative position"] = float(_get(run, bias_name)[head, query, key])
     return Terms(qn, kn, (Q @ K.T) / float(divisor), extra, float(scores[head, query, key]))
+
+
+@dataclass
+class LogitTerms:
+    parts: list[str]
+    values: torch.Tensor                 # [parts] float64: each part's direct contribution to the logit
+    logit: float                         # the logit the model computed
+    token: int
+    row: int                             # the decoder row that predicts it
+
+    def total(self) -> float:
+        return float(self.values.sum())
+
+    def by_part(self) -> dict[str, float]:
+        return dict(zip(self.parts, self.values.tolist()))
+
+
+def logit_terms(hm, run, step: int, token=None) -> LogitTerms:
+    """The logit of the token written at output step `step` (1 = the first; `token`: another id or piece instead,
+    to ask "why this and not that") split into each part's direct contribution: the decoder's last stream
+    (stream_parts, final norm frozen) through the unembedding; the output layer's biases join `bias`. Their sum is the
+    model's logit. ValueError for an encoder-only model (its masked-LM head is not linear) or a step the run lacks."""
+    cfg, model = hm.cfg, hm.model
+    if cfg.is_encoder_only:
+        raise ValueError("an encoder-only model writes no output step, and its masked-LM head is not linear")
+    n_out = len(run.output_ids or ())
+    if not 1 <= step <= n_out:
+        raise ValueError(f"step must be between 1 and {n_out} (the output's tokens), not {step}")
+    row = run.prompt_len - 1 + step - 1
+    if token is None:
+        token = run.output_ids[step - 1]
+    elif isinstance(token, str):
+        ids = hm.tokenizer.encode(token)
+        if len(ids) != 1:
+            raise ValueError(f"{token!r} is {len(ids)} pieces of this model, not one")
+        token = ids[0]
+    parts = stream_parts(hm, run, "decoder", cfg.n_decoder_layers, "out")
+    names = [n for n in parts if n != "bias"] + ["bias"]
+    W = model.lm_head.weight.detach().double()[token]                   # [d_model]
+    scale = cfg.d_model ** -0.5 if cfg.output_scale else 1.0
+    values = torch.stack([parts[n][row] @ W * scale for n in names])
+    extra = 0.0
+    if model.lm_head.bias is not None:
+        extra += float(model.lm_head.bias[token])
+    if cfg.logits_bias:
+        extra += float(model.logits_bias[token])
+    values[-1] += extra
+    return LogitTerms(names, values, float(run.logits[row, token]), int(token), row)
