@@ -128,3 +128,34 @@ def test_the_docs_worked_example_is_what_score_terms_gives():
         assert f"# {t.score:.3f}, {t.total():.3f}" in text and f"{float(row.max()):.2f}" in text
         assert ", ".join(f"{n} {v:.3f}" for n, v in top_k) in text
         assert ", ".join(f"{n} {v:.3f}".replace("-", "−") for n, v in top_q) in text
+
+
+def test_why_key_answers_from_the_terms_and_the_reveal_shows_them(monkeypatch):
+    """The seq2seq lesson's question: the key's parts, grouped, add up to its score (less T5's bias, none here),
+    the answer is the largest group, and a student's reveal draws the groups with that one outlined."""
+    from streamlit.testing.v1 import AppTest
+    from app_util import APP, by_key, figures, page_file, texts
+    from viz_explorer.lessons import lesson_file
+    from viz_transformer.analysis import questions
+    hm = load_checkpoint(ROOT / "checkpoints" / "zh-en-postnorm")
+    lesson = lesson_file.load_lesson("seq2seq-cross-attention")
+    i = next(i for i, s in enumerate(lesson.steps) if s.question.get("kind") == "why_key")
+    q = questions.ask("why_key", hm, "我是一名工程师。", {"block": "decoder.cross_attn", "layer": 1, "head": 5, "row": 0})
+    t = score_terms(hm, hm.run("我是一名工程师。"), "decoder.cross_attn", 1, 5, 0, q.evidence["key_index"])
+    assert sum(q.evidence["groups"].values()) == pytest.approx(t.score, abs=1e-4)
+    assert q.options[q.answer] == max(q.evidence["groups"], key=q.evidence["groups"].get)
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ROOT / "checkpoints"))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["lesson"] = "seq2seq-cross-attention"
+    at.query_params["step"] = str(i + 1)
+    at.run()
+    at.switch_page(page_file(lesson.steps[i].page)).run()    # AppTest follows st.switch_page's page, not its address
+    assert not at.exception, [e.value for e in at.exception]
+    qid = f"seq2seq-cross-attention/{i + 1}"
+    by_key(at.button_group, f"qz_pick_{qid}").set_value("position").run()
+    by_key(at.button, f"qz_reveal_{qid}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    bars = [f for f in figures(at) if f["data"] and f["data"][0].get("type") == "bar"]
+    assert bars and [round(v, 6) for v in bars[-1]["data"][0]["y"]] == [round(q.evidence["groups"][g], 6)
+                                                                          for g in questions.SOURCES]
+    assert f"{t.score:.2f}" in texts(at)

@@ -19,7 +19,7 @@ import streamlit as st
 
 from viz_explorer.kit import screen, widgets
 from viz_explorer.kit.strings import in_language, t
-from viz_transformer.analysis.questions import NO, ROLES, YES, Question
+from viz_transformer.analysis.questions import NO, ROLES, SOURCES, YES, Question
 from viz_transformer.plots import attribution_figures, charts
 from viz_transformer.plots import question_figures as figures
 
@@ -94,6 +94,8 @@ def option_label(option: str) -> str:
     """An option id as the student reads it: yes/no and role names translated, pieces as they are."""
     if option in (YES, NO):
         return t(f"qz.{option}")
+    if option in SOURCES:
+        return t(f"qz.src.{option}")
     return t(f"qz.role.{option}") if option in ROLES else option
 
 
@@ -142,6 +144,9 @@ def _context(qid: str, q: Question, entry: dict) -> None:
         st.caption(t("qz.so_far", step=ev["step"], pieces=widgets.md_escape(" ".join(ev["so_far"]))))
     elif q.kind == "knockout_changes":
         st.caption(t("qz.output", output=widgets.md_escape(ev["output"])))
+    elif q.kind == "why_key":
+        st.caption(t("qz.why_context", query=widgets.md_escape(ev["query"]), piece=widgets.md_escape(ev["key"]),
+                     weight=ev["weight"]))
     elif q.kind == "fill_blank":
         st.caption(t("qz.blank", pieces=widgets.md_escape(" ".join(ev["text"]))))
     elif q.kind == "top_piece":
@@ -177,6 +182,13 @@ def _evidence(qid: str, q: Question, choice) -> None:
         fig = figures.candidates(ev["pieces"], ev["probs"], ev["chosen"], t("qz.fill_title"),
                                  xlabel=t("qz.prob"), ylabel=t("qz.candidate"))
         line = t("qz.ev.fill", piece=widgets.md_escape(ev["pieces"][0]), p=ev["probs"][0])
+    elif q.kind == "why_key":
+        winner = q.options[q.answer]
+        fig = figures.score_sources(ev["groups"], winner, t("qz.why_title", piece=ev["key"]),
+                                    names={g: option_label(g) for g in ev["groups"]}, xlabel=t("qz.why_x"),
+                                    ylabel=t("qz.why_y"))
+        line = t("qz.ev.why", piece=widgets.md_escape(ev["key"]), score=ev["score"], source=option_label(winner),
+                 value=ev["groups"][winner])
     elif q.kind == "residual_grows":
         fig = charts.curves(list(range(len(ev["lengths"]))), {t("qz.resid_y"): ev["lengths"]}, t("qz.resid_title"),
                             t("qz.resid_x"), t("qz.resid_y"), height=320)

@@ -48,6 +48,13 @@ class Terms:
         return dict(zip(self.key_parts, self.matrix.sum(0).tolist()))
 
 
+def full_run(hm, text: str):
+    """A run of `text` with every capture the split reads: hm's own full run, even where hm.run is a caller's
+    cached lean one (the app's lesson model), through a HookedModel that shares hm's weights."""
+    from viz_transformer.run.capture import HookedModel
+    return HookedModel(hm.model, hm.tokenizer, getattr(hm, "path", None), getattr(hm, "meta", None)).run(text)
+
+
 def _get(run, name: str) -> torch.Tensor:
     if name not in run.cache:
         raise ValueError(f"this run has no {name}: score_terms needs a full capture (hm.run(text))")

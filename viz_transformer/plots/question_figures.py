@@ -111,3 +111,18 @@ def answer_counts(options: Sequence[str], counts: Sequence[int], title: str, xla
     fig.update_xaxes(type="category")
     fig.update_yaxes(rangemode="tozero", dtick=max(1, (top + 4) // 5), range=[0, top * 1.2 + 1])
     return layout(fig, title, xlabel, ylabel, height=320)
+
+
+def score_sources(groups: dict[str, float], winner: str, title: str, names: Optional[dict[str, str]] = None,
+                  xlabel: str = "what the key brings", ylabel: str = "share of the score") -> go.Figure:
+    """The score of one key split by where its part comes from (questions.why_key): one bar a group (negative ones
+    below the axis), the largest outlined."""
+    keys = list(groups)
+    shown = [escape((names or {}).get(k, k)) for k in keys]
+    fig = go.Figure(go.Bar(x=shown, y=[groups[k] for k in keys], text=[f"{groups[k]:.2f}" for k in keys],
+                           textposition="outside", marker=dict(color=PALETTE[0],
+                           line=dict(color=ANSWER, width=[4 if k == winner else 0 for k in keys])),
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.add_hline(y=0, line=dict(color="#636363"))
+    fig.update_xaxes(type="category")
+    return layout(fig, title, xlabel, ylabel, height=320)
