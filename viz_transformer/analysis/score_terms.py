@@ -21,6 +21,7 @@ meet.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from torch import nn
@@ -252,3 +253,75 @@ def logit_terms(hm, run, step: int, token=None) -> LogitTerms:
         extra += float(model.logits_bias[token])
     values[-1] += extra
     return LogitTerms(names, values, float(run.logits[row, token]), int(token), row)
+
+
+@dataclass
+class Circuits:
+    """What one head does from its weights alone (head_circuits)."""
+    positions: Optional[torch.Tensor]    # [n, n]: position i's query against position j's key, no token (None: RoPE or a
+                                         # relative bias, where position is no vector of its own)
+    copying: torch.Tensor                # [tokens]: each token's rank (0 = first) in the logits its own OV output raises
+    tokens: list[int]                    # the token ids `copying` covers
+    why_no_positions: str = ""
+
+    def copy_share(self, k: int = 1) -> float:
+        """The share of tokens whose OV output raises their own logit among the k highest: a copying head's is high."""
+        return float((self.copying < k).double().mean())
+
+
+def _alone(norm: Optional[nn.Module], rows: torch.Tensor) -> torch.Tensor:
+    """Each row through a norm by itself (the weights-only reading: a vector with nothing else in the stream)."""
+    if norm is None or isinstance(norm, nn.Identity):
+        return rows
+    out = frozen_norm(norm, {"x": rows})
+    return out["x"] + out.get("bias", 0)
+
+
+def head_circuits(hm, layer: int, head: int, block: Optional[str] = None, n_positions: int = 32,
+                  n_tokens: int = 2000, chunk: int = 256) -> Circuits:
+    """One head's circuits from its weights alone, in float64. QK on positions: the positional vectors of positions
+    0 … n_positions − 1, each through the embeddings' norm and (pre-norm) the block's norm by itself, projected by the
+    head's W_Q and W_K with their biases: a previous-token head shows its diagonal below the main one with no text.
+    OV copying: for the first n_tokens ids that are no special, the token's embedding (its norms by itself) through
+    W_V, W_O and the unembedding; each token's rank among the logits it raises (bounded memory: `chunk` tokens at a
+    time over the vocabulary)."""
+    cfg, model = hm.cfg, hm.model
+    block = block or ("encoder.self_attn" if cfg.n_encoder_layers else "decoder.self_attn")
+    stack, site = block.split(".")
+    blk = (model.encoder if stack == "encoder" else model.decoder)[layer]
+    attn = getattr(blk, site)
+    if cfg.qk_norm:
+        raise ValueError("a model with a norm on q and k (qk_norm) has no weights-only QK circuit here")
+    embed = model.enc_embed if stack == "encoder" or site == "cross_attn" else model.dec_embed
+    ln = (blk.ln_cross if site == "cross_attn" else blk.ln1) if blk.pre else None
+    emb_norm = getattr(embed, "norm", None)
+    d, rep = attn.d_head, attn.n_heads // attn.n_kv_heads
+    divisor = attn.divisor if attn.divisor is not None else d ** 0.5
+
+    def project(linear, x, h):
+        W = linear.weight.detach().double()[h * d:(h + 1) * d]
+        out = x @ W.T
+        return out + linear.bias.detach().double()[h * d:(h + 1) * d] if linear.bias is not None else out
+
+    positions, why = None, ""
+    if hasattr(embed, "pos"):
+        n = min(n_positions, cfg.max_len)
+        P = embed.pos(n, embed.pos_offset).detach().double()             # [n, d_model]
+        P = _alone(ln, _alone(emb_norm, P))
+        positions = project(attn.W_Q, P, head) @ project(attn.W_K, P, head // rep).T / float(divisor)
+    else:
+        why = "RoPE" if cfg.positional == "rope" else "a relative position bias"
+    specials = set(getattr(hm.tokenizer, "specials", ()) or ())
+    vocab = model.lm_head.weight.shape[0]
+    tokens = [i for i in range(min(vocab, embed.W_E.weight.shape[0])) if i not in specials][:n_tokens]
+    W_U = model.lm_head.weight.detach().double()                          # [vocab, d_model]
+    Wo = attn.W_O.weight.detach().double()[:, head * d:(head + 1) * d]    # [d_model, d_head]
+    ranks = []
+    for s in range(0, len(tokens), chunk):
+        ids = torch.tensor(tokens[s:s + chunk])
+        E = embed.W_E.weight.detach().double()[ids] * embed.scale
+        out = project(attn.W_V, _alone(ln, _alone(emb_norm, E)), head // rep) @ Wo.T   # [chunk, d_model]
+        logits = out @ W_U.T                                              # [chunk, vocab]
+        own = logits[torch.arange(len(ids)), ids]
+        ranks.append((logits > own[:, None]).sum(1))
+    return Circuits(positions, torch.cat(ranks), tokens, why)
