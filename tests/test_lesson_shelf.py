@@ -13,6 +13,8 @@ from viz_explorer.classroom import store as cr
 from viz_explorer.lessons import shelf
 from viz_explorer.server import db
 
+from test_app_class import env  # noqa: F401  (the tiny models and a database of the test's own)
+
 
 def by_hand(path) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -41,14 +43,6 @@ def test_a_broken_file_is_one_line_and_the_others_stay(tmp_path):
     rows = {r.name: r for r in shelf.shelf(tmp_path)}
     assert rows["good"].error is None and rows["good"].languages == ("en",) and rows["good"].steps == 1
     assert rows["bad"].error and "\n" not in rows["bad"].error and "not valid JSON" in rows["bad"].error
-
-
-@pytest.fixture
-def env(ckpt_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    monkeypatch.setenv("VIZ_DATABASE_URL", f"sqlite:///{tmp_path / 'viz.sqlite3'}")
-    yield db.engine()
-    db.dispose()
 
 
 def open_shelf(lang: str = "en") -> AppTest:

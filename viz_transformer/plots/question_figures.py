@@ -82,21 +82,27 @@ def outputs(with_head: Sequence[str], without: Sequence[str], title: str, with_l
     return layout(fig, title, xlabel, ylabel, height=220)
 
 
+def _outlined_bars(values: dict[str, float], winner: Optional[str], names: Optional[dict[str, str]]) -> go.Figure:
+    """One bar a key of `values` (named by `names`), its value written on it, the winner outlined in red."""
+    keys = list(values)
+    shown = [escape((names or {}).get(k, k)) for k in keys]
+    fig = go.Figure(go.Bar(x=shown, y=[values[k] for k in keys], text=[f"{values[k]:.2f}" for k in keys],
+                           textposition="outside", marker=dict(color=PALETTE[0],
+                           line=dict(color=ANSWER, width=[4 if k == winner else 0 for k in keys])),
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(type="category")
+    return fig
+
+
 def role_scores(stats: dict[str, float], threshold: float, winner: Optional[str], title: str,
                 names: Optional[dict[str, str]] = None, xlabel: str = "role", ylabel: str = "mean weight",
                 threshold_label: str = "threshold") -> go.Figure:
     """Each role's statistic as a bar (0..1), the threshold a role must reach as a dashed line, the winning
     role outlined in red (none outlined when no role reaches it). names: role -> label shown."""
-    roles = list(stats)
-    shown = [escape((names or {}).get(r, r)) for r in roles]
-    fig = go.Figure(go.Bar(x=shown, y=[stats[r] for r in roles], text=[f"{stats[r]:.2f}" for r in roles],
-                           textposition="outside", marker=dict(color=PALETTE[0],
-                           line=dict(color=ANSWER, width=[4 if r == winner else 0 for r in roles])),
-                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig = _outlined_bars(stats, winner, names)
     fig.add_hline(y=threshold, line=dict(color="#636363", dash="dash"),
                   annotation_text=escape(f"{threshold_label} {threshold:g}"), annotation_position="top left")
     fig.update_yaxes(range=[0, 1.1])
-    fig.update_xaxes(type="category")
     return layout(fig, title, xlabel, ylabel, height=320)
 
 
@@ -117,12 +123,6 @@ def score_sources(groups: dict[str, float], winner: str, title: str, names: Opti
                   xlabel: str = "what the key brings", ylabel: str = "share of the score") -> go.Figure:
     """The score of one key split by where its part comes from (questions.why_key): one bar a group (negative ones
     below the axis), the largest outlined."""
-    keys = list(groups)
-    shown = [escape((names or {}).get(k, k)) for k in keys]
-    fig = go.Figure(go.Bar(x=shown, y=[groups[k] for k in keys], text=[f"{groups[k]:.2f}" for k in keys],
-                           textposition="outside", marker=dict(color=PALETTE[0],
-                           line=dict(color=ANSWER, width=[4 if k == winner else 0 for k in keys])),
-                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig = _outlined_bars(groups, winner, names)
     fig.add_hline(y=0, line=dict(color="#636363"))
-    fig.update_xaxes(type="category")
     return layout(fig, title, xlabel, ylabel, height=320)

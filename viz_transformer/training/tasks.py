@@ -139,7 +139,7 @@ class LMTask:
         return None
 
 
-class MaskedLMTask:
+class MaskedLMTask(TranslationTask):
     """A masked LM (BERT) on both sides of sentence pairs: each training sentence alone, Chinese and English, and
     a quarter of the pairs as "[CLS] a [SEP] b [SEP]" (segment 1 for b, the two sides in a random order), so the
     second segment's embedding is trained and a blank can be filled from its translation. Split by source sentence
@@ -149,13 +149,7 @@ class MaskedLMTask:
     pair_share = 0.25
 
     def __init__(self, tc, model_kw: dict):
-        self.tc = tc
-        pairs = D.read_pairs(tc.data, tc.data_tgt)
-        self.train_items, self.val, self.test = D.split_by_source(pairs, tc.seed, tc.n_test, tc.n_val)
-        if tc.extra_train:
-            src_f, tgt_f = tc.extra_train.split(",")
-            self.train_items = self.train_items + D.read_pairs(src_f, tgt_f, detok=True)
-        self.tok_text = [s for s, _ in self.train_items] + [t for _, t in self.train_items]
+        super().__init__(tc, model_kw)              # a translator's pairs, split and tokenizer text
         self.arch = "encoder_only"
 
     def encode(self, tok, cfg: ModelConfig) -> int:
