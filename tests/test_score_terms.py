@@ -14,6 +14,7 @@ import hf_t5_util as HT
 import hf_util as H
 from app_util import ROOT
 from viz_transformer import load_checkpoint
+from viz_transformer.analysis import claims
 from viz_transformer.analysis.score_terms import logit_terms, score_terms, stream_parts
 from viz_transformer.core.hook_names import available_blocks
 
@@ -198,3 +199,31 @@ def test_head_circuits_equal_a_loop_over_positions_and_tokens(tmp_path, norm, ar
         logits = W_U @ (W_O @ (W_V @ alone(embed.W_E.weight.detach().double()[t]) + b_V))
         assert int(c.copying[n]) == int((logits > logits[t]).sum())
     assert table is None or table.shape[0] >= 6
+
+
+
+def alignment_rows(root):
+    """The docs/explorer.md table: each shipped encoder-decoder's alignment head, its key's score by part group."""
+    rows, groups = [], []
+    for ck in ("zh-en-postnorm", "zh-en", "zh-en-v1"):
+        hm = load_checkpoint(root / ck); text = "我是一名工程师。"
+        run = hm.run(text)
+        v = claims.evaluate("cross_alignment", hm, text, {"predicts": "▁engineer", "source": "工程师"}).values
+        pat = run.cache[f"decoder.{v['layer']}.cross_attn.hook_pattern"][0, v["head"], v["row"]]
+        key = int(pat.argmax())
+        t = score_terms(hm, run, "decoder.cross_attn", v["layer"], v["head"], v["row"], key)
+        g = t.key_groups(by_layer=True)
+        layers = " · ".join(f"{g.get(f'layer {i}', 0.0):.2f}" for i in range(hm.cfg.n_encoder_layers))
+        rows.append(f"| {ck} | L{v['layer']}.H{v['head']} | {run.src_pieces[key]} ({float(pat[key]):.2f}) | {t.score:.2f} | "
+                    f"{g['word']:.2f} | {g['position']:.2f} | {layers} | {g['bias']:.2f} |")
+        groups.append(g)
+    return rows, groups
+
+
+def test_the_explorer_docs_table_of_alignment_heads_is_what_score_terms_gives():
+    rows, groups = alignment_rows(ROOT / "checkpoints")
+    assert all(g["position"] < g["word"] for g in groups)            # what the docs say of all three
+    for path in (ROOT / "docs" / "explorer.md", ROOT / "docs" / "zh-CN" / "explorer.md"):
+        text = path.read_text(encoding="utf-8")
+        for row in rows:
+            assert row in text, (path.name, row)

@@ -145,13 +145,6 @@ def fill_blank(hm, text: str) -> Question:
 SOURCES = ("word", "position", "context", "bias")     # why_key's groups of the key's parts
 
 
-def source_of(part: str) -> str:
-    """A key part's group: its token embedding (word), its position, what earlier layers wrote there (context:
-    heads, MLPs, segment), or the biases."""
-    name = part.split(".", 1)[1] if part.startswith(("enc.", "dec.")) else part
-    return {"token": "word", "position": "position", "bias": "bias"}.get(name, "context")
-
-
 @kind
 def why_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head: int = 0, row: int = 0) -> Question:
     """Why this head's row puts its most weight on its key: the score of that key split by score_terms and summed by
@@ -165,9 +158,7 @@ def why_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head: in
         raise ValueError(f"row {row} is out of range: this block has {pat.shape[0]} query rows")
     key = int(pat[row].argmax())
     t = score_terms(hm, run, block, layer, head, row, key)
-    groups = {g: 0.0 for g in SOURCES}
-    for part, v in t.by_key_part().items():
-        groups[source_of(part)] += v
+    groups = {g: t.key_groups().get(g, 0.0) for g in SOURCES}
     answer = max(SOURCES, key=lambda g: groups[g])
     keys = run.src_pieces if site == "cross_attn" or stack == "encoder" else run.tgt_pieces
     return Question("why_key", list(SOURCES), SOURCES.index(answer),

@@ -48,6 +48,25 @@ class Terms:
     def by_key_part(self) -> dict[str, float]:
         return dict(zip(self.key_parts, self.matrix.sum(0).tolist()))
 
+    def key_groups(self, by_layer: bool = False) -> dict[str, float]:
+        """by_key_part summed by where each part comes from: "word" (the token embedding), "position", "context" (what
+        earlier heads, MLPs and the segment wrote there; by_layer: "layer l" for each layer's heads and MLP, and
+        "segment"), "bias"."""
+        out: dict[str, float] = {}
+        for part, v in self.by_key_part().items():
+            out[part_group(part, by_layer)] = out.get(part_group(part, by_layer), 0.0) + v
+        return out
+
+
+def part_group(part: str, by_layer: bool = False) -> str:
+    """A part's group (Terms.key_groups): word, position, bias, or context (by_layer: layer l, segment)."""
+    name = part.split(".", 1)[1] if part.startswith(("enc.", "dec.")) else part
+    if name in ("token", "position", "bias"):
+        return {"token": "word"}.get(name, name)
+    if by_layer and name.startswith("L"):
+        return f"layer {name[1:].split('.', 1)[0]}"
+    return name if by_layer else "context"
+
 
 def full_run(hm, text: str):
     """A run of `text` with every capture the split reads: hm's own full run, even where hm.run is a caller's
