@@ -534,20 +534,22 @@ def blank_reads_both_ways(hm, text: str) -> Fact:
 
 
 @kind
-def pair_helps(hm, text: str, pair: str, expects: str) -> Fact:
-    """The same blank read alone and with its translation as the second segment ("A [SEP] B"). Claim: the
-    translation raises the probability of `expects` there."""
-    sep = getattr(hm.tokenizer, "sep_token", None) or "[SEP]"
-    alone, p_alone = _fill(hm, text)
-    both, p_both = _fill(hm, f"{text} {sep} {pair}")
-    full = lambda t: torch.softmax(shared_run(hm, t).logits[_blank(hm, shared_run(hm, t))].float(), -1)   # noqa: E731
-    eid = hm.tokenizer.encode(expects)
-    eid = [i for i in eid if hm.tokenizer.pieces([i])[0] not in ("\u2581", "")][:1]
+def pair_helps(hm, text: str, expects: str) -> Fact:
+    """A sentence pair "A [SEP] B" whose A holds a blank: the blank read in A alone and with B beside it. Claim: B
+    (a translation, say) raises the probability of `expects` there."""
+    split = getattr(hm.tokenizer, "split_pair", None)
+    alone_text, pair = split(text) if split else (text, None)
+    if pair is None:
+        raise ValueError(f"pair_helps needs a text of two sentences, \"A {getattr(hm.tokenizer, 'sep_token', None) or '[SEP]'} B\"")
+    eid = [i for i in hm.tokenizer.encode(expects) if hm.tokenizer.pieces([i])[0] not in ("\u2581", "")][:1]
     if not eid:
         raise ValueError(f"{expects!r} is no piece of this model")
-    a, b = float(full(text)[eid[0]]), float(full(f"{text} {sep} {pair}")[eid[0]])
-    return Fact({"top_alone": alone[0], "p_alone": a, "top_pair": both[0], "p_pair": b, "pair": pair}, b > a,
-                f"with the translation beside it, {expects} gets more probability at the blank")
+    p = [float(torch.softmax(r.logits[_blank(hm, r)].float(), -1)[eid[0]])
+         for r in (shared_run(hm, alone_text), shared_run(hm, text))]
+    top = [_fill(hm, t)[0][0] for t in (alone_text, text)]
+    return Fact({"top_alone": top[0], "p_alone": p[0], "top_pair": top[1], "p_pair": p[1], "pair": pair,
+                 "alone": alone_text}, p[1] > p[0],
+                f"with the second sentence beside it, {expects} gets more probability at the blank")
 
 
 @kind
