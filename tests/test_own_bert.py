@@ -124,3 +124,17 @@ def test_the_docs_state_its_recorded_accuracy_and_size(bert):
             assert f"{100 * t[k]:.1f}%" in row, (path.name, k)
         assert f"{size:.1f} MB" in row
         assert t["top5_zh"] >= 0.5 and t["top5_en"] >= 0.5           # the goal: top-5 ≥ 0.5 in each language
+
+
+def test_its_sidebar_offers_blanks_and_no_script_warning(shipped):
+    """A masked LM's examples hold a blank in both of its languages; read on both sides of the pairs, it warns of no
+    script (the Chinese example and the English one alike)."""
+    from viz_explorer.server.defaults import MLM_EXAMPLES
+    from viz_transformer.analysis import scripts
+    assert scripts.model_script(load_checkpoint(FOLDER).tokenizer, load_checkpoint(FOLDER).meta) is None
+    for text in (MLM_EXAMPLES[0], MLM_EXAMPLES[1]):
+        at = open_app(ckpt="zh-en-bert", text=text)
+        assert list(next(p for p in at.button_group if p.key == "example").options) == MLM_EXAMPLES
+        assert not [w.value for w in at.warning if "expect nonsense" in w.value]
+    for ex in MLM_EXAMPLES:
+        assert fill_blanks(load_checkpoint(FOLDER), load_checkpoint(FOLDER).run(ex))          # each has a blank

@@ -16,16 +16,16 @@ from viz_transformer import CheckpointError, list_roots
 INPUTS = "sb_inputs"        # the key of the sidebar's box of inputs (its CSS class: st-key-sb_inputs)
 
 
-def _kind_of(info) -> str:
-    return defaults.kind(info.config if info is not None else None)
+def _examples_of(info) -> list[str]:
+    return defaults.examples(info.config if info is not None else None)
 
 
 def _on_checkpoint_change(infos: dict) -> None:
-    """Keep the text unless it is one of the other kind's examples (then offer this kind's)."""
-    kind = _kind_of(infos.get(st.session_state.get("ckpt")))
-    other = EXAMPLES["lm" if kind == "translator" else "translator"]
-    if st.session_state.get("text") in other:
-        st.session_state["text"] = EXAMPLES[kind][0]
+    """Keep the text unless it is one of another kind's examples (then offer this model's first)."""
+    mine = _examples_of(infos.get(st.session_state.get("ckpt")))
+    others = {e for lst in (*EXAMPLES.values(), defaults.MLM_EXAMPLES) for e in lst} - set(mine)
+    if st.session_state.get("text") in others:
+        st.session_state["text"] = mine[0]
 
 
 def _on_example() -> None:
@@ -61,9 +61,9 @@ def sidebar() -> Context:
             for n in broken:
                 st.text(f"{n}: {infos[n].error}")
     info = infos[name]
-    kind = _kind_of(info)
-    st.session_state.setdefault("text", EXAMPLES[kind][0])
-    sb.pills(t("sidebar.examples"), EXAMPLES[kind], key="example", on_change=_on_example)
+    shown = _examples_of(info)
+    st.session_state.setdefault("text", shown[0])
+    sb.pills(t("sidebar.examples"), shown, key="example", on_change=_on_example)
     text = sb.text_area(t("sidebar.text"), key="text", help=t("sidebar.text_help"), height=100)
     ctx = Context(name, info.path, text)
     if info.error:

@@ -11,6 +11,9 @@ EXAMPLES = {"translator": ["我是一名工程师。", "我爱你。", "今天�
                            "你叫什么名字？"],
             "lm": ["Once upon a time there was a little dog.", "The cat sat on the mat and looked at the bird.",
                    "Lily wanted to play in the park, but it was raining."]}
+# a masked LM's examples hold a blank (BERT's [MASK]; a RoBERTa-style folder's mask token is another: the fill
+# page says which), in both of our masked LM's languages, one a sentence pair
+MLM_EXAMPLES = ["我是一名工[MASK]师。", "I [MASK] you.", "今天天气很[MASK]。", "我喜欢喝[MASK]。 [SEP] I like to drink tea."]
 SECOND = {"translator": ["好。", "我们明天早上八点在学校门口见面，然后一起坐火车去北京。"],   # padding demo:
           "lm": ["Hi.", "The little dog ran to the park and played with his friends all day."]}  # one is picked
 
@@ -37,3 +40,10 @@ def checkpoints_root() -> Path:
 def kind(cfg) -> str:
     """Which examples a model gets: "translator" or "lm" (a config of None: "lm")."""
     return "translator" if cfg is not None and cfg.is_translator else "lm"
+
+
+def examples(cfg) -> list[str]:
+    """The sidebar's examples for a model: a masked LM's hold a blank, else its kind's (EXAMPLES)."""
+    if cfg is not None and cfg.is_encoder_only and cfg.head == "mlm":
+        return MLM_EXAMPLES
+    return EXAMPLES[kind(cfg)]

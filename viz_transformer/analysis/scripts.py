@@ -49,9 +49,19 @@ def training_sample(tok, meta: dict) -> str:
     return "\n".join(demo) if isinstance(demo, dict) else ""
 
 
+BOTH = 1 / 4                # a model reads both scripts when each dominates at least this share of its demo texts
+
+
 def model_script(tok, meta: Optional[dict]) -> Optional[str]:
-    """The script a model reads (its source language's, or a language model's), None when unknown."""
-    return dominant(training_sample(tok, meta or {}))
+    """The script a model reads (its source language's, or a language model's), None when unknown, and None for a
+    model whose demo texts are written in both (a masked LM trained on both sides of the pairs reads either)."""
+    meta = meta or {}
+    demo = meta.get("demo")
+    if not ((meta.get(KEY) or {}).get("pieces") or {}).get("seen") and isinstance(demo, dict) and demo:
+        per_text = [dominant(t) for t in demo]
+        if all(per_text.count(sc) >= BOTH * len(per_text) for sc in SCRIPTS):
+            return None
+    return dominant(training_sample(tok, meta))
 
 
 def mismatch(text: str, source: Optional[str]) -> Optional[str]:
