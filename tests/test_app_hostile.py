@@ -41,7 +41,8 @@ def raw_html(at) -> list[str]:
 
 # pages that do not read the sidebar's text: an unusable text is not refused there
 TEXT_FREE = tuple(str(ROOT / p) for p in ("viz_explorer/pages/look/positional_encoding.py",
-                                          "viz_explorer/pages/class/live_class.py"))   # as registry.page_path
+                                          "viz_explorer/pages/class/live_class.py",    # as registry.page_path
+                                          "viz_explorer/pages/class/lessons.py"))      # the shelf reads no text
 
 
 def visit_every_page(at, what) -> None:

@@ -36,6 +36,7 @@ CHANGES = {
     "head_stats": ({"stat": "self", "threshold": "0.7"}, ""),
     "training": ({}, ""),
     "export": ({}, ""),
+    "lessons": ({}, ""),                 # the shelf: its view is the list; a lesson lives in its own link
     "live_class": ({}, ""),              # its view is the class start page; a class lives in its own link
 }
 
