@@ -5,14 +5,14 @@ note fills in and whether the lesson's claim holds (a qualitative test with a st
     fact.values["layer"], fact.values["head"], fact.holds     # the head that aligns them, found in this model
 
 Selectors ("the head whose row ... puts most weight on ...") live here too, so a lesson step opens the
-head this model really has; a retrained checkpoint that breaks a claim makes `holds` False (CI fails).
+head this model really has; a retrained checkpoint that breaks a claim makes `holds` False (CI fails). This module
+holds the kinds about attention, decoding and order; importing it registers those of claims_stack.py and
+claims_bert.py too (the registry and Fact: fact_core.py).
 """
 from __future__ import annotations
 
 import math
-import weakref
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
@@ -27,54 +27,12 @@ from viz_transformer.run import permute
 from viz_transformer.core.encoding import encode_input
 from viz_transformer.core.tokenizer import source_pieces
 from viz_transformer.run.interventions import positions_off_hooks
+from viz_transformer.analysis.fact_core import KINDS, STRONG, Fact, evaluate, kind, shared_run, strip_mark  # noqa: F401
+from viz_transformer.analysis import claims_bert, claims_stack  # noqa: F401  (registers their kinds)
 
-STRONG = 0.5          # "puts most of its weight on": at least half of the row
 GAP_NONE = 1e-3       # order test: "the same set of vectors" (float32 noise is ~1e-6)
 GAP_LARGE = 0.1       # order test: "a large gap"
 PARTIAL = 0.9         # patching: "one position restores only part of it"
-
-
-@dataclass
-class Fact:
-    values: dict                  # field -> str | int | float: what a note may fill in as {fact.field}
-    holds: bool                   # the lesson's claim is true on this model
-    claim: str                    # the claim in words (what a failing test reports)
-
-
-KINDS: dict[str, Callable[..., Fact]] = {}
-
-
-def kind(fn):
-    KINDS[fn.__name__] = fn
-    return fn
-
-
-def evaluate(name: str, hm, text: str, args: Optional[dict] = None) -> Fact:
-    """The fact `name` (a kind in KINDS) for checkpoint hm on text. ValueError for an unknown kind or
-    arguments the kind does not take."""
-    if name not in KINDS:
-        raise ValueError(f"unknown fact kind {name!r}; known: {', '.join(KINDS)}")
-    try:
-        return KINDS[name](hm, text, **(args or {}))
-    except TypeError as e:
-        raise ValueError(f"fact {name!r}: {e}") from None
-
-
-_RUNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()      # hm -> {text: run}: one run per text
-
-
-def shared_run(hm, text: str):
-    """hm.run(text), once per model and text across the facts of a lesson (a few texts per model)."""
-    runs = _RUNS.setdefault(hm, {})
-    if text not in runs:
-        if len(runs) >= 8:
-            runs.pop(next(iter(runs)))
-        runs[text] = hm.run(text)
-    return runs[text]
-
-
-def _strip(piece: str) -> str:
-    return piece.replace("\u2581", "")
 
 
 def _words(pieces: list[str]) -> list[str]:
@@ -181,7 +139,7 @@ def word_alignment(hm, text: str, targets: str, sources: str) -> Fact:
         rows.append({"target": target, "source": source, "row": r, "heads": len(heads),
                      "layer": best.layer if best else None, "head": best.head if best else None,
                      "weight": best.weight if best else 0.0})
-    table = " · ".join(f"{_strip(x['target'])} ← {x['source']} ({x['heads']})" for x in rows)
+    table = " · ".join(f"{strip_mark(x['target'])} ← {x['source']} ({x['heads']})" for x in rows)
     return Fact({"rows": rows, "table": table, "heads": cross.shape[0] * cross.shape[1]}, found,
                 "each target piece has a cross-attention head whose largest weight is on its source word")
 
@@ -363,205 +321,3 @@ def causal_everywhere(hm, text: str) -> Fact:
     above = float(torch.triu(pats, diagonal=1).abs().max())
     return Fact({"heads": pats.shape[0] * pats.shape[1], "above": above}, above == 0.0,
                 "no decoder self-attention head puts any weight after the diagonal")
-
-
-# -- LayerNorm and the residual stream ------------------------------------------------------------------------
-GROWS = 1.5           # "the residual stream grows": its mean length after the last layer ÷ at the input
-
-
-def residual_lengths(hm, text: str) -> list[float]:
-    """The residual stream's mean length (L2 norm over d_model, averaged over positions) at the input of the first
-    stack (the encoder's, else the decoder's) and after each of its layers."""
-    run = shared_run(hm, text)
-    part = "encoder" if hm.cfg.n_encoder_layers else "decoder"
-    n = hm.cfg.n_encoder_layers or hm.cfg.n_decoder_layers
-    names = [f"{part}.0.hook_resid_pre"] + [f"{part}.{i}.hook_resid_post" for i in range(n)]
-    return [float(run.cache[x][0].float().norm(dim=-1).mean()) for x in names]
-
-
-@kind
-def residual_norms(hm, text: str, grows: bool) -> Fact:
-    """How long the residual stream gets through the first stack (residual_lengths). Claim: it grows (the last
-    layer's length ≥ GROWS × the input's: pre-norm, x + f(LN(x)), is never renormalised) or stays level (post-norm,
-    LN(x + f(x)), renormalises after every sublayer), as `grows` says."""
-    n = residual_lengths(hm, text)
-    ratio = n[-1] / n[0]
-    return Fact({"first": n[0], "last": n[-1], "ratio": ratio, "layers": len(n) - 1, "norm": hm.cfg.norm},
-                (ratio >= GROWS) == grows, f"the residual stream {'grows' if grows else 'does not grow'} "
-                f"{GROWS}× or more through the layers")
-
-
-@kind
-def init_gradients(hm, text: str) -> Fact:
-    """The gradient norms at initialisation that meta.json records (training/grad_norms.py: this model's config
-    freshly initialised with the norm before and after the residual, one backward of the training loss, averaged
-    over seeds). Claim (Xiong et al. 2020): post-norm's last layer gets a larger gradient, relative to its first
-    layer, than pre-norm's."""
-    g = (hm.meta or {}).get("init_grad_norms")
-    if not g:
-        raise ValueError("this checkpoint's meta.json records no gradient norms at initialisation (init-grads)")
-    pre, post = g["pre"], g["post"]
-    return Fact({"pre_first": pre[0], "pre_last": pre[-1], "post_first": post[0], "post_last": post[-1],
-                 "pre_ratio": pre[-1] / pre[0], "post_ratio": post[-1] / post[0], "seeds": len(g["seeds"]),
-                 "layers": len(g["layers"])}, post[-1] / post[0] > pre[-1] / pre[0],
-                "at initialisation post-norm's last layer's gradient, relative to its first, exceeds pre-norm's")
-
-
-@kind
-def training_schedule(hm, text: str) -> Fact:
-    """How meta.json says the model was trained: the learning-rate warm-up (updates), the schedule after it, the
-    peak rate, the norm placement. Claim: the record has them."""
-    tc = (hm.meta or {}).get("train_config") or {}
-    ok = all(k in tc for k in ("warmup", "schedule", "lr"))
-    return Fact({"warmup": tc.get("warmup", 0), "schedule": tc.get("schedule", ""), "lr": tc.get("lr", 0.0),
-                 "norm": hm.cfg.norm}, ok, "meta.json records the warm-up, the schedule and the learning rate")
-
-
-# -- attention against attribution ---------------------------------------------------------------------------
-@kind
-def attention_vs_occlusion(hm, text: str, step: int, agree: bool) -> Fact:
-    """For output step `step`: the input piece whose zeroed embedding drops log p of the written word the most
-    (occlusion, analysis.attribution) and the one attention reads most (mean over heads and layers). Claim: they
-    are the same piece (agree) or two different pieces (not agree)."""
-    from viz_transformer.analysis import attribution
-    tgt = attribution.step_target(hm, shared_run(hm, text), step)
-    occ, att = attribution.grads.occlusion(hm, tgt), attribution.attention_row(hm, tgt)
-    best, looked = int(occ.argmax()), int(att.argmax())
-    return Fact({"word": hm.tokenizer.pieces([tgt.token])[0], "occ": tgt.pieces[best], "drop": float(occ[best]),
-                 "att": tgt.pieces[looked], "weight": float(att[looked]), "att_drop": float(occ[looked])},
-                (best == looked) == agree,
-                f"at step {step} occlusion's top piece and attention's {'are' if agree else 'are not'} the same")
-
-
-# -- heads and their jobs ------------------------------------------------------------------------------------
-ROLE_NAMES = {"previous-token": "prev_token", "first-token sink": "first_token", "self": "self",
-              "end-token sink": "last_token"}
-
-
-def _roles(hm, text: str):
-    from viz_transformer.analysis import summaries
-    return summaries.head_roles(summaries.head_stats(shared_run(hm, text)))
-
-
-@kind
-def role_head(hm, text: str, block: str, role: str) -> Fact:
-    """Selector: the head of `block` whose statistic for `role` (summaries.head_roles' names: previous-token,
-    first-token sink, self, end-token sink) is the largest. Claim: that head plays the role (its statistic carries
-    at least ROLE_THRESHOLD of the weight)."""
-    from viz_transformer.analysis.summaries import ROLE_THRESHOLD
-    if role not in ROLE_NAMES:
-        raise ValueError(f"role must be one of {', '.join(ROLE_NAMES)}, not {role!r}")
-    df = _roles(hm, text)
-    df = df[df["block"] == block]
-    if df.empty:
-        raise ValueError(f"this model has no {block}")
-    r = df.loc[df[ROLE_NAMES[role]].idxmax()]
-    return Fact({"layer": int(r["layer"]), "head": int(r["head"]), "value": float(r[ROLE_NAMES[role]]),
-                 "count": int((df["role"] == role).sum()), "heads": len(df)}, r["role"] == role,
-                f"some head of {block} is a {role} head (its statistic ≥ {ROLE_THRESHOLD})")
-
-
-@kind
-def layer_roles(hm, text: str, block: str, layer: int) -> Fact:
-    """The roles of one layer's heads. Claim: they do different jobs: at least two different clear roles."""
-    df = _roles(hm, text)
-    df = df[(df["block"] == block) & (df["layer"] == layer)]
-    clear = sorted({r for r in df["role"] if r})
-    return Fact({"distinct": len(clear), "roles": ", ".join(clear), "heads": len(df),
-                 "unclear": int((df["role"] == "").sum())}, len(clear) >= 2,
-                f"the heads of {block} layer {layer} play at least two different roles")
-
-
-# -- a masked LM (BERT): [CLS] and [SEP], the blank, attention both ways ----------------------------------------
-RIGHT_SHARE = 0.3     # "reads the pieces after the blank": at least this share of the [MASK] row on them
-
-
-def _blank(hm, run) -> int:
-    """The first [MASK]'s position in an encoder-only run; ValueError in one line when there is none."""
-    from viz_transformer.run.fill_mask import mask_positions
-    where = mask_positions(hm, run)
-    if not where:
-        raise ValueError(f"this fact needs a masked LM and a text with {getattr(hm.tokenizer, 'mask_token', None) or '[MASK]'}")
-    return where[0]
-
-
-def _fill(hm, text: str) -> tuple[list[str], list[float]]:
-    """The masked-LM head's 5 best pieces at the text's first blank, and their probabilities."""
-    run = shared_run(hm, text)
-    probs = torch.softmax(run.logits[_blank(hm, run)].float(), -1)
-    p, ids = probs.topk(5)
-    return hm.tokenizer.pieces(ids.tolist()), p.tolist()
-
-
-@kind
-def bert_pieces(hm, text: str) -> Fact:
-    """An encoder-only model's input: [CLS] first, [SEP] last (and after the first sentence of a pair), the
-    blank one piece among them."""
-    run = shared_run(hm, text)
-    p = run.src_pieces
-    blank = _blank(hm, run)
-    holds = p[0] == "[CLS]" and p[-1] == "[SEP]" and p[blank] == "[MASK]"
-    return Fact({"n": len(p), "pieces": " ".join(p), "blank": blank, "seps": p.count("[SEP]")}, holds,
-                "the input starts with [CLS], ends with [SEP] and holds the [MASK]")
-
-
-@kind
-def blank_fill(hm, text: str, expects: str, within: int = 1) -> Fact:
-    """The model's best pieces for the first blank. Claim: `expects` is among the `within` best."""
-    top, p = _fill(hm, text)
-    bare = [_strip(x) for x in top]
-    rank = bare.index(_strip(expects)) + 1 if _strip(expects) in bare else 0
-    return Fact({"top": top[0], "p": p[0], "top5": " · ".join(top), "rank": rank,
-                 "p_expects": p[rank - 1] if rank else 0.0}, 1 <= rank <= within,
-                f"{expects} is among the model's {within} best pieces for the blank")
-
-
-@kind
-def blank_reads_both_ways(hm, text: str) -> Fact:
-    """Selector: the encoder head whose [MASK] row puts the largest share of its weight on the pieces after the
-    blank (the closing [SEP] left out). Claim: that share is at least RIGHT_SHARE, which a causal decoder's row
-    could never give (it sees no piece after itself)."""
-    run = shared_run(hm, text)
-    blank = _blank(hm, run)
-    pats = patterns.block_patterns(run.cache, "encoder.self_attn")[:, :, blank]        # (layer, head, key)
-    after = pats[:, :, blank + 1:len(run.src_pieces) - 1].sum(-1)
-    before = pats[:, :, 1:blank].sum(-1)
-    layer, head = divmod(int(after.argmax()), after.shape[1])
-    return Fact({"layer": layer, "head": head, "after": float(after[layer, head]), "before": float(before[layer, head]),
-                 "heads": after.numel(), "reading": int((after >= RIGHT_SHARE).sum())},
-                float(after[layer, head]) >= RIGHT_SHARE,
-                f"some encoder head's [MASK] row puts ≥ {RIGHT_SHARE} on the pieces after the blank")
-
-
-@kind
-def pair_helps(hm, text: str, expects: str) -> Fact:
-    """A sentence pair "A [SEP] B" whose A holds a blank: the blank read in A alone and with B beside it. Claim: B
-    (a translation, say) raises the probability of `expects` there."""
-    split = getattr(hm.tokenizer, "split_pair", None)
-    alone_text, pair = split(text) if split else (text, None)
-    if pair is None:
-        raise ValueError(f"pair_helps needs a text of two sentences, \"A {getattr(hm.tokenizer, 'sep_token', None) or '[SEP]'} B\"")
-    eid = [i for i in hm.tokenizer.encode(expects) if hm.tokenizer.pieces([i])[0] not in ("\u2581", "")][:1]
-    if not eid:
-        raise ValueError(f"{expects!r} is no piece of this model")
-    p = [float(torch.softmax(r.logits[_blank(hm, r)].float(), -1)[eid[0]])
-         for r in (shared_run(hm, alone_text), shared_run(hm, text))]
-    top = [_fill(hm, t)[0][0] for t in (alone_text, text)]
-    return Fact({"top_alone": top[0], "p_alone": p[0], "top_pair": top[1], "p_pair": p[1], "pair": pair,
-                 "alone": alone_text}, p[1] > p[0],
-                f"with the second sentence beside it, {expects} gets more probability at the blank")
-
-
-@kind
-def fill_lens_first(hm, text: str) -> Fact:
-    """The masked-LM head read after every layer at the first blank (run.fill_mask): the first layer after which
-    its best piece is the model's final answer and stays so. Claim: that is after some layer, not at the
-    embeddings."""
-    from viz_transformer.run.fill_mask import fill_blanks
-    b = fill_blanks(hm, shared_run(hm, text), k=1)[0]
-    final = b.top[0][0]
-    rows = [r[0][0] for r in b.layers]                  # embeddings, then after each layer
-    first = next((i for i in range(len(rows)) if all(x == final for x in rows[i:])), None)
-    return Fact({"piece": final, "layer": first if first is not None else -1, "layers": len(rows) - 1,
-                 "p": b.top[0][1]}, first is not None and first >= 1,
-                "the blank's answer appears after some layer, not at the embeddings")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from viz_transformer.analysis import attribution, patterns, piece_labels, summaries
-from viz_transformer.analysis.claims import shared_run          # one run per model and text
+from viz_transformer.analysis.fact_core import shared_run       # one run per model and text
 from viz_transformer.core.hook_names import available_blocks, block_prefix, n_layers
 from viz_transformer.run.decode_settings import DecodeSettings
 from viz_transformer.run.decoding import decode_input, default_new_tokens
@@ -169,9 +169,9 @@ def why_key(hm, text: str, block: Optional[str] = None, layer: int = 0, head: in
 
 @kind
 def residual_grows(hm, text: str) -> Question:
-    """Whether the residual stream grows through the layers (claims.residual_norms' rule: the last layer's mean
+    """Whether the residual stream grows through the layers (claims_stack.residual_norms' rule: the last layer's mean
     length at least GROWS × the input's); the evidence is the length at the input and after every layer."""
-    from viz_transformer.analysis.claims import GROWS, residual_lengths
+    from viz_transformer.analysis.claims_stack import GROWS, residual_lengths
     n = residual_lengths(hm, text)
     grows = n[-1] / n[0] >= GROWS
     return Question("residual_grows", [YES, NO], 0 if grows else 1,

@@ -34,7 +34,7 @@ class Tokenizer:
         self.sep_id = sep if self.sp.id_to_piece(sep) == SEP else -1      # -1: trained without [sep]
         self.specials = {self.pad_id, self.unk_id, self.bos_id, self.eos_id} | ({self.sep_id} - {-1})
         mask = self.sp.piece_to_id(MASK)
-        self.mask_id = mask if self.sp.id_to_piece(mask) == MASK and self.sp.is_unknown(mask) is False else None
+        self.mask_id = mask if self.sp.id_to_piece(mask) == MASK else None          # None: trained without it
         self.mask_token = MASK if self.mask_id is not None else None
         self.sep_token = BERT_SEP if self.mask_id is not None and self.sp.id_to_piece(self.eos_id) == BERT_SEP else None
         if self.mask_id is not None:

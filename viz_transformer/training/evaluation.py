@@ -154,8 +154,8 @@ def plateau(history: list[dict], tail: float = 0.2) -> Optional[dict]:
     are two epochs."""
     if len(history) < 2:
         return None
-    key, sign = next((k, 1.0) for k in ("bleu", "top5", "perplexity") if k in history[0] or k == "perplexity")
-    sign = -1.0 if key == "perplexity" else sign
+    key = next((k for k in ("bleu", "top5") if k in history[0]), "perplexity")
+    sign = -1.0 if key == "perplexity" else 1.0
     cut = (1.0 - tail) * history[-1]["step"]
     early = [sign * h[key] for h in history if h["step"] <= cut]
     if not early:
