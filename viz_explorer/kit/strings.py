@@ -818,10 +818,11 @@ EN = {
     "tr.m_bleu": "validation BLEU ({n} {n:pair|pairs})",
     "tr.m_shipped": "shipped step",
     "tr.translation": "The model's greedy translation at this step",
-    "tr.mlm_note": "A masked LM translates nothing: each fixed sentence holds a [MASK] instead, every frame reads "
-                   "the same pieces, and under the step you see the model's best piece for each blank.",
+    "tr.mlm_note": "While this masked LM trained, fixed sentences, each with a [MASK], were run through it at "
+                   "log-spaced steps from the run's step 0 to its end, so every frame reads the same pieces; under the "
+                   "step you see its best piece for each blank. Slide or play through training: watch attention change.",
     "tr.sentence_mlm": "Sentence with a blank",
-    "tr.m_fill_top5": "top-5 fill-in accuracy, % ({n} validation {n:sentence|sentences})",
+    "tr.m_fill_top5": "top-5 fill-in, % ({n} {n:sentence|sentences})",
     "tr.fills": "The model's best piece at each [MASK] at this step",
     "tr.curves_mlm": "Loss and fill-in accuracy over training (the red line: this step)",
     "tr.heatmap": "{name}, {head}, step {step}",

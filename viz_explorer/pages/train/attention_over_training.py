@@ -20,9 +20,13 @@ from viz_transformer.plots import summary_figures
 ctx = context.need_run()
 cfg = ctx.hm.cfg
 st.title(t("tr.title"))
-widgets.intro("tr")
-rows_note = st.empty()                    # filled once the sentence is chosen
 snaps = cached.snapshots(str(ctx.path), ctx.stamp)
+mlm = snaps is not None and snaps.metric == "fill_top5"     # a masked LM's playback: blanks, not translations
+if mlm:
+    st.caption(t("tr.mlm_note"))                            # its own opening: no reference is teacher-forced
+else:
+    widgets.intro("tr")
+rows_note = st.empty()                    # filled once the sentence is chosen
 if snaps is None:
     st.info(t("tr.none", name=ctx.name, have=", ".join(cached.with_snapshots()) or "–"))
     st.stop()
@@ -35,9 +39,6 @@ else:
     st.warning(t("tr.start_finetune", base=origin["base"], n=origin["updates"],
                  chain=" → ".join(t("tr.chain_link", name=c["name"], n=c["updates"]) for c in origin["chain"]),
                  others=", ".join(others) or "–"), icon=":material/info:")
-mlm = snaps.metric == "fill_top5"          # a masked LM's playback: blanks, not translations
-if mlm:
-    st.caption(t("tr.mlm_note"))
 n = len(snaps.steps)
 if st.session_state.get("tr_key") != (ctx.name, ctx.stamp):        # another checkpoint: start at step 0
     if st.session_state.get("tr_key") is not None:                    # (a link's first view keeps its step)
