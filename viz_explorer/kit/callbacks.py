@@ -110,3 +110,37 @@ def _step(steps, shipped, k: int) -> str:
 
 def snapshot_step(snaps):
     return partial(_step, snaps.steps, snaps.shipped_step)
+
+
+# -- why this attention: a tap on the head's heatmap picks the cell; another query row picks its top key --------
+def _why_cell() -> None:
+    points = st.session_state["wy_heatmap"].selection.points
+    cells = [p["customdata"] for p in points if p.get("customdata")]
+    if cells:
+        st.session_state["wy_q"], st.session_state["wy_k"] = int(cells[0][0]), int(cells[0][1])
+
+
+def why_cell():
+    return _why_cell
+
+
+def why_row() -> None:
+    st.session_state.pop("wy_k", None)          # the new row's top key, until one is picked
+
+
+def _numbered(pieces: list, i) -> str:
+    return f"{i}: {pieces[i]}" if isinstance(i, int) and 0 <= i < len(pieces) else str(i)
+
+
+def numbered(pieces: list):
+    """format_func showing position i as "i: piece"."""
+    return partial(_numbered, list(pieces))
+
+
+def _piece_or(none: str, tokenizer, i) -> str:
+    return none if i is None else tokenizer.piece(i)
+
+
+def piece_or(none: str, tokenizer):
+    """format_func showing a token id as its piece, None as `none`."""
+    return partial(_piece_or, none, tokenizer)

@@ -31,6 +31,7 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group 
         PageSpec("positional", "look/positional_encoding.py", "nav.positional", "waves", ("pe_",))),
     "nav.sec.step": (
         PageSpec("step_by_step", "step/step_by_step.py", "nav.steps", "calculate", ("st_",)),
+        PageSpec("why", "step/why_attention.py", "nav.why", "lightbulb", ("wy_",)),
         PageSpec("decoding", "step/decoding.py", "nav.decoding", "skip_next", ("dc_", "fb_")),
         PageSpec("lens", "step/logit_lens.py", "nav.lens", "layers", ("ln_", "dc_lens", "fb_"))),
     "nav.sec.experiment": (
@@ -56,6 +57,7 @@ DEFAULT = "overview"
 # pages with lazy tabs: page name -> (the tabs' key prefix, the tab names in order)
 TABBED: dict[str, tuple[str, tuple[str, ...]]] = {
     "step_by_step": ("st", ("qkv", "scores", "output", "why")),
+    "why": ("wy", ("score", "logit", "circuits")),
     "masks": ("mk", ("padding", "causal", "applied")),
     "architectures": ("ar", ("reads", "masks", "rank", "norm")),
 }

@@ -25,6 +25,7 @@ EN = {
     "nav.overview": "Overview",
     "nav.attention": "Attention: heads and layers",
     "nav.steps": "Attention step by step",
+    "nav.why": "Why this attention",
     "nav.masks": "Masks",
     "nav.positional": "Positional encoding",
     "nav.decoding": "Step-through decoding",
@@ -413,6 +414,83 @@ EN = {
     "st.tab.scores": "2 · Scores, mask, softmax",
     "st.tab.output": "3 · Output and one row",
     "st.tab.why": "Why √d_k?",
+    "wy.title": "Why this attention",
+    "wy.intro": "Where a head looks comes from one score per cell, q·k ÷ √d_k. The query and the key are both made "
+                "from the residual stream, a sum of parts: the word's embedding, its position, what each earlier head "
+                "and MLP wrote there, the biases. So each score is a sum of terms, one for each query part and key "
+                "part. Tap a cell of the heatmap (or pick its row and column) to split its score.",
+    "wy.qk_norm": "This model normalises q and k per head after the parts meet (qk_norm): its scores cannot be split "
+                  "into parts.",
+    "wy.heatmap_title": "{block}, layer {layer}, head {head}: tap a cell",
+    "wy.query": "Query (row)",
+    "wy.key": "Key (column)",
+    "wy.tab.score": "1 · Why this score",
+    "wy.tab.logit": "2 · Which heads write the word",
+    "wy.tab.circuits": "3 · The head alone",
+    "wy.detail": "Group the parts",
+    "wy.detail.kind": "word · position · context",
+    "wy.detail.layer": "by layer",
+    "wy.detail_help": "word: the token's embedding; position: its positional vector; context: what the earlier "
+                      "heads and MLPs wrote at that position (by layer: each layer's own); bias: the projections' "
+                      "and norms' biases. Each norm's scale is frozen at the value this run computed.",
+    "wy.g.word": "word",
+    "wy.g.position": "position",
+    "wy.g.segment": "segment",
+    "wy.g.context": "context",
+    "wy.g.bias": "bias",
+    "wy.g.layer": "layer {layer}",
+    "wy.g.extra": "relative position bias",
+    "wy.g.sum": "Σ",
+    "wy.terms_title": "“{qp}” → “{kp}”: score {score:.2f}, weight {weight:.2f}",
+    "wy.axis.query_parts": "query's parts",
+    "wy.axis.key_parts": "key's parts",
+    "wy.axis.score": "score",
+    "wy.cb.term": "term",
+    "wy.story.word": "**“{qp}” and “{kp}” match through their words**: the word × word term gives {value:+.2f} "
+                     "of the score {score:.2f}.",
+    "wy.story.pair": "**The largest term is the query's {qg} against the key's {kg}**: {value:+.2f} of the score "
+                     "{score:.2f}.",
+    "wy.story.position": "The terms with a position on either side add {position:+.2f}.",
+    "wy.story.rope": "Position acts by rotating q and k (RoPE): it is inside every term, not a term of its own.",
+    "wy.story.relative": "The relative position bias adds {extra:+.2f}.",
+    "wy.masked": "This key is masked for this query: whatever its score, its weight is 0.",
+    "wy.no_runner_up": "This row sees no other key: there is nothing to compare.",
+    "wy.gap_title": "The score of “{win}” and of “{other}”, by the key's parts",
+    "wy.gap": "**“{win}” gets {gap:.2f} more score than “{other}”** (weight {w_win:.2f} against {w_other:.2f}); the "
+              "key's {group} makes the largest part of the gap ({value:+.2f}).",
+    "wy.check": "The terms add up to {total:.4f}; the model computed {score:.4f}.",
+    "wy.no_output": "An encoder-only model writes no output word (its masked-LM head is not linear): no logit is split "
+                    "here.",
+    "wy.step": "Output word",
+    "wy.versus": "Compare with",
+    "wy.versus_none": "nothing: the logit itself",
+    "wy.grid_title": "Each head's direct push on the logit of “{piece}”",
+    "wy.grid_title_vs": "Each head's push on “{piece}” minus its push on “{other}”",
+    "wy.grid_self": "L{layer} self",
+    "wy.grid_cross": "L{layer} cross",
+    "wy.grid_hover": "its output through the final norm and the unembedding",
+    "wy.head_self": "L{layer}.H{head}",
+    "wy.head_cross": "L{layer}.X{head}",
+    "wy.cb.logit": "logit",
+    "wy.logit_story": "The heads that push “{piece}” up most directly: {heads}. All parts add up to {total:.2f}; the "
+                      "model's logit is {logit:.2f}.",
+    "wy.logit_story_vs": "What makes “{piece}” beat “{other}” most: {heads}. All parts together give {total:+.2f}; "
+                         "the model's two logits differ by {logit:+.2f}.",
+    "wy.logit_note": "Direct effect: each part's vector after the last layer, through the final norm (its scale frozen) "
+                     "and the unembedding. A head also acts through later layers; that is not counted here.",
+    "wy.circuits_intro": "From the weights alone, no text: what this head does with positions and with words.",
+    "wy.copy": "Words whose own logit this head raises into its top {k}",
+    "wy.copy_value": "{share} of {n} {n:word|words}",
+    "wy.copy_help": "Each word's embedding through this head's value and output matrices and the unembedding: a "
+                    "copying head (it writes the word it reads) scores high.",
+    "wy.qk_pos_title": "Position i's query against position j's key, no words",
+    "wy.axis.q_pos": "query position",
+    "wy.axis.k_pos": "key position",
+    "wy.cb.score": "score",
+    "wy.no_qk_pos.rope": "This model's positions are no vectors of their own (RoPE rotates q and k): there is no "
+                         "position-only circuit to show.",
+    "wy.no_qk_pos.relative": "This model's positions are no vectors of their own (a relative position bias is added to "
+                             "the scores): there is no position-only circuit to show.",
     "axis.d_head": "d_head dimension",
     "axis.d_k": "d_k",
 

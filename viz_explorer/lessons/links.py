@@ -170,8 +170,12 @@ def fit(page: str, settings: dict, cfg, run, state: Mapping) -> tuple[dict, list
             drop("layer")
         if kept.get("head", 0) >= cfg.n_heads:
             drop("head")
-        if page == "step_by_step" and run is not None and kept.get("row", 0) >= len(piece_labels.query_labels(run, block)):
-            drop("row")
+        if page in ("step_by_step", "why") and run is not None:
+            q_pieces, k_pieces = piece_labels.block_pieces(run, block)
+            if kept.get("row", 0) >= len(q_pieces):
+                drop("row")
+            if kept.get("key", 0) >= len(k_pieces):
+                drop("key")
     elif page == "decoding" and kept.get("layer", 0) >= cfg.n_decoder_layers:
         drop("layer")
     if page in TABBED and "tab" in kept and kept["tab"] not in widgets.TABS[TABBED[page]]:

@@ -17,12 +17,13 @@ from viz_explorer.kit.strings import t
 
 # pages with the block/layer/head pickers of widgets.block_layer_head: page -> their key prefix
 PICKERS = {"attention": "at", "step_by_step": "st", "knockout": "ko", "compare": "cp", "positions": "po",
-           "masks": "mk", "training": "tr"}
-PICKER_BLOCK = {"step_by_step": "decoder.self_attn", "masks": "decoder.self_attn", "training": "decoder.self_attn"}
+           "masks": "mk", "training": "tr", "why": "wy"}
+PICKER_BLOCK = {"step_by_step": "decoder.self_attn", "masks": "decoder.self_attn", "training": "decoder.self_attn",
+                "why": "decoder.cross_attn"}
 # setting -> page ("*": every page) -> session-state key
 KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention": "at_words"},
         "no_sink": {"attention": "at_no_sink"},
-        "row": {"step_by_step": "st_row"}, "divisor": {"step_by_step": "st_div_{d_head}"},
+        "row": {"step_by_step": "st_row", "why": "wy_q"}, "key": {"why": "wy_k"}, "divisor": {"step_by_step": "st_div_{d_head}"},
         "strategy": {"decoding": "dc_strategy"}, "layer": {"decoding": "dc_layer"},
         "max_new_tokens": {"decoding": "dc_max_new"}, "beam_width": {"decoding": "dc_width"},
         "temperature": {"decoding": "dc_temp"}, "top_k": {"decoding": "dc_top_k"}, "top_p": {"decoding": "dc_top_p"},

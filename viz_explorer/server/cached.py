@@ -26,6 +26,7 @@ from viz_explorer.server import allocator
 from viz_explorer.server import model_key
 from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
+from viz_transformer.analysis import score_terms
 from viz_transformer.analysis import summaries
 from viz_transformer.analysis import training_curves
 from viz_transformer.core import recipes
@@ -175,15 +176,37 @@ def run_text(path: str, stamp: float, text: str, runs: int = 1):
     the asking session alone, its latest such run only, so that session's pages do not run the model again and the
     shared budget stays what was configured. runs: how many texts' runs the calling page reads together (2 on the
     pages that compare two texts: the session keeps both)."""
-    key, session = _run_key(path, stamp, text), _session()
-    kept = session.get(BIG_RUN) or {}
+    return _lasting(_run_key(path, stamp, text), BIG_RUN, runs,
+                    lambda: load_model(path, stamp).run(text, names_filter=shown_captures, lean=True))
+
+
+def _lasting(key: tuple, slot: str, runs: int, build):
+    """build() memoized under key and kept after the results computed from it; a value larger than the memo's whole
+    budget is kept in the asking session's `slot` instead, its latest `runs` such values only."""
+    session = _session()
+    kept = session.get(slot) or {}
     if key in kept:
         return kept[key]
-    run = memo().get(key, lambda: load_model(path, stamp).run(text, names_filter=shown_captures, lean=True),
-                     lasting=True)
+    value = memo().get(key, build, lasting=True)
     if key not in memo():
-        session[BIG_RUN] = {**dict(list(kept.items())[-(runs - 1):] if runs > 1 else []), key: run}
-    return run
+        session[slot] = {**dict(list(kept.items())[-(runs - 1):] if runs > 1 else []), key: value}
+    return value
+
+
+TERM_RUN = "_big_term_run"     # session_state: this session's term run too large for the memo
+
+
+def term_run(path: str, stamp: float, text: str):
+    """The run "Why this attention" splits (analysis.score_terms.term_run: each head's z and each MLP's activations,
+    which the shared run leaves out), kept as run_text keeps its run."""
+    return _lasting(("term_run", (path, stamp, text), ()), TERM_RUN, 1,
+                    lambda: score_terms.term_run(load_model(path, stamp), text))
+
+
+@heavy
+def circuits(path: str, stamp: float, block: str, layer: int, head: int):
+    """One head's weight-only circuits (analysis.score_terms.head_circuits)."""
+    return score_terms.head_circuits(load_model(path, stamp), layer, head, block)
 
 
 def _session():

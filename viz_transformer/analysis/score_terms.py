@@ -29,6 +29,7 @@ from torch import nn
 from viz_transformer.core.rope import cos_sin, rotate
 
 Parts = dict[str, torch.Tensor]          # part name -> [positions, d_model], float64
+Rows = Optional[list[int]]               # the positions a split reads (None: all of them)
 
 
 @dataclass
@@ -75,11 +76,31 @@ def full_run(hm, text: str):
     return HookedModel(hm.model, hm.tokenizer, getattr(hm, "path", None), getattr(hm, "meta", None)).run(text)
 
 
-def _get(run, name: str) -> torch.Tensor:
+TERM_CAPTURES = ("hook_tok", "hook_pos", "hook_type", "hook_z", "hook_post", "hook_bias", "hook_scores",
+                 "hook_pattern", "hook_q", "hook_k", "hook_v", "hook_mask", "hook_rot_q", "hook_rot_k")
+
+
+def term_captures(name: str) -> bool:
+    """names_filter for term_run: the embeddings' parts, each head's z, each MLP's activations, T5's bias, and the
+    scores with what they are recomputed from; not the residual captures, most of a full run."""
+    return name.rsplit(".", 1)[-1] in TERM_CAPTURES
+
+
+def term_run(hm, text: str):
+    """The smallest run score_terms and logit_terms read: term_captures only, its scores and patterns recomputed on
+    read (hm.run(lean=True)), so a long text never holds every layer's [head, q, k] at once."""
+    from viz_transformer.run.capture import HookedModel
+    own = HookedModel(hm.model, hm.tokenizer, getattr(hm, "path", None), getattr(hm, "meta", None))
+    return own.run(text, names_filter=term_captures, lean=True)
+
+
+def _get(run, name: str, rows: Rows = None) -> torch.Tensor:
+    """A capture without its batch axis (hook_pos has none), only `rows` of its positions (None: all), float64."""
     if name not in run.cache:
-        raise ValueError(f"this run has no {name}: score_terms needs a full capture (hm.run(text))")
+        raise ValueError(f"this run has no {name}: score_terms needs a full capture (hm.run(text) or term_run)")
     t = run.cache[name]
-    return (t if name.endswith("hook_pos") else t[0]).double()          # hook_pos alone has no batch axis
+    t = t if name.endswith("hook_pos") else t[0]
+    return (t if rows is None else t[rows]).double()
 
 
 def frozen_norm(norm: nn.Module, parts: Parts) -> Parts:
@@ -104,14 +125,13 @@ def frozen_norm(norm: nn.Module, parts: Parts) -> Parts:
     raise ValueError(f"score_terms does not split a {type(norm).__name__}")
 
 
-def _embed_parts(embed, run, name: str, prefix: str) -> Parts:
-    tok = _get(run, f"{name}.hook_tok")                                    # [T, d_model]
-    T = tok.shape[0]
+def _embed_parts(embed, run, name: str, prefix: str, rows: Rows) -> Parts:
+    tok = _get(run, f"{name}.hook_tok", rows)                              # [rows, d_model]
     parts = {f"{prefix}token": tok, "bias": torch.zeros_like(tok)}
     if f"{name}.hook_pos" in run.cache:
-        parts[f"{prefix}position"] = _get(run, f"{name}.hook_pos")[:T]
+        parts[f"{prefix}position"] = _get(run, f"{name}.hook_pos", rows)
     if f"{name}.hook_type" in run.cache:
-        parts[f"{prefix}segment"] = _get(run, f"{name}.hook_type")
+        parts[f"{prefix}segment"] = _get(run, f"{name}.hook_type", rows)
     if hasattr(embed, "norm"):
         parts = frozen_norm(embed.norm, parts)
     return parts
@@ -124,9 +144,9 @@ def _add(parts: Parts, new: Parts) -> Parts:
     return out
 
 
-def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int) -> Parts:
+def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int, rows: Rows) -> Parts:
     """Each head's share of an attention block's output (z_h · W_O's slice), W_O's bias as `bias`."""
-    z = _get(run, hook)                                                   # [T, head, d_head]
+    z = _get(run, hook, rows)                                                  # [T, head, d_head]
     W = attn.W_O.weight.detach().double()                                 # [d_model, heads · d_head]
     d = attn.d_head
     out = {f"{prefix}L{layer}.{tag}{h}": z[:, h] @ W[:, h * d:(h + 1) * d].T for h in range(attn.n_heads)}
@@ -135,8 +155,8 @@ def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int) -> Parts:
     return out
 
 
-def _mlp(ff, run, hook: str, name: str) -> Parts:
-    post = _get(run, hook)                                                # [T, d_ff]
+def _mlp(ff, run, hook: str, name: str, rows: Rows) -> Parts:
+    post = _get(run, hook, rows)                                               # [T, d_ff]
     out = {name: post @ ff.W_out.weight.detach().double().T}
     if ff.W_out.bias is not None:
         out["bias"] = ff.W_out.bias.detach().double().expand(post.shape[0], -1)
@@ -149,27 +169,30 @@ def _sublayer(block, parts: Parts, ln, added: Parts) -> Parts:
     return _add(parts, added) if block.pre else frozen_norm(ln, _add(parts, added))
 
 
-def stream_parts(hm, run, stack: str, layer: int, site: str) -> Parts:
+def stream_parts(hm, run, stack: str, layer: int, site: str, rows: Rows = None) -> Parts:
     """The parts of the residual stream of `stack` ("encoder" or "decoder") where block `layer` reads for `site`
-    ("self_attn", "cross_attn", or "out": after the stack's last layer and its final norm)."""
+    ("self_attn", "cross_attn", or "out": after the stack's last layer and its final norm), at the positions `rows`
+    (None: every position). Every step acts on each position alone, so a cell needs only its query's and key's rows:
+    what keeps one cell's terms cheap on a long text."""
     model, cfg = hm.model, hm.cfg
     two = cfg.is_encoder_decoder
     prefix = {"encoder": "enc.", "decoder": "dec."}[stack] if two else ""
     embed = {"encoder": model.enc_embed, "decoder": model.dec_embed}[stack]
     embed_name = ("src_embed" if stack == "encoder" else "tgt_embed") if two else "embed"
-    parts = _embed_parts(embed, run, embed_name, prefix)
+    parts = _embed_parts(embed, run, embed_name, prefix, rows)
     blocks = model.encoder if stack == "encoder" else model.decoder
     for i, block in enumerate(blocks):
         if i == layer and site == "self_attn":
             return parts
         parts = _sublayer(block, parts, block.ln1, _heads(block.self_attn, run, f"{stack}.{i}.self_attn.hook_z",
-                                                          prefix, "H", i))
+                                                          prefix, "H", i, rows))
         if getattr(block, "has_cross", False):
             if i == layer and site == "cross_attn":
                 return parts
             parts = _sublayer(block, parts, block.ln_cross, _heads(block.cross_attn, run,
-                                                                   f"{stack}.{i}.cross_attn.hook_z", prefix, "X", i))
-        parts = _sublayer(block, parts, block.ln2, _mlp(block.ff, run, f"{stack}.{i}.ff.hook_post", f"{prefix}L{i}.mlp"))
+                                                                   f"{stack}.{i}.cross_attn.hook_z", prefix, "X", i, rows))
+        parts = _sublayer(block, parts, block.ln2, _mlp(block.ff, run, f"{stack}.{i}.ff.hook_post", f"{prefix}L{i}.mlp",
+                                                                 rows))
     if site != "out":
         raise ValueError(f"{stack} has no layer {layer} with {site}")
     final = model.encoder_norm if stack == "encoder" else getattr(model, "decoder_norm", nn.Identity())
@@ -201,16 +224,17 @@ def score_terms(hm, run, block: str, layer: int, head: int, query: int, key: int
                          f"{scores.shape[2]} keys: no ({head}, {query}, {key})")
     blk = (model.encoder if stack == "encoder" else model.decoder)[layer]
     attn = getattr(blk, site)
-    q_in = stream_parts(hm, run, stack, layer, site)
+    rows = [query] if site == "cross_attn" or key == query else [query, key]     # the stream at these positions only
+    q_in = stream_parts(hm, run, stack, layer, site, rows)
     if blk.pre:
         q_in = frozen_norm(blk.ln_cross if site == "cross_attn" else blk.ln1, q_in)
     if site == "cross_attn":                                               # keys: the encoder's output
-        k_in = stream_parts(hm, run, "encoder", cfg.n_encoder_layers, "out")
+        k_in, k_row = stream_parts(hm, run, "encoder", cfg.n_encoder_layers, "out", [key]), 0
     else:
-        k_in = q_in
+        k_in, k_row = q_in, rows.index(key)
     d, rep = attn.d_head, attn.n_heads // attn.n_kv_heads
-    q = _project(attn.W_Q, q_in, query, head, d)
-    k = _project(attn.W_K, k_in, key, head // rep, d)
+    q = _project(attn.W_Q, q_in, 0, head, d)
+    k = _project(attn.W_K, k_in, k_row, head // rep, d)
     if attn.rope is not None:                                              # the rotation is linear: each part's own
         cq, sq = (c[query:query + 1].double() for c in cos_sin(attn.rope, 0, query + 1))
         ck, sk = (c[key:key + 1].double() for c in cos_sin(attn.rope, 0, key + 1))
@@ -260,11 +284,11 @@ def logit_terms(hm, run, step: int, token=None) -> LogitTerms:
         if len(ids) != 1:
             raise ValueError(f"{token!r} is {len(ids)} pieces of this model, not one")
         token = ids[0]
-    parts = stream_parts(hm, run, "decoder", cfg.n_decoder_layers, "out")
+    parts = stream_parts(hm, run, "decoder", cfg.n_decoder_layers, "out", [row])
     names = [n for n in parts if n != "bias"] + ["bias"]
     W = model.lm_head.weight.detach().double()[token]                   # [d_model]
     scale = cfg.d_model ** -0.5 if cfg.output_scale else 1.0
-    values = torch.stack([parts[n][row] @ W * scale for n in names])
+    values = torch.stack([parts[n][0] @ W * scale for n in names])
     extra = 0.0
     if model.lm_head.bias is not None:
         extra += float(model.lm_head.bias[token])
@@ -299,11 +323,12 @@ def _alone(norm: Optional[nn.Module], rows: torch.Tensor) -> torch.Tensor:
 def head_circuits(hm, layer: int, head: int, block: Optional[str] = None, n_positions: int = 32,
                   n_tokens: int = 2000, chunk: int = 256) -> Circuits:
     """One head's circuits from its weights alone, in float64. QK on positions: the positional vectors of positions
-    0 … n_positions − 1, each through the embeddings' norm and (pre-norm) the block's norm by itself, projected by the
-    head's W_Q and W_K with their biases: a previous-token head shows its diagonal below the main one with no text.
-    OV copying: for the first n_tokens ids that are no special, the token's embedding (its norms by itself) through
-    W_V, W_O and the unembedding; each token's rank among the logits it raises (bounded memory: `chunk` tokens at a
-    time over the vocabulary)."""
+    0 … n_positions − 1, each through its embeddings' norm and the norm before the head by itself (pre-norm: the
+    block's; a cross-attention's keys: the encoder's final norm), projected by the head's W_Q and W_K with their
+    biases: a previous-token head shows its diagonal below the main one with no text. A cross-attention's queries
+    are the decoder's positions, its keys the encoder's. OV copying: for the first n_tokens ids that are no special,
+    the token's embedding on the side the head reads (its norms by itself) through W_V, W_O and the unembedding;
+    each token's rank among the logits it raises (bounded memory: `chunk` tokens at a time over the vocabulary)."""
     cfg, model = hm.cfg, hm.model
     block = block or ("encoder.self_attn" if cfg.n_encoder_layers else "decoder.self_attn")
     stack, site = block.split(".")
@@ -311,9 +336,11 @@ def head_circuits(hm, layer: int, head: int, block: Optional[str] = None, n_posi
     attn = getattr(blk, site)
     if cfg.qk_norm:
         raise ValueError("a model with a norm on q and k (qk_norm) has no weights-only QK circuit here")
-    embed = model.enc_embed if stack == "encoder" or site == "cross_attn" else model.dec_embed
+    q_embed = model.enc_embed if stack == "encoder" else model.dec_embed
+    k_embed = model.enc_embed if stack == "encoder" or site == "cross_attn" else q_embed
     ln = (blk.ln_cross if site == "cross_attn" else blk.ln1) if blk.pre else None
-    emb_norm = getattr(embed, "norm", None)
+    q_norms = (getattr(q_embed, "norm", None), ln)
+    k_norms = (getattr(k_embed, "norm", None), model.encoder_norm) if site == "cross_attn" else q_norms
     d, rep = attn.d_head, attn.n_heads // attn.n_kv_heads
     divisor = attn.divisor if attn.divisor is not None else d ** 0.5
 
@@ -322,24 +349,29 @@ def head_circuits(hm, layer: int, head: int, block: Optional[str] = None, n_posi
         out = x @ W.T
         return out + linear.bias.detach().double()[h * d:(h + 1) * d] if linear.bias is not None else out
 
+    def normed(x, norms):
+        for norm in norms:
+            x = _alone(norm, x)
+        return x
+
     positions, why = None, ""
-    if hasattr(embed, "pos"):
+    if hasattr(q_embed, "pos") and hasattr(k_embed, "pos"):
         n = min(n_positions, cfg.max_len)
-        P = embed.pos(n, embed.pos_offset).detach().double()             # [n, d_model]
-        P = _alone(ln, _alone(emb_norm, P))
-        positions = project(attn.W_Q, P, head) @ project(attn.W_K, P, head // rep).T / float(divisor)
+        P_q, P_k = (normed(e.pos(n, e.pos_offset).detach().double(), ns)       # [n, d_model]
+                    for e, ns in ((q_embed, q_norms), (k_embed, k_norms)))
+        positions = project(attn.W_Q, P_q, head) @ project(attn.W_K, P_k, head // rep).T / float(divisor)
     else:
         why = "RoPE" if cfg.positional == "rope" else "a relative position bias"
     specials = set(getattr(hm.tokenizer, "specials", ()) or ())
     vocab = model.lm_head.weight.shape[0]
-    tokens = [i for i in range(min(vocab, embed.W_E.weight.shape[0])) if i not in specials][:n_tokens]
+    tokens = [i for i in range(min(vocab, k_embed.W_E.weight.shape[0])) if i not in specials][:n_tokens]
     W_U = model.lm_head.weight.detach().double()                          # [vocab, d_model]
     Wo = attn.W_O.weight.detach().double()[:, head * d:(head + 1) * d]    # [d_model, d_head]
     ranks = []
     for s in range(0, len(tokens), chunk):
         ids = torch.tensor(tokens[s:s + chunk])
-        E = embed.W_E.weight.detach().double()[ids] * embed.scale
-        out = project(attn.W_V, _alone(ln, _alone(emb_norm, E)), head // rep) @ Wo.T   # [chunk, d_model]
+        E = k_embed.W_E.weight.detach().double()[ids] * k_embed.scale
+        out = project(attn.W_V, normed(E, k_norms), head // rep) @ Wo.T      # [chunk, d_model]
         logits = out @ W_U.T                                              # [chunk, vocab]
         own = logits[torch.arange(len(ids)), ids]
         ranks.append((logits > own[:, None]).sum(1))
