@@ -24,6 +24,7 @@ CHANGES = {
     "masks": ({"block": "decoder.cross_attn", "layer": "1", "head": "3"}, "tab:What each head applied"),
     "positional": ({"positions": "40"}, ""),
     "step_by_step": ({"layer": "2", "head": "1"}, "tab:2 · Scores, mask, softmax"),
+    "why": ({"layer": "1", "head": "5", "row": "2", "key": "3"}, "tab:2 · Which heads write the word"),
     "decoding": ({"strategy": "beam", "beam_width": "2"}, "click:Next"),
     "lens": ({"lens_step": "2"}, ""),
     "knockout": ({"ablate": "decoder.0.cross_attn:1", "ablate_mode": "mean", "layer": "1"}, ""),

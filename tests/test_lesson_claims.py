@@ -107,7 +107,8 @@ def test_the_cross_attention_head_is_the_one_whose_predicting_row_reads_the_sour
 
 
 def test_the_lens_step_is_the_step_that_writes_engineer():
-    fact = facts("attention-step-by-step", 7)["lf"]
+    lesson = lesson_file.load_lesson("attention-step-by-step")
+    fact = facts("attention-step-by-step", next(i for i, s in enumerate(lesson.steps) if s.page == "lens"))["lf"]
     tr = model("zh-en").run("我是一名工程师。").trace
     assert tr.steps[fact.values["step"] - 1].piece == "▁engineer"
 

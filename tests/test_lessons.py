@@ -15,6 +15,8 @@ from viz_explorer.kit.strings import EN
 from viz_transformer.run import capture
 from viz_explorer.lessons import lesson_file
 
+N = len(lesson_file.load_lesson("attention-step-by-step").steps)      # its steps, as the panel counts them
+
 SHIPPED = lesson_file.list_lessons()         # every lesson in lessons/
 
 
@@ -88,11 +90,11 @@ def _next(at) -> None:
 
 def test_a_lesson_walks_its_steps_and_restores_a_step():
     at = open_lesson("attention-step-by-step")
-    assert "Step 1 of 9" in texts(at) and at.title[0].value == "Overview"
+    assert f"Step 1 of {N}" in texts(at) and at.title[0].value == "Overview"
     assert at.session_state["ckpt"] == "zh-en" and at.session_state["text"] == "我是一名工程师。"
     assert by_key(at.button, "ls_back").disabled
     _next(at)                                          # step 2: the step-by-step page, encoder head 0
-    assert at.title[0].value == "Attention step by step" and "Step 2 of 9" in texts(at)
+    assert at.title[0].value == "Attention step by step" and f"Step 2 of {N}" in texts(at)
     assert at.session_state["st_block"] == "encoder.self_attn" and at.session_state["st_layer"] == 0
     shown = dict(at.query_params)             # lesson mode's keys, and the view's own settings (viz_explorer/lessons/links.py)
     assert {k: shown[k] for k in ("lesson", "step", "block", "layer")} == {
@@ -103,16 +105,16 @@ def test_a_lesson_walks_its_steps_and_restores_a_step():
     by_key(at.button, "ls_restore").click().run(timeout=120)                 # back to the lesson
     assert at.session_state["st_layer"] == 0 and at.session_state["st_head"] == 0
     by_key(at.button, "ls_back").click().run(timeout=120)
-    assert at.title[0].value == "Overview" and "Step 1 of 9" in texts(at)
+    assert at.title[0].value == "Overview" and f"Step 1 of {N}" in texts(at)
 
 
 def test_the_lesson_stands_on_top_of_the_page_not_in_the_sidebar():
     at = open_lesson("attention-step-by-step", step=2)
     panel = next(e for e in at.main.expander if e.label.startswith("Lesson: Attention step by step"))
-    assert "Step 2 of 9" in [c.value for c in panel.caption]
+    assert f"Step 2 of {N}" in [c.value for c in panel.caption]
     assert {b.key for b in panel.button} >= {"ls_back", "ls_next", "ls_restore", "ls_leave"}
     assert any("**query**" in m.value for m in panel.markdown)                  # the step's note
-    assert not [c.value for c in at.sidebar.caption if "of 9" in c.value]
+    assert not [c.value for c in at.sidebar.caption if f"of {N}" in c.value]
     assert not [b.key for b in at.sidebar.button if b.key and b.key.startswith("ls_") and b.key != "ls_save"]
 
 
@@ -217,7 +219,8 @@ def test_a_step_s_head_and_numbers_come_from_the_model():
 
 def test_the_chinese_lesson_shows_its_note_first_and_its_own_button_names():
     at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"lesson": "attention-step-by-step", "step": "7", "lang": "zh"})
+    decoding = next(i for i, s in enumerate(lesson_file.load_lesson("attention-step-by-step").steps) if s.page == "decoding")
+    at.query_params.update({"lesson": "attention-step-by-step", "step": str(decoding + 1), "lang": "zh"})
     at.run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
     notes = [m.value for m in at.main.markdown if "“下一步”" in m.value or "“Next”" in m.value]

@@ -15,7 +15,7 @@ from viz_explorer.kit.strings import EN, fill
 
 # one valid, non-default value of every setting (a new setting without one fails the first test)
 SAMPLES = {"checkpoint": "zh-en", "text": "我爱你 & you? 100% #1 a+b=c\nnext line", "block": "decoder.cross_attn",
-           "layer": 2, "head": 3, "row": 5, "words": True, "strategy": "beam", "max_new_tokens": 7, "beam_width": 3,
+           "layer": 2, "head": 3, "row": 5, "key": 4, "words": True, "strategy": "beam", "max_new_tokens": 7, "beam_width": 3,
            "ablate": [["decoder.1.cross_attn", 3], ["encoder.0.self_attn", 1]], "ablate_mode": "mean",
            "permutation": "swap", "other_text": "你爱我。", "over": "resid", "prefix_len": 4, "lens_step": 3,
            "tab": "scores", "no_sink": True, "decode_step": 5, "temperature": 0.7, "top_k": 5, "top_p": 0.9,

@@ -23,7 +23,7 @@ LAZY = {
     "rollout": "analysis.summaries", "source_attribution": "analysis.summaries", "head_stats": "analysis.summaries",
     "corpus_head_stats": "analysis.summaries", "head_roles": "analysis.summaries", "assess": "analysis.confidence",
     "attribute": "analysis.attribution", "score_terms": "analysis.score_terms",
-    "logit_terms": "analysis.score_terms", "head_circuits": "analysis.score_terms",
+    "logit_terms": "analysis.score_terms", "head_circuits": "analysis.score_terms", "term_run": "analysis.score_terms",
     "load_training_snapshots": "training.snapshots", "architecture_diagram": "plots.diagram",
 }
 

@@ -422,6 +422,8 @@ EN = {
     "wy.qk_norm": "This model normalises q and k per head after the parts meet (qk_norm): its scores cannot be split "
                   "into parts.",
     "wy.heatmap_title": "{block}, layer {layer}, head {head}: tap a cell",
+    "wy.tap_note": "A click on a cell splits its score. On a phone the first tap names the cell and a second tap "
+                   "picks it.",
     "wy.query": "Query (row)",
     "wy.key": "Key (column)",
     "wy.tab.score": "1 · Why this score",
@@ -457,7 +459,7 @@ EN = {
     "wy.no_runner_up": "This row sees no other key: there is nothing to compare.",
     "wy.gap_title": "The score of “{win}” and of “{other}”, by the key's parts",
     "wy.gap": "**“{win}” gets {gap:.2f} more score than “{other}”** (weight {w_win:.2f} against {w_other:.2f}); the "
-              "key's {group} makes the largest part of the gap ({value:+.2f}).",
+              "largest part of the gap comes from the key's {group} ({value:+.2f}).",
     "wy.check": "The terms add up to {total:.4f}; the model computed {score:.4f}.",
     "wy.no_output": "An encoder-only model writes no output word (its masked-LM head is not linear): no logit is split "
                     "here.",

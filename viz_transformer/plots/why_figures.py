@@ -15,20 +15,23 @@ from viz_transformer.plots.style import VALUE_SCALE, as_array, escape
 
 def pickable(fig: go.Figure, n_rows: int, n_cols: int, q_start: int, k_start: int, selected=None) -> go.Figure:
     """A heatmap of n_rows × n_cols cells (a window starting at query q_start, key k_start) made pickable: an
-    invisible marker on each cell carries (query, key), what a click or a tap selects (Streamlit's selection reads
-    points, which a heatmap trace alone does not give); the selected cell (query, key) is framed."""
+    invisible marker on each cell carries (query, key, value), what a click or a tap selects (Streamlit's selection
+    reads points, which a heatmap trace does not give), and the heatmap's hover moves onto the markers (the closest
+    point answers a click); the selected cell (query, key) is framed."""
     hm = fig.data[0]
-    rows, cols = list(hm.y), list(hm.x)
+    rows, cols, z = list(hm.y), list(hm.x), np.asarray(hm.z, dtype=np.float64)
     cells = [(i, j) for i in range(n_rows) for j in range(n_cols)]
     fig.add_trace(go.Scatter(x=[cols[j] for _, j in cells], y=[rows[i] for i, _ in cells], mode="markers",
-                             showlegend=False, hoverinfo="skip", marker=dict(size=12, opacity=0, symbol="square"),
-                             customdata=[[q_start + i, k_start + j] for i, j in cells],
+                             showlegend=False, marker=dict(size=12, opacity=0, symbol="square"),
+                             customdata=[[q_start + i, k_start + j, z[i, j]] for i, j in cells],
+                             hovertemplate=hm.hovertemplate.replace("%{z:", "%{customdata[2]:"),
                              selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0))))
+    hm.hoverinfo, hm.hovertemplate = "skip", None
     if selected is not None:
         i, j = selected[0] - q_start, selected[1] - k_start
         if 0 <= i < n_rows and 0 <= j < n_cols:
             fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color="#d62728", width=3))
-    put(fig.layout, clickmode="event+select", hovermode="closest")
+    put(fig.layout, clickmode="event+select", hovermode="closest", dragmode=False)
     return fig
 
 

@@ -40,6 +40,7 @@ fig = heatmaps.attention_heatmap(pat[qa:qb, ka:kb], q_labels[qa:qb], k_pieces[ka
                                  k_start=ka, zmax=widgets.window_zmax(pat[qa:qb, ka:kb], S))
 widgets.show(why_figures.pickable(fig, qb - qa, kb - ka, qa, ka, (query, key)), key="wy_heatmap",
              on_select=callbacks.why_cell(), selection_mode="points")
+st.caption(t("wy.tap_note"))
 
 terms_run = cached.term_run(str(ctx.path), ctx.stamp, ctx.text)
 tabs = widgets.lazy_tabs("wy")
