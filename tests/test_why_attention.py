@@ -83,7 +83,9 @@ def test_the_page_s_run_and_rows_split_as_a_full_run_does(name, text):
     """term_run keeps only what the split reads, and a cell reads only its query's and key's rows: the terms are a
     full run's."""
     hm = load_checkpoint(ROOT / "checkpoints" / name)
-    full, lean = full_run(hm, text), term_run(hm, text)
+    full = full_run(hm, text)
+    lean = term_run(hm, text, full.output_ids)                  # the page's: the output teacher-forced, not generated
+    assert lean.output_ids == full.output_ids and lean.tgt_ids == full.tgt_ids
     block = "decoder.cross_attn" if hm.cfg.is_encoder_decoder else "decoder.self_attn"
     for q, k in ((2, 1), (3, 3)):
         a, b = score_terms(hm, full, block, 1, 1, q, k), score_terms(hm, lean, block, 1, 1, q, k)
@@ -93,7 +95,7 @@ def test_the_page_s_run_and_rows_split_as_a_full_run_does(name, text):
     every = stream_parts(hm, full, "decoder", 1, "self_attn")
     two = stream_parts(hm, full, "decoder", 1, "self_attn", [3, 1])
     for part in every:
-        torch.testing.assert_close(two[part], every[part][[3, 1]])
+        torch.testing.assert_close(two[part], every[part][[3, 1]], rtol=1e-5, atol=1e-6)   # float32 products
     assert logit_terms(hm, lean, 1).total() == pytest.approx(logit_terms(hm, full, 1).logit, rel=1e-4)
 
 
@@ -156,3 +158,38 @@ def test_a_qk_norm_model_says_in_one_line_that_it_cannot_be_split(tmp_path, monk
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(tmp_path))
     at = open_app(PAGE, ckpt="qwen3", text="The cat sat on the mat.", lang="zh", timeout=120)
     assert not at.exception and [i.value for i in at.info] == [t_zh("wy.qk_norm")] and not figures(at)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["gpt2-5heads-untied-gelu", "llama-gqa2-llama3-bias", "qwen2-3heads-gqa1-bias", "t5"])
+def test_every_tab_on_imported_folders(tmp_path, monkeypatch, family):
+    """GPT-2, Llama (RoPE, grouped-query), Qwen2 and T5 (its relative bias an extra term) folders: each tab draws, the
+    score the page prints is the model's (a full run's hook_scores at the page's first cell) and its terms add up to
+    it; RoPE's and T5's positions are said to act inside the score."""
+    import hf_t5_util as HT
+    import hf_util as H
+    from viz_explorer.kit.strings import EN
+    if family == "t5":
+        HT.build_t5(HT.T5_BY_ID["t5-v1.0-relu-tied"], tmp_path / family)
+    else:
+        H.build(H.SHAPE_BY_ID[family], tmp_path / family)
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(tmp_path))
+    text = "the cat sat on the mat"
+    at = open_app(PAGE, ckpt=family, text=text, lang="en", timeout=120)
+    hm = load_checkpoint(tmp_path / family)
+    run = full_run(hm, text)
+    block = at.session_state["wy_block"]
+    q, k = at.session_state["wy_q"], at.session_state["wy_k"]
+    stack, site = block.split(".")
+    score = float(run.cache[f"{stack}.0.{site}.hook_scores"][0, 0, q, k])
+    t = score_terms(hm, run, block, 0, 0, q, k)
+    assert t.total() == pytest.approx(score, rel=1e-4, abs=1e-4)
+    shown = md_unescape(texts(at))
+    assert EN["wy.check"].format(total=t.total(), score=score) in shown
+    if hm.cfg.positional == "rope":
+        assert EN["wy.story.rope"] in shown
+    if hm.cfg.positional == "relative" and site == "self_attn":
+        assert EN["wy.story.relative"].format(extra=sum(t.extra.values())) in shown
+    for tab in ("logit", "circuits"):
+        open_tab(at, "wy", tab)
+        assert figures(at)

@@ -196,11 +196,12 @@ def _lasting(key: tuple, slot: str, runs: int, build):
 TERM_RUN = "_big_term_run"     # session_state: this session's term run too large for the memo
 
 
-def term_run(path: str, stamp: float, text: str):
+def term_run(path: str, stamp: float, text: str, output_ids: tuple):
     """The run "Why this attention" splits (analysis.score_terms.term_run: each head's z and each MLP's activations,
-    which the shared run leaves out), kept as run_text keeps its run."""
-    return _lasting(("term_run", (path, stamp, text), ()), TERM_RUN, 1,
-                    lambda: score_terms.term_run(load_model(path, stamp), text))
+    which the shared run leaves out), its output (the shared run's output_ids) teacher-forced, kept as run_text keeps
+    its run."""
+    return _lasting(("term_run", (path, stamp, text, output_ids), ()), TERM_RUN, 1,
+                    lambda: score_terms.term_run(load_model(path, stamp), text, output_ids))
 
 
 @heavy

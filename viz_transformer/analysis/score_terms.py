@@ -86,12 +86,15 @@ def term_captures(name: str) -> bool:
     return name.rsplit(".", 1)[-1] in TERM_CAPTURES
 
 
-def term_run(hm, text: str):
+def term_run(hm, text: str, output_ids=None):
     """The smallest run score_terms and logit_terms read: term_captures only, its scores and patterns recomputed on
-    read (hm.run(lean=True)), so a long text never holds every layer's [head, q, k] at once."""
+    read (hm.run(lean=True)), so a long text never holds every layer's [head, q, k] at once. output_ids: the output of
+    a run of the same text already made (its `output_ids`), teacher-forced instead of generated again (a large LM's
+    continuation is most of a run's time)."""
     from viz_transformer.run.capture import HookedModel
     own = HookedModel(hm.model, hm.tokenizer, getattr(hm, "path", None), getattr(hm, "meta", None))
-    return own.run(text, names_filter=term_captures, lean=True)
+    given = None if output_ids is None or hm.cfg.is_encoder_only else list(output_ids)
+    return own.run(text, names_filter=term_captures, lean=True, output_ids=given)
 
 
 def _get(run, name: str, rows: Rows = None) -> torch.Tensor:
@@ -144,12 +147,20 @@ def _add(parts: Parts, new: Parts) -> Parts:
     return out
 
 
+def _times(x: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """x @ W.T in the weight's precision (float32 at least), as float64: a 0.5B model's weights are never copied to
+    float64 for a cell (their float64 copies would take most of a split's time; the error is float32's)."""
+    W = W.detach()
+    W = W if W.dtype in (torch.float32, torch.float64) else W.float()
+    return (x.to(W.dtype) @ W.T).double()
+
+
 def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int, rows: Rows) -> Parts:
     """Each head's share of an attention block's output (z_h · W_O's slice), W_O's bias as `bias`."""
-    z = _get(run, hook, rows)                                                  # [T, head, d_head]
-    W = attn.W_O.weight.detach().double()                                 # [d_model, heads · d_head]
+    z = _get(run, hook, rows)                                             # [T, head, d_head]
+    W = attn.W_O.weight                                                   # [d_model, heads · d_head]
     d = attn.d_head
-    out = {f"{prefix}L{layer}.{tag}{h}": z[:, h] @ W[:, h * d:(h + 1) * d].T for h in range(attn.n_heads)}
+    out = {f"{prefix}L{layer}.{tag}{h}": _times(z[:, h], W[:, h * d:(h + 1) * d]) for h in range(attn.n_heads)}
     if attn.W_O.bias is not None:
         out["bias"] = attn.W_O.bias.detach().double().expand(z.shape[0], -1)
     return out
@@ -157,7 +168,7 @@ def _heads(attn, run, hook: str, prefix: str, tag: str, layer: int, rows: Rows) 
 
 def _mlp(ff, run, hook: str, name: str, rows: Rows) -> Parts:
     post = _get(run, hook, rows)                                               # [T, d_ff]
-    out = {name: post @ ff.W_out.weight.detach().double().T}
+    out = {name: _times(post, ff.W_out.weight)}
     if ff.W_out.bias is not None:
         out["bias"] = ff.W_out.bias.detach().double().expand(post.shape[0], -1)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
@@ -120,7 +120,8 @@ class HookedModel:
 
     @torch.no_grad()
     def run(self, text: str, target: Optional[str] = None, names_filter: NamesFilter = None,
-            max_new_tokens: Optional[int] = None, fwd_hooks=(), pair: Optional[str] = None, lean: bool = False) -> Run:
+            max_new_tokens: Optional[int] = None, fwd_hooks=(), pair: Optional[str] = None, lean: bool = False,
+            output_ids: Optional[Sequence[int]] = None) -> Run:
         """Capture one forward pass. The text becomes ids once; the model's greedy output is
         generated on those ids (or `target` is used), and the decoder is teacher-forced on
         [begin] + those very ids (+ the prompt before them, for an LM). fwd_hooks: (name, fn)
@@ -128,7 +129,9 @@ class HookedModel:
         (BERT) reads the text, or the sentence pair (text, pair) or "A [SEP] B", once, and generates
         nothing: its logits are the masked-LM head's at every piece. lean: scores and patterns are recomputed on
         read, never all held at once (derived_cache.lean_forward; for long texts), the same numbers; a one-sequence
-        model's lean run reads its prompt once (run/lean_once.py: its output's positions equal to float rounding)."""
+        model's lean run reads its prompt once (run/lean_once.py: its output's positions equal to float rounding).
+        output_ids: the output as ids (another run's `output_ids`), teacher-forced as they are: a second capture of
+        the same run with other names, without generating again."""
         if self.cfg.is_encoder_only:
             return self._run_encoder(text, pair, names_filter, fwd_hooks, target, lean)
         if pair is not None:
@@ -138,6 +141,8 @@ class HookedModel:
         check_decoding(cfg, cfg.out_vocab, max_new_tokens)
         hooks = model.resolve_hooks(fwd_hooks)
         target_ids = None if target is None else encode_target(tok, target)      # "" = the prompt alone
+        if output_ids is not None:
+            target_ids = list(output_ids)
         reserve = max_new_tokens if target_ids is None else len(target_ids)
         inp = encode_input(tok, cfg, text, reserve=reserve)
         if lean and reads_prompt_once(model, target_ids, hooks):       # the prompt read once: capture, then generate

@@ -42,7 +42,7 @@ widgets.show(why_figures.pickable(fig, qb - qa, kb - ka, qa, ka, (query, key)), 
              on_select=callbacks.why_cell(), selection_mode="points")
 st.caption(t("wy.tap_note"))
 
-terms_run = cached.term_run(str(ctx.path), ctx.stamp, ctx.text)
+terms_run = cached.term_run(str(ctx.path), ctx.stamp, ctx.text, tuple(run.output_ids))
 tabs = widgets.lazy_tabs("wy")
 
 with tabs["score"]:
