@@ -193,3 +193,35 @@ def test_every_tab_on_imported_folders(tmp_path, monkeypatch, family):
     for tab in ("logit", "circuits"):
         open_tab(at, "wy", tab)
         assert figures(at)
+
+
+def test_a_new_text_opens_on_its_own_first_cell(monkeypatch):
+    """A cell picked on one text is not carried to the next: the new text opens on its first row and that row's top
+    key (a link or a lesson that gives the cell with the text keeps it: tests/test_links.py)."""
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ROOT / "checkpoints"))
+    at = open_app(PAGE, ckpt="zh-en", text=ZH, lang="en", timeout=120)
+    at.session_state["wy_q"], at.session_state["wy_k"] = 3, 1
+    at.run()
+    assert (at.session_state["wy_q"], at.session_state["wy_k"]) == (3, 1)
+    other = "今天天气很好。"
+    at.session_state["text"] = other
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    hm = load_checkpoint(ROOT / "checkpoints" / "zh-en")
+    row = full_run(hm, other).cache["decoder.0.cross_attn.hook_pattern"][0, 0, 0]
+    assert (at.session_state["wy_q"], at.session_state["wy_k"]) == (0, int(row.argmax()))
+
+
+def test_a_picked_cell_outside_the_window_brings_the_window_to_it(monkeypatch):
+    """On a long text the heatmap shows a window; a key picked beyond it moves the window so the framed cell shows."""
+    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ROOT / "checkpoints"))
+    long = "我们今天早上在学校门口见面，然后一起坐火车去北京看朋友。" * 4
+    at = open_app(PAGE, ckpt="zh-en", text=long, lang="en", timeout=120)
+    n_keys = len(load_checkpoint(ROOT / "checkpoints" / "zh-en").tokenizer.encode(long)) + 1     # + [end]
+    at.session_state["wy_k"] = n_keys - 3
+    at.run()
+    heat = figures(at)[0]
+    shown = [int(str(x).split(":")[0]) for x in heat["data"][0]["x"]]
+    assert n_keys - 3 in shown and len(shown) < n_keys                     # a window, and the cell in it
+    frame = [s for s in heat["layout"].get("shapes", []) if s.get("type") == "rect"]
+    assert frame and shown[round(frame[0]["x0"] + 0.5)] == n_keys - 3

@@ -117,6 +117,18 @@ def window(n_query: int, n_key: int, key: str, width: Optional[int] = None, wher
     return (qa, qb), (ka, kb)
 
 
+def show_cell(n_query: int, n_key: int, key: str, cell: tuple[int, int]) -> None:
+    """Before window(…, key): a newly picked cell (query, key) outside the shown window moves the window onto it
+    (its key in the middle); a window the reader moved away from a cell picked before stays where it was put."""
+    size, n = figure_rules.max_cells(), max(n_query, n_key)
+    if n <= size or st.session_state.get(f"{key}_cell") == cell:
+        return
+    st.session_state[f"{key}_cell"] = cell
+    (qa, qb), (ka, kb) = patterns.axis_windows(n_query, n_key, st.session_state.get(key, 0), size)
+    if not (qa <= cell[0] < qb and ka <= cell[1] < kb):
+        st.session_state[key] = max(0, min(cell[1] - size // 2, n - size))
+
+
 def window_zmax(shown, n_keys: int):
     """The top of a window's weight scale (heatmaps.attention_heatmap's zmax): its own rule (0..1) while the whole
     matrix has few keys, else the window's largest weight (over thousands of keys weights are ~1/keys)."""

@@ -37,7 +37,7 @@ KEYS = {"checkpoint": {"*": "ckpt"}, "text": {"*": "text"}, "words": {"attention
         "snapshot": {"training": "tr_step"}, "sentence": {"training": "tr_text"}}
 # a page resets some positions when its input changes (a new trace, sentence, checkpoint); the key that
 # remembers that input set to None means "no input yet: keep the position you are given"
-KEEP = {"decode_step": "dc_key", "prefix_len": "mk_prefix_for", "snapshot": "tr_key"}
+KEEP = {"decode_step": "dc_key", "prefix_len": "mk_prefix_for", "snapshot": "tr_key", "row": "wy_for", "key": "wy_for"}
 TABBED = {page: prefix for page, (prefix, _) in registry.TABBED.items()}   # page -> widgets.lazy_tabs prefix
 KINDS = ("translator", "lm")
 ABLATE_BLOCKS = ("encoder.self_attn", "decoder.self_attn", "decoder.cross_attn")

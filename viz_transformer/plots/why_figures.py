@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz_transformer.plots import figure_rules as rules
 from viz_transformer.plots import heatmaps
 from viz_transformer.plots.margins import y_side_px
 from viz_transformer.plots.props import put
@@ -62,7 +63,8 @@ def logit_grid(values, row_labels: Sequence[str], title: str, row_axis: str, hea
                hover: str) -> go.Figure:
     """Each head's contribution to a logit: heatmaps.head_grid with its rows named (a layer's self- and
     cross-attention each a row)."""
-    fig = heatmaps.head_grid(values, title, row_axis, head_axis, colorbar=colorbar, hover=hover)
+    fig = heatmaps.head_grid(values, title, row_axis, head_axis, colorbar=colorbar, hover=hover,
+                             fmt=".1f" if rules.narrow() else ".2f")          # a phone's cells fit one decimal
     names = [escape(r) for r in row_labels]
     put(fig.layout.yaxis, ticktext=names)
     fig.layout.margin.l = max(fig.layout.margin.l or 0, y_side_px(names, titled=True) + 10)   # the names, not numbers

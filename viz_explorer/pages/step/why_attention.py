@@ -20,6 +20,11 @@ if cfg.qk_norm:
     st.info(t("wy.qk_norm"))
     st.stop()
 
+seen = (str(ctx.path), ctx.text)                  # another text or model: its own first cell, not the last one's
+if st.session_state.get("wy_for", seen) not in (seen, None):
+    for name in ("wy_q", "wy_k", "wy_step", "wy_versus"):
+        st.session_state.pop(name, None)
+st.session_state["wy_for"] = seen
 c = st.columns([3, 1, 1])
 block, layer, head = widgets.block_layer_head(c, cfg, "wy", default_block="decoder.cross_attn")
 pat = patterns.head_pattern(run.cache, block, layer, head)                 # [queries, keys]
@@ -33,6 +38,7 @@ query = widgets.select(c[0], t("wy.query"), list(range(T)), "wy_q", first,
 key = widgets.select(c[1], t("wy.key"), list(range(S)), "wy_k", int(pat[query].argmax()),
                      format_func=callbacks.numbered(k_pieces))
 
+widgets.show_cell(T, S, "wy_window", (query, key))
 (qa, qb), (ka, kb) = widgets.window(T, S, "wy_window", pieces=k_pieces)
 fig = heatmaps.attention_heatmap(pat[qa:qb, ka:kb], q_labels[qa:qb], k_pieces[ka:kb],
                                  t("wy.heatmap_title", block=widgets.block_label(block), layer=layer, head=head),
