@@ -124,4 +124,5 @@ def test_a_question_is_answered_by_a_click_on_a_key_cell_and_revealed(server, pa
     assert box.locator(".js-plotly-plot .main-svg").first.is_visible()
     no_exception(pg)
     box.screenshot(path=str(ARTIFACTS / "lesson-question-revealed.png"))
-    assert pg.locator('[data-testid="stMain"] .st-key-lesson_panel').get_by_text("Step 2 of 9", exact=True).is_visible()
+    assert pg.locator('[data-testid="stMain"] .st-key-lesson_panel').get_by_text(
+        f"Step 2 of {len(lesson_file.load_lesson('attention-step-by-step').steps)}", exact=True).is_visible()
