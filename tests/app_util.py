@@ -101,3 +101,16 @@ def open_tab(at, prefix: str, name: str) -> AppTest:
     at.run(timeout=60)
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def finish_corpus_jobs(at: AppTest, timeout: float = 300) -> AppTest:
+    """Wait until every corpus job the page started (viz_explorer/server/corpus_jobs.py: a thread of its own) has
+    ended, then rerun the page: what a browser sees when the progress fragment notices the end."""
+    import time
+    from viz_explorer.server import corpus_jobs
+    end = time.monotonic() + timeout
+    while corpus_jobs.running() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not corpus_jobs.running(), "a corpus job is still running"
+    at.run(timeout=120)
+    return at

@@ -195,6 +195,19 @@ def pytest_configure(config):
     _compile_each_script_once()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_data_folder(tmp_path_factory):
+    """The app's data folder (its database, the corpus results it keeps) for this test run alone: never the data/
+    beside app.py, whose results from a developer's session would answer a test's corpus run before it starts."""
+    old = os.environ.get("VIZ_DATA")
+    os.environ["VIZ_DATA"] = str(tmp_path_factory.mktemp("viz-data"))
+    yield
+    if old is None:
+        os.environ.pop("VIZ_DATA", None)
+    else:
+        os.environ["VIZ_DATA"] = old
+
+
 @pytest.fixture(autouse=True)
 def _same_threads_after_each_test():
     """Training sets torch's thread count (--threads); put it back, so a later test's numbers (a beam search's

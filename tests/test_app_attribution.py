@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app_util import ZH, array, figure, open_app, texts
+from app_util import ZH, array, figure, finish_corpus_jobs, open_app, texts
 from viz_transformer import load_checkpoint
 from viz_transformer.analysis import attribution as AA
 
@@ -41,6 +41,7 @@ def test_a_language_model_and_a_pasted_corpus(env):
     at.segmented_control(key="ab_source").set_value("own").run(timeout=120)
     at.text_area(key="ab_paste").input("The cat sat.\nI like tea.").run(timeout=120)
     at.button(key="ab_run").click().run(timeout=300)
+    finish_corpus_jobs(at)
     assert not at.exception, [e.value for e in at.exception]
     summary = at.dataframe[-1].value
     assert list(summary.iloc[:, 0]) == ["attention", "rollout", "value norm", "grad × input", "integrated gradients"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from app_util import ZH, array, by_key, figure, open_app, texts
+from app_util import ZH, array, by_key, figure, finish_corpus_jobs, open_app, texts
 from viz_transformer import load_checkpoint
 
 
@@ -52,6 +52,7 @@ def test_head_stats_over_pasted_sentences_with_a_progress_pass(env):
     by_key(at.text_area, "hs_paste").input("\n".join(sentences) + "\n\n").run()
     assert "Press the button" in texts(at)
     by_key(at.button, "hs_run").click().run(timeout=60)
+    finish_corpus_jobs(at)
     assert not at.exception
     assert "Measured over 3 sentences." in texts(at)
     hm = load_checkpoint(env / "tiny-zh-en")

@@ -976,7 +976,6 @@ EN = {
     "hs.paste": "…or paste sentences, one a line",
     "hs.bad_file": "That file is not UTF-8 text: {error}",
     "hs.run": "Measure over {n} {n:sentence|sentences}",
-    "hs.progress": "Measuring: sentence {done} of {total}",
     "hs.not_yet": "Press the button to measure every head over the corpus (cached afterwards).",
     "hs.defs": "What the numbers mean",
     "hs.threshold": "Label a role when its statistic is at least",
@@ -1428,6 +1427,13 @@ EN = {
     "qz.ev.top_differs": "Zeroing **{piece}**'s embedding drops log p(“{word}”) the most ({drop:.2f}), but attention puts "
                          "its largest weight on **{looked}** ({weight:.2f}, mean over heads and layers): attention is "
                          "not the reason here.",
+    "cj.progress": "{done} of {total} {total:text|texts} done",
+    "cj.left": ", about {left} left",
+    "cj.seconds": "{sec} s",
+    "cj.minutes": "{mins} min {sec} s",
+    "cj.cancel": "Cancel",
+    "cj.cancelled": "The run was cancelled: nothing was kept. Run it again to start over.",
+    "cj.failed": "The run over this corpus failed: {error}",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

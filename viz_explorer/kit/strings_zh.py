@@ -792,7 +792,6 @@ ZH = {
     "hs.paste": "……或粘贴句子，每行一句",
     "hs.bad_file": "这个文件不是 UTF-8 文本：{error}",
     "hs.run": "在 {n} 个句子上统计",
-    "hs.progress": "正在统计：第 {done} 句，共 {total} 句",
     "hs.not_yet": "按下按钮，在语料上统计每个头（之后会缓存）。",
     "hs.defs": "这些数字的含义",
     "hs.threshold": "统计量至少达到此值时标注角色",
@@ -1192,4 +1191,11 @@ ZH = {
                       "（{weight:.2f}，对头和层取平均）。",
     "qz.ev.top_differs": "把 **{piece}** 的嵌入置零，log p(“{word}”) 下降最多（{drop:.2f}），但注意力把最大的权重放在 "
                          "**{looked}** 上（{weight:.2f}，对头和层取平均）：在这里注意力并不是原因。",
+    "cj.progress": "已完成 {done} / {total} 句",
+    "cj.left": "，大约还要 {left}",
+    "cj.seconds": "{sec} 秒",
+    "cj.minutes": "{mins} 分 {sec} 秒",
+    "cj.cancel": "取消",
+    "cj.cancelled": "这次运行已取消，什么都没保留。再运行一次就会重新开始。",
+    "cj.failed": "在这个语料上的运行失败了：{error}",
 }

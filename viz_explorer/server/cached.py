@@ -23,6 +23,7 @@ import streamlit as st
 
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
+from viz_explorer.server import corpus_jobs
 from viz_explorer.server import model_key
 from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
@@ -393,14 +394,15 @@ def spectra(views: dict, depth: str) -> dict:
 
 
 # -- summaries: corpus statistics (computed on the page with its progress bar, kept here) --------------
-def corpus_result(key: tuple):
-    """A corpus statistic the page computed (head statistics, attribution agreement), kept in the memo for every
-    session (lasting: it took minutes); None when it was not computed or has been let go."""
-    return memo().peek(("corpus", key))
-
-
-def keep_corpus_result(key: tuple, value) -> None:
-    memo().put(("corpus", key), value, lasting=True)
+def corpus_result(key: str):
+    """A corpus statistic (head statistics, attribution agreement; key: corpus_jobs.result_key) from the memo, else
+    from disk or its finished job (then kept in the memo for every session, lasting); None when not computed yet."""
+    found = memo().peek(("corpus", key))
+    if found is None:
+        found = corpus_jobs.result(key)
+        if found is not None:
+            memo().put(("corpus", key), found, lasting=True)
+    return found
 
 
 @heavy

@@ -1,18 +1,18 @@
 """Page: attention beside attribution. For one output step, six ways of scoring the input pieces (attention,
 rollout, value norm, grad × input, integrated gradients, occlusion), each method's Kendall τ with occlusion, the
 pieces it ranks most unlike occlusion, and τ over a corpus (analysis/attribution.py)."""
-import hashlib
+import functools
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from viz_explorer.kit import callbacks
-from viz_explorer.kit import context
+from viz_explorer.kit import context, corpus_panel
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import in_language, t
-from viz_explorer.server import cached
+from viz_explorer.server import cached, corpus_jobs
 from viz_transformer.analysis import attribution as AA
 from viz_transformer.plots import attribution_figures
 from viz_transformer.run import attribution as grads
@@ -124,19 +124,12 @@ else:
         texts = None
     if texts is None:
         st.stop()
-digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
-key = ("attribution", path, ctx.stamp, digest, layer)
-if cached.corpus_result(key) is None:
-    st.button(t("ab.run_corpus", n=len(texts)), key="ab_run", type="primary", icon=":material/play_arrow:",
-              on_click=st.session_state.__setitem__, args=("_ab_corpus_go", key))
-if cached.corpus_result(key) is None and st.session_state.pop("_ab_corpus_go", None) == key:
-    bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
-    progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
-    cached.keep_corpus_result(key, AA.corpus_taus(hm, texts, progress, layer))
-    bar.empty()
-df = cached.corpus_result(key)
+key = corpus_jobs.result_key("attribution", path, ctx.stamp, texts, {"layer": layer})
+df = corpus_panel.result(key, len(texts), functools.partial(AA.corpus_taus, hm, texts, layer=layer),
+                         t("ab.run_corpus", n=len(texts)), "ab")
 if df is None:
-    st.info(t("ab.not_yet"))
+    if not corpus_panel.running(key):
+        st.info(t("ab.not_yet"))
     st.stop()
 summary = AA.tau_summary(df)
 taus = {names[m]: df[(df["method"] == m) & (df["layer"] == -1)]["tau"].to_numpy(dtype=float) for m in summary.index}

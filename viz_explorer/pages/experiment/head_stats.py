@@ -1,14 +1,14 @@
 """Page: per-head statistics (entropy, distance, self, previous/first/last token, punctuation) on this
 text or over a corpus, roles with their evidence, grids per block, the attention-sink grids of this text;
 a click opens the head on the attention page."""
-import hashlib
+import functools
 
 import numpy as np
 import streamlit as st
 
-from viz_explorer.server import cached
+from viz_explorer.server import cached, corpus_jobs
 from viz_explorer.kit import callbacks
-from viz_explorer.kit import context
+from viz_explorer.kit import context, corpus_panel
 from viz_explorer.kit import registry, widgets
 from viz_explorer.kit.strings import in_language, t
 from viz_transformer import export
@@ -47,19 +47,12 @@ if texts is None:
     df = cached.head_stats(path, ctx.stamp, ctx.text).copy()
     df["n_sentences"] = 1
 else:
-    digest = hashlib.sha1("\n".join(texts).encode("utf-8")).hexdigest()
-    key = (path, ctx.stamp, digest)
-    if cached.corpus_result(key) is None and st.button(t("hs.run", n=len(texts)), key="hs_run", type="primary", icon=":material/play_arrow:"):
-        bar = st.progress(0.0, text=t("hs.progress", done=0, total=len(texts)))
-        progress = lambda done, n: bar.progress(done / n, text=t("hs.progress", done=done, total=n))  # noqa: E731
-        try:
-            cached.keep_corpus_result(key, summaries.corpus_head_stats(hm, texts, progress))
-        except ValueError as e:
-            st.error(str(e))
-        bar.empty()
-    df = cached.corpus_result(key)
+    key = corpus_jobs.result_key("head_stats", path, ctx.stamp, texts, {})
+    df = corpus_panel.result(key, len(texts), functools.partial(summaries.corpus_head_stats, hm, texts),
+                             t("hs.run", n=len(texts)), "hs")
     if df is None:
-        st.info(t("hs.not_yet"))
+        if not corpus_panel.running(key):
+            st.info(t("hs.not_yet"))
         st.stop()
 st.caption(t("hs.n", n=int(df["n_sentences"].iloc[0])))
 

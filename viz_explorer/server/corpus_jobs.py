@@ -1,0 +1,217 @@
+"""Corpus results computed once: kept on disk for every session and every later server, and the one job that
+computes each, whichever sessions ask for it meanwhile.
+
+A result's key is the sha256 of what it is computed from: its kind, the model's weights (meta.json's weights_sha256,
+else the weight files hashed once per process), the corpus's texts and the settings. Its file is JSON (a pandas table
+in "split" form, never a pickle) under <VIZ_DATA>/corpus/ (VIZ_DATA as the database's: data/ beside app.py), written
+whole or not at all; the folder is kept under VIZ_RESULTS_MB (default 64), oldest first. A file that does not read is
+logged, removed and computed again.
+
+A job runs in a thread of its own: `start` returns the running job for a key rather than a second one, its progress
+(done, total, seconds left) is read by every page that asks, and `cancel` stops it after the text at hand (nothing is
+kept). One finished job per key is remembered for its error, until it is started again.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pandas as pd
+
+from viz_explorer.server import db, model_key
+
+log = logging.getLogger("viz_transformer.app")
+RESULTS_MB = 64.0
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
+
+
+def folder() -> Path:
+    return Path(os.environ.get("VIZ_DATA") or db.ROOT / "data") / "corpus"
+
+
+def limit_bytes(environ=os.environ) -> int:
+    """VIZ_RESULTS_MB in bytes; garbage or a negative number is logged and the default holds."""
+    raw = environ.get("VIZ_RESULTS_MB", "").strip()
+    try:
+        mb = float(raw) if raw else RESULTS_MB
+        if not 0 <= mb < float("inf"):
+            raise ValueError(raw)
+    except ValueError:
+        log.warning("VIZ_RESULTS_MB=%r is not a number of MiB (0 or more): the default, %s MiB, holds", raw[:40],
+                    RESULTS_MB)
+        mb = RESULTS_MB
+    return int(mb * 2**20)
+
+
+_weights: dict[tuple, str] = {}         # (folder, newest file time) -> the weights' digest, hashed once per process
+_weights_lock = threading.Lock()
+
+
+def weights_id(path, stamp: float) -> str:
+    """What identifies a checkpoint's weights: meta.json's weights_sha256 when it records one, else the sha256 of its
+    weight files (hashed once per folder and file time in this process)."""
+    path = Path(path)
+    with _weights_lock:
+        if (str(path), stamp) in _weights:
+            return _weights[(str(path), stamp)]
+        meta = path / "meta.json"
+        try:
+            known = json.loads(meta.read_text(encoding="utf-8")).get("weights_sha256") if meta.is_file() else None
+        except (OSError, ValueError):
+            known = None
+        if not known:
+            h = hashlib.sha256()
+            for f in sorted(p for pattern in WEIGHT_FILES for p in path.glob(pattern)):
+                with open(f, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(block)
+            known = h.hexdigest()
+        _weights[(str(path), stamp)] = known
+        return known
+
+
+def result_key(kind: str, path, stamp: float, texts: list[str], settings: dict) -> str:
+    """The key of a corpus result: kind, the weights (and the language pair a multilingual model is read with: the
+    app's model key, server/model_key.py), the texts and the settings (JSON-able), hashed."""
+    corpus = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
+    pair = model_key.pair_of(str(path))
+    what = json.dumps([kind, weights_id(model_key.folder_of(str(path)), stamp), pair, corpus, settings],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(what.encode("utf-8")).hexdigest()
+
+
+def _file(key: str) -> Path:
+    return folder() / f"{key}.json"
+
+
+def load(key: str) -> Optional[pd.DataFrame]:
+    """The result kept on disk under key, or None; a file that does not read is logged and removed."""
+    f = _file(key)
+    if not f.is_file():
+        return None
+    try:
+        df = pd.read_json(io.StringIO(f.read_text(encoding="utf-8")), orient="split")
+        os.utime(f)                                  # used: the last to go when the folder is trimmed
+        return df
+    except (OSError, ValueError) as e:
+        log.warning("corpus result %s does not read (%s): removed, it will be computed again", f.name, e)
+        f.unlink(missing_ok=True)
+        return None
+
+
+def save(key: str, df: pd.DataFrame) -> None:
+    """Write the result whole (a temporary file renamed), then trim the folder to its limit, oldest first. A folder
+    that cannot be written is logged: the result then lives in memory only."""
+    try:
+        folder().mkdir(parents=True, exist_ok=True)
+        tmp = _file(key).with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(df.to_json(orient="split"), encoding="utf-8")
+        os.replace(tmp, _file(key))
+        trim(limit_bytes())
+    except OSError as e:
+        log.warning("corpus result not kept on disk (%s): it lives in this process only", e)
+
+
+def trim(limit: int) -> None:
+    files = sorted(folder().glob("*.json"), key=lambda p: p.stat().st_mtime)
+    total = sum(p.stat().st_size for p in files)
+    for p in files:
+        if total <= limit:
+            break
+        total -= p.stat().st_size
+        p.unlink(missing_ok=True)
+
+
+class Cancelled(Exception):
+    """Raised in a job's thread by its progress callback once the job is cancelled."""
+
+
+@dataclass
+class Job:
+    key: str
+    total: int
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+    stop: threading.Event = field(default_factory=threading.Event)
+    finished: bool = False
+    error: Optional[str] = None
+    cancelled: bool = False
+    result: Optional[pd.DataFrame] = None    # held until the disk has it or the job is started again
+
+    def seconds_left(self) -> Optional[float]:
+        """An estimate from the texts done so far (None before the first)."""
+        if self.done <= 0:
+            return None
+        return (time.monotonic() - self.started) / self.done * (self.total - self.done)
+
+    def progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if self.stop.is_set():
+            raise Cancelled()
+
+
+_jobs: dict[str, Job] = {}
+_lock = threading.Lock()
+
+
+def job(key: str) -> Optional[Job]:
+    with _lock:
+        return _jobs.get(key)
+
+
+def running() -> list[Job]:
+    """The jobs not finished yet."""
+    with _lock:
+        return [j for j in _jobs.values() if not j.finished]
+
+
+def result(key: str) -> Optional[pd.DataFrame]:
+    """The result under key: on disk, else held by its finished job, else None."""
+    df = load(key)
+    j = job(key)
+    return df if df is not None else (j.result if j is not None and j.finished else None)
+
+
+def start(key: str, total: int, compute: Callable[[Callable[[int, int], None]], pd.DataFrame]) -> Job:
+    """The job computing key: the running one if there is, else a new thread running compute(progress), whose
+    result is saved when it ends (and held by the job: a folder that cannot be written loses nothing)."""
+    with _lock:
+        running = _jobs.get(key)
+        if running is not None and not running.finished:
+            return running
+        j = _jobs[key] = Job(key, total)
+
+    def work() -> None:
+        try:
+            j.result = compute(j.progress)
+            save(key, j.result)
+        except Cancelled:
+            j.cancelled = True
+        except Exception as e:                          # noqa: BLE001  (said on the page; the server goes on)
+            log.exception("corpus job %s failed", key[:12])
+            j.error = str(e) or type(e).__name__
+        finally:
+            j.finished = True
+    threading.Thread(target=work, name=f"corpus-{key[:12]}", daemon=True).start()
+    return j
+
+
+def forget_finished() -> None:
+    """Drop the finished jobs (their errors, the results they hold): what a restarted server has."""
+    with _lock:
+        for key in [k for k, j in _jobs.items() if j.finished]:
+            del _jobs[key]
+
+
+def cancel(key: str) -> None:
+    j = job(key)
+    if j is not None:
+        j.stop.set()
