@@ -165,7 +165,12 @@ def cmd_stats(args) -> int:
         else:
             texts = corpora.load(corpora.for_model(hm.cfg))
         progress = (lambda done, n: print(f"\r{done}/{n} sentences", end="", file=sys.stderr)) if not args.quiet else None
-        df = head_roles(corpus_head_stats(hm, texts, progress))
+        if args.ray is None:
+            df = head_roles(corpus_head_stats(hm, texts, progress))
+        else:                                   # the same statistics, the corpus spread over Ray workers
+            from viz_transformer.analysis.corpus_ray import head_stats_on_ray
+            df = head_roles(head_stats_on_ray(args.checkpoint, texts, args.ray or None, args.workers,
+                                              progress=progress))
     except (ValueError, UnicodeDecodeError) as e:
         raise UserError(str(e)) from None
     if progress:
@@ -322,6 +327,10 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
     s.add_argument("--corpus", help="a text file, one sentence a line (default: the built-in held-out corpus)")
     s.add_argument("--out", required=True)
     s.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    s.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="spread the corpus over Ray workers: a cluster's address (ray://host:10001), or none for a "
+                        "Ray started here (pip install .[ray]; docs/scaling.md)")
+    s.add_argument("--workers", type=int, default=2, help="Ray workers, one CPU each (with --ray; default 2)")
     s.set_defaults(fn=cmd_stats)
     s = sub.add_parser("info", help="what a checkpoint is")
     s.add_argument("--checkpoint", required=True)
