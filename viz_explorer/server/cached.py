@@ -12,7 +12,6 @@ budget: at most load_model's max_entries of them.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import weakref
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import streamlit as st
 
 from viz_transformer import decode, load_checkpoint
 from viz_explorer.server import allocator
-from viz_explorer.server import corpus_jobs
+from viz_explorer.server import corpus_jobs, env_sizes
 from viz_explorer.server import model_key
 from viz_explorer.server import threads
 from viz_transformer.analysis import attention_maths, piece_labels
@@ -60,22 +59,12 @@ DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page compu
                               # or hundreds of sentences (benchmarks/bench_memory.py: the server's RSS)
 
 
-log = logging.getLogger("viz_transformer.app")
 
 
 def cache_budget(environ=os.environ) -> int:
-    """The memo's size in bytes: VIZ_CACHE_MB (MiB; 0 keeps nothing), else DEFAULT_CACHE_MB. A value that is not
-    a number of MiB, 0 or more, is logged and the default holds (the server still starts)."""
-    raw = environ.get("VIZ_CACHE_MB", "").strip()
-    try:
-        mb = float(raw) if raw else DEFAULT_CACHE_MB
-        if not 0 <= mb < float("inf"):
-            raise ValueError(raw)
-    except ValueError:
-        log.warning("VIZ_CACHE_MB=%r is not a number of MiB (0 or more): the default, %s MiB, holds", raw[:40],
-                    DEFAULT_CACHE_MB)
-        mb = DEFAULT_CACHE_MB
-    return int(mb * 2**20)
+    """The memo's size in bytes: VIZ_CACHE_MB (MiB; 0 keeps nothing), else DEFAULT_CACHE_MB; a value that is not a
+    number of MiB, 0 or more, is logged and the default holds (the server still starts: env_sizes)."""
+    return env_sizes.mib_bytes("VIZ_CACHE_MB", DEFAULT_CACHE_MB, environ)
 
 
 @st.cache_resource(show_spinner=False)

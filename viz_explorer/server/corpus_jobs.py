@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-from viz_explorer.server import db, model_key
+from viz_explorer.server import db, env_sizes, model_key
 
 log = logging.getLogger("viz_transformer.app")
 RESULTS_MB = 64.0
@@ -38,17 +38,8 @@ def folder() -> Path:
 
 
 def limit_bytes(environ=os.environ) -> int:
-    """VIZ_RESULTS_MB in bytes; garbage or a negative number is logged and the default holds."""
-    raw = environ.get("VIZ_RESULTS_MB", "").strip()
-    try:
-        mb = float(raw) if raw else RESULTS_MB
-        if not 0 <= mb < float("inf"):
-            raise ValueError(raw)
-    except ValueError:
-        log.warning("VIZ_RESULTS_MB=%r is not a number of MiB (0 or more): the default, %s MiB, holds", raw[:40],
-                    RESULTS_MB)
-        mb = RESULTS_MB
-    return int(mb * 2**20)
+    """VIZ_RESULTS_MB in bytes (env_sizes: garbage is logged, the default holds)."""
+    return env_sizes.mib_bytes("VIZ_RESULTS_MB", RESULTS_MB, environ)
 
 
 _weights: dict[tuple, str] = {}         # (folder, newest file time) -> the weights' digest, hashed once per process
