@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-from viz_explorer.server import db, env_sizes, model_key
+from viz_explorer.server import data_folder, env_sizes, model_key
 
 log = logging.getLogger("viz_transformer.app")
 RESULTS_MB = 64.0
@@ -34,7 +34,7 @@ WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt")
 
 
 def folder() -> Path:
-    return Path(os.environ.get("VIZ_DATA") or db.ROOT / "data") / "corpus"
+    return data_folder.folder() / "corpus"
 
 
 def limit_bytes(environ=os.environ) -> int:

@@ -15,7 +15,8 @@ from typing import Optional
 
 import sqlalchemy as sa
 
-ROOT = Path(__file__).resolve().parents[2]
+from viz_explorer.server import data_folder
+
 METADATA = sa.MetaData()
 
 _lock = threading.Lock()
@@ -28,7 +29,7 @@ def url() -> str:
     given = os.environ.get("VIZ_DATABASE_URL", "").strip()
     if given:
         return given
-    folder = Path(os.environ.get("VIZ_DATA") or ROOT / "data")
+    folder = data_folder.folder()
     return f"sqlite:///{folder / 'viz.sqlite3'}"
 
 
