@@ -45,13 +45,12 @@ def _head_name(layer: int, kind: str, head: int) -> str:
     return t(f"wy.head_{kind}", layer=layer, head=head)
 
 
-def logit_story(lt, vs, piece: str, rival: Optional[str], n_heads: int) -> str:
-    """The heads with the largest direct push on the logit (or, against a rival token, on the difference), and the
-    parts' sum beside the model's own logit."""
-    grid = why.head_grid(lt, n_heads)
-    values = grid.values - why.head_grid(vs, n_heads).values if vs is not None else grid.values
+def logit_story(lt, vs, rows, values, piece: str, rival: Optional[str]) -> str:
+    """The heads with the largest direct push on the logit (values: the grid the page draws, [rows, heads], against a
+    rival token the difference), and the parts' sum beside the model's own logit."""
+    n_heads = values.shape[1]
     order = values.flatten().argsort(descending=True)[:TOP_HEADS].tolist()
-    heads = ", ".join(f"{_head_name(*grid.rows[i // n_heads], i % n_heads)} ({float(values.flatten()[i]):+.2f})"
+    heads = ", ".join(f"{_head_name(*rows[i // n_heads], i % n_heads)} ({float(values.flatten()[i]):+.2f})"
                       for i in order)
     if vs is None:
         return t("wy.logit_story", piece=md_escape(piece), heads=heads, total=lt.total(), logit=lt.logit)

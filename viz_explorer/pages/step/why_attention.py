@@ -112,7 +112,7 @@ with tabs["logit"]:
                 values, logit_rows(grid.rows), t("wy.grid_title_vs" if vs else "wy.grid_title", piece=piece,
                                                  other=rival or ""),
                 t("axis.layer"), t("axis.head"), t("wy.cb.logit"), t("wy.grid_hover")), key="wy_grid")
-            st.markdown(logit_story(lt, vs, piece, rival, cfg.n_heads))
+            st.markdown(logit_story(lt, vs, grid.rows, values, piece, rival))
             st.caption(t("wy.logit_note"))
 
 with tabs["circuits"]:
