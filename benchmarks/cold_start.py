@@ -1,20 +1,24 @@
 """Cold start, the README's way: from `streamlit run app.py` (process start) to the first page drawn in Chromium,
 and to the complete Overview with the model's output.
 
-    python -m benchmarks.cold_start [--repeat 5] [--entry serve.py] [--before /tmp/old-main] [--json out.json]
+    python -m benchmarks.cold_start [--repeat 5] [--entry serve.py] [--before /tmp/old-main] [--no-floor] [--json out.json]
 
 Each start is the README's command, `streamlit run app.py`, in the checkout, with two flags a benchmark needs:
 --server.port (a free port, so a server left on 8501 cannot answer for it) and --server.headless true (no browser
-window or e-mail prompt); OMP_NUM_THREADS and VIZ_THREADS are taken out of its environment, so the app's own
-thread policy is what is measured, as a new user gets it. --entry serve.py: the class server instead; given twice
+window or e-mail prompt); OMP_NUM_THREADS, VIZ_THREADS and PYTHONDONTWRITEBYTECODE are taken out of its
+environment (NOT_THE_READMES), so the app's own thread policy and Python's bytecode caches are what is measured,
+as a user gets them. --entry serve.py: the class server instead; given twice
 (--entry app.py --entry serve.py), the starts alternate. --before: another checkout (a clone of the old main;
-given twice, two), its starts alternating with this one's, so all see the same machine load.
+given twice, two), its starts alternating with this one's, so all see the same machine load. The floors (FLOORS),
+started the same way, their starts interleaved with the app's: a bare Streamlit app with one Plotly chart, and the
+same with torch imported from the process start and a forward shown (what any app whose first page shows a PyTorch
+model's output pays); the table ends with the app's median over each floor's (goal: drawn <= 1.25x the bare one).
 
 Each start has a fresh browser context; the page is opened as soon as the port answers. "Drawn": the app root's
 data-test-script-state has been "running" and is "notRunning" again, no stSkeleton is left, every stPlotlyChart
 has its .main-svg, and two animation frames have passed (the frame holding all that was painted). "Complete":
 drawn, and the model's output shown (its box, widgets.output, with text in it). Goals (medians of 5):
-drawn <= 3.5 s, complete <= 5 s.
+drawn <= 3.5 s, complete <= 5 s; drawn <= 1.25x the floor's.
 """
 from __future__ import annotations
 
@@ -35,6 +39,16 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu"]
 GOAL_S = 3.5                    # first page drawn
 GOAL_COMPLETE_S = 5.0           # the Overview with the model's output
+GOAL_RATIO = 1.25               # first page drawn, over a bare app's (the first of FLOORS)
+# Interleaved with the app's starts: a bare Streamlit app with one chart; the same app importing torch from its
+# process start (in a thread, as the explorer's start-up load does) and showing a small model's output, the floor
+# of any app whose first page shows a PyTorch model's output.
+FLOORS = {"floor (a bare app, one chart)": "benchmarks/floor_apps/one_chart.py",
+          "floor with torch (the same, torch imported, one forward)": "benchmarks/floor_apps/one_chart_torch.py"}
+# Settings the README's command does not make, taken out of a start's environment: the thread policy is the app's
+# own, and Python writes its bytecode caches (a sandbox that sets PYTHONDONTWRITEBYTECODE would compile every
+# module of the app from source at each start, which no user's second start does).
+NOT_THE_READMES = ("OMP_NUM_THREADS", "VIZ_THREADS", "PYTHONDONTWRITEBYTECODE")
 # Records every value the script-state attribute takes, from before the app's first byte of JS runs.
 WATCH = """
 window.__states = [];
@@ -66,11 +80,11 @@ def _answers(url: str) -> bool:
 
 def launch(root: Path = ROOT, checkpoints=None, timeout_s: float = 120, log=None,
            entry: str = "app.py") -> tuple[subprocess.Popen, str, float]:
-    """The README's command in `root` (a free port, headless, no OMP_NUM_THREADS or VIZ_THREADS), waited for until
+    """The README's command in `root` (a free port, headless, none of NOT_THE_READMES), waited for until
     /_stcore/health answers: (the process, its URL, seconds from the process start to health OK)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "VIZ_THREADS")}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_THE_READMES}
     if checkpoints:                       # that root alone (VIZ_CHECKPOINTS adds to checkpoints/ otherwise)
         env.update(VIZ_CHECKPOINTS=str(checkpoints), VIZ_CHECKPOINTS_ONLY="1")
     out = open(log, "w") if log else subprocess.DEVNULL
@@ -157,22 +171,38 @@ def main() -> None:
     p.add_argument("--checkpoints", help="VIZ_CHECKPOINTS for the server (default: checkpoints/)")
     p.add_argument("--before", action="append", default=[], help="another checkout (e.g. /tmp/old-main; more than "
                    "one: each): its starts alternate with this one's, so all see the same machine load")
+    p.add_argument("--no-floor", action="store_true", help="leave out the bare app's starts")
     p.add_argument("--json", help="also write the numbers here")
     args = p.parse_args()
     from playwright.sync_api import sync_playwright
     before = [Path(b).resolve() for b in args.before]
     roots = {f"before ({b}): ": b for b in before} | {(f"after ({ROOT}): " if before else ""): ROOT}
     entries = args.entry or ["app.py"]
+    if not args.no_floor:
+        roots |= {f"{name}: ": ROOT for name in FLOORS}
     runs = {(w, e): [] for w in roots for e in entries}
+    floor_entry = {f"{name}: ": path for name, path in FLOORS.items()}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for _ in range(args.repeat):
             for e in entries:
                 for w, root in roots.items():
-                    runs[w, e].append(cold_start(browser, root, args.checkpoints, entry=e))
+                    runs[w, e].append(cold_start(browser, root, args.checkpoints, entry=floor_entry.get(w, e)))
         browser.close()
-    results = [summary(e, r) for (w, e), r in runs.items()]
+    results = [summary(floor_entry.get(w, e), r) for (w, e), r in runs.items()]
     print("\n\n".join(w + table(r) for (w, e), r in zip(runs, results)))
+    if not args.no_floor:
+        floors = {w: r for (w, e), r in zip(runs, results) if w in floor_entry}
+        for (w, e), r in zip(runs, results):
+            if w in floor_entry:
+                continue
+            r["floor_ratios"] = {}
+            for i, (fw, f) in enumerate(floors.items()):
+                r["floor_ratios"][fw.rstrip(": ")] = ratio = r["drawn_s"] / f["drawn_s"]
+                goal = f" (goal <= {GOAL_RATIO:g}x: {'met' if ratio <= GOAL_RATIO else 'MISSED'})" if i == 0 else ""
+                print(f"{w}{e}: drawn {r['drawn_s']:.2f} s / {fw.rstrip(': ')}'s {f['drawn_s']:.2f} s = {ratio:.2f}x{goal}")
+        bare, torch_floor = floors.values()
+        print(f"the floors: with torch / bare = {torch_floor['drawn_s'] / bare['drawn_s']:.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(results if len(results) > 1 else results[0], indent=1), encoding="utf-8")
 

@@ -76,6 +76,13 @@ def test_multiset_gap():
         permute.multiset_gap(a, a[:3])
 
 
+def test_multiset_gap_equals_the_definition_by_brute_force():
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(40, 16, generator=g), torch.randn(40, 16, generator=g)
+    nearest = lambda xs, ys: max(min(float((x - y).abs().max()) for y in ys) for x in xs)   # every pair, by loops
+    assert permute.multiset_gap(a, b) == pytest.approx(max(nearest(a, b), nearest(b, a)), rel=1e-6)
+
+
 def test_order_test_without_positions_permutes_the_encoder_outputs(tiny_translator):
     hm = tiny_translator
     off = permute.order_test(hm, TEXT, "reverse", positions_off_hooks(hm), max_new_tokens=4)
