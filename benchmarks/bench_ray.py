@@ -1,9 +1,13 @@
-"""Head statistics over a corpus here and on Ray: corpus_head_stats in this process (one torch thread, the app's),
-then head_stats_on_ray on a local Ray of 1 and of 2 workers (one CPU each; Ray's start and the workers' model loads
-included, as a user running `stats --ray` waits for them), on the same texts; the tables checked equal.
+"""Corpus work here and on Ray: each kind in this process (one torch thread, the app's), then on a local Ray of 1 and
+of 2 workers (one CPU each; Ray's start and the workers' model loads included, as a user running `--ray` waits for
+them), on the same texts; the results checked equal to the local ones.
 
-    python -m benchmarks.bench_ray                                  # zh-en, the built-in corpus repeated to 1,000
-    python -m benchmarks.bench_ray --checkpoint checkpoints/en-stories --sentences 2000 --json /tmp/ray.json
+    python -m benchmarks.bench_ray                                  # all three kinds on zh-en (sizes below)
+    python -m benchmarks.bench_ray --work stats --sentences 2000 --json /tmp/ray.json
+
+Kinds (--work): stats (head statistics over --sentences, the built-in corpus repeated), attribution (attention
+against attribution over --attribution-sentences, every output step), evaluate (greedy translations and their BLEU
+over --evaluate-sentences).
 """
 from __future__ import annotations
 
@@ -17,37 +21,71 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _texts(pool: list[str], n: int) -> list[str]:
+    return (pool * (n // len(pool) + 1))[:n]
+
+
+def kinds(a, hm) -> dict:
+    """{kind: (texts, here(texts), on_ray(texts, workers), difference(here's result, Ray's))}."""
+    import pandas as pd
+    from viz_transformer.analysis.attribution import corpus_taus
+    from viz_transformer.analysis.corpus_ray import head_stats_on_ray, taus_on_ray
+    from viz_transformer.analysis.summaries import STATS, corpus_head_stats
+    from viz_transformer.training import corpora, evaluation
+    pool = corpora.load(corpora.for_model(hm.cfg))
+    stats = lambda x, y: float(np.nanmax(np.abs(x[list(STATS)].to_numpy() - y[list(STATS)].to_numpy())))  # noqa: E731
+    taus = lambda x, y: float(np.nanmax(np.abs(x["tau"].to_numpy() - y["tau"].to_numpy())))  # noqa: E731
+
+    def scored(texts, translate=None):
+        pairs = [(s, "I am an engineer.") for s in texts]          # the references do not change the work
+        return evaluation.evaluate_translators([hm], pairs=pairs, translate=translate)[0]
+    return {
+        "stats": (_texts(pool, a.sentences), lambda t: corpus_head_stats(hm, t),
+                  lambda t, n: head_stats_on_ray(a.checkpoint, t, workers=n), stats),
+        "attribution": (_texts(pool, a.attribution_sentences),
+                        lambda t: corpus_taus(hm, t, per_layer=True),
+                        lambda t, n: taus_on_ray(a.checkpoint, t, workers=n, per_layer=True),
+                        lambda x, y: taus(x, y) if len(x) == len(y) and pd.Series(x["method"]).equals(
+                            pd.Series(y["method"])) else float("inf")),
+        "evaluate": (_texts(pool, a.evaluate_sentences), scored,
+                     lambda t, n: scored(t, evaluation.on_ray(None, n)[0]),
+                     lambda x, y: 0.0 if x == y else float("inf")),
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "zh-en"))
-    p.add_argument("--sentences", type=int, default=1000)
+    p.add_argument("--work", default="stats,attribution,evaluate")
+    p.add_argument("--sentences", type=int, default=1000, help="stats")
+    p.add_argument("--attribution-sentences", type=int, default=40)
+    p.add_argument("--evaluate-sentences", type=int, default=2000)
     p.add_argument("--workers", default="1,2")
     p.add_argument("--json")
     a = p.parse_args(argv)
     import torch
     from viz_transformer import load_checkpoint
-    from viz_transformer.analysis.corpus_ray import head_stats_on_ray
-    from viz_transformer.analysis.summaries import STATS, corpus_head_stats
-    from viz_transformer.training import corpora
     torch.set_num_threads(1)
     hm = load_checkpoint(a.checkpoint)
-    pool = corpora.load(corpora.for_model(hm.cfg))
-    texts = (pool * (a.sentences // len(pool) + 1))[:a.sentences]
-    t0 = time.perf_counter()
-    local = corpus_head_stats(hm, texts)
-    rows = [{"how": "here, 1 thread", "seconds": time.perf_counter() - t0}]
-    print(f"{len(texts)} sentences on {Path(a.checkpoint).name}: here {rows[0]['seconds']:.1f} s", flush=True)
-    for n in [int(x) for x in a.workers.split(",")]:
+    work = kinds(a, hm)
+    out = {}
+    for kind in a.work.split(","):
+        texts, here, on_ray, difference = work[kind]
         t0 = time.perf_counter()
-        got = head_stats_on_ray(a.checkpoint, texts, workers=n)
-        s = time.perf_counter() - t0
-        diff = float(np.nanmax(np.abs(got[list(STATS)].to_numpy() - local[list(STATS)].to_numpy())))
-        rows.append({"how": f"Ray, {n} worker{'s' if n > 1 else ''}", "seconds": s, "max_difference": diff})
-        print(f"  Ray, {n} worker(s): {s:.1f} s ({rows[0]['seconds'] / s:.2f}× here; largest difference {diff:.1e})",
-              flush=True)
+        local = here(texts)
+        rows = [{"how": "here, 1 thread", "seconds": time.perf_counter() - t0}]
+        print(f"{kind}: {len(texts)} sentences on {Path(a.checkpoint).name}: here {rows[0]['seconds']:.1f} s", flush=True)
+        for n in [int(x) for x in a.workers.split(",")]:
+            t0 = time.perf_counter()
+            got = on_ray(texts, n)
+            s = time.perf_counter() - t0
+            diff = difference(local, got)
+            rows.append({"how": f"Ray, {n} worker{'s' if n > 1 else ''}", "seconds": s, "max_difference": diff})
+            print(f"  Ray, {n} worker(s): {s:.1f} s ({rows[0]['seconds'] / s:.2f}× here; largest difference "
+                  f"{diff:.1e})", flush=True)
+        out[kind] = {"sentences": len(texts), "rows": rows}
     if a.json:
-        Path(a.json).write_text(json.dumps({"sentences": len(texts), "checkpoint": a.checkpoint, "rows": rows},
-                                           indent=1))
+        Path(a.json).write_text(json.dumps({"checkpoint": a.checkpoint, **out}, indent=1))
     return 0
 
 

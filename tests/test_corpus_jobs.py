@@ -160,3 +160,54 @@ def test_while_it_runs_every_session_sees_its_progress_and_can_cancel_it(data, m
     finish_corpus_jobs(pages[0])
     assert "The run was cancelled" in texts(pages[0]) and by_key(pages[0].button, "hs_run")
     assert not list(data.glob("*.json"))
+
+
+def test_with_ray_asked_for_a_job_runs_there_or_says_why_not_and_runs_here(data, monkeypatch):
+    """VIZ_RAY_ADDRESS set: a job with a Ray form runs it (every CPU of the cluster: workers=None); a Ray that does
+    not answer is said on the page in one line and the job computes here, with the same result."""
+    from viz_transformer.run.ray_pool import RayUnavailable
+    here = lambda progress: pd.DataFrame({"x": [1, 2]})            # noqa: E731
+    asked = []
+
+    def on_ray(address, workers, progress):
+        asked.append((address, workers))
+        progress(1, 1)
+        return pd.DataFrame({"x": [1, 2]})
+    monkeypatch.delenv("VIZ_RAY_ADDRESS", raising=False)
+    j = corpus_jobs.start("unset", 1, here, on_ray)
+    while not j.finished:
+        time.sleep(0.01)
+    assert asked == [] and j.where is None and corpus_jobs.ray_address() is None     # unset: here, Ray never asked
+    monkeypatch.setenv("VIZ_RAY_ADDRESS", " ray://head:10001 ")
+    j = corpus_jobs.start("on ray", 1, here, on_ray)
+    while not j.finished:
+        time.sleep(0.01)
+    assert asked == [("ray://head:10001", None)] and j.where == "ray://head:10001" and j.fell_back is None
+
+    def unreachable(address, workers, progress):
+        raise RayUnavailable("cannot start or reach Ray at ray://head:10001: Connection refused")
+    j = corpus_jobs.start("fell back", 1, here, unreachable)
+    while not j.finished:
+        time.sleep(0.01)
+    assert j.error is None and j.where is None and "Connection refused" in j.fell_back
+    assert corpus_jobs.result("fell back")["x"].tolist() == [1, 2]
+    assert corpus_jobs.ray_form(lambda *a, **k: None, "/models/nllb#zho_Hans>eng_Latn") is None   # a pair: here only
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_head_statistics_page_says_in_one_line_that_ray_did_not_answer(data, monkeypatch, lang):
+    monkeypatch.setenv("VIZ_RAY_ADDRESS", "ray://127.0.0.1:1")
+    from viz_transformer.run import ray_pool
+
+    def no_ray(*args, **kwargs):
+        raise ray_pool.RayUnavailable("cannot start or reach Ray at ray://127.0.0.1:1: Connection refused")
+    monkeypatch.setattr(ray_pool, "map_runs", no_ray)
+    monkeypatch.setattr("viz_transformer.analysis.corpus_ray.map_runs", no_ray)
+    at = open_app("viz_explorer/pages/experiment/head_stats.py", lang=lang)
+    by_key(at.segmented_control, "hs_source").set_value("own").run()
+    by_key(at.text_area, "hs_paste").input("\n".join(SENTENCES + [lang])).run()
+    by_key(at.button, "hs_run").click().run(timeout=60)
+    finish_corpus_jobs(at)
+    said = [c.value for c in at.caption if "Connection refused" in c.value]
+    assert len(said) == 1 and ("Ray did not answer" if lang == "en" else "Ray 没有响应") in said[0]
+    assert ("Measured over 4 sentences." if lang == "en" else "4") in texts(at)

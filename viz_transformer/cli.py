@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-from pathlib import Path
 
-from viz_transformer.cli_input import UserError, clean_text, out_path, stdin_lines
+from viz_transformer import cli_corpus
+from viz_transformer.cli_input import UserError, clean_text, load_model as _load, out_path, stdin_lines
 from viz_transformer.core.checkpoint_files import update_meta
-
-
-def _load(path):
-    from viz_transformer.run.capture import load_checkpoint
-    from viz_transformer.core.checkpoint import CheckpointError
-    try:
-        return load_checkpoint(path)
-    except CheckpointError as e:
-        raise UserError(str(e)) from None
 
 
 def _add_decoding_flags(p: argparse.ArgumentParser) -> None:
@@ -149,37 +139,6 @@ def cmd_report(args) -> int:
     return 0
 
 
-def cmd_stats(args) -> int:
-    """Head statistics averaged over a corpus (one sentence a line), with roles, as CSV."""
-    from viz_transformer.training import corpora
-    from viz_transformer.export import csv_bytes
-    from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
-    out = out_path(args.out)
-    hm = _load(args.checkpoint)
-    try:
-        if args.corpus:
-            path = Path(args.corpus)
-            if not path.is_file():
-                raise UserError(f"--corpus {path}: no such file")
-            texts = corpora.parse(path.read_text(encoding="utf-8"))
-        else:
-            texts = corpora.load(corpora.for_model(hm.cfg))
-        progress = (lambda done, n: print(f"\r{done}/{n} sentences", end="", file=sys.stderr)) if not args.quiet else None
-        if args.ray is None:
-            df = head_roles(corpus_head_stats(hm, texts, progress))
-        else:                                   # the same statistics, the corpus spread over Ray workers
-            from viz_transformer.analysis.corpus_ray import head_stats_on_ray
-            df = head_roles(head_stats_on_ray(args.checkpoint, texts, args.ray or None, args.workers,
-                                              progress=progress))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UserError(str(e)) from None
-    if progress:
-        print(file=sys.stderr)
-    out.write_bytes(csv_bytes(df))
-    print(f"wrote {len(df)} heads over {len(texts)} sentences to {args.out}", file=sys.stderr)
-    return 0
-
-
 def cmd_info(args) -> int:
     hm = _load(args.checkpoint)
     info = {"checkpoint": str(hm.path), **hm.describe(),
@@ -192,42 +151,6 @@ def cmd_info(args) -> int:
         for k, v in info.items():
             v = json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
             print(f"{k:<{width}}  {v}")
-    return 0
-
-
-def cmd_evaluate(args) -> int:
-    """Re-score on the held-out split rebuilt from meta.json (seed and sizes). A translator is scored
-    only on sources never seen in training. Several --checkpoint: all on the same pairs (the first
-    one's split minus every source any of them trained on), one JSON line each."""
-    from viz_transformer.training.evaluation import evaluate_lm, evaluate_masked_lm, evaluate_translators
-    if args.record and args.limit:
-        raise UserError("--record keeps scores of the whole split: leave out --limit")
-    hms = [_load(c) for c in args.checkpoint]
-    try:
-        if all(hm.cfg.is_translator for hm in hms):
-            results = evaluate_translators(hms, args.split, args.data, args.limit, args.beam_width, args.length_penalty,
-                                           keep_translations=args.record)
-        elif args.beam_width != 1:
-            raise ValueError("--beam-width scores translators; a language model is scored by perplexity")
-        elif len(hms) == 1 and hms[0].cfg.is_encoder_only:
-            results = [evaluate_masked_lm(hms[0], args.split, args.data, args.limit)]
-        elif len(hms) == 1:
-            results = [evaluate_lm(hms[0], args.data, args.limit)]
-        else:
-            raise ValueError("several checkpoints are compared only when all are translators")
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    for path, res in zip(args.checkpoint, results):
-        translations = res.pop("translations", None)
-        print(json.dumps(res, ensure_ascii=False))
-        if args.record:      # "test", or "test_beam4": the score, the command that printed it, the translations
-            key = args.split if args.beam_width == 1 else f"{args.split}_beam{args.beam_width}"
-            kept = {}
-            if translations is not None:      # one per line, in the pairs' order (a translation holds no newline)
-                kept["translations"] = f"translations-{key}.txt"
-                (Path(path) / kept["translations"]).write_text("".join(h + "\n" for h in translations), "utf-8")
-            update_meta(path, **{key: {**{k: v for k, v in res.items() if k != "checkpoint"}, **kept,
-                                    "command": shlex.join(["python", "-m", "viz_transformer", *args.argv])}})
     return 0
 
 
@@ -322,35 +245,11 @@ def build_parser(prog: str = "python -m viz_transformer", epilog: str | None = N
                    help="a head to draw, e.g. decoder.2.cross_attn:3 (repeatable; default head 0 of each last layer)")
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_report)
-    s = sub.add_parser("stats", help="per-head attention statistics over a corpus, as CSV")
-    s.add_argument("--checkpoint", required=True)
-    s.add_argument("--corpus", help="a text file, one sentence a line (default: the built-in held-out corpus)")
-    s.add_argument("--out", required=True)
-    s.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    s.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="spread the corpus over Ray workers: a cluster's address (ray://host:10001), or none for a "
-                        "Ray started here (pip install .[ray]; docs/scaling.md)")
-    s.add_argument("--workers", type=int, default=2, help="Ray workers, one CPU each (with --ray; default 2)")
-    s.set_defaults(fn=cmd_stats)
     s = sub.add_parser("info", help="what a checkpoint is")
     s.add_argument("--checkpoint", required=True)
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_info)
-    s = sub.add_parser("evaluate", help="BLEU/chrF (translator), perplexity (LM) or fill-in accuracy (masked LM) "
-                                        "on the held-out split")
-    s.add_argument("--checkpoint", required=True, action="append",
-                   help="repeat it to score several translators on exactly the same pairs")
-    s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")
-    s.add_argument("--split", choices=("test", "val", "captions"), default="test",
-                   help="translators: captions is a second held-out split, image captions from another corpus")
-    s.add_argument("--limit", type=int)
-    s.add_argument("--beam-width", type=int, default=1,
-                   help="translators: beam search of this width (default 1: greedy, as training scores)")
-    s.add_argument("--length-penalty", type=float, default=1.0, help="with --beam-width: score / length ** this")
-    s.add_argument("--record", action="store_true",
-                   help="also write each score, with this command, into its checkpoint's meta.json "
-                        "(key: the split, or e.g. test_beam4)")
-    s.set_defaults(fn=cmd_evaluate)
+    cli_corpus.add_commands(sub)
     s = sub.add_parser("calibrate", help="choose the confidence thresholds on the validation split, into meta.json")
     s.add_argument("checkpoint")
     s.add_argument("--data", help="the training corpus (default: the path recorded in meta.json)")

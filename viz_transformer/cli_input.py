@@ -10,6 +10,16 @@ class UserError(Exception):
     """A mistake the user can fix: printed without a traceback."""
 
 
+def load_model(path):
+    """load_checkpoint, a checkpoint that does not load being a user's mistake (one line, status 2)."""
+    from viz_transformer.run.capture import load_checkpoint
+    from viz_transformer.core.checkpoint import CheckpointError
+    try:
+        return load_checkpoint(path)
+    except CheckpointError as e:
+        raise UserError(str(e)) from None
+
+
 def out_path(path: str, suffixes: tuple[str, ...] = ()) -> Path:
     """--out checked before any work: its ending, and a folder that exists to write it in."""
     out = Path(path)

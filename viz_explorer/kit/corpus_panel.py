@@ -27,7 +27,8 @@ def _running(key: str, prefix: str) -> None:
         st.rerun()                                   # the whole page: its result, or the button again
     left = j.seconds_left()
     st.progress(j.done / max(j.total, 1), text=t("cj.progress", done=j.done, total=j.total)
-                + (t("cj.left", left=duration(left)) if left is not None else ""))
+                + (t("cj.left", left=duration(left)) if left is not None else "")
+                + (t("cj.on_ray", address=j.where) if j.where else ""))
     st.button(t("cj.cancel"), key=f"{prefix}_cancel", on_click=corpus_jobs.cancel, args=(key,),
               icon=":material/stop:")
 
@@ -38,14 +39,18 @@ def running(key: str) -> bool:
     return j is not None and not j.finished
 
 
-def result(key: str, n_texts: int, compute: Callable, run_label: str, prefix: str) -> Optional[object]:
+def result(key: str, n_texts: int, compute: Callable, run_label: str, prefix: str,
+           on_ray: Optional[Callable] = None) -> Optional[object]:
     """The corpus result under `key` (corpus_jobs.result_key), or None while there is none: then the run button
     (`run_label`) or the running job's progress is shown. compute(progress) computes it (a functools.partial over
-    the model and the texts: it runs in the job's thread, after this page run has ended)."""
+    the model and the texts: it runs in the job's thread, after this page run has ended); on_ray, its Ray form
+    (corpus_jobs.ray_form), used when VIZ_RAY_ADDRESS is set."""
     found = cached.corpus_result(key)
+    j = corpus_jobs.job(key)
+    if j is not None and j.finished and j.fell_back:
+        st.caption(t("cj.fell_back", error=j.fell_back))
     if found is not None:
         return found
-    j = corpus_jobs.job(key)
     if j is not None and not j.finished:
         _running(key, prefix)
         return None
@@ -54,6 +59,6 @@ def result(key: str, n_texts: int, compute: Callable, run_label: str, prefix: st
     elif j is not None and j.cancelled:
         st.caption(t("cj.cancelled"))
     if st.button(run_label, key=f"{prefix}_run", type="primary", icon=":material/play_arrow:"):
-        corpus_jobs.start(key, n_texts, compute)
+        corpus_jobs.start(key, n_texts, compute, on_ray)
         st.rerun()
     return None

@@ -1434,6 +1434,8 @@ EN = {
     "cj.cancel": "Cancel",
     "cj.cancelled": "The run was cancelled: nothing was kept. Run it again to start over.",
     "cj.failed": "The run over this corpus failed: {error}",
+    "cj.on_ray": " (on the Ray cluster at {address})",
+    "cj.fell_back": "Ray did not answer ({error}), so this server computed it.",
 }
 
 LANGS = {"en": "English", "zh": "简体中文"}

@@ -1198,4 +1198,6 @@ ZH = {
     "cj.cancel": "取消",
     "cj.cancelled": "这次运行已取消，什么都没保留。再运行一次就会重新开始。",
     "cj.failed": "在这个语料上的运行失败了：{error}",
+    "cj.on_ray": "（在 {address} 的 Ray 集群上）",
+    "cj.fell_back": "Ray 没有响应（{error}），所以由本服务器计算。",
 }

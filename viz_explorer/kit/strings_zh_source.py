@@ -1132,4 +1132,6 @@ SOURCE = {
     "cj.cancel": "77dfd213",
     "cj.cancelled": "22fe23ff",
     "cj.failed": "a1a40299",
+    "cj.on_ray": "7568ec86",
+    "cj.fell_back": "147dfbf5",
 }

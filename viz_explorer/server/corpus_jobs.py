@@ -9,10 +9,13 @@ logged, removed and computed again.
 
 A job runs in a thread of its own: `start` returns the running job for a key rather than a second one, its progress
 (done, total, seconds left) is read by every page that asks, and `cancel` stops it after the text at hand (nothing is
-kept). One finished job per key is remembered for its error, until it is started again.
+kept). One finished job per key is remembered for its error, until it is started again. With VIZ_RAY_ADDRESS set, a
+job whose page gives its Ray form runs on that cluster (run/ray_pool.py: the same result); a Ray that does not answer
+is logged, said on the page in one line, and the job runs here instead.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -27,6 +30,7 @@ from typing import Callable, Optional
 import pandas as pd
 
 from viz_explorer.server import data_folder, env_sizes, model_key
+from viz_transformer.run.ray_pool import RayUnavailable
 
 log = logging.getLogger("viz_transformer.app")
 RESULTS_MB = 64.0
@@ -135,6 +139,8 @@ class Job:
     finished: bool = False
     error: Optional[str] = None
     cancelled: bool = False
+    where: Optional[str] = None              # the Ray cluster's address while the job runs there
+    fell_back: Optional[str] = None          # why Ray was not used (it did not answer): the job ran here
     result: Optional[pd.DataFrame] = None    # held until the disk has it or the job is started again
 
     def seconds_left(self) -> Optional[float]:
@@ -171,18 +177,44 @@ def result(key: str) -> Optional[pd.DataFrame]:
     return df if df is not None else (j.result if j is not None and j.finished else None)
 
 
-def start(key: str, total: int, compute: Callable[[Callable[[int, int], None]], pd.DataFrame]) -> Job:
-    """The job computing key: the running one if there is, else a new thread running compute(progress), whose
-    result is saved when it ends (and held by the job: a folder that cannot be written loses nothing)."""
+def ray_address(environ=os.environ) -> Optional[str]:
+    """VIZ_RAY_ADDRESS: the Ray cluster corpus jobs run on (`ray://head:10001`, or `auto` for the cluster this
+    machine is part of); unset or blank: here, in the server's process."""
+    return environ.get("VIZ_RAY_ADDRESS", "").strip() or None
+
+
+def ray_form(fn: Callable, path: str, *args, **kwargs) -> Optional[Callable]:
+    """A job's Ray form for `start`: fn(the checkpoint's folder, *args, address=, workers=, progress=, **kwargs), or
+    None for a model Ray workers cannot load by its folder alone (a multilingual one read with a language pair)."""
+    if model_key.pair_of(path) is not None:
+        return None
+    return functools.partial(fn, model_key.folder_of(path), *args, **kwargs)
+
+
+def start(key: str, total: int, compute: Callable[[Callable[[int, int], None]], pd.DataFrame],
+          on_ray: Optional[Callable] = None) -> Job:
+    """The job computing key: the running one if there is, else a new thread running compute(progress) (or, with
+    VIZ_RAY_ADDRESS set, on_ray(address=, workers=None, progress=): every CPU of that cluster), whose result is
+    saved when it ends (and held by the job: a folder that cannot be written loses nothing)."""
     with _lock:
         running = _jobs.get(key)
         if running is not None and not running.finished:
             return running
         j = _jobs[key] = Job(key, total)
+    address = ray_address() if on_ray is not None else None
 
     def work() -> None:
         try:
-            j.result = compute(j.progress)
+            if address:
+                j.where = address
+                try:
+                    j.result = on_ray(address=address, workers=None, progress=j.progress)
+                except RayUnavailable as e:
+                    log.warning("corpus job %s runs here: %s", key[:12], e)
+                    j.where, j.fell_back, j.done, j.started = None, str(e), 0, time.monotonic()
+                    j.result = compute(j.progress)
+            else:
+                j.result = compute(j.progress)
             save(key, j.result)
         except Cancelled:
             j.cancelled = True

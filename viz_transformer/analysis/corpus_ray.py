@@ -1,31 +1,22 @@
-"""Head statistics over a corpus spread over a Ray cluster (`viz-transformer stats --ray [ADDRESS]`): the texts cut
-into runs of whole batches, one Ray actor per worker holding the model, each run's statistics weighted by its
-sentences and added up at the end. Equal to summaries.corpus_head_stats run here, to the float rounding of the order
-its per-batch sums are added in (tests/test_corpus_ray.py). Ray is an optional extra (`pip install .[ray]`), imported
-on first use; the local run needs none.
+"""Corpus views spread over Ray (run/ray_pool.py): head statistics (`stats --ray`), the runs of whole batches
+combined into the whole corpus's table, each run's statistics weighted by its sentences; and attention against
+attribution (`attribution --ray`), each sentence's rows as it gives them alone. Each equal to its local function
+(summaries.corpus_head_stats, attribution.corpus_taus), head statistics to the float rounding of the order the
+per-batch sums are added in (tests/test_corpus_ray.py). Ray is an optional extra, imported on first use.
 
-    from viz_transformer.analysis.corpus_ray import head_stats_on_ray
     head_stats_on_ray("checkpoints/zh-en", texts, workers=2)                 # a local Ray of 2 CPUs
-    head_stats_on_ray("checkpoints/zh-en", texts, address="ray://head:10001")  # a cluster (the package on each node)
+    taus_on_ray("checkpoints/zh-en", texts, address="ray://head:10001")      # a cluster (the package on each node)
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import pandas as pd
 
-from viz_transformer.analysis.summaries import STATS, corpus_head_stats
+from viz_transformer.analysis.summaries import STATS
+from viz_transformer.run.ray_pool import map_runs
 
 KEYS = ["block", "layer", "head"]
-RUNS_PER_WORKER = 4          # runs handed out per worker: a slow run does not hold the others back
-
-
-def split(texts: Sequence[str], parts: int, batch_size: int) -> list[list[str]]:
-    """Consecutive runs of the texts, each a whole number of batches (the last may be shorter), at most `parts`."""
-    batches = [list(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]
-    per = -(-len(batches) // max(1, parts))
-    return [sum(batches[i:i + per], []) for i in range(0, len(batches), per)]
 
 
 def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -44,56 +35,31 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return out
 
 
-class _Worker:
-    """One Ray worker: the model loaded once, one run of texts at a time."""
-
-    def __init__(self, checkpoint: str):
-        import torch
-        from viz_transformer.run.capture import load_checkpoint
-        torch.set_num_threads(1)                  # one CPU a worker, as Ray counts them
-        self.hm = load_checkpoint(checkpoint)
-
-    def stats(self, texts: list[str], batch_size: int) -> pd.DataFrame:
-        return corpus_head_stats(self.hm, texts, batch_size=batch_size)
-
-
-def head_stats_on_ray(checkpoint, texts: Sequence[str], address: Optional[str] = None, workers: int = 2,
+def head_stats_on_ray(checkpoint, texts: Sequence[str], address: Optional[str] = None, workers: Optional[int] = 2,
                       batch_size: int = 16, progress: Optional[Callable[[int, int], None]] = None) -> pd.DataFrame:
-    """corpus_head_stats(load_checkpoint(checkpoint), texts) computed by `workers` Ray actors: on the cluster at
-    `address` (its nodes need this package and the checkpoint at the same path), else on a Ray started here with
-    `workers` CPUs. progress(done, total) after each run comes back."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("Ray is not installed here: pip install .[ray] (ray==2.60.0)") from None
+    """corpus_head_stats(load_checkpoint(checkpoint), texts) computed by Ray actors (ray_pool.map_runs: `workers`,
+    None for every CPU of the cluster at `address`), in runs of whole batches."""
+    parts = map_runs(checkpoint, "viz_transformer.analysis.summaries:corpus_head_stats", _sentences(texts), batch_size,
+                     address, workers, progress, batch_size=batch_size)
+    return combine([table for _, table in parts])
+
+
+def taus_on_ray(checkpoint, texts: Sequence[str], address: Optional[str] = None, workers: Optional[int] = 2,
+                max_steps: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
+                layer: Optional[int] = None, per_layer: bool = False) -> pd.DataFrame:
+    """attribution.corpus_taus(load_checkpoint(checkpoint), texts, layer=, max_steps=, per_layer=) computed by Ray
+    actors (as head_stats_on_ray): each run's rows with its sentences numbered as in the whole corpus."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("the corpus has no sentences: give at least one non-empty line")
+    parts = map_runs(checkpoint, "viz_transformer.analysis.attribution:corpus_taus", texts, 1, address, workers,
+                     progress, max_steps=max_steps, per_layer=per_layer, layer=layer)
+    starts = [sum(n for n, _ in parts[:i]) for i in range(len(parts))]
+    return pd.concat([df.assign(sentence=df["sentence"] + a) for (_, df), a in zip(parts, starts)], ignore_index=True)
+
+
+def _sentences(texts: Sequence[str]) -> list[str]:
     texts = [s for s in (str(x).strip() for x in texts) if s]
     if not texts:
         raise ValueError("the corpus has no sentences: give at least one non-empty line")
-    if workers < 1:
-        raise ValueError(f"workers must be 1 or more, not {workers}")
-    root = str(Path(__file__).resolve().parents[2])
-    started = not ray.is_initialized()
-    if started:
-        try:
-            ray.init(address=address or None, num_cpus=None if address else workers, include_dashboard=False,
-                     log_to_driver=False, runtime_env=None if address else {"env_vars": {"PYTHONPATH": root}})
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ValueError(f"cannot start or reach Ray at {address or 'this machine'}: "
-                             f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    try:
-        pool = [ray.remote(num_cpus=1)(_Worker).remote(str(checkpoint)) for _ in range(workers)]
-        runs = split(texts, workers * RUNS_PER_WORKER, batch_size)
-        pending = {pool[i % workers].stats.remote(run, batch_size): i for i, run in enumerate(runs)}
-        tables: dict[int, pd.DataFrame] = {}
-        done = 0
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            i = pending.pop(ready[0])
-            tables[i] = ray.get(ready[0])
-            done += len(runs[i])
-            if progress is not None:
-                progress(done, len(texts))
-        return combine([tables[i] for i in range(len(runs))])
-    finally:
-        if started:
-            ray.shutdown()
+    return texts

@@ -32,16 +32,25 @@ def read_pairs(path, tgt_path=None, detok: bool = False) -> list[tuple[str, str]
             raise ValueError(f"{path} has {len(src)} lines but {tgt_path} has {len(tgt)}")
         pairs = list(zip(src, tgt))
     else:
-        pairs = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-            cols = line.split("\t")
-            if n == 0 and cols[:2] == ["zh", "en"]:
-                continue                          # header
-            if len(cols) < 2:
-                raise ValueError(f"{path}:{n + 1}: expected at least two tab-separated columns")
-            pairs.append((cols[0], cols[1]))
+        pairs = parse_pairs(path.read_text(encoding="utf-8"), str(path))
     out = [(s.strip(), detokenize(t.strip()) if detok else t.strip()) for s, t in pairs]
     return [(s, t) for s, t in out if s and t]
+
+
+def parse_pairs(text: str, name: str = "the corpus") -> list[tuple[str, str]]:
+    """source<TAB>target lines (a header `zh<TAB>en` allowed; blank lines skipped), stripped, both sides kept."""
+    pairs = []
+    for n, line in enumerate(text.splitlines()):
+        cols = line.split("\t")
+        if (n == 0 and cols[:2] == ["zh", "en"]) or not line.strip():
+            continue                          # header
+        if len(cols) < 2:
+            raise ValueError(f"{name}:{n + 1}: expected at least two tab-separated columns (source, reference)")
+        pairs.append((cols[0].strip(), cols[1].strip()))
+    pairs = [(s, t) for s, t in pairs if s and t]
+    if not pairs:
+        raise ValueError(f"{name} has no source<TAB>reference line")
+    return pairs
 
 
 def split(items: list, seed: int, n_test: int, n_val: int):
@@ -77,7 +86,11 @@ def unseen_sources(items: list[tuple[str, str]], train: list[tuple[str, str]]):
 
 def read_stories(path) -> list[str]:
     """Plain text split into documents at <|endoftext|> (at blank lines if there is none)."""
-    text = Path(path).read_text(encoding="utf-8")
+    return parse_stories(Path(path).read_text(encoding="utf-8"))
+
+
+def parse_stories(text: str) -> list[str]:
+    """read_stories of text in hand."""
     sep = STORY_SEPARATOR if STORY_SEPARATOR in text else "\n\n"   # plain text: paragraphs
     docs = [d.strip() for d in text.split(sep)]
     return [d for d in docs if d]

@@ -14,6 +14,7 @@ from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import in_language, t
 from viz_explorer.server import cached, corpus_jobs
 from viz_transformer.analysis import attribution as AA
+from viz_transformer.analysis import corpus_ray
 from viz_transformer.plots import attribution_figures
 from viz_transformer.run import attribution as grads
 from viz_transformer.run.forced import output_labels
@@ -126,7 +127,8 @@ else:
         st.stop()
 key = corpus_jobs.result_key("attribution", path, ctx.stamp, texts, {"layer": layer})
 df = corpus_panel.result(key, len(texts), functools.partial(AA.corpus_taus, hm, texts, layer=layer),
-                         t("ab.run_corpus", n=len(texts)), "ab")
+                         t("ab.run_corpus", n=len(texts)), "ab",
+                         corpus_jobs.ray_form(corpus_ray.taus_on_ray, path, texts, layer=layer))
 if df is None:
     if not corpus_panel.running(key):
         st.info(t("ab.not_yet"))

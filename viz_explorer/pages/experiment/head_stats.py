@@ -18,6 +18,7 @@ from viz_transformer.plots import summary_figures
 from viz_transformer.analysis import piece_labels
 from viz_transformer.analysis import sinks
 from viz_transformer.analysis import summaries
+from viz_transformer.analysis import corpus_ray
 from viz_transformer.core.hook_names import available_blocks, n_layers, per_head
 
 ctx = context.need_run()
@@ -49,7 +50,8 @@ if texts is None:
 else:
     key = corpus_jobs.result_key("head_stats", path, ctx.stamp, texts, {})
     df = corpus_panel.result(key, len(texts), functools.partial(summaries.corpus_head_stats, hm, texts),
-                             t("hs.run", n=len(texts)), "hs")
+                             t("hs.run", n=len(texts)), "hs",
+                             corpus_jobs.ray_form(corpus_ray.head_stats_on_ray, path, texts))
     if df is None:
         if not corpus_panel.running(key):
             st.info(t("hs.not_yet"))
