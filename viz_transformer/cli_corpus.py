@@ -25,6 +25,9 @@ def _progress(args):
     return (lambda done, n: print(f"\r{done}/{n} sentences", end="", file=sys.stderr)) if not args.quiet else None
 
 
+CHUNK = 4096        # sentences read at a time from --corpus (whole batches of 16 and 64): any length, never all held
+
+
 def _corpus_file(path: str) -> str:
     p = Path(path)
     if not p.is_file():
@@ -35,66 +38,85 @@ def _corpus_file(path: str) -> str:
         raise UserError(f"--corpus {p}: not UTF-8 text") from None
 
 
-def _sentences(args, hm) -> list[str]:
-    """--corpus (one sentence a line, cut at corpora.MAX_LINES as the app cuts it), else the built-in one."""
+def _chunks(args, hm):
+    """(sentences, [(sentences before, chunk)]): --corpus read CHUNK sentences at a time, else the built-in corpus."""
     from viz_transformer.training import corpora
-    return corpora.parse(_corpus_file(args.corpus)) if args.corpus else corpora.load(corpora.for_model(hm.cfg))
+    if not args.corpus:
+        texts = corpora.load(corpora.for_model(hm.cfg))
+        return len(texts), [(0, texts)]
+    if not Path(args.corpus).is_file():
+        raise UserError(f"--corpus {args.corpus}: no such file")
+    return corpora.count(args.corpus), corpora.chunks(args.corpus, CHUNK)
 
 
-def cmd_stats(args) -> int:
-    """Head statistics averaged over a corpus (one sentence a line), with roles, as CSV."""
-    from viz_transformer.export import csv_bytes
-    from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
-    out = out_path(args.out)
-    hm = load_model(args.checkpoint)
+def _each_chunk(args, hm, work) -> int:
+    """work(sentences before, chunk, progress) for each chunk of the corpus, progress counted over the whole (on
+    stderr unless --quiet), inside one Ray connection with --ray. Returns the corpus's sentences."""
+    from contextlib import nullcontext
+    from viz_transformer.run import ray_pool
+    total, parts = _chunks(args, hm)
     progress = _progress(args)
     try:
-        texts = _sentences(args, hm)
-        if args.ray is None:
-            df = head_roles(corpus_head_stats(hm, texts, progress))
-        else:                                   # the same statistics, the corpus spread over Ray workers
-            from viz_transformer.analysis.corpus_ray import head_stats_on_ray
-            df = head_roles(head_stats_on_ray(args.checkpoint, texts, args.ray or None, args.workers,
-                                              progress=progress))
+        with nullcontext() if args.ray is None else ray_pool.session(args.ray or None, args.workers):
+            for before, chunk in parts:
+                work(before, chunk, (lambda done, n, b=before: progress(b + done, total)) if progress else None)
     except ValueError as e:
         raise UserError(str(e)) from None
     if progress:
         print(file=sys.stderr)
+    return total
+
+
+def cmd_stats(args) -> int:
+    """Head statistics averaged over a corpus (one sentence a line, any length), with roles, as CSV."""
+    from viz_transformer.export import csv_bytes
+    from viz_transformer.analysis.corpus_ray import combine, head_stats_on_ray
+    from viz_transformer.analysis.summaries import corpus_head_stats, head_roles
+    out = out_path(args.out)
+    hm = load_model(args.checkpoint)
+    tables = []
+
+    def work(before, chunk, progress):
+        if args.ray is None:
+            tables.append(corpus_head_stats(hm, chunk, progress))
+        else:                                   # the same statistics, the corpus spread over Ray workers
+            tables.append(head_stats_on_ray(args.checkpoint, chunk, args.ray or None, args.workers, progress=progress))
+    total = _each_chunk(args, hm, work)
+    df = head_roles(combine(tables) if len(tables) > 1 else tables[0])
     out.write_bytes(csv_bytes(df))
-    print(f"wrote {len(df)} heads over {len(texts)} sentences to {args.out}", file=sys.stderr)
+    print(f"wrote {len(df)} heads over {total} sentences to {args.out}", file=sys.stderr)
     return 0
 
 
 def cmd_attribution(args) -> int:
     """Kendall's τ of each attention-reading method with occlusion at every output step of a corpus (the
-    "how often" pass of docs/attribution.md), one row per (sentence, step, method, layer) as CSV; the summary per
-    method printed."""
-    from viz_transformer.export import csv_bytes
+    "how often" pass of docs/attribution.md), one row per (sentence, step, method, layer) as CSV, written a chunk of
+    sentences at a time; the summary per method printed."""
+    import pandas as pd
     from viz_transformer.analysis.attribution import corpus_taus, tau_summary
+    from viz_transformer.analysis.corpus_ray import taus_on_ray
     out = out_path(args.out)
     hm = load_model(args.checkpoint)
     if hm.cfg.is_encoder_only:
         raise UserError(f"{hm.name} writes no output (an encoder alone): there is no output step to attribute")
     if args.max_steps is not None and args.max_steps < 1:
         raise UserError(f"--max-steps must be 1 or more, not {args.max_steps}")
-    progress = _progress(args)
-    try:
-        texts = _sentences(args, hm)
-        if not texts:
-            raise ValueError("the corpus has no sentences: give at least one non-empty line")
-        if args.ray is None:
-            df = corpus_taus(hm, texts, progress, max_steps=args.max_steps, per_layer=True)
-        else:
-            from viz_transformer.analysis.corpus_ray import taus_on_ray
-            df = taus_on_ray(args.checkpoint, texts, args.ray or None, args.workers, args.max_steps, progress,
-                             per_layer=True)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    if progress:
-        print(file=sys.stderr)
-    out.write_bytes(csv_bytes(df))
-    print(tau_summary(df).round(3).to_string())
-    print(f"wrote {len(df)} rows over {len(texts)} sentences to {args.out}", file=sys.stderr)
+    summary_rows, written = [], [0]
+    with open(out, "w", encoding="utf-8-sig", newline="") as f:      # a BOM, as export.csv_bytes writes
+
+        def work(before, chunk, progress):
+            if args.ray is None:
+                df = corpus_taus(hm, chunk, progress, max_steps=args.max_steps, per_layer=True)
+            else:
+                df = taus_on_ray(args.checkpoint, chunk, args.ray or None, args.workers, args.max_steps, progress,
+                                 per_layer=True)
+            df = df.assign(sentence=df["sentence"] + before)
+            df.to_csv(f, index=False, header=written[0] == 0)
+            written[0] += len(df)
+            summary_rows.append(df[df["layer"] == -1])            # what tau_summary reads
+        total = _each_chunk(args, hm, work)
+    print(tau_summary(pd.concat(summary_rows, ignore_index=True)).round(3).to_string())
+    print(f"wrote {written[0]} rows over {total} sentences to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -88,6 +88,20 @@ def map_runs(checkpoint, name: str, items: Sequence, unit: int = 1, address: Opt
 
 
 @contextmanager
+def session(address: Optional[str] = None, workers: Optional[int] = 2):
+    """One Ray connection held across several map_runs calls (a command reading its corpus a chunk at a time), so
+    Ray starts once; RayUnavailable as map_runs."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("Ray is not installed here: pip install .[ray] (ray==2.60.0)") from None
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be 1 or more, not {workers}")
+    with _connected(ray, address, workers):
+        yield
+
+
+@contextmanager
 def _connected(ray, address: Optional[str], workers: Optional[int]):
     """Ray started or reached for the callers at work, shut down when the last of them is done (if started here)."""
     global _users, _ours

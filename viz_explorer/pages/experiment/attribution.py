@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from viz_explorer.kit import callbacks
-from viz_explorer.kit import context, corpus_panel
+from viz_explorer.kit import context, corpus_input, corpus_panel
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import in_language, t
@@ -115,14 +115,7 @@ if source == "builtin":
     texts = corpora.load(lang)[:N_BUILTIN]
     st.caption(t("ab.builtin_help", n=len(texts), lang=t(f"hs.lang.{lang}")))
 else:
-    up = st.file_uploader(t("hs.upload"), type=["txt", "tsv", "csv"], key="ab_upload")
-    pasted = st.text_area(t("hs.paste"), key="ab_paste", height=120)
-    try:
-        raw = up.getvalue().decode("utf-8") if up is not None else pasted
-        texts = corpora.parse(raw) if raw.strip() else None
-    except (UnicodeDecodeError, ValueError) as e:
-        st.error(t("hs.bad_file", error=e))
-        texts = None
+    texts = corpus_input.own_corpus("ab")
     if texts is None:
         st.stop()
 key = corpus_jobs.result_key("attribution", path, ctx.stamp, texts, {"layer": layer})

@@ -8,7 +8,7 @@ import streamlit as st
 
 from viz_explorer.server import cached, corpus_jobs
 from viz_explorer.kit import callbacks
-from viz_explorer.kit import context, corpus_panel
+from viz_explorer.kit import context, corpus_input, corpus_panel
 from viz_explorer.kit import registry, widgets
 from viz_explorer.kit.strings import in_language, t
 from viz_transformer import export
@@ -34,13 +34,7 @@ if source == "builtin":
     texts = corpora.load(lang)
     st.caption(t("hs.builtin_help", n=len(texts), lang=t(f"hs.lang.{lang}")))
 elif source == "own":
-    up = st.file_uploader(t("hs.upload"), type=["txt", "tsv", "csv"], key="hs_upload")
-    pasted = st.text_area(t("hs.paste"), key="hs_paste", height=120)
-    try:
-        raw = up.getvalue().decode("utf-8") if up is not None else pasted
-        texts = corpora.parse(raw) if raw.strip() else None
-    except UnicodeDecodeError as e:
-        st.error(t("hs.bad_file", error=e))
+    texts = corpus_input.own_corpus("hs")
     if texts is None:
         st.stop()
 
