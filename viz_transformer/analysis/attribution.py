@@ -254,11 +254,13 @@ def rollout_at_once(cfg, n_pieces: int) -> bool:
 
 
 def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: bool = True,
-                 per_layer: bool = False, reference: bool = True, rollout: bool = True) -> StepComparison:
+                 per_layer: bool = False, reference: bool = True, rollout: bool = True,
+                 given: Optional[dict] = None) -> StepComparison:
     """Every method in METHODS at one step (those that need gradients only with gradients=True, occlusion only with
     reference=True, neither past MAX_PIECES: they run the model per piece or per point; rollout only with
     rollout=True), with each method's τ against occlusion and its most different pieces. per_layer: also τ of each
-    per_layer method at each layer alone (layer_tau)."""
+    per_layer method at each layer alone (layer_tau). given: {method: scores} computed already (corpus_taus' occlusion
+    of every step at once), used instead of the method's own call."""
     tgt = step_target(hm, run, step)
     cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the reading methods
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)
@@ -267,7 +269,7 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
     off = {"rollout": not rollout, REFERENCE: out.capped or not reference}
     for name, m in METHODS.items():
         if not (off.get(name, False) or (m.needs_gradients and no_gradients)):
-            got = m.fn(hm, tgt, layer, cache)
+            got = given[name] if given and name in given else m.fn(hm, tgt, layer, cache)
             out.ig = got if isinstance(got, IGResult) else out.ig
             out.scores[name] = scores_of(got).numpy()
     if REFERENCE not in out.scores:
@@ -295,13 +297,23 @@ def corpus_taus(hm, texts: Sequence[str], progress: Optional[Callable[[int, int]
     for k, text in enumerate(texts):
         run = hm.run(text)
         steps = n_steps(run) if max_steps is None else min(n_steps(run), max_steps)
+        given = _every_step(hm, run, steps, gradients) if steps and n_pieces(run) <= grads.MAX_PIECES else {}
         for s in range(1, steps + 1):
-            c = compare_step(hm, run, s, layer, gradients, per_layer)
+            c = compare_step(hm, run, s, layer, gradients, per_layer, given=given.get(s))
             rows += [{"sentence": k, "step": s, "method": m, "layer": -1, "tau": v} for m, v in c.tau.items()]
             rows += [{"sentence": k, "step": s, "method": m, "layer": i, "tau": v} for (m, i), v in c.layer_tau.items()]
         if progress is not None:
             progress(k + 1, len(texts))
     return pd.DataFrame(rows, columns=["sentence", "step", "method", "layer", "tau"])
+
+
+def _every_step(hm, run, steps: int, gradients: bool) -> dict[int, dict]:
+    """{step: {method: scores}} of the methods that run the model, for steps 1..steps of one run at once
+    (grads.occlusion_steps, grads.gradients_steps: the same numbers as each step alone, in far fewer passes)."""
+    occluded = grads.occlusion_steps(hm, run, range(1, steps + 1))
+    both = grads.gradients_steps(hm, run, range(1, steps + 1)) if gradients else {}
+    return {s: {REFERENCE: occluded[s], **({"grad_x_input": both[s][0], "integrated_gradients": both[s][1]}
+                                           if s in both else {})} for s in occluded}
 
 
 def tau_summary(df: pd.DataFrame) -> pd.DataFrame:

@@ -13,8 +13,9 @@ import copy
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
+import numpy as np
 import torch
 
 from viz_transformer.core.batch import Batch, one_row
@@ -84,17 +85,25 @@ def _at(b: Batch, tgt: StepTarget) -> torch.Tensor:
     return at
 
 
-def _run(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor) -> torch.Tensor:
-    """log p(tgt.token) at tgt.row [N] with the input pieces' token embeddings replaced by emb [N, pieces, d]."""
+def _logits(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+    """Logits [N, len(rows), V] at the decoder's `rows`, the input pieces' token embeddings replaced by emb
+    [N, pieces, d], the never-generated ids at -inf."""
     n = emb.shape[0]
     b = batch.expand(n) if n > 1 else batch
 
     def put(x, hook):                                         # x: (N, T, d); the pieces are its first rows
         return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
+    at = torch.zeros(b.dec.shape, dtype=torch.bool)
+    at[:, list(rows)] = True
     with hooks_active([(tgt.hook, put)]):
         args = (b.src, b.dec) if b.src is not None else (b.dec,)
-        logits = model(*args, prefix_len=b.prefix_len, logits_at=_at(b, tgt)).float().cpu()       # (N, V)
-    return torch.log_softmax(allowed_logits(logits, list(tgt.banned)), -1)[:, tgt.token]
+        logits = model(*args, prefix_len=b.prefix_len, logits_at=at).float().cpu()        # (N * len(rows), V)
+    return allowed_logits(logits.view(n, len(rows), -1), list(tgt.banned))
+
+
+def _run(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor) -> torch.Tensor:
+    """log p(tgt.token) at tgt.row [N] with the input pieces' token embeddings replaced by emb [N, pieces, d]."""
+    return torch.log_softmax(_logits(model, batch, tgt, emb, [tgt.row])[:, 0], -1)[:, tgt.token]
 
 
 def logprob_fn(hm, tgt: StepTarget) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -141,6 +150,78 @@ def occlusion(hm, tgt: StepTarget) -> torch.Tensor:
             e, sliding_window_shapes=(1, e.shape[-1]), strides=(1, e.shape[-1]), baselines=0.0,
             perturbations_per_eval=_chunk(tgt, tgt.n_pieces))
     return attr[0].mean(-1).detach().cpu()                       # every feature of a piece's window holds its drop
+
+
+LOGIT_FLOATS = 1 << 25   # occlusion_steps' logits held at once (128 MiB): perturbations per forward × steps × vocab
+
+
+def occlusion_steps(hm, run, steps: Sequence[int]) -> dict[int, torch.Tensor]:
+    """{step: occlusion(hm, step_target(hm, run, step))} for the output `steps` of one run at once: one
+    teacher-forced forward per occluded piece (and one with none), reading the logits of every step's row, where
+    the per-step function makes those forwards for each step. The decoder is causal, so a step's row reads nothing
+    after it: the same numbers, to float rounding (tests/test_attribution_steps.py)."""
+    steps = sorted(set(steps))
+    tgts = [step_target(hm, run, s) for s in steps]
+    last = tgts[-1]
+    _check_long(last, "occlusion")
+    model, e, n = float32_model(hm.model), embedding(hm, last), last.n_pieces
+    perturbed = e.repeat(n + 1, 1, 1)                          # row 0 as it is; row j + 1 with piece j zeroed
+    perturbed[torch.arange(n) + 1, torch.arange(n)] = 0.0
+    rows, tokens = [t.row for t in tgts], torch.tensor([t.token for t in tgts])
+    vocab = model.cfg.out_vocab
+    per = max(1, min(_chunk(last, n + 1), LOGIT_FLOATS // max(1, len(rows) * vocab)))
+    logp = []
+    with torch.no_grad():
+        for a in range(0, n + 1, per):
+            lp = torch.log_softmax(_logits(model, last.batch, last, perturbed[a:a + per], rows), -1)
+            logp.append(lp[:, torch.arange(len(rows)), tokens])                  # (chunk, steps)
+    lp = torch.cat(logp)
+    drop = lp[:1] - lp[1:]                                                       # (pieces, steps)
+    return {s: drop[:, i].contiguous() for i, s in enumerate(steps)}
+
+
+def gradients_steps(hm, run, steps: Sequence[int], ig_steps: int = IG_STEPS) -> dict[int, tuple]:
+    """{step: (grad_x_input, integrated_gradients)} for the output `steps` of one run at once: one forward of every
+    integrated-gradients point (Captum's Gauss-Legendre points and weights), of the input itself (grad × input, and
+    f(x)) and of zeros (f(0)), reading every step's row, then one backward per step; the per-step functions make
+    those forwards for each step. The same numbers to float rounding (tests/test_attribution_steps.py)."""
+    if ig_steps < IG_STEPS:
+        raise ValueError(f"integrated gradients takes at least {IG_STEPS} steps, not {ig_steps}")
+    steps = sorted(set(steps))
+    tgts = [step_target(hm, run, s) for s in steps]
+    last = tgts[-1]
+    _check_long(last, "integrated gradients")
+    model, e, n = float32_model(hm.model), embedding(hm, last), last.n_pieces
+    nodes, weights = np.polynomial.legendre.leggauss(ig_steps)              # on [-1, 1]: Captum scales them to [0, 1]
+    points = torch.tensor(np.concatenate([0.5 * (nodes + 1), [1.0, 0.0]]), dtype=torch.float32)
+    sizes = torch.tensor(0.5 * weights, dtype=torch.float32)
+    rows, tokens, k = [t.row for t in tgts], torch.tensor([t.token for t in tgts]), len(tgts)
+    total = torch.zeros(k, n, e.shape[-1])                                   # Σ size × gradient, per step
+    at_x, ends = torch.zeros(k, n, e.shape[-1]), torch.zeros(2, k)           # the gradient at x; f(x), f(0)
+    per = _chunk(last, len(points))
+    for a in range(0, len(points), per):
+        alpha = points[a:a + per]
+        emb = (alpha[:, None, None] * e).detach().requires_grad_()
+        with torch.enable_grad():
+            lp = torch.log_softmax(_logits(model, last.batch, last, emb, rows), -1)[:, torch.arange(k), tokens]
+            for i in range(k):                     # the points are batch rows apart: one backward of their sum
+                g = torch.autograd.grad(lp[:, i].sum(), emb, retain_graph=i < k - 1)[0].detach().cpu()
+                for j, p in enumerate(range(a, a + len(alpha))):
+                    if p < ig_steps:
+                        total[i] += sizes[p] * g[j]
+                    elif p == ig_steps:
+                        at_x[i] = g[j]
+        for j, p in enumerate(range(a, a + len(alpha))):
+            if p >= ig_steps:
+                ends[p - ig_steps] = lp[j].detach().cpu()
+    x = e[0].cpu()
+    out = {}
+    for i, s in enumerate(steps):
+        attr = total[i] * x                                                   # (pieces, d), the baseline zeros
+        gap = float(ends[0, i] - ends[1, i])
+        out[s] = ((at_x[i] * x).norm(dim=-1),
+                  IGResult(attr.norm(dim=-1), attr.sum(-1), float(attr.sum()) - gap, gap))
+    return out
 
 
 def grad_x_input(hm, tgt: StepTarget) -> torch.Tensor:
