@@ -66,3 +66,13 @@ def test_the_command_line_reads_its_corpus_in_chunks_and_writes_the_whole_corpus
     pd.testing.assert_frame_equal(rows, corpus_taus(hm, SENTENCES[:40], max_steps=1, per_layer=True),
                                   check_dtype=False)
     assert sorted(rows["sentence"].unique()) == list(range(40))
+
+
+def test_an_attribution_run_that_fails_keeps_nothing(ckpt_root, tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes("我是学生。\n".encode("utf-8") * 3 + b"\xff\xfe broken\n")       # fails in the first chunk's read
+    out = tmp_path / "taus.csv"
+    assert cli_main(["attribution", "--checkpoint", str(ckpt_root / "tiny-zh-en"), "--corpus", str(bad),
+                     "--out", str(out), "--quiet"]) == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))

@@ -93,8 +93,7 @@ def cmd_attribution(args) -> int:
     "how often" pass of docs/attribution.md), one row per (sentence, step, method, layer) as CSV, written a chunk of
     sentences at a time; the summary per method printed."""
     import pandas as pd
-    from viz_transformer.analysis.attribution import corpus_taus, tau_summary
-    from viz_transformer.analysis.corpus_ray import taus_on_ray
+    from viz_transformer.analysis.attribution import tau_summary
     out = out_path(args.out)
     hm = load_model(args.checkpoint)
     if hm.cfg.is_encoder_only:
@@ -102,7 +101,23 @@ def cmd_attribution(args) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         raise UserError(f"--max-steps must be 1 or more, not {args.max_steps}")
     summary_rows, written = [], [0]
-    with open(out, "w", encoding="utf-8-sig", newline="") as f:      # a BOM, as export.csv_bytes writes
+    partial = out.with_name(out.name + ".partial")      # renamed when every chunk is written: nothing half-kept
+    try:
+        total = _write_taus(args, hm, partial, summary_rows, written)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out)
+    print(tau_summary(pd.concat(summary_rows, ignore_index=True)).round(3).to_string())
+    print(f"wrote {written[0]} rows over {total} sentences to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _write_taus(args, hm, path: Path, summary_rows: list, written: list) -> int:
+    """attribution's rows, a chunk of the corpus at a time, into path; the layer -1 rows kept for the summary."""
+    from viz_transformer.analysis.attribution import corpus_taus
+    from viz_transformer.analysis.corpus_ray import taus_on_ray
+    with open(path, "w", encoding="utf-8-sig", newline="") as f:      # a BOM, as export.csv_bytes writes
 
         def work(before, chunk, progress):
             if args.ray is None:
@@ -114,10 +129,7 @@ def cmd_attribution(args) -> int:
             df.to_csv(f, index=False, header=written[0] == 0)
             written[0] += len(df)
             summary_rows.append(df[df["layer"] == -1])            # what tau_summary reads
-        total = _each_chunk(args, hm, work)
-    print(tau_summary(pd.concat(summary_rows, ignore_index=True)).round(3).to_string())
-    print(f"wrote {written[0]} rows over {total} sentences to {args.out}", file=sys.stderr)
-    return 0
+        return _each_chunk(args, hm, work)
 
 
 def cmd_evaluate(args) -> int:
