@@ -259,8 +259,8 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
     """Every method in METHODS at one step (those that need gradients only with gradients=True, occlusion only with
     reference=True, neither past MAX_PIECES: they run the model per piece or per point; rollout only with
     rollout=True), with each method's τ against occlusion and its most different pieces. per_layer: also τ of each
-    per_layer method at each layer alone (layer_tau). given: {method: scores} computed already (corpus_taus' occlusion
-    of every step at once), used instead of the method's own call."""
+    per_layer method at each layer alone (layer_tau). given: {method: scores} computed already (corpus_taus makes the
+    model-running methods for every step of a run at once), used instead of the method's own call."""
     tgt = step_target(hm, run, step)
     cache = reading_cache(hm, run, tgt)                 # the run's captures, else one forward for the reading methods
     out = StepComparison(step, hm.tokenizer.pieces([tgt.token])[0], tgt.pieces)

@@ -78,10 +78,10 @@ def float32_model(model):
         return _FLOAT32[model]
 
 
-def _at(b: Batch, tgt: StepTarget) -> torch.Tensor:
-    """logits_at: True at the token's row of every batch row [N, T]."""
+def _at(b: Batch, rows: Sequence[int]) -> torch.Tensor:
+    """logits_at: True at the decoder's `rows` of every batch row [N, T]."""
     at = torch.zeros(b.dec.shape, dtype=torch.bool)
-    at[:, tgt.row] = True
+    at[:, list(rows)] = True
     return at
 
 
@@ -93,11 +93,9 @@ def _logits(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Seque
 
     def put(x, hook):                                         # x: (N, T, d); the pieces are its first rows
         return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
-    at = torch.zeros(b.dec.shape, dtype=torch.bool)
-    at[:, list(rows)] = True
     with hooks_active([(tgt.hook, put)]):
         args = (b.src, b.dec) if b.src is not None else (b.dec,)
-        logits = model(*args, prefix_len=b.prefix_len, logits_at=at).float().cpu()        # (N * len(rows), V)
+        logits = model(*args, prefix_len=b.prefix_len, logits_at=_at(b, rows)).float().cpu()   # (N * len(rows), V)
     return allowed_logits(logits.view(n, len(rows), -1), list(tgt.banned))
 
 
@@ -120,7 +118,7 @@ def embedding(hm, tgt: StepTarget) -> torch.Tensor:
         got["e"] = x[:, : tgt.n_pieces].detach().float().clone()
     b = tgt.batch
     with torch.no_grad(), hooks_active([(tgt.hook, keep)]):
-        model(*((b.src, b.dec) if b.src is not None else (b.dec,)), prefix_len=b.prefix_len, logits_at=_at(b, tgt))
+        model(*((b.src, b.dec) if b.src is not None else (b.dec,)), prefix_len=b.prefix_len, logits_at=_at(b, [tgt.row]))
     return got["e"]
 
 
@@ -194,26 +192,23 @@ def gradients_steps(hm, run, steps: Sequence[int], ig_steps: int = IG_STEPS) -> 
     model, e, n = float32_model(hm.model), embedding(hm, last), last.n_pieces
     nodes, weights = np.polynomial.legendre.leggauss(ig_steps)              # on [-1, 1]: Captum scales them to [0, 1]
     points = torch.tensor(np.concatenate([0.5 * (nodes + 1), [1.0, 0.0]]), dtype=torch.float32)
-    sizes = torch.tensor(0.5 * weights, dtype=torch.float32)
+    sizes = torch.tensor(np.concatenate([0.5 * weights, [0.0, 0.0]]), dtype=torch.float32)   # x and 0: no weight
     rows, tokens, k = [t.row for t in tgts], torch.tensor([t.token for t in tgts]), len(tgts)
     total = torch.zeros(k, n, e.shape[-1])                                   # Σ size × gradient, per step
-    at_x, ends = torch.zeros(k, n, e.shape[-1]), torch.zeros(2, k)           # the gradient at x; f(x), f(0)
+    at_x, logp = torch.zeros(k, n, e.shape[-1]), torch.zeros(len(points), k)  # the gradient at x; log p at each point
     per = _chunk(last, len(points))
     for a in range(0, len(points), per):
-        alpha = points[a:a + per]
-        emb = (alpha[:, None, None] * e).detach().requires_grad_()
+        b = min(len(points), a + per)
+        emb = (points[a:b, None, None] * e).detach().requires_grad_()
         with torch.enable_grad():
             lp = torch.log_softmax(_logits(model, last.batch, last, emb, rows), -1)[:, torch.arange(k), tokens]
             for i in range(k):                     # the points are batch rows apart: one backward of their sum
-                g = torch.autograd.grad(lp[:, i].sum(), emb, retain_graph=i < k - 1)[0].detach().cpu()
-                for j, p in enumerate(range(a, a + len(alpha))):
-                    if p < ig_steps:
-                        total[i] += sizes[p] * g[j]
-                    elif p == ig_steps:
-                        at_x[i] = g[j]
-        for j, p in enumerate(range(a, a + len(alpha))):
-            if p >= ig_steps:
-                ends[p - ig_steps] = lp[j].detach().cpu()
+                g = torch.autograd.grad(lp[:, i].sum(), emb, retain_graph=i < k - 1)[0].cpu()
+                total[i] += torch.einsum("p,pnd->nd", sizes[a:b], g)
+                if a <= ig_steps < b:
+                    at_x[i] = g[ig_steps - a]
+        logp[a:b] = lp.detach().cpu()
+    ends = logp[ig_steps:]                                                    # f(x), f(0)
     x = e[0].cpu()
     out = {}
     for i, s in enumerate(steps):

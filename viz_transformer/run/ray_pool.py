@@ -62,14 +62,9 @@ def map_runs(checkpoint, name: str, items: Sequence, unit: int = 1, address: Opt
     package and the checkpoint at the same path), else on a Ray started here with `workers` CPUs. progress(items done,
     items) after each run comes back. No Ray here, or one that cannot be started or reached: RayUnavailable, in one
     line."""
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailable("Ray is not installed here: pip install .[ray] (ray==2.60.0)") from None
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be 1 or more, not {workers}")
     function(name)                                 # a wrong name fails here, not in every worker
-    with _connected(ray, address, workers):
+    with session(address, workers):
+        import ray
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         runs = split(items, n * RUNS_PER_WORKER, unit)
         pool = [ray.remote(num_cpus=1)(_Worker).remote(str(checkpoint)) for _ in range(min(n, len(runs)))]
