@@ -976,7 +976,7 @@ EN = {
     "hs.paste": "…or paste sentences, one a line",
     "hs.bad_file": "That file is not UTF-8 text: {error}",
     "hs.too_many": "This corpus has {n} {n:sentence|sentences}; a corpus here holds at most {most}. The command line "
-                   "reads any length: viz-transformer stats --corpus FILE (or attribution).",
+                   "reads any length: `viz-transformer stats --corpus FILE` (or attribution).",
     "hs.run": "Measure over {n} {n:sentence|sentences}",
     "hs.not_yet": "Press the button to measure every head over the corpus (cached afterwards).",
     "hs.defs": "What the numbers mean",

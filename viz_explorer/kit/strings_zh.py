@@ -791,7 +791,7 @@ ZH = {
     "hs.upload": "上传文本文件（每行一句）",
     "hs.paste": "……或粘贴句子，每行一句",
     "hs.bad_file": "这个文件不是 UTF-8 文本：{error}",
-    "hs.too_many": "这个语料有 {n} 句；这里的语料最多 {most} 句。命令行可以读任意长度：viz-transformer stats --corpus FILE"
+    "hs.too_many": "这个语料有 {n} 句；这里的语料最多 {most} 句。命令行可以读任意长度：`viz-transformer stats --corpus FILE`"
                    "（或 attribution）。",
     "hs.run": "在 {n} 个句子上统计",
     "hs.not_yet": "按下按钮，在语料上统计每个头（之后会缓存）。",

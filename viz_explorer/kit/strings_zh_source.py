@@ -755,7 +755,7 @@ SOURCE = {
     "hs.upload": "c58a73d3",
     "hs.paste": "b9306751",
     "hs.bad_file": "05fe1ae1",
-    "hs.too_many": "5a10fc5f",
+    "hs.too_many": "5eff719f",
     "hs.run": "a47cc78e",
     "hs.not_yet": "71e8186d",
     "hs.defs": "f5c61067",
