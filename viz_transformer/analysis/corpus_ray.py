@@ -13,7 +13,7 @@ from typing import Callable, Optional, Sequence
 
 import pandas as pd
 
-from viz_transformer.analysis.summaries import STATS
+from viz_transformer.analysis.summaries import CORPUS_BATCH, STATS
 from viz_transformer.run.ray_pool import map_runs
 
 KEYS = ["block", "layer", "head"]
@@ -36,7 +36,7 @@ def combine(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def head_stats_on_ray(checkpoint, texts: Sequence[str], address: Optional[str] = None, workers: Optional[int] = 2,
-                      batch_size: int = 16, progress: Optional[Callable[[int, int], None]] = None) -> pd.DataFrame:
+                      batch_size: int = CORPUS_BATCH, progress: Optional[Callable[[int, int], None]] = None) -> pd.DataFrame:
     """corpus_head_stats(load_checkpoint(checkpoint), texts) computed by Ray actors (ray_pool.map_runs: `workers`,
     None for every CPU of the cluster at `address`), in runs of whole batches."""
     parts = map_runs(checkpoint, "viz_transformer.analysis.summaries:corpus_head_stats", _sentences(texts), batch_size,

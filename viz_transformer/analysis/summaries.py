@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 from viz_transformer.run.capture import run_padded
+from viz_transformer.run.decode_capture import decode_with_patterns
 
 from viz_transformer.analysis import head_sums, sinks
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, layer_name, n_layers
@@ -197,9 +198,12 @@ class _CacheCfg:
         self.n_encoder_layers, self.n_decoder_layers = n.get("encoder", 0), n.get("decoder", 0)
 
 
+CORPUS_BATCH = 64      # sentences per batch: decoding's matrices grow with it; past 64 the longest row holds more back
+
+
 @torch.no_grad()
 def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int, int], None]] = None,
-                      batch_size: int = 16, max_new_tokens: Optional[int] = None) -> pd.DataFrame:
+                      batch_size: int = CORPUS_BATCH, max_new_tokens: Optional[int] = None) -> pd.DataFrame:
     """head_stats averaged per head over sentences (each sentence's mean over its valid rows, then the
     mean over sentences), plus `n_sentences`. A translator's decoder reads its own greedy output (as in
     HookedModel.run); a decoder-only model reads the text alone. Sentences run right-padded in batches;
@@ -208,29 +212,40 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
     texts = [s for s in (str(x).strip() for x in texts) if s]
     if not texts:
         raise ValueError("the corpus has no sentences: give at least one non-empty line")
-    names = lambda n: n.endswith(("hook_pattern", "hook_mask"))                       # noqa: E731
     sums: dict[tuple, dict[str, float]] = {}
-    for start in range(0, len(texts), batch_size):
-        chunk = texts[start:start + batch_size]
-        batch, cache = run_padded(hm, chunk, max_new_tokens, names)
+    done = 0
+    for batch, cache in _captured_batches(hm, texts, batch_size, max_new_tokens):
         seqs = {} if cfg.is_encoder_only else {"decoder": (batch.dec, batch.dec_len)}      # BERT: no decoder rows
         if batch.src is not None:
             seqs["encoder"] = (batch.src, batch.src_len)
         q_valid, punct = {}, {}
         for part, (rows, lens) in seqs.items():
             q_valid[part] = torch.arange(rows.shape[1])[None, :] < torch.tensor(lens)[:, None]
-            punct[part] = torch.tensor([[is_punctuation(tok.piece(i)) for i in r] for r in rows.tolist()]) & q_valid[part]
+            ids, where = torch.unique(rows, return_inverse=True)                 # each id's piece looked at once
+            punct[part] = torch.tensor([is_punctuation(tok.piece(i)) for i in ids.tolist()])[where] & q_valid[part]
         for r in _batch_stats(cache, cfg, q_valid, punct):
             acc = sums.setdefault((r["block"], r["layer"], r["head"]), {k: 0.0 for k in STATS})
             for k in STATS:
                 acc[k] += float(r[k].sum())
+        done += len(batch)
         if progress is not None:
-            progress(min(start + batch_size, len(texts)), len(texts))
+            progress(done, len(texts))
     n = len(texts)
     df = _table([{"block": b, "layer": l, "head": h, **{k: v / n for k, v in acc.items()}}
                  for (b, l, h), acc in sums.items()])
     df["n_sentences"] = n
     return df
+
+
+def _captured_batches(hm, texts: list[str], batch_size: int, max_new_tokens: Optional[int]):
+    """(batch, patterns and masks) per batch: an encoder-decoder model's taken while it decodes (its decoder reads
+    its own greedy output, and no second forward runs), any other's from one forward of its texts."""
+    if hm.cfg.is_encoder_decoder:
+        yield from decode_with_patterns(hm, texts, max_new_tokens, batch_size)
+        return
+    names = lambda n: n.endswith(("hook_pattern", "hook_mask"))                       # noqa: E731
+    for start in range(0, len(texts), batch_size):
+        yield run_padded(hm, texts[start:start + batch_size], max_new_tokens, names)
 
 
 def head_roles(df: pd.DataFrame, threshold: float = ROLE_THRESHOLD, broad: float = BROAD_FRACTION) -> pd.DataFrame:

@@ -25,7 +25,8 @@ def _pick_greedy(logits: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list[int], pick=_pick_greedy,
-             on_step=None, watch: Sequence[str] = (), fwd_hooks=(), past: Optional[tuple] = None) -> list[list[int]]:
+             on_step=None, watch: Sequence[str] = (), fwd_hooks=(), past: Optional[tuple] = None,
+             drop_finished: bool = False) -> list[list[int]]:
     """The one token-by-token loop with a KV cache, for every row of `batch` (whose prompts have one
     length): each step feeds the new tokens and appends pick(logits [B, V]) -> ids [B] (default: the
     argmax, greedy), with the never-generated ids at -inf. A row stops at [end]; the loop stops when every
@@ -34,7 +35,9 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
     row's generated ids, without [end]. fwd_hooks: active for the whole loop. past: (KVCache holding the whole
     prompt, the raw logits [B, V] of its last position, rows {name: [B, head, key]} of `watch` there), from a
     forward that already read the prompt (a lean run's capture, run/lean_once.py): the loop starts from it
-    instead of reading the prompt again."""
+    instead of reading the prompt again. drop_finished: a row leaves the batch (and its KV cache) once it has
+    ended, so the others do not carry it to the longest one's end; on_step still sees every row, an ended one's
+    logits -inf, id -1 and pattern rows zero."""
     cfg = model.cfg
     batch = batch.to(model_device(model))
     stops = torch.tensor(stop_ids(cfg), device=batch.dec.device)
@@ -43,6 +46,7 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
         seen = batch.dec                                      # every decoder id so far (repetition penalty)
         out: list[list[int]] = [[] for _ in range(len(batch))]
         done = [False] * len(batch)
+        live = list(range(len(batch)))                        # the batch rows still decoding (all, unless dropped)
         steps = max(0, min(max_new_tokens, cfg.max_len - cur.shape[1]))
         for t in range(steps):
             if t == 0 and past is not None:
@@ -53,18 +57,40 @@ def generate(model: Transformer, batch: Batch, max_new_tokens: int, banned: list
             if cfg.forced_eos and t == steps - 1:                 # the last token allowed is [end] (or the forced id)
                 logits = only_forced(logits, cfg)
             nxt = pick(logits)
-            if on_step is not None and on_step(t, logits, nxt, rows):
+            if on_step is not None and on_step(t, *_every_row(live, len(batch), logits, nxt, rows)):
                 break
             ended = torch.isin(nxt, stops).tolist()
-            for r, i in enumerate(nxt.tolist()):
-                if not done[r] and not ended[r]:
+            for j, i in enumerate(nxt.tolist()):
+                r = live[j]
+                if not done[r] and not ended[j]:
                     out[r].append(i)
-            done = [d or e for d, e in zip(done, ended)]
+                done[r] = done[r] or ended[j]
             if all(done):
                 break
             cur = nxt.unsqueeze(1)
             seen = torch.cat([seen, cur], 1)
+            if drop_finished and any(done[r] for r in live):
+                keep = [j for j, r in enumerate(live) if not done[r]]
+                index = torch.tensor(keep, device=cur.device)
+                cache.reorder(index)
+                cur, seen, live = cur[index], seen[index], [live[j] for j in keep]
     return out
+
+
+def _every_row(live: list[int], n: int, logits: torch.Tensor, ids: torch.Tensor, rows: dict) -> tuple:
+    """A step's (logits, ids, rows) for the `live` rows, widened to all n rows of the batch (those dropped:
+    logits -inf, id -1, pattern rows zero); as they are when every row is live."""
+    if len(live) == n:
+        return logits, ids, rows
+    at = torch.tensor(live)
+    wide_logits = torch.full((n, *logits.shape[1:]), float("-inf"), dtype=logits.dtype, device=logits.device)
+    wide_ids = torch.full((n,), -1, dtype=ids.dtype, device=ids.device)
+    wide_logits[at.to(logits.device)], wide_ids[at.to(ids.device)] = logits, ids
+    wide = {}
+    for name, x in rows.items():
+        wide[name] = torch.zeros((n, *x.shape[1:]), dtype=x.dtype)
+        wide[name][at] = x
+    return wide_logits, wide_ids, wide
 
 
 def step_logits(model: Transformer, ids: torch.Tensor, cache: KVCache, banned: list[int], watch: Sequence[str] = ()):
