@@ -8,7 +8,8 @@ per method and per layer: docs/attribution.md); and what importing Captum (with 
 
 The page is timed as benchmarks/pixels.py times every page (one server, headless Chromium, a new text submitted on
 the overview, then the page opened from the sidebar `--repeat` times: the first visit computes, later ones reuse the
-memo). The corpus pass is analysis.attribution.corpus_taus with every method and per_layer=True, in this process.
+memo). The corpus pass is analysis.attribution.corpus_taus with every method and per_layer=True, in this process,
+--workers sentences at once on threads (default the app's, viz_explorer/server/threads.cores()).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from viz_explorer.server.threads import cores
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "Attention vs attribution"
@@ -54,7 +57,7 @@ def page_times(tokens, repeat: int) -> list[dict]:
     return [r for r in rows if r["page"] == PAGE]
 
 
-def corpus(name: str, n: int, max_steps=None, save=None, chunk: int = 10) -> dict:
+def corpus(name: str, n: int, max_steps=None, save=None, chunk: int = 10, workers: int = 1) -> dict:
     """τ over the first n built-in sentences, `chunk` sentences at a time; save(result so far) after each chunk."""
     import pandas as pd
     import torch
@@ -65,14 +68,14 @@ def corpus(name: str, n: int, max_steps=None, save=None, chunk: int = 10) -> dic
     texts = corpora.load("zh" if hm.cfg.is_translator else "en")[:n]
     t, parts = time.perf_counter(), []
     for a in range(0, len(texts), chunk):
-        part = AA.corpus_taus(hm, texts[a:a + chunk], per_layer=True, max_steps=max_steps)
+        part = AA.corpus_taus(hm, texts[a:a + chunk], per_layer=True, max_steps=max_steps, workers=workers)
         parts.append(part.assign(sentence=part["sentence"] + a))
         df = pd.concat(parts, ignore_index=True)
         summary = AA.tau_summary(df)
         layers = (df[df["layer"] >= 0].dropna(subset=["tau"]).groupby(["method", "layer"])["tau"]
                   .agg(steps="size", median="median", above_half=lambda x: float((x > 0.5).mean())))
         out = {"model": name, "sentences": min(a + chunk, len(texts)), "of": len(texts), "max_steps": max_steps,
-               "threads": torch.get_num_threads(), "steps": len(df[["sentence", "step"]].drop_duplicates()),
+               "threads": torch.get_num_threads(), "workers": workers, "steps": len(df[["sentence", "step"]].drop_duplicates()),
                "seconds": round(time.perf_counter() - t, 1), "summary": summary.round(3).reset_index().to_dict("records"),
                "per_layer": layers.round(3).reset_index().to_dict("records")}
         print(f"  {name}: {out['sentences']}/{len(texts)} sentences, {out['seconds']:.0f} s", flush=True)
@@ -84,7 +87,8 @@ def corpus(name: str, n: int, max_steps=None, save=None, chunk: int = 10) -> dic
 def _print_corpus(r: dict) -> None:
     print(f"\n{r['model']}: {r['sentences']} of {r['of']} sentences, {r['steps']} output steps"
           + (f" (the first {r['max_steps']} of each)" if r["max_steps"] else "")
-          + f", {r['seconds']:.1f} s ({r['seconds'] / max(r['steps'], 1):.2f} s a step, {r['threads']} torch thread)")
+          + f", {r['seconds']:.1f} s ({r['seconds'] / max(r['steps'], 1):.2f} s a step, {r['threads']} torch thread, "
+            f"{r.get('workers', 1)} sentence(s) at once)")
     print(f"  {'method':22s} {'steps':>6s} {'median τ':>9s} {'mean τ':>7s} {'τ > 0.5':>8s}")
     for s in r["summary"]:
         print(f"  {s['method']:22s} {s['steps']:6d} {s['median']:9.2f} {s['mean']:7.2f} {s['above_half']:8.0%}")
@@ -103,6 +107,10 @@ def main(argv=None) -> int:
     p.add_argument("--max-steps", help="per model, the output steps read per sentence: 'en-stories=8' (default all)")
     p.add_argument("--threads", type=int, default=1, help="torch threads for the corpus pass (the app's: one, "
                                                            "viz_explorer/server/threads.py)")
+    p.add_argument("--chunk", type=int, default=10, help="sentences between saves of the result so far (0: all at "
+                   "once, as the app runs them)")
+    p.add_argument("--workers", type=int, default=cores(),
+                   help="sentences at once, each on a thread (the app's: viz_explorer/server/threads.cores())")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--pause-training", action="store_true", help="SIGSTOP `viz_transformer train` processes meanwhile")
     a = p.parse_args(argv)
@@ -133,7 +141,8 @@ def main(argv=None) -> int:
                 if a.json:
                     Path(a.json).write_text(json.dumps({**out, "corpus": out["corpus"] + [r]}, indent=1, default=str))
             for name in a.models.split(","):
-                out["corpus"].append(corpus(name, a.sentences, int(caps[name]) if name in caps else None, save))
+                out["corpus"].append(corpus(name, a.sentences, int(caps[name]) if name in caps else None, save,
+                                             a.chunk or a.sentences, a.workers))
                 _print_corpus(out["corpus"][-1])
         print(f"load average {os.getloadavg()[0]:.1f}")
     finally:

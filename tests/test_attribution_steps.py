@@ -67,3 +67,13 @@ def test_fewer_points_than_the_floor_are_refused(ckpt_root):
     run = hm.run(text_for(hm), max_new_tokens=2)
     with pytest.raises(ValueError, match="at least 32 steps"):
         grads.gradients_steps(hm, run, [1], ig_steps=8)
+
+
+def test_sentences_on_threads_give_the_one_threads_rows_and_progress(ckpt_root):
+    hm, texts = model("zh-en", ckpt_root), corpora.load("zh")[7:11]
+    seen = []
+    on_threads = AA.corpus_taus(hm, texts, lambda d, n: seen.append((d, n)), per_layer=True, workers=3)
+    alone = AA.corpus_taus(hm, texts, per_layer=True)
+    assert on_threads[["sentence", "step", "method", "layer"]].equals(alone[["sentence", "step", "method", "layer"]])
+    np.testing.assert_allclose(on_threads["tau"].to_numpy(), alone["tau"].to_numpy(), atol=1e-12)
+    assert seen == [(k, len(texts)) for k in range(1, len(texts) + 1)]

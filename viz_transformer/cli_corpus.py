@@ -18,7 +18,8 @@ RAY_HELP = ("spread the corpus over Ray workers: a cluster's address (ray://host
 
 def _ray_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help=RAY_HELP)
-    s.add_argument("--workers", type=int, default=2, help="Ray workers, one CPU each (with --ray; default 2)")
+    s.add_argument("--workers", type=int, default=2, help="Ray workers, one CPU each, with --ray; without it, "
+                   "the sentences attribution scores at once, each on a thread here (default 2)")
 
 
 def _progress(args):
@@ -121,7 +122,7 @@ def _write_taus(args, hm, path: Path, summary_rows: list, written: list) -> int:
 
         def work(before, chunk, progress):
             if args.ray is None:
-                df = corpus_taus(hm, chunk, progress, max_steps=args.max_steps, per_layer=True)
+                df = corpus_taus(hm, chunk, progress, max_steps=args.max_steps, per_layer=True, workers=args.workers)
             else:
                 df = taus_on_ray(args.checkpoint, chunk, args.ray or None, args.workers, args.max_steps, progress,
                                  per_layer=True)

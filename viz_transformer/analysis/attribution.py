@@ -34,6 +34,7 @@ from viz_transformer.core.batch import forward
 from viz_transformer.core.hook_names import layer_name
 from viz_transformer.run import attribution as grads
 from viz_transformer.run.attribution import IGResult, StepTarget, n_steps, step_target
+from viz_transformer.run.in_threads import map_in_threads
 
 N_DIFFERENT = 3          # pieces marked per method: those whose rank differs most from occlusion's
 AUTO_PIECES = 64         # past this many input pieces the page computes occlusion and the gradients on a button: their
@@ -289,22 +290,31 @@ def compare_step(hm, run, step: int, layer: Optional[int] = None, gradients: boo
 # -- how often: τ over every output step of a corpus ----------------------------------------------------------------
 def corpus_taus(hm, texts: Sequence[str], progress: Optional[Callable[[int, int], None]] = None,
                 layer: Optional[int] = None, gradients: bool = True, max_steps: Optional[int] = None,
-                per_layer: bool = False) -> pd.DataFrame:
+                per_layer: bool = False, workers: int = 1) -> pd.DataFrame:
     """One row per (sentence, output step, method, layer): τ of that method with occlusion; layer -1 is the
     mean over layers (or `layer`), per_layer adds attention and value_norm at each layer alone. Texts past
-    MAX_PIECES give no rows. progress(done, total) after each sentence. max_steps: the first steps only."""
-    rows = []
-    for k, text in enumerate(texts):
-        run = hm.run(text)
+    MAX_PIECES give no rows. progress(done, total) after each sentence. max_steps: the first steps only.
+    workers: sentences at once, each on a thread of this process (run/in_threads.py), the longest first: the
+    same rows, in the sentences' order."""
+    def one(k_text) -> list[dict]:
+        k, text = k_text
+        run, rows = hm.run(text), []
         steps = n_steps(run) if max_steps is None else min(n_steps(run), max_steps)
         given = _every_step(hm, run, steps, gradients) if steps and n_pieces(run) <= grads.MAX_PIECES else {}
         for s in range(1, steps + 1):
             c = compare_step(hm, run, s, layer, gradients, per_layer, given=given.get(s))
             rows += [{"sentence": k, "step": s, "method": m, "layer": -1, "tau": v} for m, v in c.tau.items()]
             rows += [{"sentence": k, "step": s, "method": m, "layer": i, "tau": v} for (m, i), v in c.layer_tau.items()]
+        return rows
+    # on threads the longest sentences go first, so no long one is left running alone at the end
+    order = sorted(range(len(texts)), key=lambda k: -len(texts[k])) if workers > 1 else range(len(texts))
+    found: dict[int, list[dict]] = {}
+    for done, (k, rows) in enumerate(zip(order, map_in_threads(one, [(k, texts[k]) for k in order], workers)), 1):
+        found[k] = rows
         if progress is not None:
-            progress(k + 1, len(texts))
-    return pd.DataFrame(rows, columns=["sentence", "step", "method", "layer", "tau"])
+            progress(done, len(texts))
+    return pd.DataFrame([r for k in range(len(texts)) for r in found[k]],
+                        columns=["sentence", "step", "method", "layer", "tau"])
 
 
 def _every_step(hm, run, steps: int, gradients: bool) -> dict[int, dict]:

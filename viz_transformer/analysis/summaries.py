@@ -18,6 +18,7 @@ import torch
 
 from viz_transformer.run.capture import run_padded
 from viz_transformer.run.decode_capture import decode_with_patterns
+from viz_transformer.run.in_threads import map_in_threads
 
 from viz_transformer.analysis import head_sums, sinks
 from viz_transformer.core.hook_names import BLOCKS, available_blocks, hook_name, layer_name, n_layers
@@ -164,12 +165,7 @@ def head_tables(run, with_sinks: bool = True, workers: int = 1) -> tuple[pd.Data
         part, attn = BLOCKS[block]
         kpart = "encoder" if attn == "cross_attn" else part
         return head_sums.layer_sums(run.cache, block, layer, punct[kpart], attn == "self_attn", sinks=with_sinks)
-    if workers > 1 and len(layers) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(workers, len(layers))) as pool:
-            found = list(pool.map(sums, layers))
-    else:
-        found = [sums(job) for job in layers]
+    found = list(map_in_threads(sums, layers, workers))
     rows, shares = [], {}
     for (block, layer), s in zip(layers, found):
         rows += _stat_rows(block, layer, s)

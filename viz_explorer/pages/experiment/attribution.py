@@ -12,7 +12,7 @@ from viz_explorer.kit import context, corpus_input, corpus_panel
 from viz_explorer.kit import on_request
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import in_language, t
-from viz_explorer.server import cached, corpus_jobs
+from viz_explorer.server import cached, corpus_jobs, threads
 from viz_transformer.analysis import attribution as AA
 from viz_transformer.analysis import corpus_ray
 from viz_transformer.plots import attribution_figures
@@ -119,7 +119,7 @@ else:
     if texts is None:
         st.stop()
 key = corpus_jobs.result_key("attribution", path, ctx.stamp, texts, {"layer": layer})
-df = corpus_panel.result(key, len(texts), functools.partial(AA.corpus_taus, hm, texts, layer=layer),
+df = corpus_panel.result(key, len(texts), functools.partial(AA.corpus_taus, hm, texts, layer=layer, workers=threads.cores()),
                          t("ab.run_corpus", n=len(texts)), "ab",
                          corpus_jobs.ray_form(corpus_ray.taus_on_ray, path, texts, layer=layer))
 if df is None:
