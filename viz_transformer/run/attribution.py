@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from viz_transformer.core.batch import Batch, one_row
+from viz_transformer.core.hook_names import layer_name
 from viz_transformer.core.hooks import hooks_active
 from viz_transformer.run.logit_rules import allowed_logits, never_generated
 from viz_transformer.run.forced import output_labels
@@ -97,6 +98,25 @@ def _logits(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Seque
         args = (b.src, b.dec) if b.src is not None else (b.dec,)
         logits = model(*args, prefix_len=b.prefix_len, logits_at=_at(b, rows)).float().cpu()   # (N * len(rows), V)
     return allowed_logits(logits.view(n, len(rows), -1), list(tgt.banned))
+
+
+def _last_rows(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+    """The decoder's last residual stream [N, len(rows), d] at `rows` (what the unembedding reads), the input
+    pieces' token embeddings replaced by emb [N, pieces, d]; nothing is projected onto the vocabulary here, so a
+    caller projects each row alone and a backward from one row's logits goes through that row's projection only."""
+    n, got = emb.shape[0], {}
+    b = batch.expand(n) if n > 1 else batch
+
+    def put(x, hook):
+        return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
+
+    def keep(x, hook):
+        got["h"] = x[:, list(rows)]
+    last = layer_name("decoder", model.cfg.n_decoder_layers - 1, "hook_resid_post")
+    with hooks_active([(tgt.hook, put), (last, keep)]):
+        args = (b.src, b.dec) if b.src is not None else (b.dec,)
+        model(*args, prefix_len=b.prefix_len, logits_at=torch.zeros(b.dec.shape, dtype=torch.bool))
+    return got["h"]
 
 
 def _run(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor) -> torch.Tensor:
@@ -201,13 +221,16 @@ def gradients_steps(hm, run, steps: Sequence[int], ig_steps: int = IG_STEPS) -> 
         b = min(len(points), a + per)
         emb = (points[a:b, None, None] * e).detach().requires_grad_()
         with torch.enable_grad():
-            lp = torch.log_softmax(_logits(model, last.batch, last, emb, rows), -1)[:, torch.arange(k), tokens]
+            h = _last_rows(model, last.batch, last, emb, rows)                   # (points, steps, d)
+            # each step's row projected alone (a list, not one tensor: a backward then reaches no other step's)
+            lp = [torch.log_softmax(allowed_logits(model.unembed(h[:, i]).float().cpu(), list(last.banned)), -1)
+                  [:, tokens[i]] for i in range(k)]
             for i in range(k):                     # the points are batch rows apart: one backward of their sum
-                g = torch.autograd.grad(lp[:, i].sum(), emb, retain_graph=i < k - 1)[0].cpu()
+                g = torch.autograd.grad(lp[i].sum(), emb, retain_graph=i < k - 1)[0].cpu()
                 total[i] += torch.einsum("p,pnd->nd", sizes[a:b], g)
                 if a <= ig_steps < b:
                     at_x[i] = g[ig_steps - a]
-        logp[a:b] = lp.detach().cpu()
+        logp[a:b] = torch.stack([x.detach() for x in lp], 1)
     ends = logp[ig_steps:]                                                    # f(x), f(0)
     x = e[0].cpu()
     out = {}
