@@ -280,9 +280,12 @@ def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
     translator) encoder outputs are read off the cached run made under the same hooks, not computed again."""
     hm = load_model(path, stamp)
     own = run_text(path, stamp, text) if positions else positions_off(path, stamp, text)    # cached runs
+    # without positions a translator's encoder outputs permute with its input and cross-attention reads them as a
+    # set, so the permuted input's output should be the text's own: checked in one forward, decoded if not
+    same = own.output_ids if not positions and hm.cfg.is_encoder_decoder else None
     return permute.order_test(hm, run_text(path, stamp, text).input, how,
                               () if positions else interventions.positions_off_hooks(hm), output=own.output,
-                              outputs=permute.run_outputs(own, hm.cfg))
+                              outputs=permute.run_outputs(own, hm.cfg), same_output=same)
 
 
 # -- models side by side, and attention over training ------------------------------------------------

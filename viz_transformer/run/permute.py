@@ -6,13 +6,15 @@ encoding an encoder's outputs permute with its input: it reads a bag of pieces.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
 from viz_transformer.core.batch import forward, make_batch
 from viz_transformer.run.decode_settings import DecodeSettings
 from viz_transformer.run.decoding import decode_input, default_new_tokens
+from viz_transformer.run.greedy_check import greedy_checked
+from viz_transformer.run.logit_rules import never_generated
 from viz_transformer.core.encoding import ModelInput, as_input
 from viz_transformer.core.tokenizer import source_pieces
 
@@ -88,20 +90,28 @@ def _last_layer(hm, inp: ModelInput, fwd_hooks) -> torch.Tensor:
     return cache[name][0]                                                         # (pos, d)
 
 
-def _greedy(hm, inp: ModelInput, fwd_hooks, max_new_tokens: int) -> tuple[str, Optional[torch.Tensor]]:
+def _greedy(hm, inp: ModelInput, fwd_hooks, max_new_tokens: int,
+            guess: Optional[Sequence[int]] = None) -> tuple[str, Optional[torch.Tensor]]:
     """The greedy output of inp under fwd_hooks and, for a translator, its last encoder layer's outputs [pos, d],
-    kept as decoding encodes the source (once: the same encode _last_layer makes, not made a second time)."""
+    kept as decoding encodes the source (once: the same encode _last_layer makes, not made a second time). guess:
+    output ids checked first in one forward (greedy_check), which then gives those outputs."""
     name, seen = encoder_outputs_name(hm.cfg), {}
 
     def keep(x, hook) -> None:                   # None: the tensor goes on unchanged
         seen.setdefault("x", x[0].detach().clone())
-    ids = decode_input(hm.model, hm.tokenizer, inp, DecodeSettings(max_new_tokens=max_new_tokens),
-                       hooks=[*fwd_hooks, *([(name, keep)] if name else [])]).generated_ids
+    hooks = [*fwd_hooks, *([(name, keep)] if name else [])]
+    ids = None if guess is None else greedy_checked(hm.model, inp, guess, max_new_tokens,
+                                                    never_generated(hm.tokenizer), hooks)
+    if ids is None:
+        seen.clear()
+        ids = decode_input(hm.model, hm.tokenizer, inp, DecodeSettings(max_new_tokens=max_new_tokens),
+                           hooks=hooks).generated_ids
     return hm.tokenizer.decode(ids), seen.get("x")
 
 
 def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None,
-               output: Optional[str] = None, outputs: Optional[torch.Tensor] = None) -> OrderTest:
+               output: Optional[str] = None, outputs: Optional[torch.Tensor] = None,
+               same_output: Optional[Sequence[int]] = None) -> OrderTest:
     """Run the text's own piece ids and a permutation of its word pieces (`permutation`; `word_free`
     pieces stay) through the model with fwd_hooks: the last layer's outputs over the input, how far
     they are from one multiset, and the greedy output of each. Without positions an encoder's outputs permute
@@ -109,7 +119,9 @@ def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None
     output: the greedy output of the text's own ids under the same hooks, when the caller already has it
     (the app's cached run): it is not decoded again. outputs: likewise the last layer's outputs over the text's
     own ids [pos, d] (run_outputs of that run): that forward is not made again. A translator's outputs over an input
-    it decodes are kept from that decoding's encoder pass (_greedy)."""
+    it decodes are kept from that decoding's encoder pass (_greedy). same_output: output ids the permuted input is
+    expected to give too (a model without positions: the text's own); checked in one forward (greedy_check), and
+    decoded only where the check fails."""
     tok, cfg = hm.tokenizer, hm.cfg
     max_new_tokens = default_new_tokens(cfg) if max_new_tokens is None else max_new_tokens
     inp = as_input(tok, cfg, text, max_new_tokens)
@@ -119,7 +131,7 @@ def order_test(hm, text, how: str = "reverse", fwd_hooks=(), max_new_tokens=None
     texts, outs = [output, None], [outputs, None]
     for i, x in enumerate((inp, moved)):
         if texts[i] is None:
-            texts[i], kept = _greedy(hm, x, fwd_hooks, max_new_tokens)
+            texts[i], kept = _greedy(hm, x, fwd_hooks, max_new_tokens, same_output if i else None)
             outs[i] = kept if outs[i] is None else outs[i]
         if outs[i] is None:
             outs[i] = _last_layer(hm, x, fwd_hooks)

@@ -26,8 +26,24 @@ if not cfg.is_encoder_decoder:
 
 if not on_request.asked(ctx.hm, "positions", (ctx.name, ctx.text), t("po.run")):
     st.stop()
+
+
+def order_test(state: str, how: str):
+    return cached.order_test(path, ctx.stamp, ctx.text, how, state == "on")
+
+
+def order_test_soon(how: str) -> None:
+    """The order test with positions, made now so it runs beside the run without them (the test without positions
+    reads that run); a failure shows where the test does."""
+    try:
+        order_test("on", how)
+    except ValueError:
+        pass
+
+
 with st.spinner(t("sidebar.running")):
-    off = cached.positions_off(path, ctx.stamp, ctx.text)
+    off = threads.each(lambda job: job(), (lambda: cached.positions_off(path, ctx.stamp, ctx.text),
+                                           lambda: order_test_soon(st.session_state.get("po_how") or "reverse")))[0]
 block, layer, head = widgets.block_layer_head(st.columns(3), cfg, "po")
 shown = {}
 for where, state, r in zip(st.columns(2), ("on", "off"), (run, off)):
@@ -56,8 +72,7 @@ how = st.segmented_control(t("po.how"), list(permute.PERMUTATIONS), default="rev
                            format_func=in_language(callbacks.label("po.how.")))
 try:
     with st.spinner(t("sidebar.running")):
-        tests = dict(zip(("on", "off"), threads.each(
-            lambda state: cached.order_test(path, ctx.stamp, ctx.text, how, state == "on"), ("on", "off"))))
+        tests = dict(zip(("on", "off"), threads.each(lambda state: order_test(state, how), ("on", "off"))))
 except ValueError as e:
     st.info(t("po.too_short", error=e))
     st.stop()
