@@ -28,17 +28,18 @@ PAGES = {"new text (Overview)": "overview", "Positions on/off": "positions", "Co
 def computation(kind: str, text: str) -> None:
     """The computation the page `kind` makes for a new text, with the app's functions (the text's run is made first
     and not counted where the page finds it made: the sidebar makes it)."""
-    from viz_explorer.server import cached, threads
-    zh = str(ROOT / "checkpoints" / "zh-en")
+    from viz_explorer.server import cached, defaults, threads
+    zh = str(ROOT / "checkpoints" / defaults.CHECKPOINT)        # the model the served pages run: the app's default
     stamp = cached.folder_stamp(Path(zh))
     if kind == "overview":
         cached.run_text(zh, stamp, text)
         return
     cached.run_text(zh, stamp, text)                     # made by the sidebar before the page runs
     t0 = time.perf_counter()
-    if kind == "positions":
-        cached.positions_off(zh, stamp, text)
-        threads.each(lambda on: cached.order_test(zh, stamp, text, "reverse", on), (True, False))
+    if kind == "positions":                             # as the page: the run without positions beside the test with
+        threads.each(lambda job: job(), (lambda: cached.positions_off(zh, stamp, text),
+                                         lambda: cached.order_test(zh, stamp, text, "reverse", True)))
+        cached.order_test(zh, stamp, text, "reverse", False)
     else:
         paths = [info.path for info in cached.comparison().values()]
         threads.each(lambda p: cached.arch_view(str(p), cached.folder_stamp(p), text), paths)
@@ -76,7 +77,8 @@ def main(argv=None) -> int:
     from benchmarks.stclient import Server
     from benchmarks.texts import text_of
     from viz_transformer.core.checkpoint import load_tokenizer, read_config
-    folder = ROOT / "checkpoints" / "zh-en"
+    from viz_explorer.server import defaults
+    folder = ROOT / "checkpoints" / defaults.CHECKPOINT               # texts of so many pieces of the model the pages run
     tok = load_tokenizer(folder, read_config(folder))
     tokens = [int(x) for x in a.tokens.split(",")]
     seeds = [1000 * k for k in range(a.texts)]

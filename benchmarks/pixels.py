@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 from benchmarks.stclient import Server
 from benchmarks.texts import text_of
+from viz_explorer.server import defaults
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -260,7 +261,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--url", help="a running server (default: start one on --checkpoints)")
     p.add_argument("--checkpoints", default=str(ROOT / "checkpoints"))
-    p.add_argument("--checkpoint", default="zh-en", help="the folder whose tokenizer makes the texts")
+    p.add_argument("--checkpoint", default=defaults.CHECKPOINT,
+                   help="the folder whose tokenizer makes the texts (default: the app's default model, which the pages run)")
     p.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     p.add_argument("--pages", nargs="*", help="only pages whose title contains one of these")
     p.add_argument("--repeat", type=int, default=3)
