@@ -1,6 +1,7 @@
-"""Corpus work here and on Ray: each kind in this process (one torch thread, the app's), then on a local Ray of 1 and
-of 2 workers (one CPU each; Ray's start and the workers' model loads included, as a user running `--ray` waits for
-them), on the same texts; the results checked equal to the local ones.
+"""Corpus work here and on Ray: each kind in this process on 1 and on 2 threads (one torch thread each, the app's
+policy; the app runs its corpus jobs on threads.cores() threads), then on a local Ray of 1 and of 2 workers (one CPU
+each; Ray's start and the workers' model loads included, as a user running `--ray` waits for them), on the same
+texts; the results checked equal to the first.
 
     python -m benchmarks.bench_ray                                  # all three kinds on zh-en (sizes below)
     python -m benchmarks.bench_ray --work stats --sentences 2000 --json /tmp/ray.json
@@ -40,14 +41,14 @@ def kinds(a, hm) -> dict:
         pairs = [(s, "I am an engineer.") for s in texts]          # the references do not change the work
         return evaluation.evaluate_translators([hm], pairs=pairs, translate=translate)[0]
     return {
-        "stats": (_texts(pool, a.sentences), lambda t: corpus_head_stats(hm, t),
+        "stats": (_texts(pool, a.sentences), lambda t, w: corpus_head_stats(hm, t, workers=w),
                   lambda t, n: head_stats_on_ray(a.checkpoint, t, workers=n), stats),
         "attribution": (_texts(pool, a.attribution_sentences),
-                        lambda t: corpus_taus(hm, t, per_layer=True),
+                        lambda t, w: corpus_taus(hm, t, per_layer=True, workers=w),
                         lambda t, n: taus_on_ray(a.checkpoint, t, workers=n, per_layer=True),
                         lambda x, y: taus(x, y) if len(x) == len(y) and pd.Series(x["method"]).equals(
                             pd.Series(y["method"])) else float("inf")),
-        "evaluate": (_texts(pool, a.evaluate_sentences), scored,
+        "evaluate": (_texts(pool, a.evaluate_sentences), lambda t, w: scored(t) if w == 1 else None,
                      lambda t, n: scored(t, evaluation.on_ray(None, n)[0]),
                      lambda x, y: 0.0 if x == y else float("inf")),
     }
@@ -60,7 +61,8 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=1000, help="stats")
     p.add_argument("--attribution-sentences", type=int, default=40)
     p.add_argument("--evaluate-sentences", type=int, default=2000)
-    p.add_argument("--workers", default="1,2")
+    p.add_argument("--workers", default="1,2", help="Ray workers to time ('' for none)")
+    p.add_argument("--threads", default="1,2", help="threads here (each its own sentences; the app uses threads.cores())")
     p.add_argument("--json")
     a = p.parse_args(argv)
     import torch
@@ -71,11 +73,19 @@ def main(argv=None) -> int:
     out = {}
     for kind in a.work.split(","):
         texts, here, on_ray, difference = work[kind]
-        t0 = time.perf_counter()
-        local = here(texts)
-        rows = [{"how": "here, 1 thread", "seconds": time.perf_counter() - t0}]
-        print(f"{kind}: {len(texts)} sentences on {Path(a.checkpoint).name}: here {rows[0]['seconds']:.1f} s", flush=True)
-        for n in [int(x) for x in a.workers.split(",")]:
+        rows, local = [], None
+        for w in [int(x) for x in a.threads.split(",")]:
+            t0 = time.perf_counter()
+            got = here(texts, w)                             # None: this kind runs on one thread only
+            if got is None:
+                continue
+            s = time.perf_counter() - t0
+            diff = 0.0 if local is None else difference(local, got)
+            local = got if local is None else local
+            rows.append({"how": f"here, {w} thread{'s' if w > 1 else ''}", "seconds": s, "max_difference": diff})
+            print(f"{kind}: {len(texts)} sentences on {Path(a.checkpoint).name}: here, {w} thread(s) {s:.1f} s"
+                  f" (largest difference {diff:.1e})", flush=True)
+        for n in [int(x) for x in a.workers.split(",") if x]:
             t0 = time.perf_counter()
             got = on_ray(texts, n)
             s = time.perf_counter() - t0

@@ -133,7 +133,7 @@ def test_while_it_runs_every_session_sees_its_progress_and_can_cancel_it(data, m
     button): the texts done and the time left, and a Cancel that stops it for both."""
     release = threading.Event()
 
-    def slow(hm, texts, progress=None):
+    def slow(hm, texts, progress=None, workers=1):         # corpus_head_stats's signature
         for i in range(1, len(texts) + 1):
             release.wait(0.2 if i == 1 else 10)
             progress(i, len(texts))

@@ -287,3 +287,13 @@ def test_a_report_made_on_a_phone_is_laid_out_for_a_desktop(tiny_translator):
         phone = report.report_data(tiny_translator, run, when="now")
         assert figure_rules.figure_px() == figure_rules.PHONE_PX
     assert _json.dumps(phone, sort_keys=True) == _json.dumps(desktop, sort_keys=True)
+
+
+def test_corpus_stats_on_threads_equal_one_threads(tiny_translator, tiny_lm):
+    for hm, texts in ((tiny_translator, ["我是学生。", "今天天气很好。", "我们明天去北京。", "你好", "他是我的朋友。"]),
+                      (tiny_lm, ["Once upon a time.", "The cat sat.", "Hi.", "A dog ran home quickly."])):
+        seen = []
+        on_threads = summaries.corpus_head_stats(hm, texts, lambda d, n: seen.append(d), batch_size=2, workers=3)
+        alone = summaries.corpus_head_stats(hm, texts, batch_size=2)
+        pd.testing.assert_frame_equal(on_threads, alone)           # the same sums, added in the same order
+        assert seen[-1] == len(texts) and seen == sorted(seen)

@@ -19,7 +19,7 @@ RAY_HELP = ("spread the corpus over Ray workers: a cluster's address (ray://host
 def _ray_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help=RAY_HELP)
     s.add_argument("--workers", type=int, default=2, help="Ray workers, one CPU each, with --ray; without it, "
-                   "the sentences attribution scores at once, each on a thread here (default 2)")
+                   "threads here, each on its own sentences (stats, attribution; default 2)")
 
 
 def _progress(args):
@@ -79,7 +79,7 @@ def cmd_stats(args) -> int:
 
     def work(before, chunk, progress):
         if args.ray is None:
-            tables.append(corpus_head_stats(hm, chunk, progress))
+            tables.append(corpus_head_stats(hm, chunk, progress, workers=args.workers))
         else:                                   # the same statistics, the corpus spread over Ray workers
             tables.append(head_stats_on_ray(args.checkpoint, chunk, args.ray or None, args.workers, progress=progress))
     total = _each_chunk(args, hm, work)

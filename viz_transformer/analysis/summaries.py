@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence
 import pandas as pd
 import torch
 
+from viz_transformer.core.encoding import encode_input
 from viz_transformer.run.capture import run_padded
 from viz_transformer.run.decode_capture import decode_with_patterns
 from viz_transformer.run.in_threads import map_in_threads
@@ -199,31 +200,41 @@ CORPUS_BATCH = 64      # sentences per batch: decoding's matrices grow with it; 
 
 @torch.no_grad()
 def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int, int], None]] = None,
-                      batch_size: int = CORPUS_BATCH, max_new_tokens: Optional[int] = None) -> pd.DataFrame:
+                      batch_size: int = CORPUS_BATCH, max_new_tokens: Optional[int] = None,
+                      workers: int = 1) -> pd.DataFrame:
     """head_stats averaged per head over sentences (each sentence's mean over its valid rows, then the
     mean over sentences), plus `n_sentences`. A translator's decoder reads its own greedy output (as in
     HookedModel.run); a decoder-only model reads the text alone. Sentences run right-padded in batches;
-    padding rows are left out. progress(done, total) is called after every batch."""
+    padding rows are left out. progress(done, total) is called after every batch. workers: batches at once, each on
+    a thread of this process (run/in_threads.py): the same sums, added in the same order."""
     cfg, tok = hm.cfg, hm.tokenizer
     texts = [s for s in (str(x).strip() for x in texts) if s]
     if not texts:
         raise ValueError("the corpus has no sentences: give at least one non-empty line")
+    def sums_of(chunk: list[str]) -> list[tuple[int, list[dict]]]:
+        out = []
+        for batch, cache in _captured_batches(hm, chunk, batch_size, max_new_tokens):
+            seqs = {} if cfg.is_encoder_only else {"decoder": (batch.dec, batch.dec_len)}  # BERT: no decoder rows
+            if batch.src is not None:
+                seqs["encoder"] = (batch.src, batch.src_len)
+            q_valid, punct = {}, {}
+            for part, (rows, lens) in seqs.items():
+                q_valid[part] = torch.arange(rows.shape[1])[None, :] < torch.tensor(lens)[:, None]
+                ids, where = torch.unique(rows, return_inverse=True)             # each id's piece looked at once
+                punct[part] = torch.tensor([is_punctuation(tok.piece(i)) for i in ids.tolist()])[where] & q_valid[part]
+            out.append((len(batch), [{"key": (r["block"], r["layer"], r["head"]),
+                                      **{k: float(r[k].sum()) for k in STATS}}
+                                     for r in _batch_stats(cache, cfg, q_valid, punct)]))
+        return out
     sums: dict[tuple, dict[str, float]] = {}
     done = 0
-    for batch, cache in _captured_batches(hm, texts, batch_size, max_new_tokens):
-        seqs = {} if cfg.is_encoder_only else {"decoder": (batch.dec, batch.dec_len)}      # BERT: no decoder rows
-        if batch.src is not None:
-            seqs["encoder"] = (batch.src, batch.src_len)
-        q_valid, punct = {}, {}
-        for part, (rows, lens) in seqs.items():
-            q_valid[part] = torch.arange(rows.shape[1])[None, :] < torch.tensor(lens)[:, None]
-            ids, where = torch.unique(rows, return_inverse=True)                 # each id's piece looked at once
-            punct[part] = torch.tensor([is_punctuation(tok.piece(i)) for i in ids.tolist()])[where] & q_valid[part]
-        for r in _batch_stats(cache, cfg, q_valid, punct):
-            acc = sums.setdefault((r["block"], r["layer"], r["head"]), {k: 0.0 for k in STATS})
-            for k in STATS:
-                acc[k] += float(r[k].sum())
-        done += len(batch)
+    for found in map_in_threads(sums_of, _batches(hm, texts, batch_size), workers):
+        for size, rows in found:                  # added in the batches' order, whatever the threads
+            for r in rows:
+                acc = sums.setdefault(r["key"], {k: 0.0 for k in STATS})
+                for k in STATS:
+                    acc[k] += r[k]
+            done += size
         if progress is not None:
             progress(done, len(texts))
     n = len(texts)
@@ -231,6 +242,14 @@ def corpus_head_stats(hm, texts: Sequence[str], progress: Optional[Callable[[int
                  for (b, l, h), acc in sums.items()])
     df["n_sentences"] = n
     return df
+
+
+def _batches(hm, texts: list[str], batch_size: int) -> list[list[str]]:
+    """The texts cut into batches: an encoder-decoder's sorted by source length first (decoding's rows then end
+    close together; decode_with_patterns sorts the same way), any other's in their order."""
+    if hm.cfg.is_encoder_decoder:
+        texts = sorted(texts, key=lambda x: len(encode_input(hm.tokenizer, hm.cfg, x).src))
+    return [texts[a:a + batch_size] for a in range(0, len(texts), batch_size)]
 
 
 def _captured_batches(hm, texts: list[str], batch_size: int, max_new_tokens: Optional[int]):

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import streamlit as st
 
-from viz_explorer.server import cached, corpus_jobs
+from viz_explorer.server import cached, corpus_jobs, threads
 from viz_explorer.kit import callbacks
 from viz_explorer.kit import context, corpus_input, corpus_panel
 from viz_explorer.kit import registry, widgets
@@ -43,7 +43,7 @@ if texts is None:
     df["n_sentences"] = 1
 else:
     key = corpus_jobs.result_key("head_stats", path, ctx.stamp, texts, {})
-    df = corpus_panel.result(key, len(texts), functools.partial(summaries.corpus_head_stats, hm, texts),
+    df = corpus_panel.result(key, len(texts), functools.partial(summaries.corpus_head_stats, hm, texts, workers=threads.cores()),
                              t("hs.run", n=len(texts)), "hs",
                              corpus_jobs.ray_form(corpus_ray.head_stats_on_ray, path, texts))
     if df is None:
