@@ -79,35 +79,19 @@ def float32_model(model):
         return _FLOAT32[model]
 
 
-def _at(b: Batch, rows: Sequence[int]) -> torch.Tensor:
-    """logits_at: True at the decoder's `rows` of every batch row [N, T]."""
-    at = torch.zeros(b.dec.shape, dtype=torch.bool)
-    at[:, list(rows)] = True
-    return at
-
-
-def _logits(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
-    """Logits [N, len(rows), V] at the decoder's `rows`, the input pieces' token embeddings replaced by emb
-    [N, pieces, d], the never-generated ids at -inf."""
-    n = emb.shape[0]
-    b = batch.expand(n) if n > 1 else batch
-
-    def put(x, hook):                                         # x: (N, T, d); the pieces are its first rows
-        return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
-    with hooks_active([(tgt.hook, put)]):
-        args = (b.src, b.dec) if b.src is not None else (b.dec,)
-        logits = model(*args, prefix_len=b.prefix_len, logits_at=_at(b, rows)).float().cpu()   # (N * len(rows), V)
-    return allowed_logits(logits.view(n, len(rows), -1), list(tgt.banned))
+def _no_logits(b: Batch) -> torch.Tensor:
+    """logits_at with no row: the forward projects nothing onto the vocabulary (its hooks read what they need)."""
+    return torch.zeros(b.dec.shape, dtype=torch.bool)
 
 
 def _last_rows(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
     """The decoder's last residual stream [N, len(rows), d] at `rows` (what the unembedding reads), the input
-    pieces' token embeddings replaced by emb [N, pieces, d]; nothing is projected onto the vocabulary here, so a
-    caller projects each row alone and a backward from one row's logits goes through that row's projection only."""
+    pieces' token embeddings replaced by emb [N, pieces, d]. Projected by _project, all rows at once (_logits) or each
+    alone (gradients_steps: a backward from one step's logits then goes through that step's projection only)."""
     n, got = emb.shape[0], {}
     b = batch.expand(n) if n > 1 else batch
 
-    def put(x, hook):
+    def put(x, hook):                                         # x: (N, T, d); the pieces are its first rows
         return torch.cat([emb.to(x.dtype), x[:, tgt.n_pieces:]], 1) if x.shape[1] > tgt.n_pieces else emb.to(x.dtype)
 
     def keep(x, hook):
@@ -115,8 +99,19 @@ def _last_rows(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Se
     last = layer_name("decoder", model.cfg.n_decoder_layers - 1, "hook_resid_post")
     with hooks_active([(tgt.hook, put), (last, keep)]):
         args = (b.src, b.dec) if b.src is not None else (b.dec,)
-        model(*args, prefix_len=b.prefix_len, logits_at=torch.zeros(b.dec.shape, dtype=torch.bool))
+        model(*args, prefix_len=b.prefix_len, logits_at=_no_logits(b))
     return got["h"]
+
+
+def _project(model, h: torch.Tensor, tgt: StepTarget) -> torch.Tensor:
+    """Logits [..., V] of last-layer rows h [..., d] (the model's own unembedding), the never-generated ids at -inf."""
+    return allowed_logits(model.unembed(h).float().cpu(), list(tgt.banned))
+
+
+def _logits(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+    """Logits [N, len(rows), V] at the decoder's `rows`, the input pieces' token embeddings replaced by emb
+    [N, pieces, d], the never-generated ids at -inf."""
+    return _project(model, _last_rows(model, batch, tgt, emb, rows), tgt)
 
 
 def _run(model, batch: Batch, tgt: StepTarget, emb: torch.Tensor) -> torch.Tensor:
@@ -138,7 +133,7 @@ def embedding(hm, tgt: StepTarget) -> torch.Tensor:
         got["e"] = x[:, : tgt.n_pieces].detach().float().clone()
     b = tgt.batch
     with torch.no_grad(), hooks_active([(tgt.hook, keep)]):
-        model(*((b.src, b.dec) if b.src is not None else (b.dec,)), prefix_len=b.prefix_len, logits_at=_at(b, [tgt.row]))
+        model(*((b.src, b.dec) if b.src is not None else (b.dec,)), prefix_len=b.prefix_len, logits_at=_no_logits(b))
     return got["e"]
 
 
@@ -223,8 +218,7 @@ def gradients_steps(hm, run, steps: Sequence[int], ig_steps: int = IG_STEPS) -> 
         with torch.enable_grad():
             h = _last_rows(model, last.batch, last, emb, rows)                   # (points, steps, d)
             # each step's row projected alone (a list, not one tensor: a backward then reaches no other step's)
-            lp = [torch.log_softmax(allowed_logits(model.unembed(h[:, i]).float().cpu(), list(last.banned)), -1)
-                  [:, tokens[i]] for i in range(k)]
+            lp = [torch.log_softmax(_project(model, h[:, i], last), -1)[:, tokens[i]] for i in range(k)]
             for i in range(k):                     # the points are batch rows apart: one backward of their sum
                 g = torch.autograd.grad(lp[i].sum(), emb, retain_graph=i < k - 1)[0].cpu()
                 total[i] += torch.einsum("p,pnd->nd", sizes[a:b], g)
