@@ -103,6 +103,7 @@ def main() -> None:
     os.environ.setdefault("VIZ_DATA", data)           # the bench's store and the servers' are the same database
     os.environ.update(VIZ_CHECKPOINTS=args.checkpoints, VIZ_CHECKPOINTS_ONLY="1")     # that root alone
     from viz_explorer.classroom import store as cr
+    from viz_explorer.classroom import votes as cv
     code, secret = cr.create_class("attention-step-by-step")
     proc = server = None
     try:
@@ -141,7 +142,7 @@ def main() -> None:
         log = Path(run_dir, "access.log").read_text()
         ups = {u: log.count("upstream=" + u) for u in sorted(set(x.split()[0] for x in log.split("upstream=")[1:]))}
         print(f"nginx      requests per app process: {ups}")
-    stored = cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS)
+    stored = cv.counts(code, secret, "attention-step-by-step#1:check-in", OPTS)
     want = {o: list(picks.values()).count(o) for o in OPTS}
     print(f"recorded   {sum(stored.values())} of {len(picks)} answers; per option {stored} "
           f"({'equal to' if stored == want else 'DIFFERENT FROM'} what the students sent)")

@@ -98,6 +98,7 @@ async def classroom(url: str, n: int, stop: float, out: dict) -> None:
     """A class on LESSON's first step: everyone joins; each minute every student answers again within 20 s (the
     latest answer counts) while the teacher's chart refreshes; the store must then hold every student's latest."""
     from viz_explorer.classroom import store as cr
+    from viz_explorer.classroom import votes as cv
     code, secret = cr.create_class(LESSON)
     students = {}
     for _ in range(n):
@@ -117,7 +118,7 @@ async def classroom(url: str, n: int, stop: float, out: dict) -> None:
                 await asyncio.sleep(20 / n)
             r = await teacher.rerun(fragment=chart)
             out["errors"] += [f"teacher: {e}" for e in r.exceptions]
-            got = cr.counts(code, secret, f"{LESSON}#1:check-in", opts)
+            got = cv.counts(code, secret, f"{LESSON}#1:check-in", opts)
             want = {o: list(picks.values()).count(o) for o in opts}
             if got != want:
                 out["errors"].append(f"the store holds {got}, the students sent {want}")

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_util import APP, page_file, texts
 from viz_explorer.classroom import store as cr
+from viz_explorer.classroom import votes as cv
 from viz_explorer.server import db
 from viz_explorer.kit.widgets import md_escape
 
@@ -91,12 +92,12 @@ def test_a_student_answers(env):
     at.radio(key="lc_pick_attention-step-by-step#1:check-in").set_value("lost")
     at.button(key="lc_send").click().run()
     assert "Your answer: Lost" in texts(at)
-    assert cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env) == {"got_it": 0, "unsure": 0,
+    assert cv.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env) == {"got_it": 0, "unsure": 0,
                                                                                         "lost": 1}
     other = open_class({"class": code})               # another student sends with nothing picked: a message
     other.button(key="lc_send").click().run()
     assert "Pick an answer first." in texts(other) and not other.exception
-    assert sum(cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env).values()) == 1
+    assert sum(cv.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, env).values()) == 1
 
 
 def _quiz_script():
@@ -123,7 +124,7 @@ def test_a_lesson_question_answered_in_a_class_session_counts_in_the_class(env):
         at.run()
         at.button(key="go").click().run()
         assert not at.exception, [e.value for e in at.exception]
-    assert cr.counts(code, secret, "lesson#2:q", ["x", "y"], env) == {"x": 0, "y": 1}
+    assert cv.counts(code, secret, "lesson#2:q", ["x", "y"], env) == {"x": 0, "y": 1}
 
 
 def test_the_class_follows_the_teachers_lesson_tab(env):
@@ -211,7 +212,7 @@ def test_a_lesson_question_in_class_options_from_the_model(env, ckpt_root, tmp_p
     tab.button(key="go").click().run()
     assert not tab.exception, [e.value for e in tab.exception]
     want = {o: int(o == q.options[q.answer]) + int(o == wrong) for o in q.options}
-    assert cr.counts(code, secret, qid, list(q.options), env) == want
+    assert cv.counts(code, secret, qid, list(q.options), env) == want
     teacher = open_class({"teach": code}, teaching=(code, secret))
     spec = json.loads(teacher.get("plotly_chart")[0].proto.spec)
     assert [int(v) for v in spec["data"][0]["y"]] == [want[o] for o in q.options]

@@ -86,6 +86,8 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
     from playwright.sync_api import sync_playwright
 
     from viz_explorer.classroom import store as cr
+
+    from viz_explorer.classroom import votes as cv
     from viz_explorer.server import db
     from viz_transformer import load_checkpoint
     from viz_transformer.analysis import questions
@@ -132,11 +134,11 @@ def test_presenting_a_class_two_steps_two_students_a_reveal_and_a_reload(db_url,
         main.get_by_role("button", name="Reveal the answer").click()
         answer = q.options[q.answer]
         main.get_by_text(f"The answer: {answer}.").wait_for()
-        assert cr.revealed(code, f"{LESSON}/1", eng)
+        assert cv.revealed(code, f"{LESSON}/1", eng)
         students[0].get_by_text(f"The answer: {answer}. You got it right.").wait_for()       # within 3 s
         students[1].get_by_text(f"The answer: {answer}. You answered {q.options[wrong]}.").wait_for()
         with pytest.raises(cr.ClassError):                                                # no more answers
-            cr.answer(code, re.search(r"me=([^&]+)", students[1].url).group(1), f"{LESSON}/1", answer,
+            cv.answer(code, re.search(r"me=([^&]+)", students[1].url).group(1), f"{LESSON}/1", answer,
                       list(q.options), eng)
         settle(teacher)
         shot(teacher, f"present-class-revealed-en-{kind}.png")

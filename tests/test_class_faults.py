@@ -13,6 +13,7 @@ from app_util import APP, page_file
 from conftest import skip_or_fail
 from db_util import new_database, pg_bindir, postgres_server
 from viz_explorer.classroom import store as cr
+from viz_explorer.classroom import votes as cv
 from viz_explorer.kit.strings import EN, fill
 from viz_explorer.server import db
 
@@ -30,18 +31,18 @@ def test_postgres_restarted_mid_class():
         me = [secrets.token_urlsafe(12) for _ in range(3)]
         for m in me:
             cr.join(code, m, "", eng)
-        cr.answer(code, me[0], Q, "lost", OPTS, eng)                    # before
+        cv.answer(code, me[0], Q, "lost", OPTS, eng)                    # before
         cluster.stop()
         with pytest.raises(cr.ClassError) as refused:                  # during: refused, said in one line
-            cr.answer(code, me[1], Q, "unsure", OPTS, eng)
+            cv.answer(code, me[1], Q, "unsure", OPTS, eng)
         assert refused.value.key == "unavailable" and "nothing was saved" in str(refused.value)
         assert cr.failures(code) == ("unavailable", 1)
         with pytest.raises(cr.ClassError):
-            cr.counts(code, secret, Q, OPTS, eng)                      # the teacher's chart: a message too
+            cv.counts(code, secret, Q, OPTS, eng)                      # the teacher's chart: a message too
         cluster.start()
-        cr.answer(code, me[1], Q, "unsure", OPTS, eng)                 # after: sent again, saved (pool_pre_ping)
-        cr.answer(code, me[2], Q, "got_it", OPTS, eng)
-        assert cr.counts(code, secret, Q, OPTS, eng) == {"got_it": 1, "unsure": 1, "lost": 1}
+        cv.answer(code, me[1], Q, "unsure", OPTS, eng)                 # after: sent again, saved (pool_pre_ping)
+        cv.answer(code, me[2], Q, "got_it", OPTS, eng)
+        assert cv.counts(code, secret, Q, OPTS, eng) == {"got_it": 1, "unsure": 1, "lost": 1}
         db.dispose()
 
 

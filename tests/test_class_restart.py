@@ -13,6 +13,7 @@ import pytest
 from class_util import open_student, open_teacher, send, teacher_view
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
 from viz_explorer.classroom import store as cr
+from viz_explorer.classroom import votes as cv
 from viz_explorer.server import db
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,7 @@ def test_answers_survive_a_killed_server(db_url, ckpt_root, tmp_path):     # noq
     done2 = {me: c for me, c in list(picks2.items())[:-1]}
     assert ys == [picks_count(done2, o) for o in OPTS] and answered == "2 of 3"
     # and the store agrees for both steps (the question ids the page uses are lesson#step:check-in)
-    assert cr.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, eng) == {
+    assert cv.counts(code, secret, "attention-step-by-step#1:check-in", OPTS, eng) == {
         o: picks_count(picks, o) for o in OPTS}
     assert cr.lesson_and_step(code, eng) == ("attention-step-by-step", 1)
 

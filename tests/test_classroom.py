@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
 from viz_explorer.classroom import store as cr
+from viz_explorer.classroom import votes as cv
 from viz_explorer.server import db
 
 OPTS = ["A", "B", "C"]
@@ -46,7 +47,7 @@ def test_teacher_actions_need_the_secret(eng):
         with pytest.raises(cr.ClassError, match="teacher"):
             cr.set_step(code, wrong, 3, eng)
         with pytest.raises(cr.ClassError, match="teacher"):
-            cr.counts(code, wrong, "q", OPTS, eng)
+            cv.counts(code, wrong, "q", OPTS, eng)
         with pytest.raises(cr.ClassError, match="teacher"):
             cr.roster(code, wrong, eng)
     assert cr.lesson_and_step(code, eng) == ("lesson-a", 0)
@@ -67,21 +68,21 @@ def test_answers_are_validated_and_counted_one_per_student(eng):
     latest = {}
     for i, b in enumerate(students):                  # each answers, some change their minds
         for choice in OPTS[i % 3:][: 1 + i % 2]:
-            cr.answer(code, b, "q1", choice, OPTS, eng)
+            cv.answer(code, b, "q1", choice, OPTS, eng)
             latest[b] = choice
-    cr.answer(code, students[0], "q2", "C", OPTS, eng)           # another question is counted apart
+    cv.answer(code, students[0], "q2", "C", OPTS, eng)           # another question is counted apart
     want = Counter(latest.values())
-    assert cr.counts(code, s, "q1", OPTS, eng) == {o: want.get(o, 0) for o in OPTS}
-    assert cr.counts(code, s, "q2", OPTS, eng) == {"A": 0, "B": 0, "C": 1}
-    assert cr.my_answer(code, students[1], "q1", eng) == latest[students[1]]
+    assert cv.counts(code, s, "q1", OPTS, eng) == {o: want.get(o, 0) for o in OPTS}
+    assert cv.counts(code, s, "q2", OPTS, eng) == {"A": 0, "B": 0, "C": 1}
+    assert cv.my_answer(code, students[1], "q1", eng) == latest[students[1]]
     for bad in ("D", "", "a", None, "A " * 2):
         with pytest.raises(cr.ClassError, match="not one of"):
-            cr.answer(code, students[0], "q1", bad, OPTS, eng)
+            cv.answer(code, students[0], "q1", bad, OPTS, eng)
     with pytest.raises(cr.ClassError, match="join"):
-        cr.answer(code, browser(), "q1", "A", OPTS, eng)          # never joined
+        cv.answer(code, browser(), "q1", "A", OPTS, eng)          # never joined
     with pytest.raises(cr.ClassError, match="malformed"):
-        cr.answer(code, "short", "q1", "A", OPTS, eng)
-    assert sum(cr.counts(code, s, "q1", OPTS, eng).values()) == len(students)
+        cv.answer(code, "short", "q1", "A", OPTS, eng)
+    assert sum(cv.counts(code, s, "q1", OPTS, eng).values()) == len(students)
 
 
 def test_nicknames_are_cut_and_kept_as_plain_text(eng):
@@ -104,11 +105,11 @@ def test_rate_limit_per_browser_across_processes(db_url):     # noqa: F811
     done = 1
     with pytest.raises(cr.ClassError, match="too many"):
         for i in range(cr.RATE_MAX * 2):
-            cr.answer(code, flood, "q", OPTS[i % 3], OPTS, eng if i % 2 else second)
+            cv.answer(code, flood, "q", OPTS[i % 3], OPTS, eng if i % 2 else second)
             done += 1
     # the window may have turned once mid-way (a fresh count): never more than two windows' worth
     assert cr.RATE_MAX <= done <= 2 * cr.RATE_MAX
-    cr.answer(code, calm, "q", "A", OPTS, second)            # another browser is not held back
+    cv.answer(code, calm, "q", "A", OPTS, second)            # another browser is not held back
     second.dispose()
 
 
@@ -117,14 +118,14 @@ def test_a_student_cannot_reach_another_class(eng):
     b, sb = cr.create_class("lesson-a", eng)
     me = browser()
     cr.join(a, me, "Mei", eng)
-    cr.answer(a, me, "q", "A", OPTS, eng)
+    cv.answer(a, me, "q", "A", OPTS, eng)
     with pytest.raises(cr.ClassError, match="join"):
-        cr.answer(b, me, "q", "B", OPTS, eng)                     # joined a, not b
+        cv.answer(b, me, "q", "B", OPTS, eng)                     # joined a, not b
     with pytest.raises(cr.ClassError, match="teacher"):
-        cr.counts(b, sa_, "q", OPTS, eng)                         # a's secret opens nothing of b
-    assert cr.counts(b, sb, "q", OPTS, eng) == {"A": 0, "B": 0, "C": 0}
+        cv.counts(b, sa_, "q", OPTS, eng)                         # a's secret opens nothing of b
+    assert cv.counts(b, sb, "q", OPTS, eng) == {"A": 0, "B": 0, "C": 0}
     assert cr.roster(b, sb, eng) == []
-    assert cr.my_answer(a, browser(), "q", eng) is None           # another browser sees no answer of mine
+    assert cv.my_answer(a, browser(), "q", eng) is None           # another browser sees no answer of mine
 
 
 def test_sixty_students_at_once_are_all_recorded(eng):
@@ -136,7 +137,7 @@ def test_sixty_students_at_once_are_all_recorded(eng):
     def one(b):
         try:
             cr.join(code, b, b[:5], eng)
-            cr.answer(code, b, "q", picks[b], OPTS, eng)
+            cv.answer(code, b, "q", picks[b], OPTS, eng)
         except Exception as e:  # noqa: BLE001 - collected and asserted below
             errors.append(e)
     threads = [threading.Thread(target=one, args=(b,)) for b in students]
@@ -145,4 +146,4 @@ def test_sixty_students_at_once_are_all_recorded(eng):
     for th in threads:
         th.join()
     assert errors == []
-    assert cr.counts(code, s, "q", OPTS, eng) == dict(Counter(picks.values()))
+    assert cv.counts(code, s, "q", OPTS, eng) == dict(Counter(picks.values()))

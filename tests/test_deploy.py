@@ -113,6 +113,7 @@ def test_one_process_killed_mid_class_loses_no_answer(balanced):
 
     from class_util import open_student, open_teacher, send, teacher_view
     from viz_explorer.classroom import store as cr
+    from viz_explorer.classroom import votes as cv
     from viz_explorer.server import db
     url, run, db_url = balanced
     eng = db.engine(db_url)
@@ -152,7 +153,7 @@ def test_one_process_killed_mid_class_loses_no_answer(balanced):
             except Exception:  # noqa: BLE001 - the killed process's sockets are gone already
                 pass
         again = {me: await open_student(url, code, me, sorted(run.glob("app-*.log"))) for me in picks}
-        kept = {me: cr.my_answer(code, me, q, eng) for me in picks}
+        kept = {me: cv.my_answer(code, me, q, eng) for me in picks}
         second = {me: opts[(opts.index(picks[me]) + 1) % 3] for me in picks}
         sent = [await send(s, second[me]) for me, s in again.items()]
         _, res = await open_teacher(url, code, secret)

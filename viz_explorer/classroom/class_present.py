@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from viz_explorer.classroom import store as cr
+from viz_explorer.classroom import votes as cv
 from viz_explorer.classroom import class_control, live_class, qr
 from viz_explorer.lessons import lesson_file, lesson_mode
 from viz_explorer.kit import presenter
@@ -62,10 +63,11 @@ def show(code: str, secret: str, name: str, step: int) -> None:
         row.link_button(t("pc.open_figure"),                  # the lesson tab follows and moves the class too
                         live_class.own_link("/", lesson=name, step=step + 1, lang=current(), present=1,
                                          **{live_class.TEACH: code}), icon=":material/open_in_new:")
-        q = live_class.question(name, step)
+        focus = cv.focus(code)
+        q = live_class.class_question(name, step, focus)
         live_class.reveal_button(code, secret, q, where=row)
     with left:
-        live_class.live_chart(code, secret, q, step, n, area=CHART_PX)
+        live_class.live_chart(code, secret, q, step, n, area=CHART_PX, focus=focus)
     with right:
         qr.class_card(code, live_class.join_link(code))
         class_control.show_key(secret)

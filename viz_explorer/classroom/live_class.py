@@ -15,32 +15,26 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 import streamlit as st
 
 from viz_explorer.classroom import store as cr
+
+from viz_explorer.classroom import votes as cv
 from viz_explorer.server import class_address as ca
-from viz_explorer.classroom import class_control, qr
+from viz_explorer.classroom import bank, checks_view, class_control, qr, rounds_view
+from viz_explorer.classroom.question import Question
+from viz_explorer.classroom.refusals import say
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
 from viz_explorer.kit import presenter, screen, widgets
-from viz_explorer.kit.strings import EN, current, t
+from viz_explorer.kit.strings import current, t
 from viz_transformer.plots import question_figures
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
 STUDENT_EVERY = 3.0           # s between two looks at the class's current step
 CLASS, TEACH, ME = ca.CLASS, ca.TEACH, ca.ME      # query params; none of them is a secret
 OLD_TEACHER = "teacher"       # the secret was once in the address: dropped from it on sight, never read
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str                           # the same for every student of every class on this lesson step
-    prompt: str                       # markdown from the lesson or the strings, never user text
-    options: tuple[str, ...]          # what is stored
-    labels: tuple[str, ...]           # what is shown, one per option
-    answer: Optional[str] = None      # the right option, shown when the teacher reveals it; None for a poll
 
 
 def check_in(lesson: str, step: int) -> Question:
@@ -70,10 +64,28 @@ def question(lesson: str, step: int) -> Question:
     return next(q for src in QUESTION_SOURCES if (q := src(lesson, step)) is not None)
 
 
-def say(e: cr.ClassError) -> str:
-    """A refusal in the interface's language."""
-    key = f"lc.err.{e.key}"
-    return t(key, **e.kw) if key in EN else str(e)
+def class_question(lesson: str, step: int, focus: Optional[str]) -> Question:
+    """The question the class is on: the bank question the teacher put it on (votes.focus), else its lesson step's
+    (a bank that cannot be read now is said in one line and the step's question asked)."""
+    if focus is not None:
+        try:
+            q = checks_view.as_question(focus)
+        except ValueError as e:
+            st.warning(t("ck.broken", error=str(e)), icon=":material/warning:")
+            q = None
+        if q is not None:
+            return q
+    return question(lesson, step)
+
+
+def lesson_answer(question_id: str) -> Optional[str]:
+    """The right option of a lesson step's question from its id (quiz.question_id), None for a poll or an id that
+    is not one."""
+    name, _, i = question_id.rpartition("/")
+    if not i.isdigit() or name.startswith(bank.PREFIX + "/"):
+        return None
+    q = lesson_question(name, int(i) - 1)
+    return None if q is None else q.answer
 
 
 def answers_figure(q: Question, counts: dict[str, int], title: str):
@@ -86,17 +98,18 @@ def reveal_button(code: str, secret: str, q: Question, where=st, **kw) -> None:
     of the class shows the answer and the question takes no more answers."""
     if q.answer is None:
         return
-    if where.button(t("lc.reveal"), key="lc_reveal", icon=":material/visibility:", disabled=cr.revealed(code, q.id),
+    if where.button(t("lc.reveal"), key="lc_reveal", icon=":material/visibility:", disabled=cv.revealed(code, q.id),
                  **kw):
         try:
-            cr.reveal(code, secret, q.id)
+            cv.reveal(code, secret, q.id)
         except cr.ClassError as e:
             st.error(say(e))
 
 
-def revealed_answer(code: str, q: Question, mine: Optional[str] = None) -> bool:
-    """The answer, once the teacher has revealed it (and, for a student, whether theirs was right); whether it is."""
-    if q.answer is None or not cr.revealed(code, q.id):
+def revealed_answer(code: str, q: Question, mine: Optional[str] = None, revealed: Optional[bool] = None) -> bool:
+    """The answer, once the teacher has revealed it (and, for a student, whether theirs was right); whether it is.
+    revealed: the question's state when the caller has read it already."""
+    if q.answer is None or not (cv.revealed(code, q.id) if revealed is None else revealed):
         return False
     label = dict(zip(q.options, q.labels))
     right = widgets.md_escape(label.get(q.answer, q.answer))
@@ -192,37 +205,47 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
                    own_link("/", lesson=lesson, step=step + 1, lang=current(), **{TEACH: code}),
                    icon=":material/open_in_new:")
     b4.button(t("lc.present"), key="lc_present", on_click=_present, icon=":material/co_present:")
-    q = question(lesson, step)
-    reveal_button(code, secret, q)
-    live_chart(code, secret, q, step, n)
+    try:                                 # the database refusing (full, unreachable): said once, the chart still shown
+        focus = cv.focus(code)
+        checks_view.panel(code, secret, focus)
+        q = class_question(lesson, step, focus)
+        rounds_view.controls(code, secret, q)
+        reveal_button(code, secret, q)
+    except cr.ClassError as e:
+        st.error(say(e))
+        focus, q = None, question(lesson, step)
+    live_chart(code, secret, q, step, n, focus=focus)
+    checks_view.report(code, secret, lesson_answer)
     class_control.keep_in_browser(code, secret)      # last: an element drawn once must not shift the others
 
 
 @st.fragment(run_every=TEACHER_EVERY)
 @screen.laid_out
 def live_chart(code: str, secret: str, q: Question, step: int, n: int,
-               area: Optional[tuple[float, float]] = None) -> None:
-    """How many answered and how: reread from the database every TEACHER_EVERY seconds. area: the px a presented
-    chart may fill (default: a projector's screen)."""
-    try:
-        counts, names = cr.counts(code, secret, q.id, list(q.options)), cr.roster(code, secret)
-        now_step = cr.lesson_and_step(code)[1]
-    except cr.ClassError as e:
-        st.error(say(e))
-        return
-    if now_step != step:               # another tab of the teacher moved the class: follow it
-        st.rerun(scope="app")
-    answered = sum(counts.values())
+               area: Optional[tuple[float, float]] = None, focus: Optional[str] = None) -> None:
+    """How many answered and how (as rounds_view.teacher_results allows): reread from the database every
+    TEACHER_EVERY seconds. area: the px a presented chart may fill (default: a projector's screen)."""
     failed = cr.failures(code)
     if failed is not None:             # students' answers this server could not save: the teacher must know
         st.warning(t(f"lc.failed.{failed[0]}", n=failed[1], seconds=cr.FAILURE_WINDOW), icon=":material/database:")
+    try:
+        s, names = cv.state(code, q.id), cr.roster(code, secret)
+        now_step, now_focus = cr.lesson_and_step(code)[1], cv.focus(code)
+    except cr.ClassError as e:
+        st.error(say(e))
+        return
+    if now_step != step or now_focus != focus:     # another tab of the teacher moved the class: follow it
+        st.rerun(scope="app")
     st.markdown(q.prompt)
-    revealed_answer(code, q)
+    if q.where:
+        st.caption(q.where)
+    st.caption(rounds_view.status(s, time.time()))
+    revealed_answer(code, q, revealed=s.revealed)
     m1, m2 = st.columns(2)
-    m1.metric(t("lc.answered"), t("lc.answered_n", k=answered, n=len(names)))
+    m1.metric(t("lc.answered"), t("lc.answered_n", k=cv.answered(code, q.id, round=s.round), n=len(names)))
     m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
     with presenter.within(*(area or presenter.AREA_PX)):
-        widgets.show(answers_figure(q, counts, t("lc.chart_title", i=step + 1)), key="lc_chart", html=False)
+        rounds_view.teacher_results(code, secret, q, s, t("lc.chart_title", i=step + 1))
     st.caption(t("lc.updated", time=time.strftime("%H:%M:%S")))
     if names:
         with st.expander(t("lc.roster", n=len(names))):
@@ -278,7 +301,7 @@ def record_quiz_answer(question_id: str, options: list[str], choice: str) -> Non
     code, me = st.session_state.get("lc_class"), st.session_state.get("lc_me")
     if isinstance(code, str) and isinstance(me, str):
         try:
-            cr.answer(code, me, question_id, choice, list(options))
+            cv.answer(code, me, question_id, choice, list(options))
         except cr.ClassError as e:
             st.toast(say(e))
 
@@ -307,29 +330,31 @@ def student(code: str, lesson: str) -> None:
 @st.fragment(run_every=STUDENT_EVERY)
 @screen.laid_out
 def answer_box(code: str, me: str, n: int) -> None:
-    """The class's current step and its question; sending an answer reruns only this box."""
+    """The class's current question and the vote that is open; sending an answer reruns only this box."""
     try:
         lesson, step = cr.lesson_and_step(code)
+        focus = cv.focus(code)
+        q = class_question(lesson, step, focus)
+        s = cv.state(code, q.id)
     except cr.ClassError as e:
         st.error(say(e))
         return
-    q = question(lesson, step)
-    shown = q.answer is not None and cr.revealed(code, q.id)
-    st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
-    st.link_button(t("lc.open_step", i=step + 1, n=n),
-                   own_link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
-                   icon=":material/open_in_new:")
+    if focus is None:
+        st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
+        st.link_button(t("lc.open_step", i=step + 1, n=n),
+                       own_link("/", lesson=lesson, step=step + 1, lang=current(), **{CLASS: code, ME: me}),
+                       icon=":material/open_in_new:")
+    else:                                   # a concept check: its page is not offered before the answer is revealed
+        st.markdown(f"**{t('ck.student_on')}**")
     st.markdown(q.prompt)
-    label = dict(zip(q.options, q.labels))
-    pick = st.radio(t("lc.your_pick"), q.options, index=None, key=f"lc_pick_{q.id}",      # labels are markdown:
-                    format_func=lambda o: widgets.md_escape(label.get(o, o)), label_visibility="collapsed",  # a piece
-                    disabled=shown)
-    if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:", disabled=shown):
-        send(code, me, q, pick)
-    mine = cr.my_answer(code, me, q.id)
-    if revealed_answer(code, q, mine):
+    mine = rounds_view.student_vote(code, me, q, s, send)
+    rounds_view.student_results(code, q, s)
+    if revealed_answer(code, q, mine, revealed=s.revealed):
+        if q.where:
+            st.caption(q.where)
         return
     if mine is not None:
+        label = dict(zip(q.options, q.labels))
         st.success(t("lc.sent", choice=widgets.md_escape(label.get(mine, mine))), icon=":material/check:")
 
 
@@ -339,7 +364,7 @@ def send(code: str, me: str, q: Question, pick) -> None:
         st.warning(t("lc.pick_first"))
         return
     try:
-        cr.answer(code, me, q.id, pick, list(q.options))
+        cv.answer(code, me, q.id, pick, list(q.options))
     except cr.ClassError as e:
         st.error(say(e))
 

@@ -119,6 +119,24 @@ def answer_counts(options: Sequence[str], counts: Sequence[int], title: str, xla
     return layout(fig, title, xlabel, ylabel, height=320)
 
 
+def two_votes(options: Sequence[str], first: Sequence[int], second: Sequence[int], title: str, names: Sequence[str],
+              right: Optional[int] = None, xlabel: str = "", ylabel: str = "") -> go.Figure:
+    """A question's two votes side by side (peer instruction: alone, then after discussion): per option a bar for
+    each vote with its count written on it; names: the two votes' legend entries; right: the right option's
+    index, marked ✓ in its label once the answer is revealed."""
+    xs = [escape(x) + (" ✓" if i == right else "") for i, x in enumerate(options)]
+    fig = go.Figure()
+    for ys, name, color in ((first, names[0], PALETTE[0]), (second, names[1], PALETTE[1])):
+        ys = [int(c) for c in ys]
+        fig.add_trace(go.Bar(x=xs, y=ys, text=ys, textposition="outside", name=escape(name), marker_color=color,
+                             hovertemplate="%{x}: %{y}<extra>" + escape(name) + "</extra>"))
+    top = max([int(c) for c in (*first, *second)], default=0)
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(rangemode="tozero", dtick=max(1, (top + 4) // 5), range=[0, top * 1.25 + 1])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    return layout(fig, title, xlabel, ylabel, height=340)
+
+
 def score_sources(groups: dict[str, float], winner: str, title: str, names: Optional[dict[str, str]] = None,
                   xlabel: str = "what the key brings", ylabel: str = "share of the score") -> go.Figure:
     """The score of one key split by where its part comes from (questions.why_key): one bar a group (negative ones

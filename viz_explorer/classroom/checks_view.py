@@ -1,0 +1,174 @@
+"""Concept checks in a live class (the questions: bank.py): the teacher puts the class on the check before the lesson
+(each concept's form-a question) or after it (form b), one question at a time, and back on the lesson; every
+page shows the bank question the class is on (votes.focus); the teacher's report of what the class learned
+(gain.py) with its CSV and HTML downloads.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import streamlit as st
+
+from viz_explorer.classroom import bank, gain
+from viz_explorer.classroom import votes as cv
+from viz_explorer.classroom.question import Question
+from viz_explorer.classroom.refusals import say
+from viz_explorer.kit import registry, widgets
+from viz_explorer.kit.strings import current, t
+from viz_explorer.server import cached
+
+BUILT_IN = "concept-checks"
+HALVES = {"pre": "a", "post": "b"}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _bank(name: str, stamp: float) -> bank.Bank:
+    return bank.load_bank(name)
+
+
+def load(name: str) -> bank.Bank:
+    """A bank, read again when its file changes (ValueError: missing or broken, in one line)."""
+    path = bank.folder() / f"{name}.json"
+    return _bank(name, path.stat().st_mtime if path.is_file() else 0.0)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _facts(name: str, stamp: float, path: str, ckpt_stamp: float, text: str) -> dict:
+    from viz_transformer.analysis import claims
+    b = _bank(name, stamp)
+    hm = cached.load_model(path, ckpt_stamp)
+    return {key: claims.evaluate(spec["kind"], hm, text, {k: v for k, v in spec.items() if k != "kind"}).values
+            for key, spec in bank.needs_facts(b).items()}
+
+
+def facts(b: bank.Bank) -> dict:
+    """The values the bank's questions print, computed on its checkpoint and text (ValueError: no such model)."""
+    if not bank.needs_facts(b):
+        return {}
+    from viz_explorer.server import defaults
+    path = defaults.SHIPPED / b.checkpoint
+    if not (path / "config.json").is_file():
+        raise ValueError(f"the bank {b.name} computes its numbers on {b.checkpoint}, which is not in checkpoints/")
+    stamp = (bank.folder() / f"{b.name}.json").stat().st_mtime
+    return _facts(b.name, stamp, str(path), cached.folder_stamp(path), b.text)
+
+
+def as_question(question_id: str):
+    """A class question (live_class.Question) from a bank question's class id; None for any other id or one that
+    cannot be read now (the page says the bank's error)."""
+    found = bank.find(question_id)
+    if found is None:
+        return None
+    b, q = found
+    prompt, labels = bank.filled(b, q, facts(b), current())
+    figure = t("ck.where", page=t(registry.spec(q.page).title), figure=widgets.md_escape(q.figure.get(current()) or
+                                                                             next(iter(q.figure.values()))))
+    listed = "\n".join(f"- **{x}.** {widgets.md_escape(label)}" for x, label in zip(q.letters, labels))
+    return Question(question_id, f"{prompt}\n\n{listed}", q.letters, tuple(f"{x}. {lab}" for x, lab in
+                                                                         zip(q.letters, labels)),
+                    q.letters[q.answer], letters=q.letters, where=figure)
+
+
+def panel(code: str, secret: str, focus: Optional[str]) -> None:
+    """The teacher's concept-check controls: start the check before or after, walk its questions, back to the
+    lesson."""
+    try:
+        b = load(BUILT_IN)
+    except ValueError as e:
+        st.warning(t("ck.broken", error=str(e)), icon=":material/warning:")
+        return
+    with st.expander(t("ck.title"), icon=":material/quiz:", expanded=focus is not None):
+        st.caption(t("ck.intro", n=len(b.half("a"))))
+        on = next(((half, i) for half, form in HALVES.items() for i, q in enumerate(b.half(form))
+                   if b.class_id(q) == focus), None)
+        cols = st.columns(2)
+        for (half, form), where in zip(HALVES.items(), cols):
+            if where.button(t(f"ck.start.{half}"), key=f"lc_check_{half}", icon=":material/play_arrow:",
+                            disabled=on is not None and on[0] == half):
+                _focus(code, secret, b.class_id(b.half(form)[0]))
+        if on is None:
+            return
+        half, i = on
+        qs = b.half(HALVES[half])
+        st.markdown(t("ck.on", half=t(f"ck.half.{half}"), i=i + 1, n=len(qs)))
+        c1, c2, c3 = st.columns(3)
+        if c1.button(t("ck.prev"), key="lc_check_prev", disabled=i == 0, icon=":material/chevron_left:"):
+            _focus(code, secret, b.class_id(qs[i - 1]))
+        if c2.button(t("ck.next"), key="lc_check_next", disabled=i + 1 >= len(qs), icon=":material/chevron_right:"):
+            _focus(code, secret, b.class_id(qs[i + 1]))
+        if c3.button(t("ck.back"), key="lc_check_back", icon=":material/school:"):
+            _focus(code, secret, None)
+
+
+def _focus(code: str, secret: str, question: Optional[str]) -> None:
+    try:
+        cv.set_focus(code, secret, question)
+    except cv.ClassError as e:
+        st.error(say(e))
+        return
+    st.rerun()
+
+
+def answers_and_names(votes: list[dict], lesson_answer) -> tuple[dict, dict, dict]:
+    """(question -> right choice or None, question or concept -> its name for the report, concept -> (pre, post)
+    question ids of the built-in bank). lesson_answer(question id) -> the lesson question's right option or None."""
+    answers, names = {}, {}
+    for qid in dict.fromkeys(v["question"] for v in votes):
+        found = bank.find(qid)
+        if found is not None:
+            b, q = found
+            answers[qid], names[qid] = q.letters[q.answer], f"{q.concept} ({q.form or '–'})"
+        else:
+            answers[qid], names[qid] = lesson_answer(qid), qid
+    pairs = {}
+    try:
+        b = load(BUILT_IN)
+        for a in b.half("a"):
+            post = next(q for q in b.half("b") if q.concept == a.concept)
+            pairs[a.concept] = (b.class_id(a), b.class_id(post))
+            answers.setdefault(b.class_id(a), a.letters[a.answer])
+            answers.setdefault(b.class_id(post), post.letters[post.answer])
+            names[a.concept] = a.concept
+    except ValueError:
+        pass
+    return answers, names, pairs
+
+
+def report(code: str, secret: str, lesson_answer) -> None:
+    """The teacher's view of what the class learned, with the CSV and HTML downloads."""
+    with st.expander(t("gn.title"), icon=":material/trending_up:"):
+        try:
+            votes = cv.class_votes(code, secret)
+        except cv.ClassError as e:
+            st.error(say(e))
+            return
+        if not votes:
+            st.caption(t("gn.none"))
+            return
+        answers, names, pairs = answers_and_names(votes, lesson_answer)
+        crows = gain.concept_rows(votes, pairs, answers)
+        qrows = gain.question_rows(votes, answers)
+        pre, post, g = gain.class_gain(crows)
+        if pre.n:
+            st.markdown(t("gn.class_gain", pre=_pct(pre), post=_pct(post), g="–" if g is None else f"{g:.2f}"))
+        else:
+            st.caption(t("gn.no_pairs"))
+        if crows:
+            st.dataframe([{t("gn.concept"): r.concept, t("gn.pre"): _pct(r.pre), t("gn.post"): _pct(r.post),
+                           "g": "–" if r.g is None else f"{r.g:.2f}"} for r in crows], hide_index=True)
+        if qrows:
+            st.dataframe([{t("gn.question"): names.get(r.question, r.question), t("gn.first"): _pct(r.first),
+                           t("gn.second"): _pct(r.second), t("gn.to_right"): r.moves.to_right,
+                           t("gn.to_wrong"): r.moves.to_wrong} for r in qrows], hide_index=True)
+        c1, c2 = st.columns(2)
+        c1.download_button(t("gn.csv"), gain.csv_text(votes, answers, lambda n: t("gn.student", n=n)), file_name=f"class-{code}.csv",
+                           mime="text/csv", key="lc_csv", icon=":material/download:")
+        labels = {k: t(f"gn.{k}") for k in ("class", "concepts", "questions", "concept", "question", "pre", "post",
+                                            "first", "second", "to_right", "to_wrong")} | {"lang": current()}
+        page = gain.html_summary(t("gn.html_title", code=code), labels, qrows, crows, names)
+        c2.download_button(t("gn.html"), page, file_name=f"class-{code}.html", mime="text/html", key="lc_html",
+                           icon=":material/download:")
+
+
+def _pct(s: gain.Share) -> str:
+    return "–" if s.value is None else f"{100 * s.value:.0f}% ({s.right}/{s.n})"

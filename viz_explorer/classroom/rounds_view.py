@@ -1,0 +1,136 @@
+"""A question's votes on the class pages (the store is votes.py): the teacher's buttons (a countdown, close the
+vote, vote again after discussion, show the results, reveal the answer), the teacher's results (hidden until shown
+in a peer-instruction question; both votes side by side with who moved), and a student's box for the round that is
+open, with the countdown and, once shown, the results.
+
+The teacher picks per question "one vote" (the results the teacher sees grow as votes arrive; students see them once
+shown) or "vote, discuss, vote again" (the results hidden from everyone, the teacher's projected page included, until
+the teacher shows them).
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import streamlit as st
+
+from viz_explorer.classroom import gain
+from viz_explorer.classroom import votes as cv
+from viz_explorer.classroom.refusals import say
+from viz_explorer.kit import widgets
+from viz_explorer.kit.strings import t
+from viz_transformer.plots import question_figures
+
+MODES = ("one", "peer")
+MODE_KEY = "lc_mode"
+
+
+def mode(qid: str) -> str:
+    """The teacher's choice for this question (kept in the teacher's session, per question)."""
+    got = st.session_state.get(f"{MODE_KEY}_{qid}")
+    return got if got in MODES else "one"
+
+
+def _do(action, *args, **kw) -> None:
+    """A teacher's button: the store's move, a refusal said in one line."""
+    try:
+        action(*args, **kw)
+    except cv.ClassError as e:
+        st.error(say(e))
+
+
+def controls(code: str, secret: str, q) -> None:
+    """The teacher's buttons for the question `q` (live_class.Question): outside the chart's fragment, so a press
+    reruns the page once."""
+    st.segmented_control(t("pi.mode"), MODES, default="one", required=True, key=f"{MODE_KEY}_{q.id}",
+                         format_func=lambda m: t(f"pi.mode.{m}"))
+    s = cv.state(code, q.id)
+    peer = mode(q.id) == "peer"
+    c1, c2, c3, c4, c5 = st.columns([1.1, 1.4, 1.4, 1.4, 1.4], vertical_alignment="bottom")
+    secs = c1.number_input(t("pi.seconds"), min_value=0, max_value=cv.MAX_SECONDS, value=60, step=10, key="lc_secs",
+                           help=t("pi.seconds_help"))
+    if c2.button(t("pi.start", n=s.round), key="lc_open", icon=":material/timer:", disabled=s.revealed):
+        _do(cv.open_round, code, secret, q.id, round=s.round, seconds=int(secs or 0))
+        st.rerun()
+    if c3.button(t("pi.close"), key="lc_close", icon=":material/block:", disabled=not s.open or s.revealed):
+        _do(cv.close_round, code, secret, q.id)
+        st.rerun()
+    if peer and c4.button(t("pi.again"), key="lc_again", icon=":material/forum:", disabled=s.round != 1 or s.revealed):
+        _do(cv.open_round, code, secret, q.id, round=2, seconds=int(secs or 0))
+        st.rerun()
+    if c5.button(t("pi.show"), key="lc_show", icon=":material/bar_chart:", disabled=s.shown >= s.round):
+        _do(cv.show, code, secret, q.id)
+        st.rerun()
+
+
+def status(s: cv.State, now: float) -> str:
+    """The question's state in one line for every page: which vote, open or closed, the countdown."""
+    if s.revealed:
+        return t("pi.state.revealed")
+    left = s.left(now)
+    if s.taking(now):
+        return t("pi.state.open", n=s.round) + ("" if left is None else " " + t("pi.state.left", s=left))
+    return t("pi.state.closed", n=s.round) + (" " + t("pi.state.discuss") if s.round == 1 else "")
+
+
+def _labels(q) -> list[str]:
+    """The x labels of a results chart: the option's letter for long options (listed in the prompt's box), else
+    the option itself."""
+    return list(q.letters) if q.letters else list(q.labels)
+
+
+def results_figure(q, first: dict, second: Optional[dict], title: str, reveal: bool):
+    """Vote 1 alone, or both votes side by side; the right option marked once revealed."""
+    xs = _labels(q)
+    right = q.options.index(q.answer) if reveal and q.answer in q.options else None
+    if second is None:
+        return question_figures.answer_counts(xs, [first.get(o, 0) for o in q.options], title)
+    return question_figures.two_votes(xs, [first.get(o, 0) for o in q.options], [second.get(o, 0) for o in q.options],
+                                      title, [t("pi.vote1"), t("pi.vote2")], right)
+
+
+def teacher_results(code: str, secret: str, q, s: cv.State, title: str) -> None:
+    """The teacher's chart: in "one vote" mode the counts as they come; in a peer-instruction question nothing but
+    a note until the results are shown (the page is projected); once a second vote is shown, both votes and who
+    moved."""
+    if mode(q.id) == "peer" and s.shown < s.round and not s.revealed:
+        st.info(t("pi.hidden"), icon=":material/visibility_off:")
+        return
+    opts = list(q.options)
+    first = cv.counts(code, secret, q.id, opts, round=1)
+    second = cv.counts(code, secret, q.id, opts, round=2) if s.round == 2 and (s.shown >= 2 or s.revealed
+                                                                             or mode(q.id) == "one") else None
+    widgets.show(results_figure(q, first, second, title, s.revealed), key="lc_chart", html=False)
+    if second is not None and q.answer is not None:
+        m = gain.moves([v for v in cv.class_votes(code, secret) if v["question"] == q.id], q.id, q.answer)
+        st.caption(t("pi.moved", right=m.to_right, wrong=m.to_wrong, n=m.n))
+
+
+def student_results(code: str, q, s: cv.State) -> None:
+    """The results a student sees: those the teacher has shown, nothing else."""
+    if s.shown < 1:
+        return
+    opts = list(q.options)
+    first = cv.shown_counts(code, q.id, opts, round=1)
+    second = cv.shown_counts(code, q.id, opts, round=2) if s.shown >= 2 else None
+    widgets.show(results_figure(q, first, second, t("pi.class_results"), s.revealed), key="lc_shown", html=False)
+
+
+def student_vote(code: str, me: str, q, s: cv.State, send) -> Optional[str]:
+    """A student's box for the round that is open: the pick (disabled when the round takes no votes) and Send;
+    returns their vote in the current round (None if none)."""
+    now = time.time()
+    st.caption(status(s, now))
+    label = dict(zip(q.options, q.labels))
+    taking = s.taking(now)
+    key = f"lc_pick_{q.id}" + ("" if s.round == 1 else "@2")             # a fresh pick for the second vote
+    pick = st.radio(t("lc.your_pick"), q.options, index=None, key=key, label_visibility="collapsed",
+                    format_func=lambda o: widgets.md_escape(label.get(o, o)), disabled=not taking)  # a label may be *
+    if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:", disabled=not taking):
+        send(code, me, q, pick)
+    mine = cv.my_answer(code, me, q.id, round=s.round)
+    if s.round == 2:
+        before = cv.my_answer(code, me, q.id, round=1)
+        if before is not None:
+            st.caption(t("pi.your_first", choice=widgets.md_escape(label.get(before, before))))
+    return mine

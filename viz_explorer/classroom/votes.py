@@ -1,0 +1,313 @@
+"""A class's questions: votes in rounds, results hidden until the teacher shows them, the answer revealed, a
+countdown, and which bank question the class is on. The classes and students are store.py's.
+
+Peer instruction (Mazur): the class votes alone (round 1) and sees nothing; the teacher closes the vote, the students
+discuss with a neighbour, the teacher opens a second vote (round 2), then shows the results and reveals the answer.
+A question asked once is round 1 only. The state of one question in one class:
+
+    round 1, open  --close-->  round 1, closed  --again-->  round 2, open  --close-->  round 2, closed
+    any state --show--> the current round closed, its results (and the earlier round's) shown to every page
+    any state --reveal--> closed, every round shown, the answer shown; no more votes
+
+Votes are kept per round (a student's latest choice in a round counts), so the two rounds never mix. A countdown
+is a deadline kept with the state: a vote after it is refused as closed, on every process alike.
+
+    open_round(code, secret, q, round=1, seconds=60); answer(code, browser, q, "B", ["A", "B", "C"])
+    counts(code, secret, q, ["A", "B", "C"], round=1)   # the teacher's; shown_counts(code, q, opts, round=1) once shown
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Optional
+
+from viz_explorer.classroom.store import (CHOICE_MAX, CODE_LEN, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser,
+                                          engine_for, guarded, need_teacher, normal_code, rate, sql)
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+MAX_SECONDS = 600           # the longest countdown
+
+
+@dataclass(frozen=True)
+class State:
+    """One question's state in one class (no row yet: round 1, open, nothing shown)."""
+    round: int = 1
+    open: bool = True
+    shown: int = 0                   # the rounds whose results every page shows: 0, 1 or 2
+    revealed: bool = False
+    deadline: Optional[float] = None     # time.time() after which the open round takes no vote
+
+    def taking(self, now: float) -> bool:
+        """Whether a vote sent at `now` counts."""
+        return self.open and not self.revealed and (self.deadline is None or now <= self.deadline)
+
+    def left(self, now: float) -> Optional[int]:
+        """Whole seconds of the countdown left (0 once past), None without one or when the round is not taking votes."""
+        if self.deadline is None or not self.open or self.revealed:
+            return None
+        return max(0, int(self.deadline - now + 0.999))
+
+
+_tables: list = []
+_lock = threading.Lock()
+
+
+def tables() -> SimpleNamespace:
+    """votes (one row per student, question and round) and asked (one row per question a teacher has acted on),
+    made in the app's METADATA on first use."""
+    with _lock:
+        if not _tables:
+            import sqlalchemy as sa
+            from viz_explorer.server import db
+            votes = sa.Table(
+                "class_votes", db.METADATA,
+                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+                sa.Column("browser", sa.String(43), primary_key=True),
+                sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+                sa.Column("round", sa.Integer, primary_key=True),
+                sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
+                sa.Column("at", sa.Float, nullable=False),
+            )
+            asked = sa.Table(
+                "class_questions", db.METADATA,
+                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+                sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+                sa.Column("round", sa.Integer, nullable=False),
+                sa.Column("open", sa.Boolean, nullable=False),
+                sa.Column("shown", sa.Integer, nullable=False),
+                sa.Column("revealed", sa.Boolean, nullable=False),
+                sa.Column("deadline", sa.Float, nullable=True),
+                sa.Column("at", sa.Float, nullable=False),
+            )
+            focus = sa.Table(           # the bank question a class is on instead of its lesson step's
+                "class_focus", db.METADATA,
+                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+                sa.Column("question", sa.String(QUESTION_MAX), nullable=False),
+            )
+            _tables.append(SimpleNamespace(votes=votes, asked=asked, focus=focus))
+        return _tables[0]
+
+
+def _eng(eng):
+    from viz_explorer.server import db
+    t = tables()
+    return db.ready(engine_for(eng), [t.votes, t.asked, t.focus])
+
+
+def _question(question) -> str:
+    if not isinstance(question, str) or not 0 < len(question) <= QUESTION_MAX:
+        raise ClassError("question", n=QUESTION_MAX)
+    return question
+
+
+def _read(conn, code: str, question: str) -> State:
+    sa, _ = sql()
+    a = tables().asked
+    row = conn.execute(sa.select(a.c.round, a.c.open, a.c.shown, a.c.revealed, a.c.deadline).where(
+        a.c.code == code, a.c.question == question)).first()
+    return State() if row is None else State(int(row[0]), bool(row[1]), int(row[2]), bool(row[3]), row[4])
+
+
+def _write(conn, code: str, question: str, s: State) -> None:
+    from viz_explorer.server import db
+    values = {"round": s.round, "open": s.open, "shown": s.shown, "revealed": s.revealed, "deadline": s.deadline,
+              "at": time.time()}
+    db.upsert(conn, tables().asked, ["code", "question"], {"code": code, "question": question, **values}, values)
+
+
+@guarded
+def state(code: str, question: str, eng: Optional[sa.Engine] = None) -> State:
+    """The question's state (anyone in the class may know it)."""
+    code, question = normal_code(code), _question(question)
+    with _eng(eng).connect() as conn:
+        return _read(conn, code, question)
+
+
+def _teacher_moves(code, secret, question, eng, move) -> State:
+    """Apply move(State) -> State for the class's teacher, in one transaction; the new state."""
+    code, question = need_teacher(code, secret, eng), _question(question)
+    with _eng(eng).begin() as conn:
+        new = move(_read(conn, code, question))
+        _write(conn, code, question, new)
+    return new
+
+
+def _countdown(seconds) -> Optional[float]:
+    if seconds is None or seconds == 0:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_SECONDS:
+        raise ClassError("seconds", most=MAX_SECONDS)
+    return time.time() + float(seconds)
+
+
+@guarded
+def open_round(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None, *, round: int = 1,
+               seconds: Optional[float] = None) -> State:
+    """The teacher opens round 1 (again: its countdown restarts) or round 2 (the vote after discussion, which
+    closes round 1 for good), with a countdown of `seconds` (None or 0: none). Refused once revealed, and for
+    round 1 once round 2 has begun."""
+    if round not in (1, 2) or isinstance(round, bool):
+        raise ClassError("round")
+    deadline = _countdown(seconds)
+
+    def move(s: State) -> State:
+        if s.revealed:
+            raise ClassError("revealed")
+        if round < s.round:
+            raise ClassError("round")
+        return State(round, True, min(s.shown, round - 1) if round > s.round else s.shown, False, deadline)
+    return _teacher_moves(code, secret, question, eng, move)
+
+
+@guarded
+def close_round(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
+    """The teacher stops the vote (the class discusses); nothing is shown."""
+    return _teacher_moves(code, secret, question, eng,
+                          lambda s: State(s.round, False, s.shown, s.revealed, s.deadline))
+
+
+@guarded
+def show(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
+    """The teacher shows every page the results so far (the current round closes first: a histogram seen while
+    voting steers the vote)."""
+    return _teacher_moves(code, secret, question, eng, lambda s: State(s.round, False, s.round, s.revealed, s.deadline))
+
+
+@guarded
+def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
+    """The teacher shows the class the answer (and every round's results); the question takes no more votes."""
+    return _teacher_moves(code, secret, question, eng, lambda s: State(s.round, False, s.round, True, s.deadline))
+
+
+@guarded
+def revealed(code: str, question: str, eng: Optional[sa.Engine] = None) -> bool:
+    """Whether the teacher has shown the answer to `question`."""
+    return state(code, question, eng).revealed
+
+
+@guarded
+def answer(code: str, browser: str, question: str, choice: str, options: list[str],
+           eng: Optional[sa.Engine] = None) -> int:
+    """Record a student's vote in the question's open round (their latest one in a round counts); the round it
+    went to. The choice must be one of the question's options; the student must have joined; the round must be
+    taking votes (open, before its countdown's end, not revealed); the browser's rate limit applies."""
+    sa, T = sql()
+    from viz_explorer.server import db
+    code, browser, question = normal_code(code), check_browser(browser), _question(question)
+    if (not isinstance(options, (list, tuple)) or not 0 < len(options) <= OPTIONS_MAX
+            or not all(isinstance(o, str) and 0 < len(o) <= CHOICE_MAX for o in options)):
+        raise ClassError("options", n=OPTIONS_MAX, chars=CHOICE_MAX)
+    if not isinstance(choice, str) or choice not in options:
+        raise ClassError("choice")
+    now = time.time()
+    with _eng(eng).begin() as conn:
+        if conn.execute(sa.select(T.members.c.browser).where(T.members.c.code == code,
+                                                           T.members.c.browser == browser)).first() is None:
+            raise ClassError("join")
+        s = _read(conn, code, question)
+        if s.revealed:
+            raise ClassError("revealed")
+        if not s.taking(now):
+            raise ClassError("closed")
+        rate(conn, browser, now)
+        db.upsert(conn, tables().votes, ["code", "browser", "question", "round"],
+                  {"code": code, "browser": browser, "question": question, "round": s.round, "choice": choice,
+                   "at": now}, {"choice": choice, "at": now})
+    return s.round
+
+
+@guarded
+def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None, *,
+              round: int = 1) -> Optional[str]:
+    """This browser's own vote in `round` of `question`, None if it has not voted there."""
+    sa, _ = sql()
+    v = tables().votes
+    code, browser = normal_code(code), check_browser(browser)
+    with _eng(eng).connect() as conn:
+        return conn.execute(sa.select(v.c.choice).where(v.c.code == code, v.c.browser == browser,
+                                                        v.c.question == question, v.c.round == round)).scalar()
+
+
+def _counts(conn, code: str, question: str, options: list[str], round: int) -> dict[str, int]:
+    sa, _ = sql()
+    v = tables().votes
+    rows = conn.execute(sa.select(v.c.choice, sa.func.count()).where(
+        v.c.code == code, v.c.question == question, v.c.round == round).group_by(v.c.choice)).all()
+    got = dict(rows)
+    return {o: int(got.get(o, 0)) for o in options}
+
+
+@guarded
+def counts(code: str, secret: str, question: str, options: list[str], eng: Optional[sa.Engine] = None, *,
+           round: int = 1) -> dict[str, int]:
+    """The teacher's count of a round: option -> how many students chose it (every option listed). The teacher's
+    page draws it only once shown (it is projected); the number who voted is answered()'s."""
+    code = need_teacher(code, secret, eng)
+    with _eng(eng).connect() as conn:
+        return _counts(conn, code, question, options, round)
+
+
+@guarded
+def shown_counts(code: str, question: str, options: list[str], eng: Optional[sa.Engine] = None, *,
+                 round: int = 1) -> dict[str, int]:
+    """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before."""
+    code, question = normal_code(code), _question(question)
+    with _eng(eng).connect() as conn:
+        if _read(conn, code, question).shown < round:
+            raise ClassError("hidden")
+        return _counts(conn, code, question, options, round)
+
+
+@guarded
+def answered(code: str, question: str, eng: Optional[sa.Engine] = None, *, round: int = 1) -> int:
+    """How many students have voted in `round` (not how: that stays hidden until shown)."""
+    sa, _ = sql()
+    v = tables().votes
+    code = normal_code(code)
+    with _eng(eng).connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(v).where(
+            v.c.code == code, v.c.question == question, v.c.round == round)).scalar_one())
+
+
+@guarded
+def set_focus(code: str, secret: str, question: Optional[str], eng: Optional[sa.Engine] = None) -> None:
+    """The teacher puts the class on a bank question (a concept check), or back on its lesson step (None)."""
+    code = need_teacher(code, secret, eng)
+    f = tables().focus
+    from viz_explorer.server import db
+    with _eng(eng).begin() as conn:
+        if question is None:
+            conn.execute(f.delete().where(f.c.code == code))
+        else:
+            db.upsert(conn, f, ["code"], {"code": code, "question": _question(question)}, {"question": question})
+
+
+@guarded
+def focus(code: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
+    """The bank question the class is on, None when it is on its lesson step."""
+    sa, _ = sql()
+    f = tables().focus
+    with _eng(eng).connect() as conn:
+        return conn.execute(sa.select(f.c.question).where(f.c.code == normal_code(code))).scalar()
+
+
+@guarded
+def class_votes(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list[dict]:
+    """Every vote of the class for its teacher's report, oldest student first: {"student": 1-based number in joining
+    order, "nickname", "question", "round", "choice", "at"}. No browser id leaves the store."""
+    sa, T = sql()
+    v = tables().votes
+    code = need_teacher(code, secret, eng)
+    with _eng(eng).connect() as conn:
+        members = conn.execute(sa.select(T.members.c.browser, T.members.c.nickname).where(T.members.c.code == code)
+                               .order_by(T.members.c.joined, T.members.c.browser)).all()
+        rows = conn.execute(sa.select(v.c.browser, v.c.question, v.c.round, v.c.choice, v.c.at)
+                            .where(v.c.code == code).order_by(v.c.at)).all()
+    number = {b: (i + 1, nick) for i, (b, nick) in enumerate(members)}
+    return sorted(({"student": number[b][0], "nickname": number[b][1], "question": q, "round": int(r), "choice": c,
+                    "at": float(at)} for b, q, r, c, at in rows if b in number),
+                  key=lambda d: (d["student"], d["at"]))
