@@ -121,11 +121,36 @@ def _make_tables() -> SimpleNamespace:
         sa.Column("window", sa.Integer, primary_key=True),
         sa.Column("n", sa.Integer, nullable=False),
     )
-    return SimpleNamespace(classes=classes, members=members, hits=hits)
+    votes = sa.Table(               # votes.py's: one row per student, question and round (its latest choice there)
+        "class_votes", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("browser", sa.String(43), primary_key=True),
+        sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+        sa.Column("round", sa.Integer, primary_key=True),
+        sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
+        sa.Column("at", sa.Float, nullable=False),
+    )
+    asked = sa.Table(               # votes.py's: a question's state (votes.State), once its teacher acted on it
+        "class_questions", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
+        sa.Column("round", sa.Integer, nullable=False),
+        sa.Column("open", sa.Boolean, nullable=False),
+        sa.Column("shown", sa.Integer, nullable=False),
+        sa.Column("revealed", sa.Boolean, nullable=False),
+        sa.Column("deadline", sa.Float, nullable=True),
+        sa.Column("at", sa.Float, nullable=False),
+    )
+    focus = sa.Table(               # votes.py's: the bank question a class is on instead of its lesson step's
+        "class_focus", db.METADATA,
+        sa.Column("code", sa.String(CODE_LEN), primary_key=True),
+        sa.Column("question", sa.String(QUESTION_MAX), nullable=False),
+    )
+    return SimpleNamespace(classes=classes, members=members, hits=hits, votes=votes, asked=asked, focus=focus)
 
 
 def tables() -> SimpleNamespace:
-    """The class tables (classes, members, hits) in the app's database's METADATA, made on the
+    """The class tables (classes, members, hits; votes, asked, focus for votes.py) in the app's database's METADATA, made on the
     store's first use with sqlalchemy's import: every page run imports this module (live_class.remember), and only a
     live class reads them, so no other page pays for sqlalchemy."""
     with _lock:
@@ -144,7 +169,7 @@ def engine_for(eng: Optional[sa.Engine]) -> sa.Engine:
     """`eng`, else the app's engine, with the class tables made on it."""
     from viz_explorer.server import db
     t = tables()
-    return db.ready(eng or db.engine(), [t.classes, t.members, t.hits])
+    return db.ready(eng or db.engine(), [t.classes, t.members, t.hits, t.votes, t.asked, t.focus])
 
 
 def _hash(secret: str) -> str:

@@ -17,14 +17,14 @@ is a deadline kept with the state: a vote after it is refused as closed, on ever
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Optional
 
-from viz_explorer.classroom.store import (CHOICE_MAX, CODE_LEN, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser,
-                                          engine_for, guarded, need_teacher, normal_code, rate, sql)
+from viz_explorer.classroom.store import (CHOICE_MAX, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser, engine_for,
+                                          guarded, need_teacher, normal_code, rate, sql)
+from viz_explorer.classroom.store import tables as store_tables
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -52,50 +52,13 @@ class State:
         return max(0, int(self.deadline - now + 0.999))
 
 
-_tables: list = []
-_lock = threading.Lock()
-
-
 def tables() -> SimpleNamespace:
-    """votes (one row per student, question and round) and asked (one row per question a teacher has acted on),
-    made in the app's METADATA on first use."""
-    with _lock:
-        if not _tables:
-            import sqlalchemy as sa
-            from viz_explorer.server import db
-            votes = sa.Table(
-                "class_votes", db.METADATA,
-                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-                sa.Column("browser", sa.String(43), primary_key=True),
-                sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
-                sa.Column("round", sa.Integer, primary_key=True),
-                sa.Column("choice", sa.String(CHOICE_MAX), nullable=False),
-                sa.Column("at", sa.Float, nullable=False),
-            )
-            asked = sa.Table(
-                "class_questions", db.METADATA,
-                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-                sa.Column("question", sa.String(QUESTION_MAX), primary_key=True),
-                sa.Column("round", sa.Integer, nullable=False),
-                sa.Column("open", sa.Boolean, nullable=False),
-                sa.Column("shown", sa.Integer, nullable=False),
-                sa.Column("revealed", sa.Boolean, nullable=False),
-                sa.Column("deadline", sa.Float, nullable=True),
-                sa.Column("at", sa.Float, nullable=False),
-            )
-            focus = sa.Table(           # the bank question a class is on instead of its lesson step's
-                "class_focus", db.METADATA,
-                sa.Column("code", sa.String(CODE_LEN), primary_key=True),
-                sa.Column("question", sa.String(QUESTION_MAX), nullable=False),
-            )
-            _tables.append(SimpleNamespace(votes=votes, asked=asked, focus=focus))
-        return _tables[0]
+    """The class tables (store.tables(): votes, asked and focus among them)."""
+    return store_tables()
 
 
 def _eng(eng):
-    from viz_explorer.server import db
-    t = tables()
-    return db.ready(engine_for(eng), [t.votes, t.asked, t.focus])
+    return engine_for(eng)
 
 
 def _question(question) -> str:
