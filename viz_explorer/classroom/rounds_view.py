@@ -69,7 +69,7 @@ def status(s: cv.State, now: float) -> str:
         return t("pi.state.revealed")
     left = s.left(now)
     if s.taking(now):
-        return t("pi.state.open", n=s.round) + ("" if left is None else " " + t("pi.state.left", s=left))
+        return t("pi.state.open", n=s.round) + ("" if left is None else " " + t("pi.state.left", sec=left))
     return t("pi.state.closed", n=s.round) + (" " + t("pi.state.discuss") if s.round == 1 else "")
 
 

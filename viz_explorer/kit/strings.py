@@ -1356,7 +1356,7 @@ EN = {
     "pi.show": "Show the results",
     "pi.state.revealed": "The answer is shown.",
     "pi.state.open": "Vote {n} is open.",
-    "pi.state.left": "{s} {s:second|seconds} left.",
+    "pi.state.left": "{sec} {sec:second|seconds} left.",
     "pi.state.closed": "Vote {n} is closed.",
     "pi.state.discuss": "Discuss your answer with a neighbour.",
     "pi.vote1": "Vote 1 (alone)",

@@ -1131,7 +1131,7 @@ ZH = {
     "pi.show": "公布结果",
     "pi.state.revealed": "答案已公布。",
     "pi.state.open": "第 {n} 次投票进行中。",
-    "pi.state.left": "还剩 {s} 秒。",
+    "pi.state.left": "还剩 {sec} 秒。",
     "pi.state.closed": "第 {n} 次投票已结束。",
     "pi.state.discuss": "和旁边的同学讨论你的答案。",
     "pi.vote1": "第 1 次投票（独立）",

@@ -1083,7 +1083,7 @@ SOURCE = {
     "pi.show": "fe7fac90",
     "pi.state.revealed": "dd665686",
     "pi.state.open": "b060e15a",
-    "pi.state.left": "0dd9344c",
+    "pi.state.left": "5e132b7d",
     "pi.state.closed": "221478a5",
     "pi.state.discuss": "c4858e3f",
     "pi.vote1": "e1299254",
