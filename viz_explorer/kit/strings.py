@@ -1344,7 +1344,7 @@ EN = {
     "lc.err.closed": "Voting on this question is closed.",
     "lc.err.hidden": "The teacher has not shown these results yet.",
     "lc.err.round": "A question has a first vote and a second one after discussion; it cannot go back to the first.",
-    "lc.err.seconds": "A countdown is 0 … {most} seconds.",
+    "lc.err.seconds": "A countdown is 0 … {most} {most:second|seconds}.",
     "pi.mode": "How the class answers this question",
     "pi.mode.one": "One vote",
     "pi.mode.peer": "Vote, discuss, vote again",

@@ -1071,7 +1071,7 @@ SOURCE = {
     "lc.err.closed": "4e970a5a",
     "lc.err.hidden": "9a56c55b",
     "lc.err.round": "784c2d3c",
-    "lc.err.seconds": "c1f56a15",
+    "lc.err.seconds": "3fb6b914",
     "pi.mode": "ca990d0d",
     "pi.mode.one": "60ccdd53",
     "pi.mode.peer": "7bd6ed9b",
