@@ -12,6 +12,7 @@ import pytest
 
 from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until, settle
 from stclient import Server, free_port
+from test_browser_phone import PHONE_UA
 from viz_explorer.classroom import bank
 from viz_explorer.kit.strings import EN, ZH
 
@@ -50,9 +51,13 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                     pages.append(pg)
                     return pg
 
-                def shots(stage):
-                    teacher.screenshot(path=str(ARTIFACTS / f"peer-{lang}-{stage}-teacher.png"), full_page=True)
-                    phones[0].screenshot(path=str(ARTIFACTS / f"peer-{lang}-{stage}-phone.png"), full_page=True)
+                def shots(stage):                  # the question's part of each page (the main area scrolls)
+                    teacher.locator('[data-testid="stMetric"]').first.scroll_into_view_if_needed()
+                    teacher.screenshot(path=str(ARTIFACTS / f"peer-{lang}-{stage}-teacher.png"))
+                    last = phones[0].locator('[data-testid="stPlotlyChart"], [data-testid="stAlert"]')
+                    (last.last if last.count() else phones[0].get_by_role("button", name=words["lc.send"])) \
+                        .scroll_into_view_if_needed()
+                    phones[0].screenshot(path=str(ARTIFACTS / f"peer-{lang}-{stage}-phone.png"))
 
                 teacher = new_page(1366, 768, accept_downloads=True)
                 teacher.goto(f"{server.url}/live_class?lang={lang}")
@@ -65,9 +70,9 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 main.get_by_text(words["ck.title"]).click()
                 click_until(main.get_by_role("button", name=words["ck.start.pre"]),
                             main.get_by_text(re.compile(re.escape(words["ck.on"].split("{")[0]))).first)
-                main.get_by_text(words["pi.mode.peer"]).click()
+                main.get_by_text(words["pi.mode.peer"]).first.click()
                 settle(teacher)
-                phones = [new_page(390, 844, is_mobile=True, has_touch=True) for _ in range(3)]
+                phones = [new_page(390, 844, user_agent=PHONE_UA, is_mobile=True, has_touch=True) for _ in range(3)]
                 for ph in phones:
                     ph.goto(f"{server.url}/live_class?class={code}&lang={lang}")
                     ph.get_by_text(words["ck.student_on"]).first.wait_for()
@@ -104,8 +109,8 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
 
                 click_until(main.get_by_role("button", name=words["lc.reveal"]),
                             main.get_by_text(words["pi.state.revealed"]).first)
-                phones[2].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("{")[0]))).first.wait_for()
-                phones[0].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("{")[0]))).first.wait_for()
+                phones[2].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("*")[0]))).first.wait_for()
+                phones[0].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("*")[0]))).first.wait_for()
                 shots("5-revealed")
 
                 main.get_by_text(words["gn.title"]).click()

@@ -63,8 +63,7 @@ def as_question(question_id: str):
     prompt, labels = bank.filled(b, q, facts(b), current())
     figure = t("ck.where", page=t(registry.spec(q.page).title), figure=widgets.md_escape(q.figure.get(current()) or
                                                                              next(iter(q.figure.values()))))
-    listed = "\n".join(f"- **{x}.** {widgets.md_escape(label)}" for x, label in zip(q.letters, labels))
-    return Question(question_id, f"{prompt}\n\n{listed}", q.letters, tuple(f"{x}. {lab}" for x, lab in
+    return Question(question_id, prompt, q.letters, tuple(f"{x}. {lab}" for x, lab in
                                                                          zip(q.letters, labels)),
                     q.letters[q.answer], letters=q.letters, where=figure)
 

@@ -237,15 +237,18 @@ def live_chart(code: str, secret: str, q: Question, step: int, n: int,
     if now_step != step or now_focus != focus:     # another tab of the teacher moved the class: follow it
         st.rerun(scope="app")
     st.markdown(q.prompt)
-    if q.where:
-        st.caption(q.where)
+    if q.letters:                      # a bank question's options, by the letters its chart is drawn with
+        st.markdown("\n".join(f"- **{x}.** {widgets.md_escape(lab.split('. ', 1)[-1])}" for x, lab in
+                               zip(q.letters, q.labels)))
     st.caption(rounds_view.status(s, time.time()))
-    revealed_answer(code, q, revealed=s.revealed)
+    if revealed_answer(code, q, revealed=s.revealed) and q.where:
+        st.caption(q.where)
     m1, m2 = st.columns(2)
     m1.metric(t("lc.answered"), t("lc.answered_n", k=cv.answered(code, q.id, round=s.round), n=len(names)))
     m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
     with presenter.within(*(area or presenter.AREA_PX)):
-        rounds_view.teacher_results(code, secret, q, s, t("lc.chart_title", i=step + 1))
+        rounds_view.teacher_results(code, secret, q, s, t("ck.chart_title") if q.letters else
+                                    t("lc.chart_title", i=step + 1))
     st.caption(t("lc.updated", time=time.strftime("%H:%M:%S")))
     if names:
         with st.expander(t("lc.roster", n=len(names))):
@@ -355,7 +358,8 @@ def answer_box(code: str, me: str, n: int) -> None:
         return
     if mine is not None:
         label = dict(zip(q.options, q.labels))
-        st.success(t("lc.sent", choice=widgets.md_escape(label.get(mine, mine))), icon=":material/check:")
+        st.success(t("lc.sent" if s.taking(time.time()) else "pi.sent_closed", choice=widgets.md_escape(
+            label.get(mine, mine))), icon=":material/check:")
 
 
 def send(code: str, me: str, q: Question, pick) -> None:

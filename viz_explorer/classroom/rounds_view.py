@@ -84,9 +84,9 @@ def results_figure(q, first: dict, second: Optional[dict], title: str, reveal: b
     xs = _labels(q)
     right = q.options.index(q.answer) if reveal and q.answer in q.options else None
     if second is None:
-        return question_figures.answer_counts(xs, [first.get(o, 0) for o in q.options], title)
+        return question_figures.answer_counts(xs, [first.get(o, 0) for o in q.options], title, ylabel=t("pi.students"))
     return question_figures.two_votes(xs, [first.get(o, 0) for o in q.options], [second.get(o, 0) for o in q.options],
-                                      title, [t("pi.vote1"), t("pi.vote2")], right)
+                                      title, [t("pi.vote1"), t("pi.vote2")], right, ylabel=t("pi.students"))
 
 
 def teacher_results(code: str, secret: str, q, s: cv.State, title: str) -> None:

@@ -133,8 +133,10 @@ def two_votes(options: Sequence[str], first: Sequence[int], second: Sequence[int
     top = max([int(c) for c in (*first, *second)], default=0)
     fig.update_xaxes(type="category")
     fig.update_yaxes(rangemode="tozero", dtick=max(1, (top + 4) // 5), range=[0, top * 1.25 + 1])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
-    return layout(fig, title, xlabel, ylabel, height=340)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="top", y=-0.14, x=0, xanchor="left"))
+    fig = layout(fig, title, xlabel, ylabel, height=380)        # the legend under the axis: never over the title
+    fig.update_layout(margin=dict(b=fig.layout.margin.b + 30))
+    return fig
 
 
 def score_sources(groups: dict[str, float], winner: str, title: str, names: Optional[dict[str, str]] = None,
