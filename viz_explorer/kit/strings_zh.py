@@ -1141,7 +1141,7 @@ ZH = {
     "pi.class_results": "全班的回答",
     "pi.your_first": "你第一次的选择：{choice}。",
     "pi.students": "学生人数",
-    "pi.sent_closed": "你的答案：{choice}。",
+    "pi.sent_closed": "你的回答：{choice}。",
     "ck.where": "在哪里能看到：{page}，{figure}。",
     "ck.broken": "无法读取概念检测题：{error}",
     "ck.title": "课前和课后的概念检测",
