@@ -108,3 +108,32 @@ def test_a_student_cannot_vote_when_the_round_is_closed(env):
     student.run()
     assert not student.button(key="lc_send").disabled
     assert any(s in texts(student) for s in ("45 seconds left.", "44 seconds left."))
+
+
+def test_a_teachers_own_bank_written_in_the_app_is_asked_in_a_class(env, tmp_path, monkeypatch):
+    start = page({"lang": "en"})
+    fields = {"bw_concept": "heads", "bw_prompt_en": "How many heads has a model of d_model 64 with heads of 16?",
+              "bw_opt_en_0": "2", "bw_opt_en_1": "4", "bw_opt_en_2": "64", "bw_figure_en": "the head selector"}
+    for key, value in fields.items():
+        (start.text_area if key.startswith("bw_prompt") else start.text_input)(key=key).input(value)
+    start.radio(key="bw_answer").set_value(1)
+    click(start, "bw_add")
+    assert "1 question in your draft." in texts(start) and start.get("download_button")
+    draft = start.session_state["bw_draft"]
+    folder = tmp_path / "banks"
+    folder.mkdir()
+    from viz_explorer.classroom import bank_writer
+    (folder / "mine.json").write_text(bank_writer.bank_text({"en": "Mine"}, draft), encoding="utf-8")
+    monkeypatch.setenv("VIZ_QUESTIONS", str(folder))
+    code, secret = cr.create_class("attention-step-by-step", env)
+    teacher = page({"teach": code, "lang": "en"}, (code, secret))
+    assert teacher.selectbox(key="lc_bank").options == ["mine"]
+    click(teacher, "lc_check_other")
+    assert cv.focus(code, env) == "check/mine/heads-1"
+    me = secrets.token_urlsafe(12)
+    cr.join(code, me, "", env)
+    student = page({"class": code, "me": me, "lang": "en"})
+    assert "How many heads has a model" in texts(student)
+    student.radio(key="lc_pick_check/mine/heads-1").set_value("B")
+    click(student, "lc_send")
+    assert cv.my_answer(code, me, "check/mine/heads-1", env) == "B"

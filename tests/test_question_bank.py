@@ -115,3 +115,26 @@ def test_a_bank_round_trips_through_its_json(shipped, tmp_path):
     (tmp_path / "again.json").write_text(bank.to_json(shipped), encoding="utf-8")
     again = bank.load_bank("again", tmp_path)
     assert again.questions == shipped.questions and again.title == shipped.title
+
+
+def test_questions_written_in_the_app_make_a_bank_that_loads(tmp_path):
+    from viz_explorer.classroom import bank_writer as bw
+    fields = {"concept": "Causal mask!", "form": "a", "page": "masks", "answer": 2,
+              "prompt_en": "Which keys may query 2 read?", "prompt_zh": "查询 2 能读哪些键？",
+              "figure_en": "the decoder's mask", "figure_zh": "解码器的掩码",
+              **{f"opt_en_{j}": e for j, e in enumerate(["0 only", "", "0, 1 and 2", "all"])},
+              **{f"opt_zh_{j}": z for j, z in enumerate(["只有 0", "", "0、1 和 2", "全部"])}}
+    a = bw.question(fields, 1)
+    assert a["id"] == "causal-mask-a" and a["answer"] == 1 and len(a["options"]) == 3      # the empty option left out
+    b = bw.question({**fields, "form": "b", "prompt_en": "Which keys may query 4 read?", "prompt_zh": "查询 4 能读哪些键？"}, 2)
+    alone = bw.question({**fields, "concept": "", "form": "", "prompt_zh": ""}, 3)              # English only
+    assert alone["id"] == "concept-3-3" and set(alone["prompt"]) == {"en"}
+    text = bw.bank_text({"en": "Mine", "zh": ""}, [a, b, alone])
+    (tmp_path / "mine.json").write_text(text, encoding="utf-8")
+    mine = bank.load_bank("mine", tmp_path)
+    assert mine.title == {"en": "Mine"} and [q.id for q in mine.half("a")] == ["causal-mask-a"]
+    assert mine.questions[0].options[1] == {"en": "0, 1 and 2", "zh": "0、1 和 2"}
+    with pytest.raises(ValueError, match="form-a question but no form-b"):
+        bw.bank_text({}, [a])
+    with pytest.raises(ValueError, match="answer -1 is not among its options"):
+        bw.bank_text({}, [bw.question({**fields, "answer": 1}, 4)])      # the right option left empty

@@ -68,28 +68,39 @@ def as_question(question_id: str):
                     q.letters[q.answer], letters=q.letters, where=figure)
 
 
+def _lists(b: bank.Bank) -> dict[str, list[bank.Check]]:
+    """A bank's questions as the teacher walks them: the check before (form a), after (form b), the others."""
+    return {k: qs for k, qs in (("pre", b.half("a")), ("post", b.half("b")), ("other", b.half(""))) if qs}
+
+
 def panel(code: str, secret: str, focus: Optional[str]) -> None:
-    """The teacher's concept-check controls: start the check before or after, walk its questions, back to the
-    lesson."""
-    try:
-        b = load(BUILT_IN)
-    except ValueError as e:
-        st.warning(t("ck.broken", error=str(e)), icon=":material/warning:")
-        return
+    """The teacher's question-bank controls: pick a bank, start its check before or after the lesson (or its other
+    questions), walk them one at a time, back to the lesson."""
+    names = bank.list_banks()
+    found = bank.find(focus) if focus else None
     with st.expander(t("ck.title"), icon=":material/quiz:", expanded=focus is not None):
-        st.caption(t("ck.intro", n=len(b.half("a"))))
-        on = next(((half, i) for half, form in HALVES.items() for i, q in enumerate(b.half(form))
-                   if b.class_id(q) == focus), None)
-        cols = st.columns(2)
-        for (half, form), where in zip(HALVES.items(), cols):
-            if where.button(t(f"ck.start.{half}"), key=f"lc_check_{half}", icon=":material/play_arrow:",
-                            disabled=on is not None and on[0] == half):
-                _focus(code, secret, b.class_id(b.half(form)[0]))
+        if not names:
+            st.caption(t("ck.no_banks", folder=str(bank.folder())))
+            return
+        chosen = widgets.select(st, t("ck.bank"), names, key="lc_bank",
+                                default=found[0].name if found else BUILT_IN)
+        try:
+            b = load(chosen)
+        except ValueError as e:
+            st.warning(t("ck.broken", error=str(e)), icon=":material/warning:")
+            return
+        lists = _lists(b)
+        st.caption(t("ck.intro", n=len(b.half("a"))) if "pre" in lists else t("ck.intro_plain", n=len(b.questions)))
+        on = next(((k, i) for k, qs in lists.items() for i, q in enumerate(qs) if b.class_id(q) == focus), None)
+        for (k, qs), where in zip(lists.items(), st.columns(len(lists))):
+            if where.button(t(f"ck.start.{k}"), key=f"lc_check_{k}", icon=":material/play_arrow:",
+                            disabled=on is not None and on[0] == k):
+                _focus(code, secret, b.class_id(qs[0]))
         if on is None:
             return
-        half, i = on
-        qs = b.half(HALVES[half])
-        st.markdown(t("ck.on", half=t(f"ck.half.{half}"), i=i + 1, n=len(qs)))
+        k, i = on
+        qs = lists[k]
+        st.markdown(t("ck.on", half=t(f"ck.half.{k}"), i=i + 1, n=len(qs)))
         c1, c2, c3 = st.columns(3)
         if c1.button(t("ck.prev"), key="lc_check_prev", disabled=i == 0, icon=":material/chevron_left:"):
             _focus(code, secret, b.class_id(qs[i - 1]))
@@ -109,27 +120,27 @@ def _focus(code: str, secret: str, question: Optional[str]) -> None:
 
 
 def answers_and_names(votes: list[dict], lesson_answer) -> tuple[dict, dict, dict]:
-    """(question -> right choice or None, question or concept -> its name for the report, concept -> (pre, post)
-    question ids of the built-in bank). lesson_answer(question id) -> the lesson question's right option or None."""
-    answers, names = {}, {}
+    """(question -> right choice or None, question or concept -> its name in the report, concept -> (before, after)
+    question ids) for the questions the class voted on; a concept of a bank other than the built-in one is named
+    BANK/CONCEPT. lesson_answer(question id) -> the lesson question's right option or None."""
+    answers, names, banks = {}, {}, {}
     for qid in dict.fromkeys(v["question"] for v in votes):
         found = bank.find(qid)
-        if found is not None:
-            b, q = found
-            answers[qid], names[qid] = q.letters[q.answer], f"{q.concept} ({q.form or '–'})"
-        else:
+        if found is None:
             answers[qid], names[qid] = lesson_answer(qid), qid
+            continue
+        b, q = found
+        banks[b.name] = b
+        answers[qid] = q.letters[q.answer]
+        names[qid] = f"{q.concept} ({q.form})" if q.form else q.id
     pairs = {}
-    try:
-        b = load(BUILT_IN)
+    for b in banks.values():
         for a in b.half("a"):
-            post = next(q for q in b.half("b") if q.concept == a.concept)
-            pairs[a.concept] = (b.class_id(a), b.class_id(post))
+            after = next(q for q in b.half("b") if q.concept == a.concept)   # parse_bank: every form a has its b
+            concept = a.concept if b.name == BUILT_IN else f"{b.name}/{a.concept}"
+            pairs[concept] = (b.class_id(a), b.class_id(after))
             answers.setdefault(b.class_id(a), a.letters[a.answer])
-            answers.setdefault(b.class_id(post), post.letters[post.answer])
-            names[a.concept] = a.concept
-    except ValueError:
-        pass
+            answers.setdefault(b.class_id(after), after.letters[after.answer])
     return answers, names, pairs
 
 

@@ -23,7 +23,7 @@ from viz_explorer.classroom import store as cr
 
 from viz_explorer.classroom import votes as cv
 from viz_explorer.server import class_address as ca
-from viz_explorer.classroom import bank, checks_view, class_control, qr, rounds_view
+from viz_explorer.classroom import bank, bank_writer, checks_view, class_control, qr, rounds_view
 from viz_explorer.classroom.question import Question
 from viz_explorer.classroom.refusals import say
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
@@ -175,6 +175,7 @@ def start() -> None:
         if st.button(t("lc.start"), key="lc_start", type="primary", icon=":material/play_arrow:"):
             st.query_params[TEACH] = begin(lesson)
             st.rerun()
+        bank_writer.writer()
     with right.container(border=True):
         st.subheader(t("lc.join_title"))
         typed = st.text_input(t("lc.code"), key="lc_code", max_chars=12, placeholder="ABCD2345")
