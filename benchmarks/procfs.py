@@ -9,3 +9,36 @@ def rss_mib(pid="self") -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pid="self") -> float:
+    """User + system CPU seconds process `pid` has used so far."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(root: int, name: bytes = b"") -> list[int]:
+    """Every process under `root` whose command line contains `name` (deploy/serve.sh's app processes)."""
+    from pathlib import Path
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+
+    def under(pid):
+        while pid in parent and pid != root:
+            pid = parent[pid]
+        return pid == root
+    out = []
+    for p in parent:
+        try:
+            if p != root and under(p) and name in Path(f"/proc/{p}/cmdline").read_bytes():
+                out.append(p)
+        except OSError:
+            pass
+    return out

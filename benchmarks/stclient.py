@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import websockets
-from benchmarks.procfs import rss_mib
+from benchmarks.procfs import cpu_seconds, rss_mib
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -259,9 +259,7 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the server process has used so far (Linux /proc)."""
-        import os
-        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.proc.pid)
 
     def rss_mib(self) -> float:
         return rss_mib(self.proc.pid)

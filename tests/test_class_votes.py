@@ -121,8 +121,13 @@ def test_focus_and_the_reports_rows(eng):
     cv.open_round(code, secret, Q, eng, round=2)
     cv.answer(code, students[2], Q, "A", OPTS, eng)
     given.append((3, Q, 2, "A"))
+    assert cv.now(code, eng) == (*cr.lesson_and_step(code, eng), Q)           # one read: the step and the focus
+    s, votes = cv.mine(code, students[2], Q, eng)                             # one read: the state and my votes
+    assert s == cv.state(code, Q, eng) and votes == {r: cv.my_answer(code, students[2], Q, eng, round=r)
+                                                     for r in (1, 2)} == {1: "C", 2: "A"}
+    assert cv.mine(code, students[0], Q, eng)[1] == {1: "A"}
     cv.set_focus(code, secret, None, eng)
-    assert cv.focus(code, eng) is None
+    assert cv.focus(code, eng) is None and cv.now(code, eng)[2] is None
     rows = cv.class_votes(code, secret, eng)
     assert sorted((r["student"], r["question"], r["round"], r["choice"]) for r in rows) == sorted(given)
     assert [r["nickname"] for r in rows if r["round"] == 1] == ["", "n1", ""]

@@ -21,7 +21,7 @@ BUILT_IN = "concept-checks"
 HALVES = {"pre": "a", "post": "b"}
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)      # a Bank is frozen: shared, never copied
 def _bank(name: str, stamp: float) -> bank.Bank:
     return bank.load_bank(name)
 
@@ -53,10 +53,22 @@ def facts(b: bank.Bank) -> dict:
     return _facts(b.name, stamp, str(path), cached.folder_stamp(path), b.text)
 
 
+def find(question_id: str) -> Optional[tuple[bank.Bank, bank.Check]]:
+    """bank.find with the bank read once per change of its file (every student's box asks every 3 s)."""
+    parts = question_id.split("/") if isinstance(question_id, str) else []
+    if len(parts) != 3 or parts[0] != bank.PREFIX or not bank.ID.match(parts[1]):
+        return None
+    try:
+        b = load(parts[1])
+    except ValueError:
+        return None
+    return next(((b, q) for q in b.questions if q.id == parts[2]), None)
+
+
 def as_question(question_id: str):
     """A class question (live_class.Question) from a bank question's class id; None for any other id or one that
     cannot be read now (the page says the bank's error)."""
-    found = bank.find(question_id)
+    found = find(question_id)
     if found is None:
         return None
     b, q = found
@@ -77,7 +89,7 @@ def panel(code: str, secret: str, focus: Optional[str]) -> None:
     """The teacher's question-bank controls: pick a bank, start its check before or after the lesson (or its other
     questions), walk them one at a time, back to the lesson."""
     names = bank.list_banks()
-    found = bank.find(focus) if focus else None
+    found = find(focus) if focus else None
     with st.expander(t("ck.title"), icon=":material/quiz:", expanded=focus is not None):
         if not names:
             st.caption(t("ck.no_banks", folder=str(bank.folder())))
@@ -125,7 +137,7 @@ def answers_and_names(votes: list[dict], lesson_answer) -> tuple[dict, dict, dic
     BANK/CONCEPT. lesson_answer(question id) -> the lesson question's right option or None."""
     answers, names, banks = {}, {}, {}
     for qid in dict.fromkeys(v["question"] for v in votes):
-        found = bank.find(qid)
+        found = find(qid)
         if found is None:
             answers[qid], names[qid] = lesson_answer(qid), qid
             continue

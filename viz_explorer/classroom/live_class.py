@@ -336,10 +336,9 @@ def student(code: str, lesson: str) -> None:
 def answer_box(code: str, me: str, n: int) -> None:
     """The class's current question and the vote that is open; sending an answer reruns only this box."""
     try:
-        lesson, step = cr.lesson_and_step(code)
-        focus = cv.focus(code)
+        lesson, step, focus = cv.now(code)
         q = class_question(lesson, step, focus)
-        s = cv.state(code, q.id)
+        s, votes = cv.mine(code, me, q.id)
     except cr.ClassError as e:
         st.error(say(e))
         return
@@ -351,7 +350,7 @@ def answer_box(code: str, me: str, n: int) -> None:
     else:                                   # a concept check: its page is not offered before the answer is revealed
         st.markdown(f"**{t('ck.student_on')}**")
     st.markdown(q.prompt)
-    mine = rounds_view.student_vote(code, me, q, s, send)
+    mine = rounds_view.student_vote(code, me, q, s, votes, send)
     rounds_view.student_results(code, q, s)
     if revealed_answer(code, q, mine, revealed=s.revealed):
         if q.where:

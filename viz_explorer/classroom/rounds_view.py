@@ -116,9 +116,9 @@ def student_results(code: str, q, s: cv.State) -> None:
     widgets.show(results_figure(q, first, second, t("pi.class_results"), s.revealed), key="lc_shown", html=False)
 
 
-def student_vote(code: str, me: str, q, s: cv.State, send) -> Optional[str]:
+def student_vote(code: str, me: str, q, s: cv.State, votes: dict[int, str], send) -> Optional[str]:
     """A student's box for the round that is open: the pick (disabled when the round takes no votes) and Send;
-    returns their vote in the current round (None if none)."""
+    returns their vote in the current round (None if none). votes: theirs so far by round (votes.mine)."""
     now = time.time()
     st.caption(status(s, now))
     label = dict(zip(q.options, q.labels))
@@ -128,9 +128,7 @@ def student_vote(code: str, me: str, q, s: cv.State, send) -> Optional[str]:
                     format_func=lambda o: widgets.md_escape(label.get(o, o)), disabled=not taking)  # a label may be *
     if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:", disabled=not taking):
         send(code, me, q, pick)
-    mine = cv.my_answer(code, me, q.id, round=s.round)
-    if s.round == 2:
-        before = cv.my_answer(code, me, q.id, round=1)
-        if before is not None:
-            st.caption(t("pi.your_first", choice=widgets.md_escape(label.get(before, before))))
-    return mine
+        votes = cv.mine(code, me, q.id)[1]
+    if s.round == 2 and votes.get(1) is not None:
+        st.caption(t("pi.your_first", choice=widgets.md_escape(label.get(votes[1], votes[1]))))
+    return votes.get(s.round)

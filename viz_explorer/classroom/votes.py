@@ -184,6 +184,33 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
 
 
 @guarded
+def now(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int, Optional[str]]:
+    """(lesson, step, the bank question the class is on or None) in one read: what every student's box asks every
+    few seconds. ClassError when there is no such class."""
+    sa, T = sql()
+    code = normal_code(code)
+    with _eng(eng).connect() as conn:
+        row = conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step, T.focus.c.question)
+                           .select_from(T.classes.outerjoin(T.focus, T.focus.c.code == T.classes.c.code))
+                           .where(T.classes.c.code == code)).first()
+    if row is None:
+        raise ClassError("no_class", code=code)
+    return row[0], int(row[1]), row[2]
+
+
+@guarded
+def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> tuple[State, dict[int, str]]:
+    """The question's state and this browser's votes in it by round, on one connection."""
+    sa, _ = sql()
+    v = tables().votes
+    code, browser, question = normal_code(code), check_browser(browser), _question(question)
+    with _eng(eng).connect() as conn:
+        rows = conn.execute(sa.select(v.c.round, v.c.choice).where(v.c.code == code, v.c.browser == browser,
+                                                                   v.c.question == question)).all()
+        return _read(conn, code, question), {int(r): c for r, c in rows}
+
+
+@guarded
 def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None, *,
               round: int = 1) -> Optional[str]:
     """This browser's own vote in `round` of `question`, None if it has not voted there."""

@@ -1,0 +1,320 @@
+"""200 phones in one class, as phones behave: students arrive over a minute (each a first run of the class page),
+their answer box asks "which step are we on?" every 3 s as the browser's fragment timer does, and they vote twice
+on each of 5 questions (peer instruction: a vote, the discussion, a second vote) while the teacher moves the class
+from question to question and the teacher's chart refreshes every second.
+
+    python -m benchmarks.bench_peer                          # its own server on checkpoints/, SQLite
+    python -m benchmarks.bench_peer --serve 2                # deploy/serve.sh: 2 processes behind nginx
+    VIZ_DATABASE_URL=postgresql+psycopg://… python -m benchmarks.bench_peer
+
+Prints per configuration: votes recorded (the database against what was sent), submit p50/p95/max (from pressing
+Send to the server's end of the answer box's run), how long after the teacher moves every student's box shows the
+new step (p95, max), the teacher chart's lag behind each vote, the server's CPU and memory per student and the
+database rows per student. Goals: every vote recorded, submit p95 <= 0.5 s, every student on the new step <= 4 s,
+chart <= 2 s behind. The clients run on the same 2 cores as the server(s): their CPU is the server's loss.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import secrets
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+from tests.class_util import open_class, open_teacher
+from benchmarks.procfs import cpu_seconds, descendants, rss_mib
+from benchmarks.stclient import Server, free_port
+
+LESSON = "attention-step-by-step"
+POLL, CHART = 3.0, 1.0          # live_class.STUDENT_EVERY, TEACHER_EVERY
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
+
+
+def _shown(res) -> str:
+    """The question a run of the answer box shows: its pick's key without lc_pick_ ("" for none)."""
+    for e in res.of("radio"):
+        key = e.radio.id.split("-", 2)[-1]
+        if key.startswith("lc_pick_"):
+            return key[len("lc_pick_"):].removesuffix("@2")
+    return ""
+
+
+def page_assets(url: str) -> list[str]:
+    """The paths of every static file Chromium fetches on a first visit to the class page (its JavaScript, CSS and
+    fonts): what each phone downloads when it joins, unless it has them cached."""
+    from playwright.sync_api import sync_playwright
+    got = []
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+        pg = b.new_page(viewport={"width": 390, "height": 844})
+        pg.on("request", lambda r: got.append(r.url))
+        pg.goto(url + "/live_class?lang=en")
+        pg.wait_for_function("() => { const a = document.querySelector('[data-testid=\"stApp\"]');"
+                             " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }", timeout=90_000)
+        pg.wait_for_timeout(1500)
+        b.close()
+    return list(dict.fromkeys(u.split("://", 1)[1].split("/", 1)[1] for u in got if "/static/" in u))
+
+
+def fetch(url: str, paths: list[str], cookie: str) -> int:
+    """GET `paths` over one keep-alive connection as a browser asks (compressed if the server will); bytes received."""
+    import http.client
+    host = url.split("://", 1)[1].split("/", 1)[0]
+    conn, n = http.client.HTTPConnection(host, timeout=120), 0
+    for path in paths:
+        conn.request("GET", "/" + path, headers={"Accept-Encoding": "gzip, deflate", "Cookie": cookie})
+        r = conn.getresponse()
+        n += len(r.read())
+        if r.status != 200:
+            raise RuntimeError(f"GET /{path}: {r.status}")
+    conn.close()
+    return n
+
+
+class Phone:
+    """One student: a session on the class page, its answer box rerun every POLL seconds."""
+
+    def __init__(self, me: str):
+        self.me, self.lock, self.s, self.box, self.bytes = me, asyncio.Lock(), None, "", 0
+        self.seen: list[tuple[float, str]] = []          # (time a poll's run ended, the question it showed)
+
+    async def arrive(self, url: str, code: str, assets: list[str], pool) -> float:
+        """The page load: the websocket session and the page's first run, and the page's static files over 6
+        connections as a browser fetches them (none when `assets` is empty)."""
+        t0 = time.perf_counter()
+        self.s, res = await open_class(url, f"class={code}&me={self.me}")
+        if assets:
+            loop = asyncio.get_running_loop()
+            got = await asyncio.gather(*(loop.run_in_executor(pool, fetch, url, assets[i::6], self.s.cookie)
+                                         for i in range(6)))
+            self.bytes = sum(got)
+        assert not res.exceptions, res.exceptions
+        self.box = self.s.auto_rerun
+        self.seen.append((time.perf_counter(), _shown(res)))
+        return time.perf_counter() - t0
+
+    async def poll(self, stop: asyncio.Event) -> None:
+        await asyncio.sleep(random.uniform(0, POLL))
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            async with self.lock:
+                res = await self.s.rerun(fragment=self.box)
+            self.seen.append((time.perf_counter(), _shown(res)))
+            await asyncio.sleep(max(0.0, POLL - (time.perf_counter() - t0)))
+
+    async def vote(self, qid: str, round_: int, index: int):
+        """Pick option `index` of the question's radio as shown (its label, as the browser sends it) and Send."""
+        key = f"lc_pick_{qid}" + ("" if round_ == 1 else "@2")
+        async with self.lock:
+            if not any(w.endswith("-" + key) for w in self.s.ids):      # the box has not shown this vote yet
+                await self.s.rerun(fragment=self.box)
+            _, proto = self.s._widget(key)
+            return await self.s.rerun({key: proto.radio.options[index]}, trigger="lc_send")
+
+
+async def lesson(url: str, code: str, secret: str, n: int, questions: int, arrive_s: float, window: float,
+                 seed: int, server_cpu, assets: list[str], rss):
+    from viz_explorer.classroom import bank
+    from viz_explorer.classroom import votes as cv
+    checks = bank.load_bank("concept-checks")
+    asked = checks.half("a")[:questions]           # the check before the lesson: the teacher moves through it
+    letters = {checks.class_id(q): q.letters for q in asked}
+    await asyncio.to_thread(cv.set_focus, code, secret, checks.class_id(asked[0]))
+    rng = random.Random(seed)
+    random.seed(seed)
+    phones = [Phone(secrets.token_urlsafe(12)) for _ in range(n)]
+    stop = asyncio.Event()
+    loads, pollers = [], []
+    teacher, _ = await open_teacher(url, code, secret)      # the teacher opens the class first
+    chart = teacher.auto_rerun
+    rss0, cpu0, t_arrive = rss(), server_cpu(), time.perf_counter()
+
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(max_workers=96)
+
+    async def come(i, ph):
+        await asyncio.sleep(arrive_s * i / n)
+        loads.append(await ph.arrive(url, code, assets, pool))
+        pollers.append(asyncio.create_task(ph.poll(stop)))
+    await asyncio.gather(*(come(i, ph) for i, ph in enumerate(phones)))
+    arrived_s, rss1 = time.perf_counter() - t_arrive, rss()
+    sent: dict[tuple, str] = {}
+    submit, errors, moves, charted = [], [], [], []
+
+    async def watch():                                    # the teacher's chart, as the browser reruns it
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            res = await teacher.rerun(fragment=chart)
+            specs = [json.loads(e.plotly_chart.spec) for e in res.of("plotly_chart")]
+            total = [sum(int(y) for y in tr["y"]) for tr in specs[-1]["data"]] if specs else []
+            charted.append((time.perf_counter(), total))
+            await asyncio.sleep(max(0.0, CHART - (time.perf_counter() - t0)))
+    watcher = asyncio.create_task(watch())
+    cpu1, t_lesson = server_cpu(), time.perf_counter()
+    for step, q in enumerate(asked):
+        qid = checks.class_id(q)
+        if step:
+            t_move = time.perf_counter()
+            await asyncio.to_thread(cv.set_focus, code, secret, qid)
+            moves.append((qid, t_move))
+            await asyncio.sleep(POLL + 1.5)               # every box has polled once after the move
+        for round_ in (1, 2):
+            if round_ == 2:
+                await asyncio.to_thread(cv.open_round, code, secret, qid, round=2)
+
+            async def one(ph):
+                await asyncio.sleep(rng.uniform(0, window))
+                i = rng.randrange(len(letters[qid]))
+                res = await ph.vote(qid, round_, i)
+                ok = not res.exceptions and any("Your answer" in e.alert.body for e in res.of("alert"))
+                sent[ph.me, qid, round_] = letters[qid][i]
+                submit.append((res.seconds, time.perf_counter(), qid, round_))
+                if not ok:
+                    errors.append(res.exceptions or "no confirmation")
+            await asyncio.gather(*(one(ph) for ph in phones))
+            await asyncio.sleep(CHART * 2.5)               # the chart catches up
+            if round_ == 1:
+                await asyncio.to_thread(cv.close_round, code, secret, qid)
+        await asyncio.to_thread(cv.show, code, secret, qid)
+    lesson_s, cpu2 = time.perf_counter() - t_lesson, server_cpu()
+    stop.set()
+    await watcher
+    await asyncio.gather(*pollers)
+    # each move: when each phone's first poll that ended after it showed the new step
+    follow = []
+    for qid, t_move in moves:
+        for ph in phones:
+            t = next((t for t, k in ph.seen if t >= t_move and k == qid), None)
+            follow.append(None if t is None else t - t_move)
+    # the chart's lag: from the k-th vote's reply in a round to the end of the first chart run counting k there
+    lags = []
+    for key in {(q, r) for _, _, q, r in submit}:
+        done = sorted(d for _, d, q, r in submit if (q, r) == key)
+        for k, d in enumerate(done, start=1):
+            lags.append(next((t - d for t, total in charted if t >= d and len(total) >= key[1]
+                              and total[key[1] - 1] >= k), None))
+    for ph in phones:
+        await ph.s.close()
+    await teacher.close()
+    pool.shutdown()
+    return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s, sent=sent, submit=[x[0] for x in submit], errors=errors,
+                follow=follow, lags=lags, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--students", type=int, default=200)
+    ap.add_argument("--questions", type=int, default=5)
+    ap.add_argument("--arrive", type=float, default=60.0, help="seconds over which the students arrive")
+    ap.add_argument("--window", type=float, default=10.0, help="seconds over which a vote's answers are spread")
+    ap.add_argument("--serve", type=int, default=0, help="N app processes behind nginx (deploy/serve.sh)")
+    ap.add_argument("--checkpoints", default=str(ROOT / "checkpoints"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default="", help="write the numbers to this file")
+    ap.add_argument("--no-assets", action="store_true", help="phones that have the page's static files cached")
+    args = ap.parse_args()
+    data = tempfile.mkdtemp(prefix="viz-peer-bench-")
+    os.environ.setdefault("VIZ_DATA", data)
+    os.environ.update(VIZ_CHECKPOINTS=args.checkpoints, VIZ_CHECKPOINTS_ONLY="1")
+    from viz_explorer.classroom import store as cr
+    from viz_explorer.classroom import votes as cv
+    from viz_explorer.server import db
+    code, secret = cr.create_class(LESSON)
+    proc = server = None
+    procs: list = []
+    try:
+        if args.serve:
+            port = free_port()
+            run_dir = tempfile.mkdtemp(prefix="viz-peer-nginx-")
+            proc = subprocess.Popen(["bash", str(ROOT / "deploy/serve.sh"), str(args.serve), str(port)],
+                                    env=dict(os.environ, RUN_DIR=run_dir),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            url = f"http://127.0.0.1:{port}"
+            for line in proc.stdout:
+                if line.startswith("serving"):
+                    break
+            for _ in range(60):
+                try:
+                    urllib.request.urlopen(url + "/_stcore/health", timeout=5).read()
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            procs = descendants(proc.pid, b"streamlit") + descendants(proc.pid, b"nginx")
+        else:
+            server = Server(ROOT, args.checkpoints).__enter__()
+            url = server.url
+            procs = [server.proc.pid]
+
+        def server_cpu() -> float:
+            return sum(cpu_seconds(p) for p in procs)
+
+        def rss() -> float:
+            return sum(rss_mib(p) for p in procs)
+        where = f"{args.serve} processes behind nginx" if args.serve else "one process"
+        kind = db.engine().dialect.name
+        print(f"class {code} on {url} ({where}, {kind}); {args.students} students arrive over {args.arrive:.0f} s, "
+              f"{args.questions} questions voted twice", flush=True)
+        assets = [] if args.no_assets else page_assets(url)
+        print(f"page       {len(assets)} static files a first visit fetches", flush=True)
+        out = asyncio.run(lesson(url, code, secret, args.students, args.questions, args.arrive, args.window,
+                                 args.seed, server_cpu, assets, rss))
+    finally:
+        if server is not None:
+            server.__exit__()
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    sent = out["sent"]
+    got = {(v["question"], v["round"], v["student"]): v["choice"] for v in cv.class_votes(code, secret)}
+    recorded = len(got)
+    got_counts = sorted((q, r, c) for (q, r, _), c in got.items())
+    want_counts = sorted((q, r, c) for (_, q, r), c in sent.items())
+    with db.engine().connect() as conn:
+        import sqlalchemy as sa
+        t = cr.tables()
+        rows = {name: conn.execute(sa.select(sa.func.count()).select_from(tb)).scalar_one()
+                for name, tb in (("members", t.members), ("votes", t.votes), ("hits", t.hits))}
+    follow = [x for x in out["follow"] if x is not None]
+    n = args.students
+    lines = [
+        f"arrival    {n} page loads over {out['arrived_s']:.1f} s: p50 {pct(out['loads'], .5):.2f} s p95 "
+        f"{pct(out['loads'], .95):.2f} s max {max(out['loads']):.2f} s; static files {sum(out['bytes']) / n / 2**20:.2f}"
+        f" MiB per phone",
+        f"recorded   {recorded} of {len(sent)} votes ({'equal to' if got_counts == want_counts else 'DIFFERENT FROM'} "
+        f"what was sent, per question, round and option); errors {len(out['errors'])}",
+        f"submit     p50 {pct(out['submit'], .5):.3f} s p95 {pct(out['submit'], .95):.3f} s max "
+        f"{max(out['submit']):.3f} s (goal p95 <= 0.5 s)",
+        f"new step   p50 {pct(follow, .5):.2f} s p95 {pct(follow, .95):.2f} s max {max(follow or [float('nan')]):.2f} s;"
+        f" {len(out['follow']) - len(follow)} of {len(out['follow'])} never (goal: every student <= 4 s after the teacher moves)",
+        f"chart lag  p50 {pct([x for x in out['lags'] if x is not None], .5):.2f} s p95 "
+        f"{pct([x for x in out['lags'] if x is not None], .95):.2f} s; {sum(x is None for x in out['lags'])} votes never "
+        f"charted (goal <= 2 s)",
+        f"server     CPU {out['cpu_arrive']:.1f} s for the arrivals, {out['cpu_lesson']:.1f} s over the lesson's "
+        f"{out['lesson_s']:.0f} s ({out['cpu_lesson'] / out['lesson_s'] / n * 1000:.2f} ms of CPU per second per "
+        f"student); RSS {out['rss0']:.0f} MiB with the teacher alone, {out['rss1']:.0f} with every student, "
+        f"{out['rss2']:.0f} after the lesson ({(out['rss1'] - out['rss0']) / n:.2f} MiB per student)",
+        f"database   rows per student: {rows['members'] / n:.1f} member, {rows['votes'] / n:.1f} votes, "
+        f"{rows['hits'] / n:.1f} rate-limit windows",
+    ]
+    print("\n".join(lines), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(dict(students=n, where=where, database=kind, lines=lines,
+                                                   submit=out["submit"], follow=out["follow"], loads=out["loads"],
+                                                   lags=out["lags"]),
+                                              indent=1))
+
+
+if __name__ == "__main__":
+    main()
