@@ -175,3 +175,22 @@ def test_one_process_killed_mid_class_loses_no_answer(balanced):
     else:
         raise AssertionError(f"serve.sh did not start the app on {victim} again")
     db.dispose()
+
+
+def test_the_page_files_come_from_nginx_compressed_and_cached(balanced):
+    """A phone's first visit fetches Streamlit's JavaScript, CSS and fonts: nginx serves them from the installed
+    package's files (the bytes equal the file on disk), gzip-compressed and cached for good, without the app."""
+    import gzip
+    import urllib.request
+    import streamlit
+    url, run, _ = balanced
+    index = urllib.request.urlopen(url + "/", timeout=30).read().decode()
+    path = re.search(r'src="\./(static/js/[^"]+\.js)"', index).group(1)
+    req = urllib.request.Request(f"{url}/{path}", headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        body, headers = r.read(), r.headers
+    on_disk = (Path(streamlit.__file__).parent / "static" / path).read_bytes()
+    assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body) == on_disk
+    assert len(body) < len(on_disk) and "immutable" in headers["Cache-Control"]
+    line = next(x for x in (run / "access.log").read_text().splitlines() if f"/{path}" in x)
+    assert line.endswith("upstream=-")                                  # no app process was asked
