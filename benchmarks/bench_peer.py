@@ -209,7 +209,8 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
         await ph.s.close()
     await teacher.close()
     pool.shutdown()
-    return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s, sent=sent, submit=[x[0] for x in submit], errors=errors,
+    return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s,
+                sent=sent, submit=[x[0] for x in submit], errors=errors,
                 follow=follow, lags=lags, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
 
 

@@ -49,7 +49,7 @@ SECTIONS: dict[str, tuple[PageSpec, ...]] = {        # strings key of the group 
     "nav.sec.class": (
         PageSpec("lessons", "class/lessons.py", "nav.lessons", "menu_book", ("sh_",)),
         PageSpec("live_class", "class/live_class.py", "nav.live_class", "groups",     # its form: the class survives
-                 ("lc_code", "lc_join", "lc_lesson", "lc_start", "lc_nick", "lc_key")),),
+                 ("lc_code", "lc_join", "lc_lesson", "lc_start", "lc_nick", "lc_key", "bw_")),),
 }
 PAGES: tuple[PageSpec, ...] = tuple(p for group in SECTIONS.values() for p in group)
 DEFAULT = "overview"
