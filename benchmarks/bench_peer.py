@@ -162,7 +162,7 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
             charted.append((time.perf_counter(), total))
             await asyncio.sleep(max(0.0, CHART - (time.perf_counter() - t0)))
     watcher = asyncio.create_task(watch())
-    cpu1, t_lesson = server_cpu(), time.perf_counter()
+    cpu1, t_lesson, mine1 = server_cpu(), time.perf_counter(), time.process_time()
     for step, q in enumerate(asked):
         qid = checks.class_id(q)
         if step:
@@ -188,7 +188,7 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
             if round_ == 1:
                 await asyncio.to_thread(cv.close_round, code, secret, qid)
         await asyncio.to_thread(cv.show, code, secret, qid)
-    lesson_s, cpu2 = time.perf_counter() - t_lesson, server_cpu()
+    lesson_s, cpu2, mine2 = time.perf_counter() - t_lesson, server_cpu(), time.process_time()
     stop.set()
     await watcher
     await asyncio.gather(*pollers)
@@ -210,7 +210,7 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
     await teacher.close()
     pool.shutdown()
     return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s,
-                sent=sent, submit=[x[0] for x in submit], errors=errors,
+                sent=sent, submit=[x[0] for x in submit], errors=errors, clients_cpu=mine2 - mine1,
                 follow=follow, lags=lags, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
 
 
@@ -305,7 +305,8 @@ def main() -> None:
         f"server     CPU {out['cpu_arrive']:.1f} s for the arrivals, {out['cpu_lesson']:.1f} s over the lesson's "
         f"{out['lesson_s']:.0f} s ({out['cpu_lesson'] / out['lesson_s'] / n * 1000:.2f} ms of CPU per second per "
         f"student); RSS {out['rss0']:.0f} MiB with the teacher alone, {out['rss1']:.0f} with every student, "
-        f"{out['rss2']:.0f} after the lesson ({(out['rss1'] - out['rss0']) / n:.2f} MiB per student)",
+        f"{out['rss2']:.0f} after the lesson ({(out['rss1'] - out['rss0']) / n:.2f} MiB per student); the simulated "
+        f"phones used {out['clients_cpu']:.1f} s of CPU over the lesson, on the same cores",
         f"database   rows per student: {rows['members'] / n:.1f} member, {rows['votes'] / n:.1f} votes, "
         f"{rows['hits'] / n:.1f} rate-limit windows",
     ]

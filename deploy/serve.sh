@@ -59,7 +59,13 @@ for i in $(seq 0 $((N - 1))); do
   done
   curl -fs "http://$APP_HOST:$p/_stcore/health" > /dev/null || { echo "app on port $p did not start: $RUN/app-$p.log" >&2; exit 1; }
 done
-STATIC=$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))")
+# Streamlit's page files, copied where nginx's workers (an unprivileged user) may read them: the installed package
+# may sit in a home folder they cannot enter
+STATIC="$RUN/static"
+rm -rf "$STATIC"
+cp -r "$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))")" "$STATIC"
+chmod 711 "$RUN"
+chmod -R a+rX "$STATIC"
 sed -e "s#@RUN@#$RUN#g" -e "s#@LISTEN@#$LISTEN_AT#g" -e "s#@STATIC@#$STATIC#g" "$ROOT/deploy/nginx.conf.template" |
   awk -v servers="$servers" '{ if ($0 == "@SERVERS@") printf "%s", servers; else print }' > "$RUN/nginx.conf"
 "$NGINX" -t -p "$RUN" -c "$RUN/nginx.conf" 2> "$RUN/nginx-test.log" || { cat "$RUN/nginx-test.log" >&2; exit 1; }

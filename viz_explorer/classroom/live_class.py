@@ -362,15 +362,17 @@ def answer_box(code: str, me: str, n: int) -> None:
             label.get(mine, mine))), icon=":material/check:")
 
 
-def send(code: str, me: str, q: Question, pick) -> None:
-    """Record the student's pick (a clear message instead when there is none or it is refused)."""
+def send(code: str, me: str, q: Question, pick) -> Optional[int]:
+    """Record the student's pick; the round it went to (None, with a clear message, when there is no pick or it
+    is refused)."""
     if pick is None:
         st.warning(t("lc.pick_first"))
-        return
+        return None
     try:
-        cv.answer(code, me, q.id, pick, list(q.options))
+        return cv.answer(code, me, q.id, pick, list(q.options))
     except cr.ClassError as e:
         st.error(say(e))
+        return None
 
 
 def show(teacher_view: Callable[[str, str, str, int], None] = teacher) -> None:

@@ -127,8 +127,8 @@ def student_vote(code: str, me: str, q, s: cv.State, votes: dict[int, str], send
     pick = st.radio(t("lc.your_pick"), q.options, index=None, key=key, label_visibility="collapsed",
                     format_func=lambda o: widgets.md_escape(label.get(o, o)), disabled=not taking)  # a label may be *
     if st.button(t("lc.send"), key="lc_send", type="primary", icon=":material/send:", disabled=not taking):
-        send(code, me, q, pick)
-        votes = cv.mine(code, me, q.id)[1]
+        if (went := send(code, me, q, pick)) is not None:
+            votes = {**votes, went: pick}
     if s.round == 2 and votes.get(1) is not None:
         st.caption(t("pi.your_first", choice=widgets.md_escape(label.get(votes[1], votes[1]))))
     return votes.get(s.round)

@@ -167,11 +167,15 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
     if not isinstance(choice, str) or choice not in options:
         raise ClassError("choice")
     now = time.time()
-    with _eng(eng).begin() as conn:
-        if conn.execute(sa.select(T.members.c.browser).where(T.members.c.code == code,
-                                                           T.members.c.browser == browser)).first() is None:
+    a = T.asked
+    with _eng(eng).begin() as conn:                # the student's membership and the question's state in one read
+        row = conn.execute(sa.select(T.members.c.browser, a.c.round, a.c.open, a.c.shown, a.c.revealed, a.c.deadline)
+                           .select_from(T.members.outerjoin(a, sa.and_(a.c.code == T.members.c.code,
+                                                                       a.c.question == question)))
+                           .where(T.members.c.code == code, T.members.c.browser == browser)).first()
+        if row is None:
             raise ClassError("join")
-        s = _read(conn, code, question)
+        s = State() if row[1] is None else State(int(row[1]), bool(row[2]), int(row[3]), bool(row[4]), row[5])
         if s.revealed:
             raise ClassError("revealed")
         if not s.taking(now):

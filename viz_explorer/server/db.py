@@ -78,22 +78,24 @@ def ready(eng: sa.Engine, tables: list[sa.Table]) -> sa.Engine:
     return eng
 
 
-def upsert(conn: sa.Connection, table: sa.Table, keys: list[str], values: dict, update: dict):
-    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL)."""
+def upsert(conn: sa.Connection, table: sa.Table, keys: list[str], values: dict, update: dict, returning=None):
+    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL); with
+    `returning` (a column), … RETURNING it: the row's value after the statement, in the same round trip."""
     if conn.dialect.name == "postgresql":          # only the dialect in use is imported
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     insert = dialect_insert(table).values(**values)
-    return conn.execute(insert.on_conflict_do_update(index_elements=keys, set_=update))
+    stmt = insert.on_conflict_do_update(index_elements=keys, set_=update)
+    return conn.execute(stmt if returning is None else stmt.returning(returning))
 
 
 def count_hit(conn: sa.Connection, hits: sa.Table, browser: str, now: float, window_s: float) -> int:
     """Count one action of `browser` in `hits` (columns browser, window, n) in the database, so a limit holds
     across processes; the number of its actions in this window so far, this one included."""
     window = int(now // window_s)
-    upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1})
-    n = conn.execute(sa.select(hits.c.n).where(hits.c.browser == browser, hits.c.window == window)).scalar_one()
+    n = upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1},
+               returning=hits.c.n).scalar_one()
     if n == 1:                                   # a browser's first action in a window: forget its old windows
         conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
     return n
