@@ -285,8 +285,11 @@ def main() -> None:
     with db.engine().connect() as conn:
         import sqlalchemy as sa
         t = cr.tables()
-        rows = {name: conn.execute(sa.select(sa.func.count()).select_from(tb)).scalar_one()
-                for name, tb in (("members", t.members), ("votes", t.votes), ("hits", t.hits))}
+        ours = sa.select(t.members.c.browser).where(t.members.c.code == code)       # this class's rows only
+        rows = {name: conn.execute(sa.select(sa.func.count()).select_from(tb).where(where)).scalar_one()
+                for name, tb, where in (("members", t.members, t.members.c.code == code),
+                                        ("votes", t.votes, t.votes.c.code == code),
+                                        ("hits", t.hits, t.hits.c.browser.in_(ours)))}
     follow = [x for x in out["follow"] if x is not None]
     n = args.students
     lines = [

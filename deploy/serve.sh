@@ -25,8 +25,10 @@ RUN=${RUN_DIR:-$(mktemp -d /tmp/viz-deploy.XXXXXX)}
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 mkdir -p "$RUN/tmp"
 pids=()
+STATIC=""
 stop() {
   touch "$RUN/stopping"
+  [ -n "$STATIC" ] && rm -rf "$STATIC"
   "$NGINX" -p "$RUN" -c "$RUN/nginx.conf" -s stop 2>/dev/null || true
   for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -59,12 +61,10 @@ for i in $(seq 0 $((N - 1))); do
   done
   curl -fs "http://$APP_HOST:$p/_stcore/health" > /dev/null || { echo "app on port $p did not start: $RUN/app-$p.log" >&2; exit 1; }
 done
-# Streamlit's page files, copied where nginx's workers (an unprivileged user) may read them: the installed package
-# may sit in a home folder they cannot enter
-STATIC="$RUN/static"
-rm -rf "$STATIC"
-cp -r "$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))")" "$STATIC"
-chmod 711 "$RUN"
+# Streamlit's page files, copied where nginx's workers (an unprivileged user) may read them: the installed package,
+# and RUN_DIR, may sit in folders they cannot enter; removed when the deploy stops
+STATIC=$(mktemp -d /tmp/viz-static.XXXXXX)
+cp -r "$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))")/." "$STATIC"
 chmod -R a+rX "$STATIC"
 sed -e "s#@RUN@#$RUN#g" -e "s#@LISTEN@#$LISTEN_AT#g" -e "s#@STATIC@#$STATIC#g" "$ROOT/deploy/nginx.conf.template" |
   awk -v servers="$servers" '{ if ($0 == "@SERVERS@") printf "%s", servers; else print }' > "$RUN/nginx.conf"
