@@ -18,15 +18,13 @@ import asyncio
 import os
 import random
 import secrets
-import subprocess
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 from tests.class_util import LABELS, open_class, open_teacher, send, teacher_view
-from benchmarks.stclient import Server, free_port
+from benchmarks.stclient import Server, deploy, stop
 
 OPTS = list(LABELS)
 
@@ -108,22 +106,7 @@ def main() -> None:
     proc = server = None
     try:
         if args.serve:
-            port = free_port()
-            run_dir = tempfile.mkdtemp(prefix="viz-class-nginx-")
-            proc = subprocess.Popen(["bash", str(ROOT / "deploy/serve.sh"), str(args.serve), str(port)],
-                                    env=dict(os.environ, RUN_DIR=run_dir),
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            url = f"http://127.0.0.1:{port}"
-            for line in proc.stdout:
-                print("  serve.sh:", line.rstrip(), flush=True)
-                if line.startswith("serving"):
-                    break
-            for _ in range(60):                                     # nginx starts just after the line
-                try:
-                    urllib.request.urlopen(url + "/_stcore/health", timeout=5).read()
-                    break
-                except OSError:
-                    time.sleep(0.5)
+            proc, url, run_dir = deploy(args.serve, ROOT, echo=True)
         else:
             server = Server(ROOT, args.checkpoints).__enter__()
             url = server.url
@@ -133,11 +116,7 @@ def main() -> None:
         picks, submit, single, errors, spread, lags, stale = asyncio.run(
             lesson(url, code, secret, args.students, args.window, args.seed))
     finally:
-        if server is not None:
-            server.__exit__()
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        stop(server, proc)
     if args.serve:
         log = Path(run_dir, "access.log").read_text()
         ups = {u: log.count("upstream=" + u) for u in sorted(set(x.split()[0] for x in log.split("upstream=")[1:]))}

@@ -22,16 +22,14 @@ import os
 import random
 import re
 import secrets
-import subprocess
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 from tests.class_util import open_class, open_teacher
 from benchmarks.procfs import cpu_seconds, descendants, rss_mib
-from benchmarks.stclient import Server, free_port
+from benchmarks.stclient import Server, deploy, stop
 
 LESSON = "attention-step-by-step"
 POLL, CHART = 3.0, 1.0          # live_class.STUDENT_EVERY, TEACHER_EVERY
@@ -214,6 +212,38 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
                 follow=follow, lags=lags, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
 
 
+async def floor_polls(url: str, n: int, arrive_s: float, seconds: float, server_cpu) -> float:
+    """n sessions of a bare app's answer box (floor_apps/poll_box.py), each rerun every POLL seconds for `seconds`
+    after they have all arrived: the server's CPU seconds per second per session."""
+    from benchmarks.stclient import Session
+    sessions = []
+
+    async def come(i):
+        await asyncio.sleep(arrive_s * i / n)
+        s = await Session.open(url)
+        await s.rerun()
+        sessions.append(s)
+    await asyncio.gather(*(come(i) for i in range(n)))
+    stop = asyncio.Event()
+
+    async def poll(s):
+        await asyncio.sleep(random.uniform(0, POLL))
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            await s.rerun(fragment=s.auto_rerun)
+            await asyncio.sleep(max(0.0, POLL - (time.perf_counter() - t0)))
+    tasks = [asyncio.create_task(poll(s)) for s in sessions]
+    await asyncio.sleep(POLL)
+    cpu0, t0 = server_cpu(), time.perf_counter()
+    await asyncio.sleep(seconds)
+    per = (server_cpu() - cpu0) / (time.perf_counter() - t0) / n
+    stop.set()
+    await asyncio.gather(*tasks)
+    for s in sessions:
+        await s.close()
+    return per
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--students", type=int, default=200)
@@ -225,6 +255,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default="", help="write the numbers to this file")
     ap.add_argument("--no-assets", action="store_true", help="phones that have the page's static files cached")
+    ap.add_argument("--floor", type=float, default=0.0, help="first, this many seconds of a bare app's answer box "
+                    "polled by the same number of sessions (benchmarks/floor_apps/poll_box.py): its CPU per student")
     args = ap.parse_args()
     data = tempfile.mkdtemp(prefix="viz-peer-bench-")
     os.environ.setdefault("VIZ_DATA", data)
@@ -237,21 +269,7 @@ def main() -> None:
     procs: list = []
     try:
         if args.serve:
-            port = free_port()
-            run_dir = tempfile.mkdtemp(prefix="viz-peer-nginx-")
-            proc = subprocess.Popen(["bash", str(ROOT / "deploy/serve.sh"), str(args.serve), str(port)],
-                                    env=dict(os.environ, RUN_DIR=run_dir),
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            url = f"http://127.0.0.1:{port}"
-            for line in proc.stdout:
-                if line.startswith("serving"):
-                    break
-            for _ in range(60):
-                try:
-                    urllib.request.urlopen(url + "/_stcore/health", timeout=5).read()
-                    break
-                except OSError:
-                    time.sleep(0.5)
+            proc, url, run_dir = deploy(args.serve, ROOT)
             procs = descendants(proc.pid, b"streamlit") + descendants(proc.pid, b"nginx")
         else:
             server = Server(ROOT, args.checkpoints).__enter__()
@@ -267,16 +285,19 @@ def main() -> None:
         kind = db.engine().dialect.name
         print(f"class {code} on {url} ({where}, {kind}); {args.students} students arrive over {args.arrive:.0f} s, "
               f"{args.questions} questions voted twice", flush=True)
+        floor = None
+        if args.floor and not args.serve:
+            with Server(ROOT, args.checkpoints, args=(), entry="benchmarks/floor_apps/poll_box.py") as bare:
+                floor = asyncio.run(floor_polls(bare.url, args.students, min(args.arrive, 20.0), args.floor,
+                                                lambda: cpu_seconds(bare.proc.pid)))
+            print(f"floor      a bare app's answer box polled by {args.students} sessions: "
+                  f"{floor * 1000:.2f} ms of CPU per second per session", flush=True)
         assets = [] if args.no_assets else page_assets(url)
         print(f"page       {len(assets)} static files a first visit fetches", flush=True)
         out = asyncio.run(lesson(url, code, secret, args.students, args.questions, args.arrive, args.window,
                                  args.seed, server_cpu, assets, rss))
     finally:
-        if server is not None:
-            server.__exit__()
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+        stop(server, proc)
     sent = out["sent"]
     got = {(v["question"], v["round"], v["student"]): v["choice"] for v in cv.class_votes(code, secret)}
     recorded = len(got)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 import websockets
@@ -270,3 +271,38 @@ class Server:
             self.proc.wait(timeout=20)
         except Exception:  # noqa: BLE001 - it did not stop: kill it
             self.proc.kill()
+
+
+def deploy(n: int, root, env=None, echo: bool = False):
+    """deploy/serve.sh with n app processes behind nginx on a free port, started and healthy: (its process, the
+    address, its run folder). Stop it with proc.terminate()."""
+    import os
+    import subprocess
+    import tempfile
+    import urllib.request
+    port, run_dir = free_port(), tempfile.mkdtemp(prefix="viz-deploy-bench-")
+    proc = subprocess.Popen(["bash", str(Path(root) / "deploy/serve.sh"), str(n), str(port)],
+                            env=dict(os.environ, **(env or {}), RUN_DIR=run_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    for line in proc.stdout:
+        if echo:
+            print("  serve.sh:", line.rstrip(), flush=True)
+        if line.startswith("serving"):
+            break
+    for _ in range(60):                                     # nginx starts just after the line
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=5).read()
+            break
+        except OSError:
+            time.sleep(0.5)
+    return proc, url, run_dir
+
+
+def stop(server=None, proc=None) -> None:
+    """Stop a Server (its context) and a deploy's process, either of them None."""
+    if server is not None:
+        server.__exit__()
+    if proc is not None:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -7,36 +7,17 @@ from __future__ import annotations
 import json
 import secrets
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, page_file, texts
+from app_util import texts
+from test_app_class import env, open_class  # noqa: F401  (env: a fixture)
 from viz_explorer.classroom import bank
 from viz_explorer.classroom import store as cr
 from viz_explorer.classroom import votes as cv
-from viz_explorer.server import db
-
-
-@pytest.fixture
-def env(ckpt_root, tmp_path, monkeypatch):
-    monkeypatch.setenv("VIZ_CHECKPOINTS", str(ckpt_root))
-    monkeypatch.setenv("VIZ_DATABASE_URL", f"sqlite:///{tmp_path / 'viz.sqlite3'}")
-    yield db.engine()
-    db.dispose()
 
 
 def page(params: dict, teaching: tuple = ()) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.session_state["ckpt"] = "tiny-zh-en"
-    if teaching:
-        at.session_state["lc_teach"] = tuple(teaching)
-    at.run()
-    at.switch_page(page_file("live_class"))
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_class(params, teaching)
 
 
 def click(at: AppTest, key: str) -> AppTest:

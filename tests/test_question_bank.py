@@ -105,7 +105,7 @@ def test_a_broken_bank_is_refused_in_one_line_naming_the_question(tmp_path, monk
         d["questions"][2]["options"][1] = dict(d["questions"][2]["options"][0])
     assert "two options read the same" in _broken(tmp_path, monkeypatch, same)
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")
-    with pytest.raises(ValueError, match="bad.json is not JSON"):
+    with pytest.raises(ValueError, match="bad.json is not valid JSON"):
         bank.load_bank("bad")
     with pytest.raises(ValueError, match="not a bank name"):
         bank.load_bank("../lessons/x")

@@ -32,6 +32,7 @@ LANGS = lesson_file.LANGS
 ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 OPTIONS = "ABCDEF"                 # what the class store keeps: a choice's letter, the same in every language
 MAX_QUESTIONS = 200
+MAX_BYTES = 500_000
 PREFIX = "check"                   # a bank question's id in a class: check/BANK/ID
 
 
@@ -168,13 +169,7 @@ def load_bank(name: str, where: Optional[Path] = None) -> Bank:
     path = (where or folder()) / f"{name}.json"
     if not path.is_file():
         raise ValueError(f"there is no question bank {name!r} in {path.parent}")
-    if path.stat().st_size > 500_000:
-        raise ValueError(f"{path.name} is larger than 500 kB")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path.name} is not JSON: {e}") from None
-    return parse_bank(data, name)
+    return parse_bank(lesson_file.read_json(path, MAX_BYTES), name)
 
 
 def needs_facts(bank: Bank) -> dict:
@@ -198,14 +193,14 @@ def filled(bank: Bank, q: Check, values: dict, lang: str) -> tuple[str, tuple[st
     return fill(lesson_file.note(q.prompt, lang)), tuple(fill(lesson_file.note(o, lang)) for o in q.options)
 
 
-def find(question_id: str) -> Optional[tuple[Bank, Check]]:
+def find(question_id: str, load=None) -> Optional[tuple[Bank, Check]]:
     """The bank and question of a class's question id (check/BANK/ID); None for any other id or a bank no longer
-    there."""
+    there. load(name) -> Bank reads the bank (default load_bank; the page passes its cached reader)."""
     parts = question_id.split("/") if isinstance(question_id, str) else []
-    if len(parts) != 3 or parts[0] != PREFIX:
+    if len(parts) != 3 or parts[0] != PREFIX or not ID.match(parts[1]):
         return None
     try:
-        bank = load_bank(parts[1])
+        bank = (load or load_bank)(parts[1])
     except ValueError:
         return None
     return next(((bank, q) for q in bank.questions if q.id == parts[2]), None)

@@ -259,13 +259,18 @@ def load_lesson(name: str, folder: Optional[Path] = None) -> Lesson:
     if not path.is_file():
         known = ", ".join(list_lessons(folder)) or "none"
         raise ValueError(f"there is no lesson {name!r} (lessons: {known})")
-    if path.stat().st_size > MAX_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_BYTES} bytes")
+    return parse_lesson(read_json(path, MAX_BYTES), name)
+
+
+def read_json(path: Path, limit: int):
+    """A file's JSON, for a lesson or a question bank: ValueError in one line when it is larger than `limit` bytes or
+    not JSON."""
+    if path.stat().st_size > limit:
+        raise ValueError(f"{path.name} is larger than {limit} bytes")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path.name} is not valid JSON: {e}") from None
-    return parse_lesson(data, name)
 
 
 def list_lessons(folder: Optional[Path] = None) -> list[str]:
