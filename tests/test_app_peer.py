@@ -52,6 +52,8 @@ def test_a_peer_instruction_question_from_vote_to_reveal(env):
     teacher.run()
     assert not charts(teacher) and "hidden until you show them" in texts(teacher)     # and from the projected page
     assert [m.value for m in teacher.metric if m.label == "Answered"] == ["3 of 3"]
+    assert [m.value for m in teacher.metric if m.label == "Check before the lesson"] == [
+        f"Question 1 of {len(checks.half('a'))}"]                    # where in the check, not the lesson's step
     click(teacher, "lc_close")
     student.run()
     assert "Vote 1 is closed. Discuss your answer with a neighbour." in texts(student) and not charts(student)

@@ -78,6 +78,16 @@ def _lists(b: bank.Bank) -> dict[str, list[bank.Check]]:
     return {k: qs for k, qs in (("pre", b.half("a")), ("post", b.half("b")), ("other", b.half(""))) if qs}
 
 
+def position(focus: Optional[str]) -> Optional[tuple[str, int, int]]:
+    """(which list: pre, post or other; the question's index in it; its length) of the bank question the class is
+    on, None when it is on its lesson step or the bank cannot be read."""
+    found = find(focus) if focus else None
+    if found is None:
+        return None
+    b, q = found
+    return next(((k, qs.index(q), len(qs)) for k, qs in _lists(b).items() if q in qs), None)
+
+
 def panel(code: str, secret: str, focus: Optional[str]) -> None:
     """The teacher's question-bank controls: pick a bank, start its check before or after the lesson (or its other
     questions), walk them one at a time, back to the lesson."""

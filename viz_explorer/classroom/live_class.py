@@ -246,7 +246,11 @@ def live_chart(code: str, secret: str, q: Question, step: int, n: int,
         st.caption(q.where)
     m1, m2 = st.columns(2)
     m1.metric(t("lc.answered"), t("lc.answered_n", k=cv.answered(code, q.id, round=s.round), n=len(names)))
-    m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
+    on = checks_view.position(focus)
+    if on is None:
+        m2.metric(t("lc.step_metric"), t("lc.step_n", i=step + 1, n=n))
+    else:                              # a concept check: where in it, not the lesson's step
+        m2.metric(t(f"ck.metric.{on[0]}"), t("ck.question_n", i=on[1] + 1, n=on[2]))
     with presenter.within(*(area or presenter.AREA_PX)):
         rounds_view.teacher_results(code, secret, q, s, t("ck.chart_title") if q.letters else
                                     t("lc.chart_title", i=step + 1))
