@@ -42,8 +42,8 @@ def test_a_peer_instruction_question_from_vote_to_reveal(env):
     teacher = page({"teach": code, "lang": "en"}, (code, secret))
     click(teacher, "lc_check_pre")
     assert cv.focus(code, env) == qid
-    teacher.session_state[f"lc_mode_{qid}"] = "peer"
-    teacher.run()
+    teacher.button_group(key=f"lc_mode_{qid}").set_value("peer").run()        # the question's mode, in the store
+    assert cv.state(code, qid, env).peer and not teacher.exception
     for b, c in zip(students, (wrong, wrong, right)):
         cv.answer(code, b, qid, c, list(q.letters), env)
     student = page({"class": code, "me": students[0], "lang": "en"})

@@ -79,6 +79,13 @@ def test_rules_of_the_rounds(eng):
             cv.counts(code, wrong, Q, OPTS, eng)
         with pytest.raises(cr.ClassError, match="teacher"):
             cv.set_focus(code, wrong, Q, eng)
+    assert not cv.state(code, Q, eng).peer
+    cv.set_peer(code, secret, Q, True, eng)                      # the question's mode: kept through the moves
+    cv.close_round(code, secret, Q, eng)
+    cv.open_round(code, secret, Q, eng, round=2)
+    assert cv.state(code, Q, eng).peer and cv.mine(code, b, Q, eng)[0].peer
+    with pytest.raises(cr.ClassError, match="teacher"):
+        cv.set_peer(code, "x" * 24, Q, False, eng)
     cv.answer(code, b, Q, "B", OPTS, eng)
     cv.reveal(code, secret, Q, eng)
     assert cv.revealed(code, Q, eng) and cv.state(code, Q, eng).shown == 2

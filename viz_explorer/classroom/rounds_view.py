@@ -5,7 +5,7 @@ open, with the countdown and, once shown, the results.
 
 The teacher picks per question "one vote" (the results the teacher sees grow as votes arrive; students see them once
 shown) or "vote, discuss, vote again" (the results hidden from everyone, the teacher's projected page included, until
-the teacher shows them).
+the teacher shows them); the choice is the question's, in the store, so every tab of the teacher agrees.
 """
 from __future__ import annotations
 
@@ -22,13 +22,6 @@ from viz_explorer.kit.strings import t
 from viz_transformer.plots import question_figures
 
 MODES = ("one", "peer")
-MODE_KEY = "lc_mode"
-
-
-def mode(qid: str) -> str:
-    """The teacher's choice for this question (kept in the teacher's session, per question)."""
-    got = st.session_state.get(f"{MODE_KEY}_{qid}")
-    return got if got in MODES else "one"
 
 
 def _do(action, *args, **kw) -> None:
@@ -42,10 +35,12 @@ def _do(action, *args, **kw) -> None:
 def controls(code: str, secret: str, q) -> None:
     """The teacher's buttons for the question `q` (live_class.Question): outside the chart's fragment, so a press
     reruns the page once."""
-    st.segmented_control(t("pi.mode"), MODES, default="one", required=True, key=f"{MODE_KEY}_{q.id}",
-                         format_func=lambda m: t(f"pi.mode.{m}"))
     s = cv.state(code, q.id)
-    peer = mode(q.id) == "peer"
+    key = f"lc_mode_{q.id}"
+    st.session_state[key] = "peer" if s.peer else "one"          # the store's, whichever tab of the teacher set it
+    st.segmented_control(t("pi.mode"), MODES, required=True, key=key, format_func=lambda m: t(f"pi.mode.{m}"),
+                         on_change=lambda: _do(cv.set_peer, code, secret, q.id, st.session_state[key] == "peer"))
+    peer = s.peer
     c1, c2, c3, c4, c5 = st.columns([1.1, 1.4, 1.4, 1.4, 1.4], vertical_alignment="bottom")
     secs = c1.number_input(t("pi.seconds"), min_value=0, max_value=cv.MAX_SECONDS, value=60, step=10, key="lc_secs",
                            help=t("pi.seconds_help"))
@@ -93,13 +88,13 @@ def teacher_results(code: str, secret: str, q, s: cv.State, title: str) -> None:
     """The teacher's chart: in "one vote" mode the counts as they come; in a peer-instruction question nothing but
     a note until the results are shown (the page is projected); once a second vote is shown, both votes and who
     moved."""
-    if mode(q.id) == "peer" and s.shown < s.round and not s.revealed:
+    if s.peer and s.shown < s.round and not s.revealed:
         st.info(t("pi.hidden"), icon=":material/visibility_off:")
         return
     opts = list(q.options)
     first = cv.counts(code, secret, q.id, opts, round=1)
     second = cv.counts(code, secret, q.id, opts, round=2) if s.round == 2 and (s.shown >= 2 or s.revealed
-                                                                             or mode(q.id) == "one") else None
+                                                                             or not s.peer) else None
     widgets.show(results_figure(q, first, second, title, s.revealed), key="lc_chart", html=False)
     if second is not None and q.answer is not None:
         m = gain.moves([v for v in cv.class_votes(code, secret) if v["question"] == q.id], q.id, q.answer)

@@ -139,6 +139,7 @@ def _make_tables() -> SimpleNamespace:
         sa.Column("shown", sa.Integer, nullable=False),
         sa.Column("revealed", sa.Boolean, nullable=False),
         sa.Column("deadline", sa.Float, nullable=True),
+        sa.Column("peer", sa.Boolean, nullable=False, server_default=sa.false()),
         sa.Column("at", sa.Float, nullable=False),
     )
     focus = sa.Table(               # votes.py's: the bank question a class is on instead of its lesson step's

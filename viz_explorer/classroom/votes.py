@@ -17,6 +17,7 @@ is a deadline kept with the state: a vote after it is refused as closed, on ever
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -40,6 +41,7 @@ class State:
     shown: int = 0                   # the rounds whose results every page shows: 0, 1 or 2
     revealed: bool = False
     deadline: Optional[float] = None     # time.time() after which the open round takes no vote
+    peer: bool = False               # "vote, discuss, vote again": results hidden from every page until shown
 
     def taking(self, now: float) -> bool:
         """Whether a vote sent at `now` counts."""
@@ -70,15 +72,26 @@ def _question(question) -> str:
 def _read(conn, code: str, question: str) -> State:
     sa, _ = sql()
     a = tables().asked
-    row = conn.execute(sa.select(a.c.round, a.c.open, a.c.shown, a.c.revealed, a.c.deadline).where(
-        a.c.code == code, a.c.question == question)).first()
-    return State() if row is None else State(int(row[0]), bool(row[1]), int(row[2]), bool(row[3]), row[4])
+    row = conn.execute(sa.select(*_STATE(a)).where(a.c.code == code, a.c.question == question)).first()
+    return _state(row)
+
+
+def _STATE(a) -> tuple:
+    """The columns of a question's state, in State's order."""
+    return a.c.round, a.c.open, a.c.shown, a.c.revealed, a.c.deadline, a.c.peer
+
+
+def _state(row) -> State:
+    """A State from _STATE's columns (a row of Nones, or none: the state of a question not yet acted on)."""
+    if row is None or row[0] is None:
+        return State()
+    return State(int(row[0]), bool(row[1]), int(row[2]), bool(row[3]), row[4], bool(row[5]))
 
 
 def _write(conn, code: str, question: str, s: State) -> None:
     from viz_explorer.server import db
     values = {"round": s.round, "open": s.open, "shown": s.shown, "revealed": s.revealed, "deadline": s.deadline,
-              "at": time.time()}
+              "peer": s.peer, "at": time.time()}
     db.upsert(conn, tables().asked, ["code", "question"], {"code": code, "question": question, **values}, values)
 
 
@@ -122,7 +135,7 @@ def open_round(code: str, secret: str, question: str, eng: Optional[sa.Engine] =
             raise ClassError("revealed")
         if round < s.round:
             raise ClassError("round")
-        return State(round, True, min(s.shown, round - 1) if round > s.round else s.shown, False, deadline)
+        return State(round, True, min(s.shown, round - 1) if round > s.round else s.shown, False, deadline, s.peer)
     return _teacher_moves(code, secret, question, eng, move)
 
 
@@ -130,20 +143,28 @@ def open_round(code: str, secret: str, question: str, eng: Optional[sa.Engine] =
 def close_round(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
     """The teacher stops the vote (the class discusses); nothing is shown."""
     return _teacher_moves(code, secret, question, eng,
-                          lambda s: State(s.round, False, s.shown, s.revealed, s.deadline))
+                          lambda s: dataclasses.replace(s, open=False))
 
 
 @guarded
 def show(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
     """The teacher shows every page the results so far (the current round closes first: a histogram seen while
     voting steers the vote)."""
-    return _teacher_moves(code, secret, question, eng, lambda s: State(s.round, False, s.round, s.revealed, s.deadline))
+    return _teacher_moves(code, secret, question, eng, lambda s: dataclasses.replace(s, open=False, shown=s.round))
 
 
 @guarded
 def reveal(code: str, secret: str, question: str, eng: Optional[sa.Engine] = None) -> State:
     """The teacher shows the class the answer (and every round's results); the question takes no more votes."""
-    return _teacher_moves(code, secret, question, eng, lambda s: State(s.round, False, s.round, True, s.deadline))
+    return _teacher_moves(code, secret, question, eng,
+                          lambda s: dataclasses.replace(s, open=False, shown=s.round, revealed=True))
+
+
+@guarded
+def set_peer(code: str, secret: str, question: str, peer: bool, eng: Optional[sa.Engine] = None) -> State:
+    """The teacher asks the question as "vote, discuss, vote again" (peer) or as one vote: every teacher's tab and
+    the projected page follow it."""
+    return _teacher_moves(code, secret, question, eng, lambda s: dataclasses.replace(s, peer=bool(peer)))
 
 
 @guarded
@@ -169,13 +190,13 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
     now = time.time()
     a = T.asked
     with _eng(eng).begin() as conn:                # the student's membership and the question's state in one read
-        row = conn.execute(sa.select(T.members.c.browser, a.c.round, a.c.open, a.c.shown, a.c.revealed, a.c.deadline)
+        row = conn.execute(sa.select(T.members.c.browser, *_STATE(a))
                            .select_from(T.members.outerjoin(a, sa.and_(a.c.code == T.members.c.code,
                                                                        a.c.question == question)))
                            .where(T.members.c.code == code, T.members.c.browser == browser)).first()
         if row is None:
             raise ClassError("join")
-        s = State() if row[1] is None else State(int(row[1]), bool(row[2]), int(row[3]), bool(row[4]), row[5])
+        s = _state(row[1:])
         if s.revealed:
             raise ClassError("revealed")
         if not s.taking(now):
