@@ -62,12 +62,23 @@ for i in $(seq 0 $((N - 1))); do
   curl -fs "http://$APP_HOST:$p/_stcore/health" > /dev/null || { echo "app on port $p did not start: $RUN/app-$p.log" >&2; exit 1; }
 done
 # Streamlit's page files, copied where nginx's workers (an unprivileged user) may read them: the installed package,
-# and RUN_DIR, may sit in folders they cannot enter; removed when the deploy stops
-STATIC=$(mktemp -d /tmp/viz-static.XXXXXX)
-cp -r "$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))")/." "$STATIC"
-chmod -R a+rX "$STATIC"
+# and RUN_DIR, may sit in folders they cannot enter; removed when the deploy stops. Only a folder that is Streamlit's
+# (its index.html beside it) is copied; without one, nginx passes /static/ to the app processes as before.
+PAGE_FILES=$(cd "$ROOT" && python -c "import os, streamlit; print(os.path.join(os.path.dirname(streamlit.__file__), 'static', 'static'))" 2>/dev/null) || PAGE_FILES=""
+if [ -n "$PAGE_FILES" ] && [ -d "$PAGE_FILES/js" ] && [ -f "$PAGE_FILES/../index.html" ]; then
+  STATIC=$(mktemp -d /tmp/viz-static.XXXXXX)
+  cp -r "$PAGE_FILES/." "$STATIC/"
+  chmod -R a+rX "$STATIC"
+  keep_static=1
+else
+  echo "serve.sh: Streamlit's page files not found; the app processes serve them" >&2
+  keep_static=0
+fi
 sed -e "s#@RUN@#$RUN#g" -e "s#@LISTEN@#$LISTEN_AT#g" -e "s#@STATIC@#$STATIC#g" "$ROOT/deploy/nginx.conf.template" |
-  awk -v servers="$servers" '{ if ($0 == "@SERVERS@") printf "%s", servers; else print }' > "$RUN/nginx.conf"
+  awk -v servers="$servers" -v keep="$keep_static" '
+    /# page files: begin/ { skip = !keep } 
+    !skip { if ($0 == "@SERVERS@") printf "%s", servers; else print }
+    /# page files: end/ { skip = 0 }' > "$RUN/nginx.conf"
 "$NGINX" -t -p "$RUN" -c "$RUN/nginx.conf" 2> "$RUN/nginx-test.log" || { cat "$RUN/nginx-test.log" >&2; exit 1; }
 "$NGINX" -p "$RUN" -c "$RUN/nginx.conf" -g "daemon off;" &
 pids+=($!)

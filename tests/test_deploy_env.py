@@ -17,7 +17,9 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow           # a subprocess (bash), though a quick one
 
 FAKE_PYTHON = f"""#!/bin/sh
-# stands in for `python -m streamlit run serve.py ... --server.port P`: answers /_stcore/health on P
+# stands in for `python -m streamlit run serve.py ... --server.port P`: answers /_stcore/health on P; has no Streamlit
+# to find (`python -c ...` fails)
+case "$1" in -c) exit 1 ;; esac
 while [ $# -gt 0 ]; do [ "$1" = --server.port ] && port=$2; [ "$1" = --server.address ] && addr=$2; shift; done
 echo "$addr:$port" >> "$FAKE_LOG"
 exec {sys.executable} -c "
@@ -78,6 +80,16 @@ def test_ports_and_listen_address_from_the_environment(tmp_path):
     assert f"listen 192.0.2.10:{port};" in conf
     assert f"server 127.0.0.1:{app} " in conf and f"server 127.0.0.1:{app + 1} " in conf
     assert sorted(apps) == [f"127.0.0.1:{app}", f"127.0.0.1:{app + 1}"]
+
+
+def test_without_streamlits_page_files_nothing_is_copied_and_the_apps_serve_them(tmp_path):
+    """The stand-in python finds no Streamlit: serve.sh copies nothing (never a folder it did not find) and nginx
+    passes /static/ to the app processes, as every other path."""
+    import glob
+    before = set(glob.glob("/tmp/viz-static.*"))
+    conf, _ = serve(tmp_path, {"VIZ_PORT": str(_free_ports(1)[0])})
+    assert "location /static/" not in conf and "@STATIC@" not in conf and "location / {" in conf
+    assert set(glob.glob("/tmp/viz-static.*")) == before
 
 
 def test_a_public_address_listens_on_every_interface(tmp_path):
