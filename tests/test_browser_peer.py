@@ -70,7 +70,8 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 main.get_by_text(words["ck.title"]).click()
                 click_until(main.get_by_role("button", name=words["ck.start.pre"]),
                             main.get_by_text(re.compile(re.escape(words["ck.on"].split("{")[0]))).first)
-                main.get_by_text(words["pi.mode.peer"]).first.click()
+                click_until(main.get_by_text(words["pi.mode.peer"]).first,         # the question's mode, stored:
+                            main.get_by_role("button", name=words["pi.again"]))      # "Vote again" appears
                 settle(teacher)
                 phones = [new_page(390, 844, user_agent=PHONE_UA, is_mobile=True, has_touch=True) for _ in range(3)]
                 for ph in phones:
