@@ -20,12 +20,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Optional
 
 from viz_explorer.classroom.store import (CHOICE_MAX, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser, engine_for,
                                           guarded, need_teacher, normal_code, rate, sql)
-from viz_explorer.classroom.store import tables as store_tables
+from viz_explorer.classroom.store import tables
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -52,15 +51,6 @@ class State:
         if self.deadline is None or not self.open or self.revealed:
             return None
         return max(0, int(self.deadline - now + 0.999))
-
-
-def tables() -> SimpleNamespace:
-    """The class tables (store.tables(): votes, asked and focus among them)."""
-    return store_tables()
-
-
-def _eng(eng):
-    return engine_for(eng)
 
 
 def _question(question) -> str:
@@ -99,14 +89,14 @@ def _write(conn, code: str, question: str, s: State) -> None:
 def state(code: str, question: str, eng: Optional[sa.Engine] = None) -> State:
     """The question's state (anyone in the class may know it)."""
     code, question = normal_code(code), _question(question)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         return _read(conn, code, question)
 
 
 def _teacher_moves(code, secret, question, eng, move) -> State:
     """Apply move(State) -> State for the class's teacher, in one transaction; the new state."""
     code, question = need_teacher(code, secret, eng), _question(question)
-    with _eng(eng).begin() as conn:
+    with engine_for(eng).begin() as conn:
         new = move(_read(conn, code, question))
         _write(conn, code, question, new)
     return new
@@ -189,7 +179,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
         raise ClassError("choice")
     now = time.time()
     a = T.asked
-    with _eng(eng).begin() as conn:                # the student's membership and the question's state in one read
+    with engine_for(eng).begin() as conn:                # the student's membership and the question's state in one read
         row = conn.execute(sa.select(T.members.c.browser, *_STATE(a))
                            .select_from(T.members.outerjoin(a, sa.and_(a.c.code == T.members.c.code,
                                                                        a.c.question == question)))
@@ -214,7 +204,7 @@ def now(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int, Optional[
     few seconds. ClassError when there is no such class."""
     sa, T = sql()
     code = normal_code(code)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         row = conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step, T.focus.c.question)
                            .select_from(T.classes.outerjoin(T.focus, T.focus.c.code == T.classes.c.code))
                            .where(T.classes.c.code == code)).first()
@@ -229,7 +219,7 @@ def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None
     sa, _ = sql()
     v = tables().votes
     code, browser, question = normal_code(code), check_browser(browser), _question(question)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         rows = conn.execute(sa.select(v.c.round, v.c.choice).where(v.c.code == code, v.c.browser == browser,
                                                                    v.c.question == question)).all()
         return _read(conn, code, question), {int(r): c for r, c in rows}
@@ -242,7 +232,7 @@ def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] =
     sa, _ = sql()
     v = tables().votes
     code, browser = normal_code(code), check_browser(browser)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         return conn.execute(sa.select(v.c.choice).where(v.c.code == code, v.c.browser == browser,
                                                         v.c.question == question, v.c.round == round)).scalar()
 
@@ -262,7 +252,7 @@ def counts(code: str, secret: str, question: str, options: list[str], eng: Optio
     """The teacher's count of a round: option -> how many students chose it (every option listed). The teacher's
     page draws it only once shown (it is projected); the number who voted is answered()'s."""
     code = need_teacher(code, secret, eng)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         return _counts(conn, code, question, options, round)
 
 
@@ -271,7 +261,7 @@ def shown_counts(code: str, question: str, options: list[str], eng: Optional[sa.
                  round: int = 1) -> dict[str, int]:
     """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before."""
     code, question = normal_code(code), _question(question)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         if _read(conn, code, question).shown < round:
             raise ClassError("hidden")
         return _counts(conn, code, question, options, round)
@@ -283,7 +273,7 @@ def answered(code: str, question: str, eng: Optional[sa.Engine] = None, *, round
     sa, _ = sql()
     v = tables().votes
     code = normal_code(code)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(v).where(
             v.c.code == code, v.c.question == question, v.c.round == round)).scalar_one())
 
@@ -294,7 +284,7 @@ def set_focus(code: str, secret: str, question: Optional[str], eng: Optional[sa.
     code = need_teacher(code, secret, eng)
     f = tables().focus
     from viz_explorer.server import db
-    with _eng(eng).begin() as conn:
+    with engine_for(eng).begin() as conn:
         if question is None:
             conn.execute(f.delete().where(f.c.code == code))
         else:
@@ -306,7 +296,7 @@ def focus(code: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
     """The bank question the class is on, None when it is on its lesson step."""
     sa, _ = sql()
     f = tables().focus
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         return conn.execute(sa.select(f.c.question).where(f.c.code == normal_code(code))).scalar()
 
 
@@ -317,7 +307,7 @@ def class_votes(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list
     sa, T = sql()
     v = tables().votes
     code = need_teacher(code, secret, eng)
-    with _eng(eng).connect() as conn:
+    with engine_for(eng).connect() as conn:
         members = conn.execute(sa.select(T.members.c.browser, T.members.c.nickname).where(T.members.c.code == code)
                                .order_by(T.members.c.joined, T.members.c.browser)).all()
         rows = conn.execute(sa.select(v.c.browser, v.c.question, v.c.round, v.c.choice, v.c.at)
