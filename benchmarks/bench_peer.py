@@ -115,9 +115,11 @@ class Phone:
     async def vote(self, qid: str, round_: int, index: int):
         """Pick option `index` of the question's radio as shown (its label, as the browser sends it) and Send."""
         key = f"lc_pick_{qid}" + ("" if round_ == 1 else "@2")
+        for _ in range(200):                 # a student votes once the box shows the vote: after its next poll
+            if any(w.endswith("-" + key) for w in self.s.ids):
+                break
+            await asyncio.sleep(0.1)
         async with self.lock:
-            if not any(w.endswith("-" + key) for w in self.s.ids):      # the box has not shown this vote yet
-                await self.s.rerun(fragment=self.box)
             _, proto = self.s._widget(key)
             return await self.s.rerun({key: proto.radio.options[index]}, trigger="lc_send")
 
@@ -212,36 +214,51 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
                 follow=follow, lags=lags, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
 
 
-async def floor_polls(url: str, n: int, arrive_s: float, seconds: float, server_cpu) -> float:
-    """n sessions of a bare app's answer box (floor_apps/poll_box.py), each rerun every POLL seconds for `seconds`
-    after they have all arrived: the server's CPU seconds per second per session."""
+async def floor_polls(url: str, n: int, arrive_s: float, questions: int, window: float, server_cpu, seed: int):
+    """n sessions of a bare app's answer box (floor_apps/poll_box.py), each rerun every POLL seconds, voting as the
+    class's phones do (questions x 2 votes, each spread over `window` s, the same pauses): the server's CPU seconds
+    per second per session over that time, and each vote's seconds from Send to the end of its run."""
     from benchmarks.stclient import Session
+    rng = random.Random(seed)
     sessions = []
 
     async def come(i):
         await asyncio.sleep(arrive_s * i / n)
         s = await Session.open(url)
         await s.rerun()
-        sessions.append(s)
+        sessions.append((s, asyncio.Lock()))
     await asyncio.gather(*(come(i) for i in range(n)))
     stop = asyncio.Event()
 
-    async def poll(s):
+    async def poll(s, lock):
         await asyncio.sleep(random.uniform(0, POLL))
         while not stop.is_set():
             t0 = time.perf_counter()
-            await s.rerun(fragment=s.auto_rerun)
+            async with lock:
+                await s.rerun(fragment=s.auto_rerun)
             await asyncio.sleep(max(0.0, POLL - (time.perf_counter() - t0)))
-    tasks = [asyncio.create_task(poll(s)) for s in sessions]
+    tasks = [asyncio.create_task(poll(s, lock)) for s, lock in sessions]
     await asyncio.sleep(POLL)
-    cpu0, t0 = server_cpu(), time.perf_counter()
-    await asyncio.sleep(seconds)
+    cpu0, t0, submit = server_cpu(), time.perf_counter(), []
+
+    async def vote(s, lock):
+        await asyncio.sleep(rng.uniform(0, window))
+        async with lock:
+            _, proto = s._widget("lc_pick_floor")
+            res = await s.rerun({"lc_pick_floor": proto.radio.options[rng.randrange(4)]}, trigger="lc_send")
+        submit.append(res.seconds)
+    for step in range(questions):
+        if step:
+            await asyncio.sleep(POLL + 1.5)
+        for _ in (1, 2):
+            await asyncio.gather(*(vote(s, lock) for s, lock in sessions))
+            await asyncio.sleep(CHART * 2.5)
     per = (server_cpu() - cpu0) / (time.perf_counter() - t0) / n
     stop.set()
     await asyncio.gather(*tasks)
-    for s in sessions:
+    for s, _ in sessions:
         await s.close()
-    return per
+    return per, submit
 
 
 def main() -> None:
@@ -255,8 +272,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default="", help="write the numbers to this file")
     ap.add_argument("--no-assets", action="store_true", help="phones that have the page's static files cached")
-    ap.add_argument("--floor", type=float, default=0.0, help="first, this many seconds of a bare app's answer box "
-                    "polled by the same number of sessions (benchmarks/floor_apps/poll_box.py): its CPU per student")
+    ap.add_argument("--floor", action="store_true", help="first, a bare app's answer box (benchmarks/floor_apps/"
+                    "poll_box.py) polled and voted in by as many sessions: its CPU per student and submit times")
     args = ap.parse_args()
     data = tempfile.mkdtemp(prefix="viz-peer-bench-")
     os.environ.setdefault("VIZ_DATA", data)
@@ -285,13 +302,14 @@ def main() -> None:
         kind = db.engine().dialect.name
         print(f"class {code} on {url} ({where}, {kind}); {args.students} students arrive over {args.arrive:.0f} s, "
               f"{args.questions} questions voted twice", flush=True)
-        floor = None
+        floor, fsub = None, []
         if args.floor and not args.serve:
             with Server(ROOT, args.checkpoints, args=(), entry="benchmarks/floor_apps/poll_box.py") as bare:
-                floor = asyncio.run(floor_polls(bare.url, args.students, min(args.arrive, 20.0), args.floor,
-                                                lambda: cpu_seconds(bare.proc.pid)))
-            print(f"floor      a bare app's answer box polled by {args.students} sessions: "
-                  f"{floor * 1000:.2f} ms of CPU per second per session", flush=True)
+                floor, fsub = asyncio.run(floor_polls(bare.url, args.students, min(args.arrive, 20.0), args.questions,
+                                                      args.window, lambda: cpu_seconds(bare.proc.pid), args.seed))
+            print(f"floor      a bare app's answer box, {args.students} sessions polling and voting as the phones "
+                  f"below: {floor * 1000:.2f} ms of CPU per second per session; submit p50 {pct(fsub, .5):.3f} s "
+                  f"p95 {pct(fsub, .95):.3f} s max {max(fsub):.3f} s", flush=True)
         assets = [] if args.no_assets else page_assets(url)
         print(f"page       {len(assets)} static files a first visit fetches", flush=True)
         out = asyncio.run(lesson(url, code, secret, args.students, args.questions, args.arrive, args.window,
@@ -338,7 +356,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(dict(students=n, where=where, database=kind, lines=lines,
                                                    submit=out["submit"], follow=out["follow"], loads=out["loads"],
-                                                   lags=out["lags"]),
+                                                   lags=out["lags"], floor_cpu=floor, floor_submit=fsub),
                                               indent=1))
 
 

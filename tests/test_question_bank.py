@@ -138,3 +138,38 @@ def test_questions_written_in_the_app_make_a_bank_that_loads(tmp_path):
         bw.bank_text({}, [a])
     with pytest.raises(ValueError, match="answer -1 is not among its options"):
         bw.bank_text({}, [bw.question({**fields, "answer": 1}, 4)])      # the right option left empty
+
+
+def test_a_class_question_is_built_once_and_again_when_its_bank_or_checkpoint_changes(shipped, tmp_path, monkeypatch):
+    import os
+    import shutil
+    from viz_explorer.classroom import checks_view
+    from viz_explorer.kit.strings import speaking
+    from viz_explorer.server import defaults
+    monkeypatch.setenv("VIZ_QUESTIONS", str(tmp_path / "q"))
+    (tmp_path / "q").mkdir()
+    shutil.copytree(defaults.SHIPPED / shipped.checkpoint, tmp_path / "ck" / shipped.checkpoint)
+    monkeypatch.setattr(defaults, "SHIPPED", tmp_path / "ck")
+    file = tmp_path / "q" / "mine.json"
+    data = json.loads((bank.QUESTIONS_DIR / "concept-checks.json").read_text(encoding="utf-8"))
+    file.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    qid = "check/mine/multi-head-a"
+    hm, values = _values(shipped)
+    check = next(q for q in shipped.questions if q.id == "multi-head-a")
+    first = checks_view.as_question(qid)
+    assert first.prompt == bank.filled(shipped, check, values, "en")[0]
+    assert checks_view.as_question(qid) is first                        # asked again: the same, not rebuilt
+    with speaking("zh"):
+        assert checks_view.as_question(qid).prompt == bank.filled(shipped, check, values, "zh")[0]
+    at = file.stat().st_mtime
+    data["questions"][[q["id"] for q in data["questions"]].index("multi-head-a")]["prompt"]["en"] = \
+        "Rewritten: d_model = {hs.d_model}, how wide is a head?"
+    file.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.utime(file, (at + 5, at + 5))
+    again = checks_view.as_question(qid)
+    assert again.prompt == f"Rewritten: d_model = {hm.cfg.d_model}, how wide is a head?"       # the file changed
+    weights = tmp_path / "ck" / shipped.checkpoint / "model.safetensors"
+    os.utime(weights, (weights.stat().st_mtime + 5,) * 2)
+    retrained = checks_view.as_question(qid)
+    assert retrained is not again and retrained == again                 # the checkpoint changed: built again
+    assert checks_view.as_question("check/mine/nope") is None and checks_view.as_question("lesson/2") is None

@@ -196,14 +196,22 @@ def filled(bank: Bank, q: Check, values: dict, lang: str) -> tuple[str, tuple[st
 def find(question_id: str, load=None) -> Optional[tuple[Bank, Check]]:
     """The bank and question of a class's question id (check/BANK/ID); None for any other id or a bank no longer
     there. load(name) -> Bank reads the bank (default load_bank; the page passes its cached reader)."""
+    parts = split_id(question_id)
+    if parts is None:
+        return None
+    try:
+        bank = (load or load_bank)(parts[0])
+    except ValueError:
+        return None
+    return next(((bank, q) for q in bank.questions if q.id == parts[1]), None)
+
+
+def split_id(question_id: str) -> Optional[tuple[str, str]]:
+    """(bank, question) of a class's question id (check/BANK/ID), None for any other id."""
     parts = question_id.split("/") if isinstance(question_id, str) else []
     if len(parts) != 3 or parts[0] != PREFIX or not ID.match(parts[1]):
         return None
-    try:
-        bank = (load or load_bank)(parts[1])
-    except ValueError:
-        return None
-    return next(((bank, q) for q in bank.questions if q.id == parts[2]), None)
+    return parts[1], parts[2]
 
 
 def to_json(bank: Bank) -> str:

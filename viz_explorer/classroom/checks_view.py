@@ -5,6 +5,8 @@ page shows the bank question the class is on (votes.focus); the teacher's report
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Optional
 
 import streamlit as st
@@ -19,6 +21,9 @@ from viz_explorer.server import cached
 
 BUILT_IN = "concept-checks"
 HALVES = {"pre": "a", "post": "b"}
+BUILT_MAX = 512               # questions kept built (as_question): a bank of 28 in 2 languages is 56
+# (id, language, bank file, its time) -> (the bank's checkpoint or None, that checkpoint's time, the question)
+_BUILT: dict[tuple, tuple[Optional[Path], float, Question]] = {}
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)      # a Bank is frozen: shared, never copied
@@ -26,10 +31,17 @@ def _bank(name: str, stamp: float) -> bank.Bank:
     return bank.load_bank(name)
 
 
+def _stamp(path: Path) -> float:
+    """A file's modification time, 0.0 when there is none."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 def load(name: str) -> bank.Bank:
     """A bank, read again when its file changes (ValueError: missing or broken, in one line)."""
-    path = bank.folder() / f"{name}.json"
-    return _bank(name, path.stat().st_mtime if path.is_file() else 0.0)
+    return _bank(name, _stamp(bank.folder() / f"{name}.json"))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -41,16 +53,23 @@ def _facts(name: str, stamp: float, path: str, ckpt_stamp: float, text: str) -> 
             for key, spec in bank.needs_facts(b).items()}
 
 
-def facts(b: bank.Bank) -> dict:
-    """The values the bank's questions print, computed on its checkpoint and text (ValueError: no such model)."""
+def _checkpoint(b: bank.Bank) -> Optional[Path]:
+    """The shipped checkpoint the bank's numbers are computed on, None when it prints none (ValueError: not there)."""
     if not bank.needs_facts(b):
-        return {}
+        return None
     from viz_explorer.server import defaults
     path = defaults.SHIPPED / b.checkpoint
     if not (path / "config.json").is_file():
         raise ValueError(f"the bank {b.name} computes its numbers on {b.checkpoint}, which is not in checkpoints/")
-    stamp = (bank.folder() / f"{b.name}.json").stat().st_mtime
-    return _facts(b.name, stamp, str(path), cached.folder_stamp(path), b.text)
+    return path
+
+
+def facts(b: bank.Bank) -> dict:
+    """The values the bank's questions print, computed on its checkpoint and text (ValueError: no such model)."""
+    path = _checkpoint(b)
+    if path is None:
+        return {}
+    return _facts(b.name, _stamp(bank.folder() / f"{b.name}.json"), str(path), cached.folder_stamp(path), b.text)
 
 
 def find(question_id: str) -> Optional[tuple[bank.Bank, bank.Check]]:
@@ -58,19 +77,33 @@ def find(question_id: str) -> Optional[tuple[bank.Bank, bank.Check]]:
     return bank.find(question_id, load)
 
 
-def as_question(question_id: str):
+def as_question(question_id: str) -> Optional[Question]:
     """A class question (live_class.Question) from a bank question's class id; None for any other id or one that
-    cannot be read now (the page says the bank's error)."""
+    cannot be read now (the page says the bank's error). Built once per language and change of its bank's file or
+    its checkpoint's: every student's box asks for it every few seconds."""
+    parts = bank.split_id(question_id)
+    if parts is None:
+        return None
+    file = bank.folder() / f"{parts[0]}.json"
+    key = (question_id, current(), str(file), _stamp(file))
+    got = _BUILT.get(key)
+    if got is not None and cached.folder_stamp(got[0]) == got[1]:
+        return got[2]
     found = find(question_id)
     if found is None:
         return None
     b, q = found
+    checkpoint = _checkpoint(b)
+    checkpoint_stamp = cached.folder_stamp(checkpoint)             # before the facts: a newer file is never missed
     prompt, labels = bank.filled(b, q, facts(b), current())
     figure = t("ck.where", page=t(registry.spec(q.page).title), figure=widgets.md_escape(q.figure.get(current()) or
                                                                              next(iter(q.figure.values()))))
-    return Question(question_id, prompt, q.letters, tuple(f"{x}. {lab}" for x, lab in
-                                                                         zip(q.letters, labels)),
-                    q.letters[q.answer], letters=q.letters, where=figure)
+    built = Question(question_id, prompt, q.letters, tuple(f"{x}. {lab}" for x, lab in zip(q.letters, labels)),
+                     q.letters[q.answer], letters=q.letters, where=figure)
+    if len(_BUILT) >= BUILT_MAX:
+        _BUILT.clear()
+    _BUILT[key] = (checkpoint, checkpoint_stamp, built)
+    return built
 
 
 def _lists(b: bank.Bank) -> dict[str, list[bank.Check]]:

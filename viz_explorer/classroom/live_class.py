@@ -23,7 +23,7 @@ from viz_explorer.classroom import store as cr
 
 from viz_explorer.classroom import votes as cv
 from viz_explorer.server import class_address as ca
-from viz_explorer.classroom import bank, bank_writer, checks_view, class_control, qr, rounds_view
+from viz_explorer.classroom import bank, bank_writer, checks_view, class_control, qr, rounds_view, shared_reads
 from viz_explorer.classroom.question import Question
 from viz_explorer.classroom.refusals import say
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
@@ -340,9 +340,9 @@ def student(code: str, lesson: str) -> None:
 def answer_box(code: str, me: str, n: int) -> None:
     """The class's current question and the vote that is open; sending an answer reruns only this box."""
     try:
-        lesson, step, focus = cv.now(code)
+        lesson, step, focus = cv.now(code, fresh=shared_reads.FRESH)
         q = class_question(lesson, step, focus)
-        s, votes = cv.mine(code, me, q.id)
+        s, votes = cv.mine(code, me, q.id, fresh=shared_reads.FRESH)
     except cr.ClassError as e:
         st.error(say(e))
         return

@@ -9,12 +9,13 @@ the teacher shows them); the choice is the question's, in the store, so every ta
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.classroom import gain
+from viz_explorer.classroom import gain, shared_reads
 from viz_explorer.classroom import votes as cv
 from viz_explorer.classroom.refusals import say
 from viz_explorer.kit import widgets
@@ -75,13 +76,21 @@ def _labels(q) -> list[str]:
 
 
 def results_figure(q, first: dict, second: Optional[dict], title: str, reveal: bool):
-    """Vote 1 alone, or both votes side by side; the right option marked once revealed."""
-    xs = _labels(q)
+    """Vote 1 alone, or both votes side by side; the right option marked once revealed. The same figure object for
+    the same counts and words (never changed after: Streamlit draws a copy): every phone of a class shows it, and
+    building one costs more than the rest of a student's box."""
     right = q.options.index(q.answer) if reveal and q.answer in q.options else None
+    return _figure(tuple(_labels(q)), tuple(first.get(o, 0) for o in q.options),
+                   None if second is None else tuple(second.get(o, 0) for o in q.options),
+                   title, (t("pi.vote1"), t("pi.vote2")), right, t("pi.students"))
+
+
+@functools.lru_cache(maxsize=256)
+def _figure(xs: tuple, first: tuple, second: Optional[tuple], title: str, names: tuple, right: Optional[int],
+            ylabel: str):
     if second is None:
-        return question_figures.answer_counts(xs, [first.get(o, 0) for o in q.options], title, ylabel=t("pi.students"))
-    return question_figures.two_votes(xs, [first.get(o, 0) for o in q.options], [second.get(o, 0) for o in q.options],
-                                      title, [t("pi.vote1"), t("pi.vote2")], right, ylabel=t("pi.students"))
+        return question_figures.answer_counts(list(xs), list(first), title, ylabel=ylabel)
+    return question_figures.two_votes(list(xs), list(first), list(second), title, list(names), right, ylabel=ylabel)
 
 
 def teacher_results(code: str, secret: str, q, s: cv.State, title: str) -> None:
@@ -106,8 +115,8 @@ def student_results(code: str, q, s: cv.State) -> None:
     if s.shown < 1:
         return
     opts = list(q.options)
-    first = cv.shown_counts(code, q.id, opts, round=1)
-    second = cv.shown_counts(code, q.id, opts, round=2) if s.shown >= 2 else None
+    first = cv.shown_counts(code, q.id, opts, round=1, fresh=shared_reads.FRESH)
+    second = cv.shown_counts(code, q.id, opts, round=2, fresh=shared_reads.FRESH) if s.shown >= 2 else None
     widgets.show(results_figure(q, first, second, t("pi.class_results"), s.revealed), key="lc_shown", html=False)
 
 

@@ -24,6 +24,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Optional
 
 from viz_explorer.server.refusal import Refusal
+from viz_explorer.classroom import shared_reads
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -255,6 +256,7 @@ def set_step(code: str, secret: str, step: int, eng: Optional[sa.Engine] = None)
         raise ClassError("step", last=MAX_STEP - 1)
     with engine_for(eng).begin() as conn:
         conn.execute(T.classes.update().where(T.classes.c.code == code).values(step=step))
+    shared_reads.forget(code)
 
 
 def check_browser(browser) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Optional
 from viz_explorer.classroom.store import (CHOICE_MAX, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser, engine_for,
                                           guarded, need_teacher, normal_code, rate, sql)
 from viz_explorer.classroom.store import tables
+from viz_explorer.classroom import shared_reads
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -99,6 +100,7 @@ def _teacher_moves(code, secret, question, eng, move) -> State:
     with engine_for(eng).begin() as conn:
         new = move(_read(conn, code, question))
         _write(conn, code, question, new)
+    shared_reads.forget(code)
     return new
 
 
@@ -199,30 +201,40 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
 
 
 @guarded
-def now(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, int, Optional[str]]:
+def now(code: str, eng: Optional[sa.Engine] = None, *, fresh: float = 0.0) -> tuple[str, int, Optional[str]]:
     """(lesson, step, the bank question the class is on or None) in one read: what every student's box asks every
-    few seconds. ClassError when there is no such class."""
+    few seconds (fresh: seconds one read serves the process's other boxes, shared_reads). ClassError when there is
+    no such class."""
     sa, T = sql()
-    code = normal_code(code)
-    with engine_for(eng).connect() as conn:
-        row = conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step, T.focus.c.question)
-                           .select_from(T.classes.outerjoin(T.focus, T.focus.c.code == T.classes.c.code))
-                           .where(T.classes.c.code == code)).first()
+    code, engine = normal_code(code), engine_for(eng)
+
+    def fetch():
+        with engine.connect() as conn:
+            return conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step, T.focus.c.question)
+                                .select_from(T.classes.outerjoin(T.focus, T.focus.c.code == T.classes.c.code))
+                                .where(T.classes.c.code == code)).first()
+    row = shared_reads.read((engine, "now", code), fetch, fresh)
     if row is None:
         raise ClassError("no_class", code=code)
     return row[0], int(row[1]), row[2]
 
 
 @guarded
-def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None) -> tuple[State, dict[int, str]]:
-    """The question's state and this browser's votes in it by round, on one connection."""
+def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None, *,
+         fresh: float = 0.0) -> tuple[State, dict[int, str]]:
+    """The question's state (shared for `fresh` seconds, as now) and this browser's votes in it by round."""
     sa, _ = sql()
     v = tables().votes
-    code, browser, question = normal_code(code), check_browser(browser), _question(question)
-    with engine_for(eng).connect() as conn:
+    code, browser, question, engine = normal_code(code), check_browser(browser), _question(question), engine_for(eng)
+
+    def fetch():
+        with engine.connect() as conn:
+            return _read(conn, code, question)
+    s = shared_reads.read((engine, "state", code, question), fetch, fresh)
+    with engine.connect() as conn:
         rows = conn.execute(sa.select(v.c.round, v.c.choice).where(v.c.code == code, v.c.browser == browser,
                                                                    v.c.question == question)).all()
-        return _read(conn, code, question), {int(r): c for r, c in rows}
+    return s, {int(r): c for r, c in rows}
 
 
 @guarded
@@ -258,13 +270,17 @@ def counts(code: str, secret: str, question: str, options: list[str], eng: Optio
 
 @guarded
 def shown_counts(code: str, question: str, options: list[str], eng: Optional[sa.Engine] = None, *,
-                 round: int = 1) -> dict[str, int]:
-    """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before."""
-    code, question = normal_code(code), _question(question)
-    with engine_for(eng).connect() as conn:
-        if _read(conn, code, question).shown < round:
-            raise ClassError("hidden")
-        return _counts(conn, code, question, options, round)
+                 round: int = 1, fresh: float = 0.0) -> dict[str, int]:
+    """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before.
+    fresh: as now (only counts that passed the check are ever shared)."""
+    code, question, engine = normal_code(code), _question(question), engine_for(eng)
+
+    def fetch():
+        with engine.connect() as conn:
+            if _read(conn, code, question).shown < round:
+                raise ClassError("hidden")
+            return _counts(conn, code, question, options, round)
+    return dict(shared_reads.read((engine, "shown", code, question, round, tuple(options)), fetch, fresh))
 
 
 @guarded
@@ -289,6 +305,7 @@ def set_focus(code: str, secret: str, question: Optional[str], eng: Optional[sa.
             conn.execute(f.delete().where(f.c.code == code))
         else:
             db.upsert(conn, f, ["code"], {"code": code, "question": _question(question)}, {"question": question})
+    shared_reads.forget(code)
 
 
 @guarded

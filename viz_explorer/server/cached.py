@@ -52,7 +52,8 @@ def folder_stamp(path) -> float:
     """Newest mtime of a checkpoint folder's files: part of every cache key."""
     if path is None:
         return 0.0
-    return max((f.stat().st_mtime for f in Path(model_key.folder_of(path)).glob("*") if f.is_file()), default=0.0)
+    with os.scandir(model_key.folder_of(path)) as files:        # one directory read (every poll of a class asks)
+        return max((f.stat().st_mtime for f in files if not f.name.startswith(".") and f.is_file()), default=0.0)
 
 
 DEFAULT_CACHE_MB = 48         # one text of 512 pieces and what every page computes from it (its run is 26-33 MiB),
