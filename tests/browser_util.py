@@ -117,6 +117,22 @@ def click_until(target, done, tries: int = 3, wait_ms: int = 15_000) -> int:
     return tries
 
 
+def download(page, target, tries: int = 3, wait_ms: int = 15_000):
+    """Click the download button `target` until the browser downloads (click_until's reason: a click that lands
+    while a fragment reruns can be lost); the Download."""
+    from playwright.sync_api import TimeoutError as Timeout
+    for _ in range(tries - 1):
+        try:
+            with page.expect_download(timeout=wait_ms) as got:
+                target.click()
+            return got.value
+        except Timeout:
+            pass
+    with page.expect_download() as got:
+        target.click()
+    return got.value
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

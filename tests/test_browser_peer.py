@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until, settle
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until, download, settle
 from stclient import Server, free_port
 from test_browser_phone import PHONE_UA
 from viz_explorer.classroom import bank
@@ -115,9 +115,8 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 shots("5-revealed")
 
                 main.get_by_text(words["gn.title"]).click()
-                with teacher.expect_download() as got:
-                    main.get_by_role("button", name=words["gn.csv"]).click()
-                rows = list(csv.DictReader(io.StringIO(Path(got.value.path()).read_text(encoding="utf-8"))))
+                got = download(teacher, main.get_by_role("button", name=words["gn.csv"]))
+                rows = list(csv.DictReader(io.StringIO(Path(got.path()).read_text(encoding="utf-8"))))
                 letters = Q.letters
                 assert sorted((r["round"], r["choice"]) for r in rows) == sorted(
                     [("1", letters[WRONG]), ("1", letters[WRONG]), ("1", letters[RIGHT]),

@@ -11,7 +11,7 @@ import streamlit as st
 
 from viz_explorer.classroom import store as cr
 from viz_explorer.classroom import votes as cv
-from viz_explorer.classroom import class_control, live_class, qr
+from viz_explorer.classroom import class_control, class_questions, live_class, qr
 from viz_explorer.lessons import lesson_file, lesson_mode
 from viz_explorer.kit import presenter
 from viz_explorer.kit.strings import current, t
@@ -64,7 +64,7 @@ def show(code: str, secret: str, name: str, step: int) -> None:
                         live_class.own_link("/", lesson=name, step=step + 1, lang=current(), present=1,
                                          **{live_class.TEACH: code}), icon=":material/open_in_new:")
         focus = cv.focus(code)
-        q = live_class.class_question(name, step, focus)
+        q = class_questions.class_question(name, step, focus)
         live_class.reveal_button(code, secret, q, where=row)
     with left:
         live_class.live_chart(code, secret, q, step, n, area=CHART_PX, focus=focus)

@@ -7,8 +7,8 @@ the first visit so a reload keeps it); `?teach=CODE` is the teacher's page, whic
 teacher's right (viz_explorer/classroom/class_control.py: the session and a cookie, never the address). Join links and the QR
 code are built from VIZ_PUBLIC_URL (viz_explorer/server/class_address.py). The store is viz_explorer/classroom/store.py.
 
-A step's question comes from QUESTION_SOURCES (the first that gives one): the lesson step's own question
-(viz_explorer/lessons/quiz.py; options computed by the model), else the check-in poll ("Got it / Not sure / Lost").
+The question a class is on comes from viz_explorer/classroom/class_questions.py (a bank question the teacher chose,
+the lesson step's own question, or the check-in poll).
 An answer given in a student's lesson tab reaches the class through quiz.on_answer (record_quiz_answer).
 """
 from __future__ import annotations
@@ -23,74 +23,17 @@ from viz_explorer.classroom import store as cr
 
 from viz_explorer.classroom import votes as cv
 from viz_explorer.server import class_address as ca
-from viz_explorer.classroom import bank, bank_writer, checks_view, class_control, qr, rounds_view, shared_reads
+from viz_explorer.classroom import bank_writer, checks_view, class_control, class_questions, qr, rounds_view, shared_reads
 from viz_explorer.classroom.question import Question
 from viz_explorer.classroom.refusals import say
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
 from viz_explorer.kit import presenter, screen, widgets
 from viz_explorer.kit.strings import current, t
-from viz_transformer.plots import question_figures
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
 STUDENT_EVERY = 3.0           # s between two looks at the class's current step
 CLASS, TEACH, ME = ca.CLASS, ca.TEACH, ca.ME      # query params; none of them is a secret
 OLD_TEACHER = "teacher"       # the secret was once in the address: dropped from it on sight, never read
-
-
-def check_in(lesson: str, step: int) -> Question:
-    """The question every step has: how well the class follows."""
-    opts = ("got_it", "unsure", "lost")
-    return Question(f"{lesson}#{step + 1}:check-in", t("lc.check_in"), opts, tuple(t(f"lc.opt.{o}") for o in opts))
-
-
-def lesson_question(lesson: str, step: int) -> Optional[Question]:
-    """The lesson step's own question (viz_explorer.lessons.quiz: options computed by the model), with the same id the
-    lesson tab's quiz reports to on_answer; None when the step has none or it cannot be computed here."""
-    try:
-        got = lesson_mode.step_question(lesson, step)
-    except ValueError:
-        return None
-    if got is None:
-        return None
-    q, prompt = got
-    return Question(quiz.question_id(lesson, step), lesson_file.note(prompt, current()), tuple(q.options),
-                    tuple(quiz.option_label(o) for o in q.options), q.options[q.answer])
-
-
-QUESTION_SOURCES: list[Callable[[str, int], Optional[Question]]] = [lesson_question, check_in]
-
-
-def question(lesson: str, step: int) -> Question:
-    return next(q for src in QUESTION_SOURCES if (q := src(lesson, step)) is not None)
-
-
-def class_question(lesson: str, step: int, focus: Optional[str]) -> Question:
-    """The question the class is on: the bank question the teacher put it on (votes.focus), else its lesson step's
-    (a bank that cannot be read now is said in one line and the step's question asked)."""
-    if focus is not None:
-        try:
-            q = checks_view.as_question(focus)
-        except ValueError as e:
-            st.warning(t("ck.broken", error=str(e)), icon=":material/warning:")
-            q = None
-        if q is not None:
-            return q
-    return question(lesson, step)
-
-
-def lesson_answer(question_id: str) -> Optional[str]:
-    """The right option of a lesson step's question from its id (quiz.question_id), None for a poll or an id that
-    is not one."""
-    name, _, i = question_id.rpartition("/")
-    if not i.isdigit() or name.startswith(bank.PREFIX + "/"):
-        return None
-    q = lesson_question(name, int(i) - 1)
-    return None if q is None else q.answer
-
-
-def answers_figure(q: Question, counts: dict[str, int], title: str):
-    """One bar per option of q, its count written on it (plots.question_figures.answer_counts)."""
-    return question_figures.answer_counts(q.labels, [counts.get(o, 0) for o in q.options], title)
 
 
 def reveal_button(code: str, secret: str, q: Question, where=st, **kw) -> None:
@@ -104,6 +47,8 @@ def reveal_button(code: str, secret: str, q: Question, where=st, **kw) -> None:
             cv.reveal(code, secret, q.id)
         except cr.ClassError as e:
             st.error(say(e))
+            return
+        st.rerun()                     # the buttons above were drawn before the reveal: draw them again after it
 
 
 def revealed_answer(code: str, q: Question, mine: Optional[str] = None, revealed: Optional[bool] = None) -> bool:
@@ -209,14 +154,14 @@ def teacher(code: str, secret: str, lesson: str, step: int) -> None:
     try:                                 # the database refusing (full, unreachable): said once, the chart still shown
         focus = cv.focus(code)
         checks_view.panel(code, secret, focus)
-        q = class_question(lesson, step, focus)
+        q = class_questions.class_question(lesson, step, focus)
         rounds_view.controls(code, secret, q)
         reveal_button(code, secret, q)
     except cr.ClassError as e:
         st.error(say(e))
-        focus, q = None, question(lesson, step)
+        focus, q = None, class_questions.question(lesson, step)
     live_chart(code, secret, q, step, n, focus=focus)
-    checks_view.report(code, secret, lesson_answer)
+    checks_view.report(code, secret, class_questions.lesson_answer)
     class_control.keep_in_browser(code, secret)      # last: an element drawn once must not shift the others
 
 
@@ -341,7 +286,7 @@ def answer_box(code: str, me: str, n: int) -> None:
     """The class's current question and the vote that is open; sending an answer reruns only this box."""
     try:
         lesson, step, focus = cv.now(code, fresh=shared_reads.FRESH)
-        q = class_question(lesson, step, focus)
+        q = class_questions.class_question(lesson, step, focus)
         s, votes = cv.mine(code, me, q.id, fresh=shared_reads.FRESH)
     except cr.ClassError as e:
         st.error(say(e))
