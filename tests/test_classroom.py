@@ -95,6 +95,19 @@ def test_nicknames_are_cut_and_kept_as_plain_text(eng):
     assert cr.roster(code, s, eng) == ["李" * cr.NICK_MAX, html[:cr.NICK_MAX], "ab c"]
 
 
+def test_a_rename_changes_the_nickname_only(eng):
+    """join() again renames the student: the row's other columns stay, so the roster keeps the joining order."""
+    code, s = cr.create_class("lesson-a", eng)
+    first, second = browser(), browser()
+    cr.join(code, first, "Ann", eng)
+    cr.join(code, second, "Bo", eng)
+    assert cr.join(code, first, "Cy", eng) == "Cy"
+    assert cr.roster(code, s, eng) == ["Cy", "Bo"]
+    with eng.connect() as conn:
+        m = cr.tables().members
+        assert conn.execute(sa.select(sa.func.count()).select_from(m).where(m.c.code == code)).scalar_one() == 2
+
+
 def test_rate_limit_per_browser_across_processes(db_url):     # noqa: F811
     eng = db.engine(db_url)
     second = sa.create_engine(db_url)           # another process's engine on the same database

@@ -156,6 +156,8 @@ def test_a_class_question_is_built_once_and_again_when_its_bank_or_checkpoint_ch
     qid = "check/mine/multi-head-a"
     hm, values = _values(shipped)
     check = next(q for q in shipped.questions if q.id == "multi-head-a")
+    now = [0.0]
+    monkeypatch.setattr(checks_view, "clock", lambda: now[0])
     first = checks_view.as_question(qid)
     assert first.prompt == bank.filled(shipped, check, values, "en")[0]
     assert checks_view.as_question(qid) is first                        # asked again: the same, not rebuilt
@@ -166,10 +168,13 @@ def test_a_class_question_is_built_once_and_again_when_its_bank_or_checkpoint_ch
         "Rewritten: d_model = {hs.d_model}, how wide is a head?"
     file.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     os.utime(file, (at + 5, at + 5))
+    assert checks_view.as_question(qid) is first                        # within RECHECK: the files are not read
+    now[0] += checks_view.RECHECK
     again = checks_view.as_question(qid)
     assert again.prompt == f"Rewritten: d_model = {hm.cfg.d_model}, how wide is a head?"       # the file changed
     weights = tmp_path / "ck" / shipped.checkpoint / "model.safetensors"
     os.utime(weights, (weights.stat().st_mtime + 5,) * 2)
+    now[0] += checks_view.RECHECK
     retrained = checks_view.as_question(qid)
     assert retrained is not again and retrained == again                 # the checkpoint changed: built again
     assert checks_view.as_question("check/mine/nope") is None and checks_view.as_question("lesson/2") is None

@@ -6,12 +6,13 @@ page shows the bank question the class is on (votes.focus); the teacher's report
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.classroom import bank, gain
+from viz_explorer.classroom import bank, gain, shared_reads
 from viz_explorer.classroom import votes as cv
 from viz_explorer.classroom.question import Question
 from viz_explorer.classroom.refusals import say
@@ -22,8 +23,11 @@ from viz_explorer.server import cached
 BUILT_IN = "concept-checks"
 HALVES = {"pre": "a", "post": "b"}
 BUILT_MAX = 512               # questions kept built (as_question): a bank of 28 in 2 languages is 56
-# (id, language, bank file, its time) -> (the bank's checkpoint or None, that checkpoint's time, the question)
-_BUILT: dict[tuple, tuple[Optional[Path], float, Question]] = {}
+RECHECK = shared_reads.FRESH  # s a built question is served before its files' times are read again (a few stat
+                              # calls, which cost more than the rest of a student's poll on a busy server)
+# (id, language) -> (the bank file, its time, the bank's checkpoint or None, its time, when checked, the question)
+_BUILT: dict[tuple, tuple[Path, float, Optional[Path], float, float, Question]] = {}
+clock = time.monotonic
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)      # a Bank is frozen: shared, never copied
@@ -84,11 +88,15 @@ def as_question(question_id: str) -> Optional[Question]:
     parts = bank.split_id(question_id)
     if parts is None:
         return None
-    file = bank.folder() / f"{parts[0]}.json"
-    key = (question_id, current(), str(file), _stamp(file))
+    file, key, now = bank.folder() / f"{parts[0]}.json", (question_id, current()), clock()
     got = _BUILT.get(key)
-    if got is not None and cached.folder_stamp(got[0]) == got[1]:
-        return got[2]
+    if got is not None and got[0] == file:
+        if 0 <= now - got[4] < RECHECK:
+            return got[5]
+        if _stamp(file) == got[1] and cached.folder_stamp(got[2]) == got[3]:
+            _BUILT[key] = (*got[:4], now, got[5])
+            return got[5]
+    file_stamp = _stamp(file)                                      # before the bank is read: a newer file is seen
     found = find(question_id)
     if found is None:
         return None
@@ -102,7 +110,7 @@ def as_question(question_id: str) -> Optional[Question]:
                      q.letters[q.answer], letters=q.letters, where=figure)
     if len(_BUILT) >= BUILT_MAX:
         _BUILT.clear()
-    _BUILT[key] = (checkpoint, checkpoint_stamp, built)
+    _BUILT[key] = (file, file_stamp, checkpoint, checkpoint_stamp, now, built)
     return built
 
 

@@ -283,7 +283,7 @@ def join(code: str, browser: str, nick: str = "", eng: Optional[sa.Engine] = Non
     with engine_for(eng).begin() as conn:
         rate(conn, browser, now)
         db.upsert(conn, T.members, ["code", "browser"], {"code": code, "browser": browser, "nickname": nick,
-                                                     "joined": now}, {"nickname": nick})
+                                                     "joined": now}, ["nickname"])
     return nick
 
 

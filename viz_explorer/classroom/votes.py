@@ -62,9 +62,11 @@ def _question(question) -> str:
 
 def _read(conn, code: str, question: str) -> State:
     sa, _ = sql()
+    from viz_explorer.server import db
     a = tables().asked
-    row = conn.execute(sa.select(*_STATE(a)).where(a.c.code == code, a.c.question == question)).first()
-    return _state(row)
+    stmt = db.prepared(("votes.state",), lambda: sa.select(*_STATE(a)).where(a.c.code == sa.bindparam("code"),
+                                                                          a.c.question == sa.bindparam("question")))
+    return _state(conn.execute(stmt, {"code": code, "question": question}).first())
 
 
 def _STATE(a) -> tuple:
@@ -83,7 +85,7 @@ def _write(conn, code: str, question: str, s: State) -> None:
     from viz_explorer.server import db
     values = {"round": s.round, "open": s.open, "shown": s.shown, "revealed": s.revealed, "deadline": s.deadline,
               "peer": s.peer, "at": time.time()}
-    db.upsert(conn, tables().asked, ["code", "question"], {"code": code, "question": question, **values}, values)
+    db.upsert(conn, tables().asked, ["code", "question"], {"code": code, "question": question, **values}, list(values))
 
 
 @guarded
@@ -180,12 +182,12 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
     if not isinstance(choice, str) or choice not in options:
         raise ClassError("choice")
     now = time.time()
-    a = T.asked
+    a, m = T.asked, T.members
+    member_and_state = db.prepared(("votes.member_and_state",), lambda: sa.select(m.c.browser, *_STATE(a)).select_from(
+        m.outerjoin(a, sa.and_(a.c.code == m.c.code, a.c.question == sa.bindparam("question"))))
+        .where(m.c.code == sa.bindparam("code"), m.c.browser == sa.bindparam("browser")))
     with engine_for(eng).begin() as conn:                # the student's membership and the question's state in one read
-        row = conn.execute(sa.select(T.members.c.browser, *_STATE(a))
-                           .select_from(T.members.outerjoin(a, sa.and_(a.c.code == T.members.c.code,
-                                                                       a.c.question == question)))
-                           .where(T.members.c.code == code, T.members.c.browser == browser)).first()
+        row = conn.execute(member_and_state, {"code": code, "browser": browser, "question": question}).first()
         if row is None:
             raise ClassError("join")
         s = _state(row[1:])
@@ -196,7 +198,7 @@ def answer(code: str, browser: str, question: str, choice: str, options: list[st
         rate(conn, browser, now)
         db.upsert(conn, tables().votes, ["code", "browser", "question", "round"],
                   {"code": code, "browser": browser, "question": question, "round": s.round, "choice": choice,
-                   "at": now}, {"choice": choice, "at": now})
+                   "at": now}, ["choice", "at"])
     return s.round
 
 
@@ -231,9 +233,12 @@ def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None
         with engine.connect() as conn:
             return _read(conn, code, question)
     s = shared_reads.read((engine, "state", code, question), fetch, fresh)
+    from viz_explorer.server import db
+    theirs = db.prepared(("votes.mine",), lambda: sa.select(v.c.round, v.c.choice).where(
+        v.c.code == sa.bindparam("code"), v.c.browser == sa.bindparam("browser"),
+        v.c.question == sa.bindparam("question")))
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(v.c.round, v.c.choice).where(v.c.code == code, v.c.browser == browser,
-                                                                   v.c.question == question)).all()
+        rows = conn.execute(theirs, {"code": code, "browser": browser, "question": question}).all()
     return s, {int(r): c for r, c in rows}
 
 
@@ -304,7 +309,7 @@ def set_focus(code: str, secret: str, question: Optional[str], eng: Optional[sa.
         if question is None:
             conn.execute(f.delete().where(f.c.code == code))
         else:
-            db.upsert(conn, f, ["code"], {"code": code, "question": _question(question)}, {"question": question})
+            db.upsert(conn, f, ["code"], {"code": code, "question": _question(question)}, ["question"])
     shared_reads.forget(code)
 
 

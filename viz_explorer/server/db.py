@@ -11,17 +11,19 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, Sequence, TypeVar
 
 import sqlalchemy as sa
 
 from viz_explorer.server import data_folder
 
 METADATA = sa.MetaData()
+S = TypeVar("S")
 
 _lock = threading.Lock()
 _engines: dict[str, sa.Engine] = {}
 _made: "weakref.WeakKeyDictionary[sa.Engine, set]" = weakref.WeakKeyDictionary()   # tables made, per engine
+_prepared: dict[tuple, object] = {}         # prepared()'s statements
 
 
 def url() -> str:
@@ -78,24 +80,48 @@ def ready(eng: sa.Engine, tables: list[sa.Table]) -> sa.Engine:
     return eng
 
 
-def upsert(conn: sa.Connection, table: sa.Table, keys: list[str], values: dict, update: dict, returning=None):
-    """INSERT … ON CONFLICT (keys) DO UPDATE SET update, in the engine's own dialect (SQLite, PostgreSQL); with
-    `returning` (a column), … RETURNING it: the row's value after the statement, in the same round trip."""
-    if conn.dialect.name == "postgresql":          # only the dialect in use is imported
+def prepared(key: tuple, build: Callable[[], S]) -> S:
+    """The statement build() makes (its values as bind parameters), made once per process for `key`: SQLAlchemy
+    otherwise builds a statement's expression and its cache key on every call, two to three times what running it
+    costs on SQLite (a class's 200 phones run a few such statements a second each)."""
+    got = _prepared.get(key)
+    if got is None:
+        with _lock:
+            got = _prepared.setdefault(key, build())
+    return got
+
+
+def _upsert_statement(dialect: str, table: sa.Table, keys: Sequence[str], columns: Sequence[str], set_: Callable,
+                      returning=None):
+    if dialect == "postgresql":                    # only the dialect in use is imported
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    insert = dialect_insert(table).values(**values)
-    stmt = insert.on_conflict_do_update(index_elements=keys, set_=update)
-    return conn.execute(stmt if returning is None else stmt.returning(returning))
+    insert = dialect_insert(table).values({c: sa.bindparam(c) for c in columns})
+    stmt = insert.on_conflict_do_update(index_elements=list(keys), set_=set_(insert.excluded))
+    return stmt if returning is None else stmt.returning(returning)
+
+
+def upsert(conn: sa.Connection, table: sa.Table, keys: Sequence[str], values: dict, update: Sequence[str]):
+    """INSERT `values` … ON CONFLICT (keys) DO UPDATE SET the columns named in `update` to their new values, in the
+    engine's own dialect (SQLite, PostgreSQL); the statement is made once per shape (prepared)."""
+    dialect, update = conn.dialect.name, tuple(update)
+    stmt = prepared(("upsert", dialect, table.name, tuple(keys), tuple(values), update),
+                    lambda: _upsert_statement(dialect, table, keys, list(values),
+                                              lambda new: {c: new[c] for c in update}))
+    return conn.execute(stmt, values)
 
 
 def count_hit(conn: sa.Connection, hits: sa.Table, browser: str, now: float, window_s: float) -> int:
     """Count one action of `browser` in `hits` (columns browser, window, n) in the database, so a limit holds
-    across processes; the number of its actions in this window so far, this one included."""
-    window = int(now // window_s)
-    n = upsert(conn, hits, ["browser", "window"], {"browser": browser, "window": window, "n": 1}, {"n": hits.c.n + 1},
-               returning=hits.c.n).scalar_one()
+    across processes; the number of its actions in this window so far, this one included (one round trip: the
+    upsert returns it)."""
+    window, dialect = int(now // window_s), conn.dialect.name
+    count = prepared(("count_hit", dialect, hits.name), lambda: _upsert_statement(
+        dialect, hits, ["browser", "window"], ["browser", "window", "n"], lambda new: {"n": hits.c.n + 1}, hits.c.n))
+    n = conn.execute(count, {"browser": browser, "window": window, "n": 1}).scalar_one()
     if n == 1:                                   # a browser's first action in a window: forget its old windows
-        conn.execute(hits.delete().where(hits.c.browser == browser, hits.c.window < window))
+        old = prepared(("old_hits", hits.name), lambda: hits.delete().where(hits.c.browser == sa.bindparam("browser"),
+                                                                           hits.c.window < sa.bindparam("window")))
+        conn.execute(old, {"browser": browser, "window": window})
     return n
