@@ -147,87 +147,80 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
         await asyncio.sleep(arrive_s * i / n)
         loads.append(await ph.arrive(url, code, assets, pool))
         pollers.append(asyncio.create_task(ph.poll(stop)))
-    try:
-        await asyncio.gather(*(come(i, ph) for i, ph in enumerate(phones)))
-        arrived_s, rss1 = time.perf_counter() - t_arrive, rss()
-        sent: dict[tuple, str] = {}
-        submit, errors, moves, charted = [], [], [], []
+    await asyncio.gather(*(come(i, ph) for i, ph in enumerate(phones)))
+    arrived_s, rss1 = time.perf_counter() - t_arrive, rss()
+    sent: dict[tuple, str] = {}
+    submit, errors, moves, charted = [], [], [], []
 
-        async def watch():                                    # the teacher's chart, as the browser reruns it
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                res = await teacher.rerun(fragment=chart)
-                specs = [json.loads(e.plotly_chart.spec) for e in res.of("plotly_chart")]
-                total = [sum(int(y) for y in tr["y"]) for tr in specs[-1]["data"]] if specs else []
-                charted.append((time.perf_counter(), total))
-                await asyncio.sleep(max(0.0, CHART - (time.perf_counter() - t0)))
-        watcher = asyncio.create_task(watch())
-        late: list[float] = []
+    async def watch():                                    # the teacher's chart, as the browser reruns it
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            res = await teacher.rerun(fragment=chart)
+            specs = [json.loads(e.plotly_chart.spec) for e in res.of("plotly_chart")]
+            total = [sum(int(y) for y in tr["y"]) for tr in specs[-1]["data"]] if specs else []
+            charted.append((time.perf_counter(), total))
+            await asyncio.sleep(max(0.0, CHART - (time.perf_counter() - t0)))
+    watcher = asyncio.create_task(watch())
+    late: list[float] = []
 
-        async def clock():                       # how late the phones' own loop wakes: their delay, not the server's
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                await asyncio.sleep(0.05)
-                late.append(time.perf_counter() - t0 - 0.05)
-        ticker = asyncio.create_task(clock())
-        cpu1, t_lesson, mine1 = server_cpu(), time.perf_counter(), time.process_time()
-        for step, q in enumerate(asked):
-            qid = checks.class_id(q)
-            if step:
-                t_move = time.perf_counter()
-                await asyncio.to_thread(cv.set_focus, code, secret, qid)
-                moves.append((qid, t_move))
-                await asyncio.sleep(POLL + 1.5)               # every box has polled once after the move
-            for round_ in (1, 2):
-                if round_ == 2:
-                    await asyncio.to_thread(cv.open_round, code, secret, qid, round=2)
+    async def clock():                       # how late the phones' own loop wakes: their delay, not the server's
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.05)
+            late.append(time.perf_counter() - t0 - 0.05)
+    ticker = asyncio.create_task(clock())
+    cpu1, t_lesson, mine1 = server_cpu(), time.perf_counter(), time.process_time()
+    for step, q in enumerate(asked):
+        qid = checks.class_id(q)
+        if step:
+            t_move = time.perf_counter()
+            await asyncio.to_thread(cv.set_focus, code, secret, qid)
+            moves.append((qid, t_move))
+            await asyncio.sleep(POLL + 1.5)               # every box has polled once after the move
+        for round_ in (1, 2):
+            if round_ == 2:
+                await asyncio.to_thread(cv.open_round, code, secret, qid, round=2)
 
-                async def one(ph):
-                    await asyncio.sleep(rng.uniform(0, window))
-                    i = rng.randrange(len(letters[qid]))
-                    res = await ph.vote(qid, round_, i)
-                    ok = not res.exceptions and any("Your answer" in e.alert.body for e in res.of("alert"))
-                    sent[ph.me, qid, round_] = letters[qid][i]
-                    submit.append((res.seconds, time.perf_counter(), qid, round_))
-                    if not ok:
-                        errors.append(res.exceptions or "no confirmation")
-                await asyncio.gather(*(one(ph) for ph in phones))
-                await asyncio.sleep(CHART * 2.5)               # the chart catches up
-                if round_ == 1:
-                    await asyncio.to_thread(cv.close_round, code, secret, qid)
-            await asyncio.to_thread(cv.show, code, secret, qid)
-        lesson_s, cpu2, mine2 = time.perf_counter() - t_lesson, server_cpu(), time.process_time()
-        stop.set()
-        await watcher
-        await ticker
-        await asyncio.gather(*pollers)
-        # each move: when each phone's first poll that ended after it showed the new step
-        follow = []
-        for qid, t_move in moves:
-            for ph in phones:
-                t = next((t for t, k in ph.seen if t >= t_move and k == qid), None)
-                follow.append(None if t is None else t - t_move)
-        # the chart's lag: from the k-th vote's reply in a round to the end of the first chart run counting k there
-        lags = []
-        for key in {(q, r) for _, _, q, r in submit}:
-            done = sorted(d for _, d, q, r in submit if (q, r) == key)
-            for k, d in enumerate(done, start=1):
-                lags.append(next((t - d for t, total in charted if t >= d and len(total) >= key[1]
-                                  and total[key[1] - 1] >= k), None))
+            async def one(ph):
+                await asyncio.sleep(rng.uniform(0, window))
+                i = rng.randrange(len(letters[qid]))
+                res = await ph.vote(qid, round_, i)
+                ok = not res.exceptions and any("Your answer" in e.alert.body for e in res.of("alert"))
+                sent[ph.me, qid, round_] = letters[qid][i]
+                submit.append((res.seconds, time.perf_counter(), qid, round_))
+                if not ok:
+                    errors.append(res.exceptions or "no confirmation")
+            await asyncio.gather(*(one(ph) for ph in phones))
+            await asyncio.sleep(CHART * 2.5)               # the chart catches up
+            if round_ == 1:
+                await asyncio.to_thread(cv.close_round, code, secret, qid)
+        await asyncio.to_thread(cv.show, code, secret, qid)
+    lesson_s, cpu2, mine2 = time.perf_counter() - t_lesson, server_cpu(), time.process_time()
+    stop.set()
+    await watcher
+    await ticker
+    await asyncio.gather(*pollers)
+    # each move: when each phone's first poll that ended after it showed the new step
+    follow = []
+    for qid, t_move in moves:
         for ph in phones:
-            await ph.s.close()
-        await teacher.close()
-        pool.shutdown()
-        return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s,
-                    sent=sent, submit=[x[0] for x in submit], errors=errors, clients_cpu=mine2 - mine1,
-                    submit_at=[(round(x[1] - t_lesson, 3), x[2], x[3]) for x in submit],   # (s into the lesson, q, round)
-                    follow=follow, lags=lags, late=late, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
-    except BaseException:                              # a failure: stop every phone, or asyncio.run waits on them
-        stop.set()
-        for task in pollers:
-            task.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
+            t = next((t for t, k in ph.seen if t >= t_move and k == qid), None)
+            follow.append(None if t is None else t - t_move)
+    # the chart's lag: from the k-th vote's reply in a round to the end of the first chart run counting k there
+    lags = []
+    for key in {(q, r) for _, _, q, r in submit}:
+        done = sorted(d for _, d, q, r in submit if (q, r) == key)
+        for k, d in enumerate(done, start=1):
+            lags.append(next((t - d for t, total in charted if t >= d and len(total) >= key[1]
+                              and total[key[1] - 1] >= k), None))
+    for ph in phones:
+        await ph.s.close()
+    await teacher.close()
+    pool.shutdown()
+    return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s,
+                sent=sent, submit=[x[0] for x in submit], errors=errors, clients_cpu=mine2 - mine1,
+                submit_at=[(round(x[1] - t_lesson, 3), x[2], x[3]) for x in submit],   # (s into the lesson, q, round)
+                follow=follow, lags=lags, late=late, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
 
 
 async def floor_polls(url: str, n: int, arrive_s: float, questions: int, window: float, server_cpu, seed: int):

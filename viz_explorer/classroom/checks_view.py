@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import streamlit as st
 
@@ -25,9 +25,18 @@ HALVES = {"pre": "a", "post": "b"}
 BUILT_MAX = 512               # questions kept built (as_question): a bank of 28 in 2 languages is 56
 RECHECK = shared_reads.FRESH  # s a built question is served before its files' times are read again (a few stat
                               # calls, which cost more than the rest of a student's poll on a busy server)
-# (id, language) -> (the bank file, its time, the bank's checkpoint or None, its time, when checked, the question)
-_BUILT: dict[tuple, tuple[Path, float, Optional[Path], float, float, Question]] = {}
 clock = time.monotonic
+
+
+class _Built(NamedTuple):
+    file: Path                       # the bank file it was read from
+    checkpoint: Optional[Path]       # the bank's checkpoint, whose numbers it prints
+    stamps: tuple[float, float]      # their times when it was built
+    checked: float                   # clock() when the stamps were last found unchanged
+    question: Question
+
+
+_BUILT: dict[tuple, _Built] = {}     # (id, language) -> the question built
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)      # a Bank is frozen: shared, never copied
@@ -90,12 +99,12 @@ def as_question(question_id: str) -> Optional[Question]:
         return None
     file, key, now = bank.folder() / f"{parts[0]}.json", (question_id, current()), clock()
     got = _BUILT.get(key)
-    if got is not None and got[0] == file:
-        if 0 <= now - got[4] < RECHECK:
-            return got[5]
-        if _stamp(file) == got[1] and cached.folder_stamp(got[2]) == got[3]:
-            _BUILT[key] = (*got[:4], now, got[5])
-            return got[5]
+    if got is not None and got.file == file:
+        if 0 <= now - got.checked < RECHECK:
+            return got.question
+        if (_stamp(file), cached.folder_stamp(got.checkpoint)) == got.stamps:
+            _BUILT[key] = got._replace(checked=now)
+            return got.question
     file_stamp = _stamp(file)                                      # before the bank is read: a newer file is seen
     found = find(question_id)
     if found is None:
@@ -110,7 +119,7 @@ def as_question(question_id: str) -> Optional[Question]:
                      q.letters[q.answer], letters=q.letters, where=figure)
     if len(_BUILT) >= BUILT_MAX:
         _BUILT.clear()
-    _BUILT[key] = (file, file_stamp, checkpoint, checkpoint_stamp, now, built)
+    _BUILT[key] = _Built(file, checkpoint, (file_stamp, checkpoint_stamp), now, built)
     return built
 
 
