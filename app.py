@@ -18,12 +18,14 @@ import streamlit as st
 
 from viz_explorer.server import threads
 from viz_explorer.startup import load
+from viz_explorer.classroom import class_routes
 from viz_explorer.kit import language, presenter, registry, screen
 from viz_transformer.plots import figure_rules
 from viz_explorer.kit.strings import t
 
 threads.apply()                  # before anything imports torch: its intra-op threads (viz_explorer/server/threads.py)
-app = st.App(Path(__file__).resolve(), lifespan=load.lifespan)   # `streamlit run app.py` serves this
+app = st.App(Path(__file__).resolve(), lifespan=load.lifespan,       # `streamlit run app.py` serves this
+             routes=class_routes.routes())
 ICON = str(Path(__file__).resolve().parent / "viz_explorer" / "icon.png")   # shipped: a :material: page icon is an SVG
 
 

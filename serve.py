@@ -5,9 +5,10 @@ import streamlit as st
 
 from viz_explorer.server import threads
 from viz_explorer.startup import load
+from viz_explorer.classroom import class_routes
 
 threads.apply()                  # before the lifespan's thread imports torch (viz_explorer/server/threads.py)
-app = st.App("app.py", lifespan=load.lifespan)
+app = st.App("app.py", lifespan=load.lifespan, routes=class_routes.routes())
 
 if __name__ == "__main__":
     app.run()

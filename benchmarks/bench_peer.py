@@ -23,15 +23,17 @@ import random
 import secrets
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 from tests.class_util import open_class, open_teacher
 from benchmarks.procfs import cpu_seconds, descendants, rss_mib
-from benchmarks.stclient import Server, deploy, stop
+from benchmarks.stclient import KeepAlive, Server, deploy, stop
+from viz_explorer.classroom.class_watch import EVERY as WATCH
 
 LESSON = "attention-step-by-step"
-POLL, CHART = 3.0, 1.0          # live_class.STUDENT_EVERY, TEACHER_EVERY
+POLL, CHART = 3.0, 1.0          # the floor's box timer (as the page's before class_watch), live_class.TEACHER_EVERY
 
 
 def pct(xs, q):
@@ -80,12 +82,42 @@ def fetch(url: str, paths: list[str], cookie: str) -> int:
     return n
 
 
+async def browser_timer(run, stop: asyncio.Event, origin: float, every: float = POLL, clock=time.perf_counter,
+                        sleep=asyncio.sleep) -> None:
+    """Run `run()` as the browser's fragment timer reruns a `run_every` fragment (Streamlit's frontend calls
+    setInterval): at origin + k * every, whatever the previous run took. A tick that passes while a run is in flight
+    is one run as soon as it ends (the server queues such requests, and several of them are one run), and the ticks
+    after it stay on the same grid, so phones slowed together do not go on polling together."""
+    k = 1
+    while not stop.is_set():
+        await sleep(max(0.0, origin + k * every - clock()))
+        if stop.is_set():
+            break
+        await run()
+        due = int((clock() - origin) // every)                   # the latest tick that has passed
+        k = due if due > k else k + 1
+
+
 class Phone:
-    """One student: a session on the class page, its answer box rerun every POLL seconds."""
+    """One student: a session on the class page; its answer box's watcher asks for the class's stamp every WATCH
+    seconds (an HTTP request, as class_watch.js's fetch) and reruns the box when the stamp differs from the drawn one."""
 
     def __init__(self, me: str):
         self.me, self.lock, self.s, self.box, self.bytes = me, asyncio.Lock(), None, "", 0
-        self.seen: list[tuple[float, str]] = []          # (time a poll's run ended, the question it showed)
+        self.seen: list[tuple[float, str]] = []          # (time a run of the box ended, the question it showed)
+        self.asks: list[float] = []                      # seconds each ask for the stamp took
+        self.stamp, self.path, self.origin = "", "", 0.0
+
+    def drawn(self, res) -> None:
+        """What a run of the box left in the browser: the watcher's stamp and question, and its timer restarted."""
+        for e in res.of("bidi_component"):
+            if e.bidi_component.component_name.endswith("class_watch"):
+                w = json.loads(e.bidi_component.json)
+                self.stamp = w["stamp"]
+                self.path = "/class-stamp?" + urllib.parse.urlencode({"code": w["code"], "q": w["q"]})
+                self.box = self.s.fragment_of.get(e.bidi_component.id, self.box)
+        self.origin = time.perf_counter()
+        self.seen.append((self.origin, _shown(res)))
 
     async def arrive(self, url: str, code: str, assets: list[str], pool) -> float:
         """The page load: the websocket session and the page's first run, and the page's static files over 6
@@ -98,29 +130,45 @@ class Phone:
                                          for i in range(6)))
             self.bytes = sum(got)
         assert not res.exceptions, res.exceptions
-        self.box = self.s.auto_rerun
-        self.seen.append((time.perf_counter(), _shown(res)))
+        self.drawn(res)
+        assert self.path, "the answer box mounted no watcher"
         return time.perf_counter() - t0
 
-    async def poll(self, stop: asyncio.Event) -> None:
-        await asyncio.sleep(random.uniform(0, POLL))
+    async def watch(self, url: str, stop: asyncio.Event) -> None:
+        """class_watch.js: every WATCH seconds after the box was drawn (setInterval, restarted by each run of the
+        box), ask for the stamp; a different one reruns the box."""
+        http = KeepAlive(url, self.s.cookie)
+        tick = self.origin
         while not stop.is_set():
+            tick = max(tick, self.origin) + WATCH
+            await asyncio.sleep(max(0.0, tick - time.perf_counter()))
+            if stop.is_set():
+                break
+            if self.origin > tick - WATCH:               # drawn again meanwhile (a vote): its timer restarted
+                tick = self.origin
+                continue
             t0 = time.perf_counter()
-            async with self.lock:
-                res = await self.s.rerun(fragment=self.box)
-            self.seen.append((time.perf_counter(), _shown(res)))
-            await asyncio.sleep(max(0.0, POLL - (time.perf_counter() - t0)))
+            status, body = await http.get(self.path)
+            self.asks.append(time.perf_counter() - t0)
+            if status == 200 and json.loads(body)["stamp"] != self.stamp:
+                async with self.lock:
+                    res = await self.s.rerun(fragment=self.box)
+                self.drawn(res)
+                tick = self.origin
+        await http.close()
 
     async def vote(self, qid: str, round_: int, index: int):
         """Pick option `index` of the question's radio as shown (its label, as the browser sends it) and Send."""
         key = f"lc_pick_{qid}" + ("" if round_ == 1 else "@2")
-        for _ in range(200):                 # a student votes once the box shows the vote: after its next poll
+        for _ in range(200):                 # a student votes once the box shows the vote (redrawn by its watcher)
             if any(w.endswith("-" + key) for w in self.s.ids):
                 break
             await asyncio.sleep(0.1)
         async with self.lock:
             _, proto = self.s._widget(key)
-            return await self.s.rerun({key: proto.radio.options[index]}, trigger="lc_send")
+            res = await self.s.rerun({key: proto.radio.options[index]}, trigger="lc_send")
+        self.drawn(res)
+        return res
 
 
 async def lesson(url: str, code: str, secret: str, n: int, questions: int, arrive_s: float, window: float,
@@ -132,7 +180,6 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
     letters = {checks.class_id(q): q.letters for q in asked}
     await asyncio.to_thread(cv.set_focus, code, secret, checks.class_id(asked[0]))
     rng = random.Random(seed)
-    random.seed(seed)
     phones = [Phone(secrets.token_urlsafe(12)) for _ in range(n)]
     stop = asyncio.Event()
     loads, pollers = [], []
@@ -146,7 +193,7 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
     async def come(i, ph):
         await asyncio.sleep(arrive_s * i / n)
         loads.append(await ph.arrive(url, code, assets, pool))
-        pollers.append(asyncio.create_task(ph.poll(stop)))
+        pollers.append(asyncio.create_task(ph.watch(url, stop)))
     await asyncio.gather(*(come(i, ph) for i, ph in enumerate(phones)))
     arrived_s, rss1 = time.perf_counter() - t_arrive, rss()
     sent: dict[tuple, str] = {}
@@ -220,7 +267,8 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
     return dict(loads=loads, bytes=[ph.bytes for ph in phones], rss0=rss0, rss1=rss1, rss2=rss(), arrived_s=arrived_s,
                 sent=sent, submit=[x[0] for x in submit], errors=errors, clients_cpu=mine2 - mine1,
                 submit_at=[(round(x[1] - t_lesson, 3), x[2], x[3]) for x in submit],   # (s into the lesson, q, round)
-                follow=follow, lags=lags, late=late, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1)
+                follow=follow, lags=lags, late=late, lesson_s=lesson_s, cpu_arrive=cpu1 - cpu0, cpu_lesson=cpu2 - cpu1,
+                asks=[a for ph in phones for a in ph.asks], box_runs=sum(len(ph.seen) for ph in phones))
 
 
 async def floor_polls(url: str, n: int, arrive_s: float, questions: int, window: float, server_cpu, seed: int):
@@ -235,18 +283,16 @@ async def floor_polls(url: str, n: int, arrive_s: float, questions: int, window:
         await asyncio.sleep(arrive_s * i / n)
         s = await Session.open(url)
         await s.rerun()
-        sessions.append((s, asyncio.Lock()))
+        sessions.append((s, asyncio.Lock(), time.perf_counter()))
     await asyncio.gather(*(come(i) for i in range(n)))
     stop = asyncio.Event()
 
-    async def poll(s, lock):
-        await asyncio.sleep(random.uniform(0, POLL))
-        while not stop.is_set():
-            t0 = time.perf_counter()
+    async def poll(s, lock, origin):
+        async def once():
             async with lock:
                 await s.rerun(fragment=s.auto_rerun)
-            await asyncio.sleep(max(0.0, POLL - (time.perf_counter() - t0)))
-    tasks = [asyncio.create_task(poll(s, lock)) for s, lock in sessions]
+        await browser_timer(once, stop, origin)
+    tasks = [asyncio.create_task(poll(*x)) for x in sessions]
     await asyncio.sleep(POLL)
     cpu0, t0, submit = server_cpu(), time.perf_counter(), []
 
@@ -260,12 +306,12 @@ async def floor_polls(url: str, n: int, arrive_s: float, questions: int, window:
         if step:
             await asyncio.sleep(POLL + 1.5)
         for _ in (1, 2):
-            await asyncio.gather(*(vote(s, lock) for s, lock in sessions))
+            await asyncio.gather(*(vote(s, lock) for s, lock, _ in sessions))
             await asyncio.sleep(CHART * 2.5)
     per = (server_cpu() - cpu0) / (time.perf_counter() - t0) / n
     stop.set()
     await asyncio.gather(*tasks)
-    for s, _ in sessions:
+    for s, *_ in sessions:
         await s.close()
     return per, submit
 
@@ -350,6 +396,9 @@ def main() -> None:
         f"{max(out['submit']):.3f} s (goal p95 <= 0.5 s)",
         f"new step   p50 {pct(follow, .5):.2f} s p95 {pct(follow, .95):.2f} s max {max(follow or [float('nan')]):.2f} s;"
         f" {len(out['follow']) - len(follow)} of {len(out['follow'])} never (goal: every student <= 4 s after the teacher moves)",
+        f"watching   {len(out['asks'])} asks for the class's stamp over the lesson ({len(out['asks']) / out['lesson_s']:.0f}"
+        f" a second), each p50 {pct(out['asks'], .5):.3f} s p95 {pct(out['asks'], .95):.3f} s; {out['box_runs']} runs of "
+        f"the students' boxes in all (first runs, redraws and votes)",
         f"chart lag  p50 {pct([x for x in out['lags'] if x is not None], .5):.2f} s p95 "
         f"{pct([x for x in out['lags'] if x is not None], .95):.2f} s; {sum(x is None for x in out['lags'])} votes never "
         f"charted (goal <= 2 s)",
@@ -368,7 +417,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(dict(students=n, where=where, database=kind, lines=lines,
                                                    submit=out["submit"], submit_at=out["submit_at"], follow=out["follow"],
                                                    loads=out["loads"], lags=out["lags"], late=out["late"], floor_cpu=floor,
-                                                   floor_submit=fsub),
+                                                   floor_submit=fsub, asks=out["asks"], box_runs=out["box_runs"]),
                                               indent=1))
 
 

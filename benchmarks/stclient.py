@@ -31,6 +31,43 @@ def _cookies(url: str) -> str:
         return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
 
 
+
+class KeepAlive:
+    """GET requests over one kept-alive HTTP/1.1 connection, as a browser's fetch() reuses its connection (opened
+    again if the server closed it)."""
+
+    def __init__(self, url: str, cookie: str = ""):
+        host = url.split("://", 1)[1].split("/", 1)[0]
+        self.host, self.port = host.rsplit(":", 1)[0], int(host.rsplit(":", 1)[1]) if ":" in host else 80
+        self.cookie, self.reader, self.writer = cookie, None, None
+
+    async def get(self, path: str, timeout: float = 60) -> tuple[int, bytes]:
+        for attempt in (0, 1):
+            try:
+                if self.writer is None:
+                    self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+                head = f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                self.writer.write((head + (f"Cookie: {self.cookie}\r\n" if self.cookie else "") + "\r\n").encode())
+                await self.writer.drain()
+                status_line = await asyncio.wait_for(self.reader.readline(), timeout)
+                if not status_line:
+                    raise ConnectionResetError("closed")
+                lines = (await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), timeout)).decode("latin-1")
+                length = next((int(x.split(":", 1)[1]) for x in lines.split("\r\n")
+                               if x.lower().startswith("content-length:")), 0)
+                body = await asyncio.wait_for(self.reader.readexactly(length), timeout)
+                return int(status_line.split()[1]), body
+            except (ConnectionError, asyncio.IncompleteReadError):
+                await self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = self.reader = None
+
 @dataclass
 class Result:
     seconds: float

@@ -67,6 +67,7 @@ def test_an_installed_package_runs_from_another_folder(tmp_path):
     assert Path(module).is_relative_to(venv) and Path(root).is_relative_to(venv)
     for shipped in ("app.py", "lessons/positions-and-masks.json", ".streamlit/config.toml"):
         assert (Path(root) / shipped).is_file(), shipped
+    assert (Path(module).parent / "classroom" / "class_watch.js").is_file()      # read by the class page at run time
     no_models = subprocess.run([str(venv / "bin" / "viz-transformer"), "app"], cwd=away, env=env,
                                capture_output=True, text=True, timeout=120)
     assert no_models.returncode == 2 and "--checkpoints" in no_models.stderr

@@ -23,7 +23,8 @@ from viz_explorer.classroom import store as cr
 
 from viz_explorer.classroom import votes as cv
 from viz_explorer.server import class_address as ca
-from viz_explorer.classroom import bank_writer, checks_view, class_control, class_questions, qr, rounds_view, shared_reads
+from viz_explorer.classroom import (bank_writer, checks_view, class_control, class_questions, class_watch, qr,
+                                    rounds_view, shared_reads)
 from viz_explorer.classroom.question import Question
 from viz_explorer.classroom.refusals import say
 from viz_explorer.lessons import lesson_file, lesson_mode, quiz
@@ -31,7 +32,7 @@ from viz_explorer.kit import presenter, screen, widgets
 from viz_explorer.kit.strings import current, t
 
 TEACHER_EVERY = 1.0           # s between two refreshes of the teacher's chart (the chart is <= 2 s behind)
-STUDENT_EVERY = 3.0           # s between two looks at the class's current step
+SEC = 987654                  # a number no countdown line holds otherwise: replaced by {sec} for the browser
 CLASS, TEACH, ME = ca.CLASS, ca.TEACH, ca.ME      # query params; none of them is a secret
 OLD_TEACHER = "teacher"       # the secret was once in the address: dropped from it on sight, never read
 
@@ -280,16 +281,21 @@ def student(code: str, lesson: str) -> None:
     answer_box(code, me, _n_steps(lesson))
 
 
-@st.fragment(run_every=STUDENT_EVERY)
+@st.fragment
 @screen.laid_out
 def answer_box(code: str, me: str, n: int) -> None:
-    """The class's current question and the vote that is open; sending an answer reruns only this box."""
+    """The class's current question and the vote that is open; sending an answer reruns only this box, and so does
+    its watcher when the class changes (class_watch.py)."""
+    q = None
     try:
         lesson, step, focus = cv.now(code, fresh=shared_reads.FRESH)
         q = class_questions.class_question(lesson, step, focus)
+        drawn = class_watch.stamp((lesson, step, focus), class_watch.seen(code, q.id))   # read before drawing
         s, votes = cv.mine(code, me, q.id, fresh=shared_reads.FRESH)
     except cr.ClassError as e:
         st.error(say(e))
+        if q is not None or e.key != "no_class":          # the store failing: the box looks again
+            _watch(code, q.id if q is not None else "-", class_watch.NONE, None)
         return
     if focus is None:
         st.markdown(f"**{t('lc.step_n', i=step + 1, n=n)}**")
@@ -299,16 +305,22 @@ def answer_box(code: str, me: str, n: int) -> None:
     else:                                   # a concept check: its page is not offered before the answer is revealed
         st.markdown(f"**{t('ck.student_on')}**")
     st.markdown(q.prompt)
-    mine = rounds_view.student_vote(code, me, q, s, votes, send)
+    now = time.time()
+    mine = rounds_view.student_vote(code, me, q, s, votes, send, lambda: _watch(
+        code, q.id, drawn, s.left(now) if s.taking(now) else None))
     rounds_view.student_results(code, q, s)
     if revealed_answer(code, q, mine, revealed=s.revealed):
         if q.where:
             st.caption(q.where)
-        return
-    if mine is not None:
+    elif mine is not None:
         label = dict(zip(q.options, q.labels))
         st.success(t("lc.sent" if s.taking(time.time()) else "pi.sent_closed", choice=widgets.md_escape(
             label.get(mine, mine))), icon=":material/check:")
+
+
+def _watch(code: str, question: str, drawn: str, left) -> None:
+    class_watch.watch(code, question, drawn, left, (t("pi.state.left", sec=1), t("pi.state.left", sec=SEC).replace(
+        str(SEC), "{sec}")))
 
 
 def send(code: str, me: str, q: Question, pick) -> Optional[int]:

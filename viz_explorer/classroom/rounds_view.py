@@ -1,7 +1,7 @@
 """A question's votes on the class pages (the store is votes.py): the teacher's buttons (a countdown, close the
 vote, vote again after discussion, show the results, reveal the answer), the teacher's results (hidden until shown
 in a peer-instruction question; both votes side by side with who moved), and a student's box for the round that is
-open, with the countdown and, once shown, the results.
+open (its countdown ticks in the browser: class_watch.py) and, once shown, the results.
 
 The teacher picks per question "one vote" (the results the teacher sees grow as votes arrive; students see them once
 shown) or "vote, discuss, vote again" (the results hidden from everyone, the teacher's projected page included, until
@@ -59,11 +59,12 @@ def controls(code: str, secret: str, q) -> None:
         st.rerun()
 
 
-def status(s: cv.State, now: float) -> str:
-    """The question's state in one line for every page: which vote, open or closed, the countdown."""
+def status(s: cv.State, now: float, countdown: bool = True) -> str:
+    """The question's state in one line for every page: which vote, open or closed, the countdown (left out with
+    countdown=False: a student's box counts it down in the browser, class_watch.js)."""
     if s.revealed:
         return t("pi.state.revealed")
-    left = s.left(now)
+    left = s.left(now) if countdown else None
     if s.taking(now):
         return t("pi.state.open", n=s.round) + ("" if left is None else " " + t("pi.state.left", sec=left))
     return t("pi.state.closed", n=s.round) + (" " + t("pi.state.discuss") if s.round == 1 else "")
@@ -120,11 +121,13 @@ def student_results(code: str, q, s: cv.State) -> None:
     widgets.show(results_figure(q, first, second, t("pi.class_results"), s.revealed), key="lc_shown", html=False)
 
 
-def student_vote(code: str, me: str, q, s: cv.State, votes: dict[int, str], send) -> Optional[str]:
+def student_vote(code: str, me: str, q, s: cv.State, votes: dict[int, str], send, watch) -> Optional[str]:
     """A student's box for the round that is open: the pick (disabled when the round takes no votes) and Send;
-    returns their vote in the current round (None if none). votes: theirs so far by round (votes.mine)."""
+    returns their vote in the current round (None if none). votes: theirs so far by round (votes.mine); watch():
+    mounts the box's watcher, whose countdown line goes under the round's state."""
     now = time.time()
-    st.caption(status(s, now))
+    st.caption(status(s, now, countdown=False))
+    watch()
     label = dict(zip(q.options, q.labels))
     taking = s.taking(now)
     key = f"lc_pick_{q.id}" + ("" if s.round == 1 else "@2")             # a fresh pick for the second vote

@@ -89,11 +89,15 @@ def _write(conn, code: str, question: str, s: State) -> None:
 
 
 @guarded
-def state(code: str, question: str, eng: Optional[sa.Engine] = None) -> State:
-    """The question's state (anyone in the class may know it)."""
-    code, question = normal_code(code), _question(question)
-    with engine_for(eng).connect() as conn:
-        return _read(conn, code, question)
+def state(code: str, question: str, eng: Optional[sa.Engine] = None, *, fresh: float = 0.0) -> State:
+    """The question's state (anyone in the class may know it; fresh: seconds one read serves the process's other
+    callers, shared_reads)."""
+    code, question, engine = normal_code(code), _question(question), engine_for(eng)
+
+    def fetch():
+        with engine.connect() as conn:
+            return _read(conn, code, question)
+    return shared_reads.read((engine, "state", code, question), fetch, fresh)
 
 
 def _teacher_moves(code, secret, question, eng, move) -> State:
@@ -228,11 +232,7 @@ def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None
     sa, _ = sql()
     v = tables().votes
     code, browser, question, engine = normal_code(code), check_browser(browser), _question(question), engine_for(eng)
-
-    def fetch():
-        with engine.connect() as conn:
-            return _read(conn, code, question)
-    s = shared_reads.read((engine, "state", code, question), fetch, fresh)
+    s = state(code, question, engine, fresh=fresh)
     from viz_explorer.server import db
     theirs = db.prepared(("votes.mine",), lambda: sa.select(v.c.round, v.c.choice).where(
         v.c.code == sa.bindparam("code"), v.c.browser == sa.bindparam("browser"),
@@ -254,13 +254,14 @@ def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] =
                                                         v.c.question == question, v.c.round == round)).scalar()
 
 
-def _counts(conn, code: str, question: str, options: list[str], round: int) -> dict[str, int]:
+def _counts(conn, code: str, question: str, options: Optional[list[str]], round: int) -> dict[str, int]:
+    """option -> votes in the round, every option listed (options None: the choices voted for, sorted)."""
     sa, _ = sql()
     v = tables().votes
     rows = conn.execute(sa.select(v.c.choice, sa.func.count()).where(
         v.c.code == code, v.c.question == question, v.c.round == round).group_by(v.c.choice)).all()
-    got = dict(rows)
-    return {o: int(got.get(o, 0)) for o in options}
+    got = {c: int(n) for c, n in rows}
+    return dict(sorted(got.items())) if options is None else {o: got.get(o, 0) for o in options}
 
 
 @guarded
@@ -274,10 +275,10 @@ def counts(code: str, secret: str, question: str, options: list[str], eng: Optio
 
 
 @guarded
-def shown_counts(code: str, question: str, options: list[str], eng: Optional[sa.Engine] = None, *,
+def shown_counts(code: str, question: str, options: Optional[list[str]], eng: Optional[sa.Engine] = None, *,
                  round: int = 1, fresh: float = 0.0) -> dict[str, int]:
     """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before.
-    fresh: as now (only counts that passed the check are ever shared)."""
+    options None: the choices voted for. fresh: as now (only counts that passed the check are ever shared)."""
     code, question, engine = normal_code(code), _question(question), engine_for(eng)
 
     def fetch():
@@ -285,7 +286,8 @@ def shown_counts(code: str, question: str, options: list[str], eng: Optional[sa.
             if _read(conn, code, question).shown < round:
                 raise ClassError("hidden")
             return _counts(conn, code, question, options, round)
-    return dict(shared_reads.read((engine, "shown", code, question, round, tuple(options)), fetch, fresh))
+    key = None if options is None else tuple(options)
+    return dict(shared_reads.read((engine, "shown", code, question, round, key), fetch, fresh))
 
 
 @guarded
