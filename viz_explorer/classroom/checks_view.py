@@ -103,7 +103,8 @@ def as_question(question_id: str) -> Optional[Question]:
         if 0 <= now - got.checked < RECHECK:
             return got.question
         if (_stamp(file), cached.folder_stamp(got.checkpoint)) == got.stamps:
-            _BUILT[key] = got._replace(checked=now)
+            _BUILT[key] = _Built(file=got.file, checkpoint=got.checkpoint, stamps=got.stamps, checked=now,
+                                 question=got.question)
             return got.question
     file_stamp = _stamp(file)                                      # before the bank is read: a newer file is seen
     found = find(question_id)
