@@ -1,7 +1,9 @@
 """200 phones in one class, as phones behave: students arrive over a minute (each a first run of the class page),
 their answer box asks "which step are we on?" every 3 s as the browser's fragment timer does, and they vote twice
 on each of 5 questions (peer instruction: a vote, the discussion, a second vote) while the teacher moves the class
-from question to question and the teacher's chart refreshes every second.
+from question to question and the teacher's chart refreshes every second. A first vote's answers are spread over
+--window seconds once every box shows the question; a second vote's, over --window seconds after each student's own
+box shows it (a student cannot press a button their screen does not show yet).
 
     python -m benchmarks.bench_peer                          # its own server on checkpoints/, SQLite
     python -m benchmarks.bench_peer --serve 2                # deploy/serve.sh: 2 processes behind nginx
@@ -135,18 +137,12 @@ class Phone:
         return time.perf_counter() - t0
 
     async def watch(self, url: str, stop: asyncio.Event) -> None:
-        """class_watch.js: every WATCH seconds after the box was drawn (setInterval, restarted by each run of the
-        box), ask for the stamp; a different one reruns the box."""
+        """class_watch.js: every WATCH seconds on the beat of the page's first draw (the box's runs keep it), ask
+        for the stamp; a different one reruns the box (an ask due during a run is made at its end, as the run's
+        render mounts the watcher again)."""
         http = KeepAlive(url, self.s.cookie)
-        tick = self.origin
-        while not stop.is_set():
-            tick = max(tick, self.origin) + WATCH
-            await asyncio.sleep(max(0.0, tick - time.perf_counter()))
-            if stop.is_set():
-                break
-            if self.origin > tick - WATCH:               # drawn again meanwhile (a vote): its timer restarted
-                tick = self.origin
-                continue
+
+        async def ask():
             t0 = time.perf_counter()
             status, body = await http.get(self.path)
             self.asks.append(time.perf_counter() - t0)
@@ -154,16 +150,25 @@ class Phone:
                 async with self.lock:
                     res = await self.s.rerun(fragment=self.box)
                 self.drawn(res)
-                tick = self.origin
+        await browser_timer(ask, stop, self.origin, WATCH)
         await http.close()
+
+    @staticmethod
+    def _pick(qid: str, round_: int) -> str:
+        return f"lc_pick_{qid}" + ("" if round_ == 1 else "@2")
+
+    async def shows(self, qid: str, round_: int) -> None:
+        """Once the box shows the round's vote (redrawn by its watcher; at most 20 s)."""
+        key = self._pick(qid, round_)
+        for _ in range(200):
+            if any(w.endswith("-" + key) for w in self.s.ids):
+                return
+            await asyncio.sleep(0.1)
 
     async def vote(self, qid: str, round_: int, index: int):
         """Pick option `index` of the question's radio as shown (its label, as the browser sends it) and Send."""
-        key = f"lc_pick_{qid}" + ("" if round_ == 1 else "@2")
-        for _ in range(200):                 # a student votes once the box shows the vote (redrawn by its watcher)
-            if any(w.endswith("-" + key) for w in self.s.ids):
-                break
-            await asyncio.sleep(0.1)
+        key = self._pick(qid, round_)
+        await self.shows(qid, round_)        # a student votes once the box shows the vote
         async with self.lock:
             _, proto = self.s._widget(key)
             res = await self.s.rerun({key: proto.radio.options[index]}, trigger="lc_send")
@@ -228,16 +233,17 @@ async def lesson(url: str, code: str, secret: str, n: int, questions: int, arriv
             if round_ == 2:
                 await asyncio.to_thread(cv.open_round, code, secret, qid, round=2)
 
-            async def one(ph):
-                await asyncio.sleep(rng.uniform(0, window))
-                i = rng.randrange(len(letters[qid]))
+            async def one(ph, delay: float, i: int):
+                if round_ == 2:                        # a student reacts to their own screen: the second vote
+                    await ph.shows(qid, round_)        # shows once their box has been redrawn (0-3 s after it opens)
+                await asyncio.sleep(delay)
                 res = await ph.vote(qid, round_, i)
                 ok = not res.exceptions and any("Your answer" in e.alert.body for e in res.of("alert"))
                 sent[ph.me, qid, round_] = letters[qid][i]
                 submit.append((res.seconds, time.perf_counter(), qid, round_))
                 if not ok:
                     errors.append(res.exceptions or "no confirmation")
-            await asyncio.gather(*(one(ph) for ph in phones))
+            await asyncio.gather(*(one(ph, rng.uniform(0, window), rng.randrange(len(letters[qid]))) for ph in phones))
             await asyncio.sleep(CHART * 2.5)               # the chart catches up
             if round_ == 1:
                 await asyncio.to_thread(cv.close_round, code, secret, qid)

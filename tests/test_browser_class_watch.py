@@ -83,6 +83,48 @@ def test_a_phone_watches_counts_down_and_follows_without_polling_runs(lang, ckpt
         db.dispose()
 
 
+def test_a_render_keeps_the_watchers_beat(ckpt_root, tmp_path, monkeypatch):
+    """A render of the box that changes what the watcher holds (here the countdown's end, half-way between two asks)
+    does not put off the next ask: the asks stay on the beat of the page's first render, so a move made while a run
+    draws is seen within one beat, not one beat after the run."""
+    from playwright.sync_api import sync_playwright
+    url = f"sqlite:///{tmp_path / 'viz.sqlite3'}"
+    monkeypatch.setenv("VIZ_DATABASE_URL", url)
+    db.dispose()
+    code, secret = cr.create_class(LESSON)
+    qid, every = f"{LESSON}#1:check-in", class_watch.EVERY
+    try:
+        with Server(ROOT, ckpt_root, port=free_port(), log=ARTIFACTS / "class-watch-beat-server.log",
+                    env={"VIZ_DATABASE_URL": url}) as server, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            phone = browser.new_context(viewport={"width": 390, "height": 844}, user_agent=PHONE_UA, is_mobile=True,
+                                        has_touch=True).new_page()
+            phone.set_default_timeout(TIMEOUT_MS)
+            asks = []
+            phone.on("request", lambda r: asks.append(time.time()) if class_watch.PATH in r.url else None)
+            phone.goto(f"{server.url}/live_class?class={code}")
+            main = phone.locator('[data-testid="stMain"]')
+            main.get_by_role("button", name=EN["lc.send"]).wait_for()
+            settle(phone)
+            n = len(asks)
+            while len(asks) == n:
+                phone.wait_for_timeout(20)
+            beat = asks[-1]
+            # seen at the next ask (one beat on), counted down from there: its end falls between two asks
+            cv.open_round(code, secret, qid, round=1, seconds=int(2 * every + every / 2))
+            closed = EN["pi.state.closed"].format(n=1)
+            main.get_by_text(re.compile(re.escape(closed))).first.wait_for(timeout=20_000)
+            ended = time.time()
+            phone.wait_for_timeout(int(2.2 * every * 1000))
+            after = [t for t in asks if t > ended]
+            assert len(after) >= 2
+            off = [((t - beat) % every) for t in after]
+            assert all(min(o, every - o) < 0.5 for o in off), f"asks off the beat by {off} s"
+            browser.close()
+    finally:
+        db.dispose()
+
+
 def _steps() -> int:
     from viz_explorer.lessons.lesson_file import load_lesson
     return len(load_lesson(LESSON).steps)

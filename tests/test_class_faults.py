@@ -40,9 +40,48 @@ def test_postgres_restarted_mid_class():
         with pytest.raises(cr.ClassError):
             cv.counts(code, secret, Q, OPTS, eng)                      # the teacher's chart: a message too
         cluster.start()
-        cv.answer(code, me[1], Q, "unsure", OPTS, eng)                 # after: sent again, saved (pool_pre_ping)
+        cv.answer(code, me[1], Q, "unsure", OPTS, eng)                 # after: sent again, saved
         cv.answer(code, me[2], Q, "got_it", OPTS, eng)
         assert cv.counts(code, secret, Q, OPTS, eng) == {"got_it": 1, "unsure": 1, "lost": 1}
+        db.dispose()
+
+
+def test_a_restart_nobody_saw_costs_no_answer():
+    """PostgreSQL restarted between two answers: the pool's connections are dead, nothing has found out yet; the next
+    answer and the next read fail on them once, inside the store, and succeed on a fresh connection."""
+    if pg_bindir() is None:
+        skip_or_fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
+    with postgres_server() as cluster:
+        url = new_database(cluster.url)
+        eng = db.engine(url)
+        code, secret = cr.create_class("attention-step-by-step", eng)
+        me = [secrets.token_urlsafe(12) for _ in range(2)]
+        for m in me:
+            cr.join(code, m, "", eng)
+        cv.answer(code, me[0], Q, "lost", OPTS, eng)
+        assert cv.mine(code, me[0], Q, eng)[1] == {1: "lost"}           # a read's pooled connection, too
+        cluster.stop()
+        cluster.start()
+        cv.answer(code, me[1], Q, "unsure", OPTS, eng)
+        assert cv.mine(code, me[1], Q, eng)[1] == {1: "unsure"}
+        assert cv.counts(code, secret, Q, OPTS, eng) == {"got_it": 0, "unsure": 1, "lost": 1}
+        assert cr.failures(code) is None
+        db.dispose()
+
+
+def test_a_read_leaves_no_transaction_open():
+    """db.reads: on PostgreSQL a read runs outside a transaction (one round trip; nothing to roll back when the
+    connection goes back to the pool), a write still in one; psycopg's own transaction status says which."""
+    if pg_bindir() is None:
+        skip_or_fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
+    from psycopg.pq import TransactionStatus
+    with postgres_server() as cluster:
+        eng = db.engine(new_database(cluster.url))
+        for engine, status in ((db.reads(eng), TransactionStatus.IDLE), (eng, TransactionStatus.INTRANS)):
+            with engine.connect() as conn:
+                assert conn.execute(sa.text("SELECT 1")).scalar_one() == 1
+                assert conn.connection.dbapi_connection.info.transaction_status == status
+        assert db.reads(db.reads(eng)) is db.reads(eng)
         db.dispose()
 
 

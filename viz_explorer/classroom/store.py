@@ -70,8 +70,9 @@ def guarded(fn):
     @functools.wraps(fn)
     def call(*args, **kw):
         import sqlalchemy as sa
+        from viz_explorer.server import db
         try:
-            return fn(*args, **kw)
+            return db.again_if_dropped(lambda: fn(*args, **kw))
         except (sa.exc.OperationalError, sa.exc.InterfaceError, OSError) as e:
             key = "full" if "full" in str(e).lower() or getattr(e, "errno", None) == 28 else "unavailable"
             code = args[0] if args and isinstance(args[0], str) else ""
@@ -174,6 +175,12 @@ def engine_for(eng: Optional[sa.Engine]) -> sa.Engine:
     return db.ready(eng or db.engine(), [t.classes, t.members, t.hits, t.votes, t.asked, t.focus])
 
 
+def reader_for(eng: Optional[sa.Engine]) -> sa.Engine:
+    """engine_for(eng) for statements that only read (db.reads)."""
+    from viz_explorer.server import db
+    return db.reads(engine_for(eng))
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -222,7 +229,7 @@ def lesson_and_step(code: str, eng: Optional[sa.Engine] = None) -> tuple[str, in
     """(lesson, current step) of a class; ClassError when there is no such class."""
     sa, T = sql()
     code = normal_code(code)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         row = conn.execute(sa.select(T.classes.c.lesson, T.classes.c.step).where(T.classes.c.code == code)).first()
     if row is None:
         raise ClassError("no_class", code=code)
@@ -235,7 +242,7 @@ def is_teacher(code: str, secret, eng: Optional[sa.Engine] = None) -> bool:
     sa, T = sql()
     if not isinstance(secret, str) or not secret or len(secret) > 64:
         return False
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         row = conn.execute(sa.select(T.classes.c.secret_hash).where(T.classes.c.code == normal_code(code))).first()
     return row is not None and hmac.compare_digest(row[0], _hash(secret))
 
@@ -292,6 +299,6 @@ def roster(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list[str]
     """The teacher's list of the nicknames who joined, in joining order ("" for none given)."""
     sa, T = sql()
     code = need_teacher(code, secret, eng)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         return [r[0] for r in conn.execute(sa.select(T.members.c.nickname).where(T.members.c.code == code)
                                            .order_by(T.members.c.joined, T.members.c.browser))]

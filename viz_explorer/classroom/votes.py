@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from viz_explorer.classroom.store import (CHOICE_MAX, OPTIONS_MAX, QUESTION_MAX, ClassError, check_browser, engine_for,
-                                          guarded, need_teacher, normal_code, rate, sql)
+                                          guarded, need_teacher, normal_code, rate, reader_for, sql)
 from viz_explorer.classroom.store import tables
 from viz_explorer.classroom import shared_reads
 
@@ -92,7 +92,7 @@ def _write(conn, code: str, question: str, s: State) -> None:
 def state(code: str, question: str, eng: Optional[sa.Engine] = None, *, fresh: float = 0.0) -> State:
     """The question's state (anyone in the class may know it; fresh: seconds one read serves the process's other
     callers, shared_reads)."""
-    code, question, engine = normal_code(code), _question(question), engine_for(eng)
+    code, question, engine = normal_code(code), _question(question), reader_for(eng)
 
     def fetch():
         with engine.connect() as conn:
@@ -212,7 +212,7 @@ def now(code: str, eng: Optional[sa.Engine] = None, *, fresh: float = 0.0) -> tu
     few seconds (fresh: seconds one read serves the process's other boxes, shared_reads). ClassError when there is
     no such class."""
     sa, T = sql()
-    code, engine = normal_code(code), engine_for(eng)
+    code, engine = normal_code(code), reader_for(eng)
 
     def fetch():
         with engine.connect() as conn:
@@ -231,8 +231,8 @@ def mine(code: str, browser: str, question: str, eng: Optional[sa.Engine] = None
     """The question's state (shared for `fresh` seconds, as now) and this browser's votes in it by round."""
     sa, _ = sql()
     v = tables().votes
-    code, browser, question, engine = normal_code(code), check_browser(browser), _question(question), engine_for(eng)
-    s = state(code, question, engine, fresh=fresh)
+    code, browser, question, engine = normal_code(code), check_browser(browser), _question(question), reader_for(eng)
+    s = state(code, question, eng, fresh=fresh)
     from viz_explorer.server import db
     theirs = db.prepared(("votes.mine",), lambda: sa.select(v.c.round, v.c.choice).where(
         v.c.code == sa.bindparam("code"), v.c.browser == sa.bindparam("browser"),
@@ -249,7 +249,7 @@ def my_answer(code: str, browser: str, question: str, eng: Optional[sa.Engine] =
     sa, _ = sql()
     v = tables().votes
     code, browser = normal_code(code), check_browser(browser)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         return conn.execute(sa.select(v.c.choice).where(v.c.code == code, v.c.browser == browser,
                                                         v.c.question == question, v.c.round == round)).scalar()
 
@@ -270,7 +270,7 @@ def counts(code: str, secret: str, question: str, options: list[str], eng: Optio
     """The teacher's count of a round: option -> how many students chose it (every option listed). The teacher's
     page draws it only once shown (it is projected); the number who voted is answered()'s."""
     code = need_teacher(code, secret, eng)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         return _counts(conn, code, question, options, round)
 
 
@@ -279,7 +279,7 @@ def shown_counts(code: str, question: str, options: Optional[list[str]], eng: Op
                  round: int = 1, fresh: float = 0.0) -> dict[str, int]:
     """A round's counts for anyone in the class, once the teacher has shown them; ClassError("hidden") before.
     options None: the choices voted for. fresh: as now (only counts that passed the check are ever shared)."""
-    code, question, engine = normal_code(code), _question(question), engine_for(eng)
+    code, question, engine = normal_code(code), _question(question), reader_for(eng)
 
     def fetch():
         with engine.connect() as conn:
@@ -296,7 +296,7 @@ def answered(code: str, question: str, eng: Optional[sa.Engine] = None, *, round
     sa, _ = sql()
     v = tables().votes
     code = normal_code(code)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(v).where(
             v.c.code == code, v.c.question == question, v.c.round == round)).scalar_one())
 
@@ -320,7 +320,7 @@ def focus(code: str, eng: Optional[sa.Engine] = None) -> Optional[str]:
     """The bank question the class is on, None when it is on its lesson step."""
     sa, _ = sql()
     f = tables().focus
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         return conn.execute(sa.select(f.c.question).where(f.c.code == normal_code(code))).scalar()
 
 
@@ -331,7 +331,7 @@ def class_votes(code: str, secret: str, eng: Optional[sa.Engine] = None) -> list
     sa, T = sql()
     v = tables().votes
     code = need_teacher(code, secret, eng)
-    with engine_for(eng).connect() as conn:
+    with reader_for(eng).connect() as conn:
         members = conn.execute(sa.select(T.members.c.browser, T.members.c.nickname).where(T.members.c.code == code)
                                .order_by(T.members.c.joined, T.members.c.browser)).all()
         rows = conn.execute(sa.select(v.c.browser, v.c.question, v.c.round, v.c.choice, v.c.at)

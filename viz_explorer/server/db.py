@@ -24,6 +24,7 @@ _lock = threading.Lock()
 _engines: dict[str, sa.Engine] = {}
 _made: "weakref.WeakKeyDictionary[sa.Engine, set]" = weakref.WeakKeyDictionary()   # tables made, per engine
 _prepared: dict[tuple, object] = {}         # prepared()'s statements
+_readers: "weakref.WeakKeyDictionary[sa.Engine, sa.Engine]" = weakref.WeakKeyDictionary()
 
 
 def url() -> str:
@@ -54,9 +55,37 @@ def engine(db_url: Optional[str] = None) -> sa.Engine:
                 eng = sa.create_engine(key, connect_args={"timeout": 5})
                 sa.event.listen(eng, "connect", _sqlite_pragmas)
             else:
-                eng = sa.create_engine(key, pool_pre_ping=True, pool_size=4, max_overflow=4)
+                # No ping before each use (a round trip on every checkout): a connection the server dropped fails
+                # its statement, SQLAlchemy then invalidates the whole pool, and again_if_dropped tries once more.
+                eng = sa.create_engine(key, pool_size=4, max_overflow=4)
             _engines[key] = eng
     return eng
+
+
+def reads(eng: sa.Engine) -> sa.Engine:
+    """`eng` for statements that only read: on PostgreSQL its autocommit twin (the same pool), so a read is one round
+    trip, without the BEGIN before it and the ROLLBACK when the connection goes back; SQLite's driver begins no
+    transaction for a read, so there it is `eng` itself. Each statement sees what was committed when it ran, as in
+    PostgreSQL's default READ COMMITTED transaction."""
+    if eng.dialect.name != "postgresql" or eng.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        return eng
+    got = _readers.get(eng)
+    if got is None:
+        with _lock:
+            got = _readers.setdefault(eng, eng.execution_options(isolation_level="AUTOCOMMIT"))
+    return got
+
+
+def again_if_dropped(call: Callable[[], S]) -> S:
+    """call(), made once more if it failed on a connection the database had dropped (PostgreSQL restarted): the
+    failure invalidated the pool, so the second try connects afresh. A statement that fails for another reason, or a
+    database still down, raises as it did."""
+    try:
+        return call()
+    except sa.exc.DBAPIError as e:
+        if not e.connection_invalidated:
+            raise
+    return call()
 
 
 def dispose() -> None:

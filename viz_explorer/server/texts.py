@@ -112,16 +112,18 @@ def put(text: str, browser: str, eng: Optional[sa.Engine] = None, now: Optional[
     size, cap, now = len(text.encode("utf-8")), limits(), time.time() if now is None else now
     if size + ROW_BYTES > cap.mb * 1e6:
         raise TextRefused("full")
-    try:
+    def store() -> str:
         with _eng(eng).begin() as conn:
             if db.count_hit(conn, hits, _browser_key(browser), now, 60) > PER_MINUTE:
                 raise TextRefused("rate")
             tid = secrets.token_urlsafe(12)             # 96 random bits: a clash is not a case to handle
             conn.execute(shared.insert().values(id=tid, text=text, bytes=size, created=now))
             _prune(conn, now, cap)
+        return tid
+    try:
+        return db.again_if_dropped(store)
     except (sa.exc.SQLAlchemyError, OSError) as e:      # read-only, full, gone, or its folder cannot be made
         raise TextRefused("unavailable") from e
-    return tid
 
 
 def get(tid, eng: Optional[sa.Engine] = None, now: Optional[float] = None) -> Lookup:
@@ -129,11 +131,12 @@ def get(tid, eng: Optional[sa.Engine] = None, now: Optional[float] = None) -> Lo
     if not isinstance(tid, str) or not ID.match(tid):
         return Lookup("unknown")
     cutoff = (time.time() if now is None else now) - limits().days * 86400
-    try:
-        with _eng(eng).connect() as conn:
+    def read():
+        with db.reads(_eng(eng)).connect() as conn:
             row = conn.execute(sa.select(shared.c.text, shared.c.created).where(shared.c.id == tid)).first()
-            if row is None:
-                row = conn.execute(sa.select(old.c.text, old.c.created).where(old.c.id == tid)).first()
+            return row or conn.execute(sa.select(old.c.text, old.c.created).where(old.c.id == tid)).first()
+    try:
+        row = db.again_if_dropped(read)
     except (sa.exc.SQLAlchemyError, OSError):
         return Lookup("unavailable")
     if row is None:
