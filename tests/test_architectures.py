@@ -239,6 +239,19 @@ def test_rank_window_keeps_causal_structure_and_matches_a_direct_svd():
     assert ref[:, -1].min() > 0                                               # still full rank
 
 
+def test_a_long_patterns_spectrum_is_its_windows_svd(seq_translator):
+    """Past the window's size (here 5 pieces) each pattern's spectrum is the SVD of its evenly spaced rows and
+    columns: a compact run's, whose rows are recomputed alone, as a full capture's."""
+    from viz_transformer.run.derived_cache import compact_run
+    run = seq_translator.run("我是一名工程师。", max_new_tokens=6)
+    for kept in (run, compact_run(run)):
+        for (block, layer), (s, n, _) in A.self_spectra(kept, seq_translator.cfg, most=5).items():
+            pat = run.cache[A.hook_name(block, layer, "hook_pattern")][0].double().numpy()
+            idx = A.rank_window(n, 5).numpy()
+            assert n > 5 and s.shape[-1] == 5
+            assert np.allclose(s.numpy(), np.linalg.svd(pat[:, idx][:, :, idx], compute_uv=False), atol=1e-6)
+
+
 def test_rank_table_reads_the_same_spectra_it_is_given(seq_translator):
     run = seq_translator.run("我是一名工程师。", max_new_tokens=6)
     spectra = A.self_spectra(run, seq_translator.cfg)

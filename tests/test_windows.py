@@ -48,6 +48,19 @@ def test_pattern_rows_are_the_slice_of_the_whole_pattern(runs, name):
                 torch.testing.assert_close(one, patterns.head_pattern(lean.cache, block, layer, 1)[a:b], **TOL)
 
 
+@pytest.mark.parametrize("name", list(TEXT))
+def test_chosen_pattern_rows_are_those_rows_of_the_whole_pattern(runs, name):
+    full, lean = runs[name]
+    for block in _blocks(full):
+        whole = full.cache[patterns.hook_name(block, 1, "hook_pattern")][0]                    # (H, T, S)
+        T = whole.shape[1]
+        for idx in (torch.arange(T), torch.tensor([T - 1, 0]), torch.linspace(0, T - 1, min(T, 4)).round().long()):
+            for run in (full, lean):
+                torch.testing.assert_close(windows.pattern_rows(run.cache, block, 1, idx), whole[:, idx], **TOL)
+            torch.testing.assert_close(windows.pattern_rows(lean.cache, block, 1, idx, heads=[1])[0], whole[1, idx],
+                                       **TOL)
+
+
 def test_pattern_rows_refuse_keys_the_rows_can_see(runs):
     _, lean = runs["tiny-zh-en-prefix"]            # the prefix's rows see the whole prefix, both ways
     with pytest.raises(ValueError, match="may attend to keys past"):

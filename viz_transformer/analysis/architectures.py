@@ -14,6 +14,7 @@ from typing import Optional
 import pandas as pd
 import torch
 
+from viz_transformer.analysis.pattern_rows import pattern_rows
 from viz_transformer.analysis.piece_labels import query_labels
 from viz_transformer.core.hook_names import available_blocks, hook_name, n_layers  # noqa: F401  (the pages' names)
 
@@ -77,19 +78,19 @@ def rank_window(n: int, most: int = RANK_MAX) -> torch.Tensor:
     return torch.arange(n) if n <= most else torch.linspace(0, n - 1, most).round().long()
 
 
-def self_spectra(run, cfg) -> dict:
+def self_spectra(run, cfg, most: int = RANK_MAX) -> dict:
     """{(block, layer): (singular values [head, m], n, causal)} of every self-attention pattern, measured on
-    rank_window(n) of its n pieces; causal: its mask is lower-triangular. One SVD per head, for the rank
-    table and the spectra both."""
+    rank_window(n, most) of its n pieces (a compact run recomputes those query rows alone); causal: its mask is
+    lower-triangular. One SVD per head, for the rank table and the spectra both."""
     out = {}
     for block in available_blocks(cfg):
         if block == "decoder.cross_attn":
             continue
         for layer in range(n_layers(cfg, block)):
-            pat = run.cache[hook_name(block, layer, "hook_pattern")][0]                  # (H, n, n)
-            mask = run.cache[hook_name(block, layer, "hook_mask")][0, 0]
-            idx = rank_window(pat.shape[-1])
-            out[(block, layer)] = (spectrum(pat[:, idx][:, :, idx]), pat.shape[-1],
+            mask = run.cache[hook_name(block, layer, "hook_mask")][0, 0]                 # (n, n)
+            idx = rank_window(mask.shape[-1], most)
+            rows = pattern_rows(run.cache, block, layer, idx)                             # (H, m, n): those rows alone
+            out[(block, layer)] = (spectrum(rows[:, :, idx]), mask.shape[-1],
                                    bool(torch.equal(mask, torch.tril(mask))))
     return out
 
