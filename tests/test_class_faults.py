@@ -4,6 +4,7 @@ one-line message to the student, a warning on the teacher's page), and a read-on
 from __future__ import annotations
 
 import secrets
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -21,16 +22,26 @@ OPTS = ["got_it", "unsure", "lost"]
 Q = "attention-step-by-step#1:check-in"
 
 
-def test_postgres_restarted_mid_class():
+@contextmanager
+def _class_on_postgres(students: int):
+    """(cluster, engine, code, secret, the students' browser ids): a class on a PostgreSQL started for the test,
+    every student joined; the app's engines disposed afterwards."""
     if pg_bindir() is None:
         skip_or_fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
     with postgres_server() as cluster:
-        url = new_database(cluster.url)
-        eng = db.engine(url)
+        eng = db.engine(new_database(cluster.url))
         code, secret = cr.create_class("attention-step-by-step", eng)
-        me = [secrets.token_urlsafe(12) for _ in range(3)]
+        me = [secrets.token_urlsafe(12) for _ in range(students)]
         for m in me:
             cr.join(code, m, "", eng)
+        try:
+            yield cluster, eng, code, secret, me
+        finally:
+            db.dispose()
+
+
+def test_postgres_restarted_mid_class():
+    with _class_on_postgres(3) as (cluster, eng, code, secret, me):
         cv.answer(code, me[0], Q, "lost", OPTS, eng)                    # before
         cluster.stop()
         with pytest.raises(cr.ClassError) as refused:                  # during: refused, said in one line
@@ -43,21 +54,12 @@ def test_postgres_restarted_mid_class():
         cv.answer(code, me[1], Q, "unsure", OPTS, eng)                 # after: sent again, saved
         cv.answer(code, me[2], Q, "got_it", OPTS, eng)
         assert cv.counts(code, secret, Q, OPTS, eng) == {"got_it": 1, "unsure": 1, "lost": 1}
-        db.dispose()
 
 
 def test_a_restart_nobody_saw_costs_no_answer():
     """PostgreSQL restarted between two answers: the pool's connections are dead, nothing has found out yet; the next
     answer and the next read fail on them once, inside the store, and succeed on a fresh connection."""
-    if pg_bindir() is None:
-        skip_or_fail("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
-    with postgres_server() as cluster:
-        url = new_database(cluster.url)
-        eng = db.engine(url)
-        code, secret = cr.create_class("attention-step-by-step", eng)
-        me = [secrets.token_urlsafe(12) for _ in range(2)]
-        for m in me:
-            cr.join(code, m, "", eng)
+    with _class_on_postgres(2) as (cluster, eng, code, secret, me):
         cv.answer(code, me[0], Q, "lost", OPTS, eng)
         assert cv.mine(code, me[0], Q, eng)[1] == {1: "lost"}           # a read's pooled connection, too
         cluster.stop()
@@ -66,7 +68,6 @@ def test_a_restart_nobody_saw_costs_no_answer():
         assert cv.mine(code, me[1], Q, eng)[1] == {1: "unsure"}
         assert cv.counts(code, secret, Q, OPTS, eng) == {"got_it": 0, "unsure": 1, "lost": 1}
         assert cr.failures(code) is None
-        db.dispose()
 
 
 def test_a_read_leaves_no_transaction_open():
