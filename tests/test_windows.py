@@ -61,6 +61,15 @@ def test_chosen_pattern_rows_are_those_rows_of_the_whole_pattern(runs, name):
                                        **TOL)
 
 
+def test_stored_pattern_rows_are_a_copy(runs):
+    full, _ = runs[next(iter(TEXT))]
+    block = _blocks(full)[0]
+    whole = full.cache[patterns.hook_name(block, 0, "hook_pattern")][0].clone()
+    for rows in ((0, 2), torch.tensor([1, 0])):
+        windows.pattern_rows(full.cache, block, 0, rows).fill_(7.0)
+        assert torch.equal(full.cache[patterns.hook_name(block, 0, "hook_pattern")][0], whole)
+
+
 def test_pattern_rows_refuse_keys_the_rows_can_see(runs):
     _, lean = runs["tiny-zh-en-prefix"]            # the prefix's rows see the whole prefix, both ways
     with pytest.raises(ValueError, match="may attend to keys past"):

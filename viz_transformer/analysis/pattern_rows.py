@@ -35,9 +35,9 @@ def pattern_rows(cache, block: str, layer: int, rows, n_keys: int | None = None,
     sel = slice(*rows) if isinstance(rows, tuple) else torch.as_tensor(rows, dtype=torch.long)
     name = hook_name(block, layer, "hook_pattern")
     if name not in getattr(cache, "derived", {}):
-        p = cache[name][batch]
-        heads = list(range(p.shape[0])) if heads is None else list(heads)
-        return (p[heads][:, sel, :n_keys], None) if with_scores else p[heads][:, sel, :n_keys]
+        p = cache[name][batch][:, sel, :n_keys]                      # those rows first: never the whole pattern copied
+        p = p[list(range(p.shape[0])) if heads is None else list(heads)]     # a copy: the stored pattern stays as it is
+        return (p, None) if with_scores else p
     prefix = name.rsplit(".", 1)[0]
     rot = f"{prefix}.hook_rot_q" in cache
     q_all = cache[f"{prefix}.hook_rot_q" if rot else f"{prefix}.hook_q"][batch]          # (T, nh, hs)
@@ -50,7 +50,8 @@ def pattern_rows(cache, block: str, layer: int, rows, n_keys: int | None = None,
     divisor, bias = position_terms(cache, prefix)
     divisor = math.sqrt(q_all.shape[-1]) if divisor is None else divisor
     if bias is not None:                                                                 # T5: [1, head, q, k]
-        bias = bias[0][slice(None) if heads is None else list(heads)][:, sel, :S]
+        bias = bias[0][:, sel, :S]
+        bias = bias if heads is None else bias[list(heads)]
     mask, q_rows = mask[sel, :S], q_all[sel]
     n_kv, group = k_all.shape[1], q_all.shape[1] // k_all.shape[1]                     # grouped-query attention
     if heads is None:           # every head: each key head's product with its group's queries, no key copied per head
