@@ -65,18 +65,18 @@ def main() -> None:
     name = current.url_path or registry.DEFAULT
     links.open_link(name, sidebar.checkpoint_names)            # a link's first run: its checkpoint and text
     presenter.page_steps(current, lesson_pages)                # ?present=1 without a lesson: ← / → go through the pages
-    try:
-        with session_guard.healing(registry.spec(name)):
-            st.session_state[context.CTX] = ctx = sidebar.sidebar()
-            lesson_mode.writer(name, ctx.kind)          # "save as lesson step", download
-            links.apply(name, ctx)                      # a link's first run: its settings, checked against the model
-            links.share(name, ctx)                      # the address bar follows the view; "Copy link"
-            lesson_mode.question(current, lesson_pages)  # the step's question, above the page
-            with figure_rules.screen(screen.figure_px()):   # a phone's figures laid out for its narrow column
-                current.run()
-    finally:
-        memory.after_run()                    # the page's namespace (its tensors) is garbage now: free it soon
-        cache_sizes.write_if_asked()          # VIZ_STATS_FILE: what the server holds, for a soak benchmark
+    with memory.page_run():          # the page's namespace (its tensors) is garbage once it ends: freed soon after
+        try:
+            with session_guard.healing(registry.spec(name)):
+                st.session_state[context.CTX] = ctx = sidebar.sidebar()
+                lesson_mode.writer(name, ctx.kind)          # "save as lesson step", download
+                links.apply(name, ctx)                      # a link's first run: its settings, checked against the model
+                links.share(name, ctx)                      # the address bar follows the view; "Copy link"
+                lesson_mode.question(current, lesson_pages)  # the step's question, above the page
+                with figure_rules.screen(screen.figure_px()):   # a phone's figures laid out for its narrow column
+                    current.run()
+        finally:
+            cache_sizes.write_if_asked()          # VIZ_STATS_FILE: what the server holds, for a soak benchmark
 
 
 if __name__ == "__main__":         # Streamlit runs this file as __main__ for each visitor

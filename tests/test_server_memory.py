@@ -1,6 +1,7 @@
 """viz_explorer.server.memory: the garbage page runs leave behind (reference cycles) is collected soon after a run, also
-when a run ends too soon after the last collection and nothing runs afterwards. Checked with weak references
-to cycles, which only a full collection frees."""
+when a run ends too soon after the last collection and nothing runs afterwards; never at the end of the run itself,
+and not inside another run unless the server has had none for BUSY seconds. Checked with weak references to
+cycles, which only a full collection frees."""
 from __future__ import annotations
 
 import gc
@@ -30,20 +31,50 @@ def quick(monkeypatch):
     with memory._lock:                                        # nor one under way
         pass
     monkeypatch.setattr(memory, "MIN_INTERVAL", 0.3)
+    monkeypatch.setattr(memory, "QUIET", 0.1)
+    monkeypatch.setattr(memory, "BUSY", 1.5)
     monkeypatch.setitem(memory._state, "last", 0.0)
     gc.disable()                                              # only the module's collections count
     yield
     gc.enable()
 
 
-def test_a_run_after_the_interval_collects_at_once(quick):
-    ref = cycle_garbage()
-    memory.after_run()
-    assert ref() is None
+def collected_within(refs, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(r() is not None for r in refs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return all(r() is None for r in refs)
+
+
+def test_a_run_is_collected_soon_after_it_ends_not_at_its_end(quick):
+    """The collection holds the interpreter lock: made at the run's end, the visitor would wait for it."""
+    with memory.page_run():
+        ref = cycle_garbage()
+    assert ref() is not None                                  # the run ended without collecting
+    assert collected_within([ref], 10)                        # a loaded machine delays the timer
+
+
+def test_a_due_collection_waits_for_the_run_under_way(quick):
+    memory.collect()                                          # starts the interval: not yet BUSY
+    with memory.page_run():
+        ref = cycle_garbage()
+    with memory.page_run():                                   # another visitor's run, begun before it is due
+        time.sleep(memory.QUIET * 5)
+        assert ref() is not None                              # put off: it would stall this run
+    assert collected_within([ref], 10)                        # made once the run ended
+
+
+def test_a_server_never_quiet_still_collects(quick):
+    """Runs that overlap without end (a class) do not put collections off past BUSY."""
+    memory.collect()
+    with memory.page_run():
+        ref = cycle_garbage()
+        memory.after_run()
+        assert collected_within([ref], memory.BUSY + 10)      # inside the run, once BUSY is up
 
 
 def test_a_run_within_the_interval_is_collected_when_it_is_up(quick):
-    memory.after_run()                                        # collects, starts the interval
+    memory.collect()                                          # starts the interval
     ref = cycle_garbage()
     memory.after_run()                                        # too soon: scheduled, not now
     assert ref() is not None
@@ -54,7 +85,7 @@ def test_a_run_within_the_interval_is_collected_when_it_is_up(quick):
 
 
 def test_many_runs_in_the_interval_make_one_collection(quick):
-    memory.after_run()
+    memory.collect()
     before = memory.stats()["collections"]
     refs = []
     for _ in range(5):
@@ -71,11 +102,11 @@ def test_many_runs_in_the_interval_make_one_collection(quick):
 def test_a_collection_asked_for_while_another_runs_is_made_later(quick):
     """A collection that starts before some garbage exists does not cover it: a run that ends while one is
     under way gets one of its own afterwards, not none."""
-    memory.after_run()                                        # starts the interval
+    memory.collect()                                          # starts the interval
     time.sleep(memory.MIN_INTERVAL + 0.05)
     with memory._lock:                                        # another thread is collecting
         ref = cycle_garbage()
-        memory.after_run()                                    # due now, but the collector is busy
+        memory.collect()                                      # due now, but the collector is busy
     deadline = time.monotonic() + memory.MIN_INTERVAL + 10
     while ref() is not None and time.monotonic() < deadline:
         time.sleep(0.05)

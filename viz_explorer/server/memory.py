@@ -8,8 +8,11 @@ collections come rarely in a process of ~400k objects. So after each page run: a
 every MIN_INTERVAL seconds, cheap because everything alive at the end of start-up (the imported libraries,
 the default model: viz_explorer/startup/load.py) is frozen out of the collector's reach, and the freed pages
 handed back to the system. Nothing is frozen later: a visitor's session objects stay collectable.
-A run that ends too soon after the last collection schedules one for when the interval is up, so the
-garbage of a server's last runs before it goes quiet is not kept until someone comes back (it held up to
+A collection holds the interpreter lock from start to end, so it is never made at the end of the run itself
+(the visitor would wait for it before the page is finished) nor, while the server is otherwise quiet, inside
+another run: it is made on a timer QUIET seconds after a run ends, and put off while a page run is under way,
+up to BUSY seconds after the last collection (a server never quiet still collects that often). The garbage of a
+server's last runs before it goes quiet is so collected too, not kept until someone comes back (it held up to
 ~90 MiB of one 512-piece text's page).
 """
 from __future__ import annotations
@@ -17,26 +20,41 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from typing import Optional
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 from viz_explorer.server import allocator
 
 MIN_INTERVAL = 2.0          # seconds between two full collections, whatever the number of sessions
+QUIET = 0.3                 # seconds after a run ends: its last messages are sent before the lock is taken
+BUSY = 4.0                  # seconds after the last collection past which one is made even inside a run
 
 _lock = threading.Lock()
 _timer_lock = threading.Lock()
 _state = {"last": 0.0, "collections": 0, "seconds": 0.0}
 _pending: Optional[threading.Timer] = None       # the scheduled collection, if any
+_running = [0]                                   # page runs under way
+
+
+@contextmanager
+def page_run() -> Iterator[None]:
+    """Around one page run: while any is under way a due collection waits (up to BUSY); when it ends, one is
+    scheduled (after_run)."""
+    with _timer_lock:
+        _running[0] += 1
+    try:
+        yield
+    finally:
+        with _timer_lock:
+            _running[0] -= 1
+        after_run()
 
 
 def after_run() -> None:
-    """Collect the cycles left by page runs now, or, within MIN_INTERVAL of the last collection, once it
-    is up (one pending collection at a time, on a daemon timer thread)."""
-    wait = MIN_INTERVAL - (time.monotonic() - _state["last"])
-    if wait > 0:
-        _schedule(wait)
-    else:
-        collect()
+    """Schedule the collection of the cycles page runs left: QUIET seconds from now, or when MIN_INTERVAL
+    from the last collection is up if that is later (one pending collection at a time, on a daemon timer
+    thread)."""
+    _schedule(max(QUIET, MIN_INTERVAL - (time.monotonic() - _state["last"])))
 
 
 def _schedule(wait: float) -> None:
@@ -53,7 +71,11 @@ def _pending_collect() -> None:
     global _pending
     with _timer_lock:
         _pending = None
-    collect()
+        put_off = _running[0] > 0 and time.monotonic() - _state["last"] < BUSY
+    if put_off:                             # a page run is under way: the collection would stall it
+        _schedule(QUIET)
+    else:
+        collect()
 
 
 def collect() -> None:
