@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,9 +84,49 @@ def md_unescape(s: str) -> str:
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", s)
 
 
-def shown_table(at, i: int):
-    """The i-th st.table as the reader sees it: its Markdown escapes (page_parts.table) taken off every text cell."""
-    return at.table[i].value.map(lambda v: md_unescape(v) if isinstance(v, str) else v)
+class _TableReader(HTMLParser):
+    """The header and the cells' text of a static_table block, as a browser shows them (entities decoded), read by
+    their ARIA roles, and every tag it holds."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.head, self.rows, self.tags, self._cell, self._open = [], [], set(), None, []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        role = dict(attrs).get("role")
+        self._open.append(role)
+        if role == "row":
+            self.rows.append([])
+        elif role in ("columnheader", "cell"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        role = self._open.pop() if self._open else None
+        if role in ("columnheader", "cell") and self._cell is not None:
+            (self.head if role == "columnheader" else self.rows[-1]).append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def read_table(body: str) -> tuple[pd.DataFrame, set]:
+    """A static_table block's HTML as a DataFrame of the text each cell shows, and the set of its tags."""
+    r = _TableReader()
+    r.feed(body)
+    return pd.DataFrame([row for row in r.rows if row], columns=r.head), r.tags
+
+
+def tables(at) -> list[pd.DataFrame]:
+    """Every table page_parts.table drew (static_table's HTML), in page order, as the reader sees it."""
+    return [read_table(e.proto.body)[0] for e in at.get("html") if 'class="vt-table"' in e.proto.body]
+
+
+def shown_table(at, i: int) -> pd.DataFrame:
+    """The i-th table page_parts.table drew, each cell the text the reader sees."""
+    return tables(at)[i]
 
 
 def by_key(widgets, key):

@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, shown_table, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, shown_table, tables, texts
 from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.encoding import encode_input, left_out
 
@@ -29,7 +29,7 @@ def test_default_opens_the_default_translator_with_the_chinese_example(ckpt_root
     assert by_key(at.sidebar.selectbox, "ckpt").value == defaults.CHECKPOINT
     assert by_key(at.sidebar.text_area, "text").value == "我是一名工程师。"
     assert at.title[0].value == "Overview"
-    assert len(at.table) == 3            # architecture facts, encoder pieces, decoder pieces
+    assert len(tables(at)) == 3            # architecture facts, encoder pieces, decoder pieces
 
 
 def test_every_page_opens_with_figures(env):
@@ -93,7 +93,7 @@ def test_overview_shows_pieces_ids_and_translation(env):
     hm = load_checkpoint(env / "tiny-zh-en")
     ids = hm.tokenizer.encode(ZH) + [hm.cfg.eos_id]
     src_table = shown_table(at, 1)
-    assert list(src_table.iloc[:, 2]) == ids
+    assert list(src_table.iloc[:, 2]) == [str(i) for i in ids]
     assert list(src_table.iloc[:, 1]) == [hm.tokenizer.piece(i) for i in ids]
     assert at.text[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
 
@@ -282,13 +282,13 @@ def test_broken_checkpoint_is_listed_and_the_others_keep_working(ckpt_root, tmp_
     listed = "\n".join(t.value for t in at.sidebar.text)
     assert "truncated" in listed and "model.safetensors" in listed
     assert "noconfig" in listed and "config.json" in listed
-    assert len(at.table) == 3
+    assert len(tables(at)) == 3
 
     by_key(at.sidebar.selectbox, "ckpt").set_value("truncated").run(timeout=60)
     assert not at.exception
     assert "This checkpoint cannot be used" in texts(at) and "model.safetensors" in texts(at)
     by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
-    assert not at.exception and len(at.table) == 3
+    assert not at.exception and len(tables(at)) == 3
 
 
 # -- the lab: knock out heads, positions on/off, compare two inputs -------------------------------------

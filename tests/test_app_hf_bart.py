@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import hf_bart_util as B
-from app_util import by_key, open_app
+from app_util import by_key, open_app, tables
 from viz_transformer import load_checkpoint
 
 pytestmark = pytest.mark.slow          # transformers builds the model folder
@@ -44,8 +44,8 @@ def test_a_new_target_reruns_with_its_code_and_leaves_the_model_alone(env):
     assert "Languages: zho_Hans → fra_Latn" in _captions(at)
     want = hm.with_languages("zho_Hans", "fra_Latn").run(TEXT)
     assert want.tgt_pieces[1] == "fra_Latn"
-    pieces = " ".join(str(v) for df in list(at.dataframe) + list(at.table) for v in df.value.to_numpy().ravel())
-    assert "fra_Latn" in pieces.replace("\\_", "_")                             # the decoder's input table (Markdown)
+    pieces = " ".join(str(v) for df in tables(at) for v in df.to_numpy().ravel())
+    assert "fra_Latn" in pieces                                                 # the decoder's input table
     at.switch_page("viz_explorer/pages/look/attention.py").run(timeout=60)    # the choice outlives the Overview
     assert not at.exception, [e.value for e in at.exception]
     assert "Languages: zho_Hans → fra_Latn" in _captions(at)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 import hf_util as H
-from app_util import ROOT, array, figure, figures, open_app, texts
+from app_util import ROOT, array, figure, figures, open_app, tables, texts
 from conftest import make_tiny_checkpoint
 from viz_transformer.core import checkpoint_files
 from viz_transformer.core.config import ModelConfig
@@ -62,7 +62,7 @@ def test_an_imported_model_is_told_with_its_own_norm_tokenizer_and_embedding(env
     assert ("RMS" in intro) == (norm == "RMSNorm")
     labels = [a["text"] for a in figure(at, "d_model")["layout"]["annotations"]]
     assert "Token embedding" in labels and not any("√d_model" in s for s in labels), labels
-    settings = at.table[0].value                      # "Every setting": the norm row names the real norm
+    settings = tables(at)[0]                      # "Every setting": the norm row names the real norm
     assert any(norm in str(v) for v in settings.iloc[:, 1]), settings
     other = "LayerNorm" if norm == "RMSNorm" else "RMSNorm"
     assert not any(other in str(v) for v in settings.iloc[:, 1])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from app_util import by_key, open_app, texts
+from app_util import by_key, open_app, tables, texts
 from viz_transformer import CheckpointError, list_checkpoints, load_checkpoint
 from viz_transformer.core.checkpoint import CHECKSUM, read_config
 from viz_transformer.cli import main as cli_main
@@ -246,13 +246,13 @@ def test_the_app_lists_every_bad_checkpoint_and_keeps_serving_the_good_one(good,
     monkeypatch.setenv("VIZ_CHECKPOINTS", str(root))
 
     at = open_app(ckpt="good")
-    assert len(at.table) == 3                                         # the good one works
+    assert len(tables(at)) == 3                                         # the good one works
     for name, word in bad.items():
         by_key(at.sidebar.selectbox, "ckpt").set_value(name).run(timeout=60)
         assert not at.exception, (name, [e.value for e in at.exception])
         assert "This checkpoint cannot be used" in texts(at) and word in texts(at), (name, texts(at))
         by_key(at.sidebar.selectbox, "ckpt").set_value("good").run(timeout=60)
-        assert not at.exception and len(at.table) == 3, name
+        assert not at.exception and len(tables(at)) == 3, name
     assert not marker.exists()
 
 

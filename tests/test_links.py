@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, open_app, page_file
+from app_util import APP, open_app, page_file, tables
 from viz_explorer.server import db, texts
 from viz_explorer.lessons import lesson_file, links, view_state
 from viz_explorer.kit.strings import EN, fill
@@ -258,4 +258,4 @@ def test_a_database_that_cannot_store_gives_one_line(env, monkeypatch, tmp_path)
     at.run()
     _link_box(at)[1].click().run()
     assert not at.exception and [e.value for e in at.sidebar.error] == [EN["link.err.unavailable"]]
-    assert at.table                                                       # the page still shows its tables
+    assert tables(at)                                                       # the page still shows its tables

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app_util import ROOT, figure, md_unescape, open_app, page_file, texts
+from app_util import tables as static_tables
 from viz_transformer import load_checkpoint
 from viz_transformer.run.fill_mask import fill_blanks
 from viz_transformer.training import masked_lm as M
@@ -72,7 +73,7 @@ def test_the_overview_names_it_from_its_config_in_both_languages(shipped, bert):
 def test_the_lens_page_fills_the_blank_as_the_model_does(shipped, bert):
     at = open_app(page_file("lens"), ckpt="zh-en-bert", text=BLANK)
     top = fill_blanks(bert, bert.run(BLANK))[0].top
-    tables = [t.value for t in at.dataframe] + [t.value for t in at.table]
+    tables = [t.value for t in at.dataframe] + static_tables(at)
     assert any(top[0][0] in df.iloc[:, 0].astype(str).tolist() for df in tables if len(df.columns))
 
 
@@ -110,7 +111,7 @@ def test_odd_blanks_get_a_message_or_an_answer_never_a_crash(shipped, bert, text
         assert EN["fb.no_mask"].format(mask="[MASK]") in shown
     else:
         assert EN["fb.no_mask"].format(mask="[MASK]") not in shown
-        tables = [t.value for t in at.dataframe] + [t.value for t in at.table]
+        tables = [t.value for t in at.dataframe] + static_tables(at)
         firsts = {str(df.iloc[0, 0]) for df in tables if len(df) and len(df.columns)}
         assert {b.top[0][0] for b in blanks} <= firsts
 

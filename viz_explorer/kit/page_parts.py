@@ -10,7 +10,7 @@ from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.kit import presenter
+from viz_explorer.kit import presenter, static_table
 from viz_explorer.kit.strings import LATEX, t
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
@@ -85,26 +85,10 @@ def layers_label(cfg) -> str:
         return t("sidebar.layers_e", enc=cfg.n_encoder_layers)
     return t("sidebar.layers_d", dec=cfg.n_decoder_layers)
 
-STATIC_ROWS = 64         # a longer table stays a data grid: st.table draws every row's Markdown, the grid only the rows in view
-
-
 def table(columns: dict, height: int = 600) -> None:
-    """{header: values} as a table with no index, scrolling under its header past `height` px. Up to STATIC_ROWS
-    rows a static table (st.table), not st.dataframe: a page's first data grid makes the browser load and run
-    its canvas grid, which a fresh visitor's first Overview would pay for two short tables (benchmarks/first_visit.py
-    measures it). st.table reads its text cells as Markdown: each is escaped (md_escape), so a
-    piece such as "*" or "<b>" shows as typed; True shows as ✓ and False as nothing (it writes "true" and "false",
-    in English)."""
-    rows = len(next(iter(columns.values()), []))
-    drawn = 38 + 35 * rows                      # the header and the rows, in px
-    if rows > STATIC_ROWS:
-        st.dataframe(columns, hide_index=True, height=min(height, drawn))
-        return
-
-    def cell(v):
-        return md_escape(v) if isinstance(v, str) else ("✓" if v else "") if isinstance(v, bool) else v
-    st.table({md_escape(k): [cell(v) for v in vs] for k, vs in columns.items()}, hide_index=True,
-             height=height if drawn > height else "content")
+    """{header: values} as a static table with no index, scrolling under its header past `height` px: one block of
+    escaped HTML (static_table), so a piece such as "*" or "<b>" shows as typed."""
+    st.html(static_table.markup(columns, height))
 
 
 def md_escape(s: str) -> str:
