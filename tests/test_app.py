@@ -371,7 +371,7 @@ def test_knockout_ranking_has_one_row_per_head(env):
 
 def test_positions_page_shows_the_bag_of_pieces(env):
     at = open_app("viz_explorer/pages/experiment/positions_on_off.py")
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     gaps = dict(zip(table["positions"], table["gap"].astype(float)))
     assert gaps["positions off"] < 1e-4 < gaps["positions on"]
     hm = load_checkpoint(env / "tiny-zh-en")

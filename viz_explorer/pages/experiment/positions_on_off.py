@@ -79,7 +79,7 @@ except ValueError as e:
 on = tests["on"]
 widgets.output(f"{t('po.pieces')}: {' '.join(on.pieces)}\n{t('po.permuted')}: {' '.join(on.permuted_pieces)}", "order")
 st.markdown(t("po.gap", part=t(f"dg.{on.part}")))
-st.dataframe([{t("po.col.state"): t(f"po.gap_{s}"), t("po.col.gap"): f"{r.gap:.2e}", t("po.col.output"): r.output,
-               t("po.col.permuted_output"): r.permuted_output} for s, r in tests.items()],
-             hide_index=True, key="po_gaps")
+widgets.table({t("po.col.state"): [t(f"po.gap_{s}") for s in tests], t("po.col.gap"): [f"{r.gap:.2e}" for r in tests.values()],
+               t("po.col.output"): [r.output for r in tests.values()],
+               t("po.col.permuted_output"): [r.permuted_output for r in tests.values()]})
 st.caption(t("po.gap_caption"))
