@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import viz_transformer.training.train as T
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, tables, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, texts
 from viz_transformer import load_checkpoint
 from viz_explorer.kit import widgets
 from viz_explorer.kit.strings import EN
@@ -75,10 +75,10 @@ def test_architecture_page_shows_each_models_translation_and_source_reading(env)
     open_tab(at, "ar", "rank")
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any("Effective rank" in t for t in titles) and any("Singular values" in t for t in titles)
-    table = tables(at)[0].rename(columns={EN[f"ar.col.{c}"]: c for c in ("model", "block", "causal")})
+    table = at.dataframe[0].value
     assert set(table["model"]) == {EN[f"ar.short.{a}"] for a in ("encoder_decoder", "decoder_only", "prefix_lm")}
-    assert table.loc[table["block"] == EN["block.encoder.self_attn"], "causal"].eq("").all()       # False: nothing
-    assert table.loc[table["model"] == EN["ar.short.decoder_only"], "causal"].eq("✓").all()
+    assert table.loc[table["block"] == EN["block.encoder.self_attn"], "causal"].eq(False).all()
+    assert table.loc[table["model"] == EN["ar.short.decoder_only"], "causal"].all()
 
 
 def test_architecture_page_says_same_budget_only_when_the_models_share_one_recipe(tmp_path, ckpt_root, monkeypatch):

@@ -39,7 +39,12 @@ def test_explorer_end_to_end(server, page):
     main = pg.locator('[data-testid="stMain"]')
     # the pieces table shows the typed sentence's pieces; the translation box is filled
     assert pg.get_by_text("Your text as pieces").is_visible()
-    assert pg.locator('.vt-table table').count() >= 2
+    # the pieces tables (page_parts.table): each header cell stands over its column's cells
+    columns = pg.evaluate("""() => [...document.querySelectorAll('.vt-table')].filter(t => t.offsetWidth).map(t => {
+        const x = cells => [...cells].map(c => Math.round(c.getBoundingClientRect().left));
+        return [x(t.querySelectorAll('[role=columnheader]')),
+                x(t.querySelector('[role=rowgroup]:last-child [role=row]').querySelectorAll('[role=cell]'))]; })""")
+    assert len(columns) >= 2 and all(head == row and len(head) == 5 for head, row in columns), columns
     assert pg.locator('.st-key-output_overview').inner_text().strip()
     pg.screenshot(path=str(ARTIFACTS / "1-overview.png"))
     no_exception(pg)

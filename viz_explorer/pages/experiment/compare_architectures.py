@@ -112,12 +112,12 @@ with tabs["rank"]:
         summary = table.groupby(["model", "block"], sort=False).agg(
             heads=("head", "size"), n=("n", "first"), m=("m", "first"), effective_rank=("effective_rank", "mean"),
             smallest_sv_ratio=("min_sv_ratio", "min"), causal=("causal", "all")).reset_index()
-        shown = {"model": [t(f"ar.short.{m}") for m in summary["model"]], "block": [t(f"block.{b}") for b in summary["block"]],
-                 **{c: [int(v) for v in summary[c]] for c in ("heads", "n", "m")},
-                 "effective_rank": [round(float(v), 2) for v in summary["effective_rank"]],
-                 "smallest_sv_ratio": [f"{v:.2e}" for v in summary["smallest_sv_ratio"]],
-                 "causal": [bool(v) for v in summary["causal"]]}
-        widgets.table({t(f"ar.col.{c}"): vs for c, vs in shown.items()})
+        config = {c: st.column_config.Column(t(f"ar.col.{c}")) for c in ("model", "block", "heads", "n", "m", "causal")}
+        config.update(effective_rank=st.column_config.NumberColumn(t("ar.col.effective_rank"), format="%.2f"),
+                      smallest_sv_ratio=st.column_config.NumberColumn(t("ar.col.smallest_sv_ratio"), format="%.2e"))
+        st.dataframe(summary.assign(model=[t(f"ar.short.{m}") for m in summary["model"]],
+                                    block=[t(f"block.{b}") for b in summary["block"]]),
+                     hide_index=True, column_config=config)
         st.markdown(t("ar.rank_why"))
 
 with tabs["norm"]:
