@@ -73,6 +73,16 @@ def test_a_server_never_quiet_still_collects(quick):
         assert collected_within([ref], memory.BUSY + 10)      # inside the run, once BUSY is up
 
 
+def test_a_busy_server_does_not_put_a_collection_off(quick):
+    """Two runs under way: one of them is stalled whatever is done, so the collection is made when due."""
+    memory.collect()
+    with memory.page_run():
+        with memory.page_run():
+            ref = cycle_garbage()
+            memory.after_run()
+            assert collected_within([ref], memory.BUSY - 0.5)         # well before BUSY is up
+
+
 def test_a_run_within_the_interval_is_collected_when_it_is_up(quick):
     memory.collect()                                          # starts the interval
     ref = cycle_garbage()

@@ -10,10 +10,11 @@ the default model: viz_explorer/startup/load.py) is frozen out of the collector'
 handed back to the system. Nothing is frozen later: a visitor's session objects stay collectable.
 A collection holds the interpreter lock from start to end, so it is never made at the end of the run itself
 (the visitor would wait for it before the page is finished) nor, while the server is otherwise quiet, inside
-another run: it is made on a timer QUIET seconds after a run ends, and put off while a page run is under way,
-up to BUSY seconds after the last collection (a server never quiet still collects that often). The garbage of a
-server's last runs before it goes quiet is so collected too, not kept until someone comes back (it held up to
-~90 MiB of one 512-piece text's page).
+another run: it is made on a timer QUIET seconds after a run ends, and put off while one page run is under way
+(a visitor's next click), up to BUSY seconds after the last collection. With two or more under way the server
+is busy: putting it off would stall some run all the same and only let garbage pile up, so it is made then. The
+garbage of a server's last runs before it goes quiet is so collected too, not kept until someone comes back (it
+held up to ~90 MiB of one 512-piece text's page).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from viz_explorer.server import allocator
 
 MIN_INTERVAL = 2.0          # seconds between two full collections, whatever the number of sessions
 QUIET = 0.3                 # seconds after a run ends: its last messages are sent before the lock is taken
-BUSY = 4.0                  # seconds after the last collection past which one is made even inside a run
+BUSY = 3.0                  # seconds after the last collection past which one is made even inside a run
 
 _lock = threading.Lock()
 _timer_lock = threading.Lock()
@@ -38,7 +39,7 @@ _running = [0]                                   # page runs under way
 
 @contextmanager
 def page_run() -> Iterator[None]:
-    """Around one page run: while any is under way a due collection waits (up to BUSY); when it ends, one is
+    """Around one page run: while it alone is under way a due collection waits (up to BUSY); when it ends, one is
     scheduled (after_run)."""
     with _timer_lock:
         _running[0] += 1
@@ -71,8 +72,8 @@ def _pending_collect() -> None:
     global _pending
     with _timer_lock:
         _pending = None
-        put_off = _running[0] > 0 and time.monotonic() - _state["last"] < BUSY
-    if put_off:                             # a page run is under way: the collection would stall it
+        put_off = _running[0] == 1 and time.monotonic() - _state["last"] < BUSY
+    if put_off:                             # one page run is under way: the collection would stall it
         _schedule(QUIET)
     else:
         collect()
