@@ -208,7 +208,7 @@ def verdict(res: dict) -> list[str]:
              f"{memo.get('refused')} refused",
              f"models held: {', '.join(Path(p).name for p in res.get('caches', {}).get('models_held', []))}",
              f"garbage collections: {res.get('caches', {}).get('collections')}",
-             f"objects tracked: {res.get('caches', {}).get('gc_objects')}, frozen: {res.get('caches', {}).get('gc_frozen')}, "
+             f"collector's counts: {res.get('caches', {}).get('gc_counts')}, frozen: {res.get('caches', {}).get('gc_frozen')}, "
              f"threads: {res.get('caches', {}).get('threads')}"]
     lines += [f"  {e}" for e in res["errors"][:15]]
     return lines

@@ -1,6 +1,8 @@
 """What the server holds now, for a benchmark that watches it from outside: the memo's entries and bytes against its
 budget, the models loaded, the garbage collections made. With VIZ_STATS_FILE set, after_run writes it there as JSON
-(at most every WRITE_S seconds); unset, nothing is written and nothing is computed."""
+(at most every WRITE_S seconds); unset, nothing is written and nothing is computed. Nothing here lists the
+collector's objects (gc.get_objects): that list holds a reference to a tuple another session's thread is still
+building, and CPython's tuple() then fails in that thread ("bad argument to internal function"), a visitor's page."""
 from __future__ import annotations
 
 import gc
@@ -18,7 +20,7 @@ _lock = threading.Lock()
 def sizes() -> dict:
     from viz_explorer.server import cached, memory
     return {"at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
-            "collections": memory.stats(), "gc_objects": len(gc.get_objects()), "gc_frozen": gc.get_freeze_count(),
+            "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
             "threads": threading.active_count()}
 
 

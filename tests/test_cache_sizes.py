@@ -1,0 +1,31 @@
+"""server.cache_sizes: what a soak benchmark reads of the server (VIZ_STATS_FILE). It lists none of the collector's
+objects: gc.get_objects() in one session's thread holds a reference to a tuple another session's thread is still
+building from a generator, and CPython's tuple() then fails there with SystemError (seen in bench_soak: four pages
+failed at one write)."""
+from __future__ import annotations
+
+import gc
+import json
+
+from viz_explorer.server import cache_sizes, cached
+
+
+def test_the_stats_list_none_of_the_collectors_objects(monkeypatch, tmp_path):
+    def refuse(*a, **k):
+        raise AssertionError("gc.get_objects() holds every tracked object, tuples under construction too")
+    monkeypatch.setattr(gc, "get_objects", refuse)
+    monkeypatch.setattr(gc, "get_referrers", refuse)
+    monkeypatch.setenv("VIZ_STATS_FILE", str(tmp_path / "stats.json"))
+    monkeypatch.setattr(cache_sizes, "_last", [0.0])
+    cache_sizes.write_if_asked()
+    got = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    assert got["memo"] == json.loads(json.dumps(cached.memo().stats()))       # the memo's own account
+    assert len(got["gc_counts"]) == 3 and all(isinstance(c, int) and c >= 0 for c in got["gc_counts"])   # per generation
+
+
+def test_nothing_is_written_or_computed_unasked(monkeypatch, tmp_path):
+    monkeypatch.delenv("VIZ_STATS_FILE", raising=False)
+    monkeypatch.setattr(cache_sizes, "sizes", lambda: (_ for _ in ()).throw(AssertionError("computed")))
+    monkeypatch.setattr(cache_sizes, "_last", [0.0])
+    cache_sizes.write_if_asked()
+    assert not list(tmp_path.iterdir())
