@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from viz_explorer.kit import static_table
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 ZH = "我是一名工程师。"
@@ -119,14 +121,14 @@ def read_table(body: str) -> tuple[pd.DataFrame, set]:
     return pd.DataFrame([row for row in r.rows if row], columns=r.head), r.tags
 
 
+def table_bodies(at) -> list[str]:
+    """The HTML of every table page_parts.table drew (static_table), in page order."""
+    return [e.proto.body for e in at.get("html") if f'class="{static_table.CLASS}"' in e.proto.body]
+
+
 def tables(at) -> list[pd.DataFrame]:
-    """Every table page_parts.table drew (static_table's HTML), in page order, as the reader sees it."""
-    return [read_table(e.proto.body)[0] for e in at.get("html") if 'class="vt-table"' in e.proto.body]
-
-
-def shown_table(at, i: int) -> pd.DataFrame:
-    """The i-th table page_parts.table drew, each cell the text the reader sees."""
-    return tables(at)[i]
+    """Every table page_parts.table drew, in page order, each cell the text the reader sees."""
+    return [read_table(body)[0] for body in table_bodies(at)]
 
 
 def by_key(widgets, key):

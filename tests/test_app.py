@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, shown_table, tables, texts
+from app_util import PAGES, ZH, array, by_key, figure, figures, open_app, open_tab, tables, texts
 from viz_transformer import decode, DecodeSettings, load_checkpoint
 from viz_transformer.core.encoding import encode_input, left_out
 
@@ -92,7 +92,7 @@ def test_overview_shows_pieces_ids_and_translation(env):
     at = open_app()
     hm = load_checkpoint(env / "tiny-zh-en")
     ids = hm.tokenizer.encode(ZH) + [hm.cfg.eos_id]
-    src_table = shown_table(at, 1)
+    src_table = tables(at)[1]
     assert list(src_table.iloc[:, 2]) == [str(i) for i in ids]
     assert list(src_table.iloc[:, 1]) == [hm.tokenizer.piece(i) for i in ids]
     assert at.text[0].value == (hm.translate([ZH])[0] or "(the model produced nothing: it ended at once)")
@@ -235,7 +235,7 @@ def test_markup_and_emoji_are_shown_as_text(env):
     at = open_app(text=text)
     raw = at.session_state["_viz_ctx"].hm.tokenizer
     assert "<0x3C>" in [raw.sp.id_to_piece(i) for i in raw.encode(text)]         # the case under test
-    pieces = list(shown_table(at, 1).iloc[:, 1])
+    pieces = list(tables(at)[1].iloc[:, 1])
     assert "<" in pieces and "😀(1/4)" in pieces and "<0x3C>" not in pieces       # plain text in the table
     for page in PAGES[1:]:
         at.switch_page(page)

@@ -9,7 +9,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_util import APP, ROOT, figures, open_app, read_table, tables, texts
+from app_util import APP, ROOT, figures, open_app, read_table, table_bodies, tables, texts
 from hostile import HOSTILE, INJECT, REFUSED
 
 pytestmark = pytest.mark.slow          # every page × every hostile value
@@ -35,10 +35,8 @@ def raw_html(at) -> list[str]:
     shown = [(kind, str(e.value)) for kind in ("markdown", "caption", "info", "warning", "error", "success")
              for e in getattr(at, kind)]
     found = [f"{kind}: {v}" for kind, v in shown if re.search(r"(?<!\\)<\s*(script|img|iframe|svg)", v, re.I)]
-    for e in at.get("html"):                                # a static table's HTML holds the table's own tags only
-        if 'class="vt-table"' in e.proto.body:
-            extra = read_table(e.proto.body)[1] - {"style", "div"}
-            found += [f"table: <{tag}>" for tag in extra]
+    for body in table_bodies(at):                           # a static table's HTML holds the table's own tags only
+        found += [f"table: <{tag}>" for tag in read_table(body)[1] - {"style", "div"}]
     return found
 
 

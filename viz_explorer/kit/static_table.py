@@ -53,8 +53,11 @@ def numeric(values) -> bool:
 def column_widths(columns: dict) -> str:
     """grid-template-columns: each column's share of the width, from its header's longest word and its cells'
     widths (+ 2 for the padding; a longer cell wraps, a header between its words)."""
-    weights = [min(40, max(4, min(max(map(width, str(k).split() or [""])), 14), *(width(text(v)) for v in vs[:500])) + 2)
-               for k, vs in columns.items()]
+    weights = []
+    for k, vs in columns.items():
+        head = min(14, max(map(width, str(k).split() or [""])))
+        cells = max((width(text(v)) for v in vs[:500]), default=0)
+        weights.append(min(40, max(4, head, cells)) + 2)
     return " ".join(f"minmax(0, {w}fr)" for w in weights)     # minmax(0, …): every row's grid the same
 
 

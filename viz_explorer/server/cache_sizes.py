@@ -1,5 +1,5 @@
 """What the server holds now, for a benchmark that watches it from outside: the memo's entries and bytes against its
-budget, the models loaded, the garbage collections made. With VIZ_STATS_FILE set, after_run writes it there as JSON
+budget, the models loaded, the garbage collections made. With VIZ_STATS_FILE set, each page run writes it there as JSON
 (at most every WRITE_S seconds); unset, nothing is written and nothing is computed. Nothing here lists the
 collector's objects (gc.get_objects): that list holds a reference to a tuple another session's thread is still
 building, and CPython's tuple() then fails in that thread ("bad argument to internal function"), a visitor's page."""
