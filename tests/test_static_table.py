@@ -57,8 +57,15 @@ def test_columns_share_the_width_by_what_they_hold():
     word."""
     body = static_table.markup({"piece": ["工程师"] * 3, "id": [1, 22, 333], "starts a word": [True] * 3})
     [cols] = re.findall(r"--vt-cols: ([^\"]+)\"", body)
-    shares = [int(x) for x in re.findall(r"minmax\(0, (\d+)fr\)", cols)]
-    assert shares == [6 + 2, 4 + 2, 6 + 2]          # 工程师: 6 wide; "id" and "333": the least, 4; "starts a word": "starts"
+    tracks = [(int(a), int(b)) for a, b in re.findall(r"minmax\((\d+)ch, (\d+)fr\)", cols)]
+    assert [w for _, w in tracks] == [6 + 2, 4 + 2, 6 + 2]   # 工程师: 6 wide; "id" and "333": the least, 4; "starts a word": "starts"
+    assert [m for m, _ in tracks] == [6 + 2, 3 + 2, 6 + 2]   # the longest word of each (工程师, 333, starts) + padding
+
+
+def test_a_long_word_sets_its_columns_least_width_up_to_a_limit():
+    body = static_table.markup({"state": ["无位置"], "output": ["engineer's " * 20 + "x" * 30]})
+    [cols] = re.findall(r"--vt-cols: ([^\"]+)\"", body)
+    assert [int(m) for m in re.findall(r"minmax\((\d+)ch", cols)] == [6 + 2, static_table.MIN_CH + 2]   # 3 wide characters; 30 x capped
 
 
 def test_rows_come_in_blocks_the_browser_may_skip():

@@ -19,6 +19,7 @@ from numbers import Number
 CLASS = "vt-table"
 BLOCK = 32                       # rows laid out together
 ROW_PX = 31                      # a one-line row's height: the size a block not yet shown is taken to have
+MIN_CH = 10                      # a column's least width, in characters: four such columns fit a phone's 390 px
 STYLE = f"""<style>
 .{CLASS} {{ margin-bottom: 0.5rem; font-size: 0.875rem; }}
 .{CLASS} > div {{ scrollbar-gutter: stable; }}
@@ -50,15 +51,22 @@ def numeric(values) -> bool:
     return bool(values) and all(isinstance(v, Number) and not isinstance(v, bool) for v in values)
 
 
+def longest_word(text: str) -> int:
+    return max(map(width, text.split() or [""]))
+
+
 def column_widths(columns: dict) -> str:
-    """grid-template-columns: each column's share of the width, from its header's longest word and its cells'
-    widths (+ 2 for the padding; a longer cell wraps, a header between its words)."""
-    weights = []
+    """grid-template-columns: each column's share of the width, from its header's longest word and its cells' widths
+    (+ 2 for the padding; a longer cell wraps, a header between its words), and at least its longest word (up to
+    MIN_CH characters) and the padding, so that a short column on a phone is not squeezed to a character a line."""
+    tracks = []
     for k, vs in columns.items():
-        head = min(14, max(map(width, str(k).split() or [""])))
-        cells = max((width(text(v)) for v in vs[:500]), default=0)
-        weights.append(min(40, max(4, head, cells)) + 2)
-    return " ".join(f"minmax(0, {w}fr)" for w in weights)     # minmax(0, …): every row's grid the same
+        cells = [text(v) for v in vs[:500]]
+        head = min(14, longest_word(str(k)))
+        weight = min(40, max(4, head, *map(width, cells))) + 2
+        least = min(MIN_CH, max(longest_word(str(k)), *map(longest_word, cells))) + 2
+        tracks.append(f"minmax({least}ch, {weight}fr)")      # the same for every row: header and rows line up
+    return " ".join(tracks)
 
 
 def markup(columns: dict, height: int = 600) -> str:
