@@ -23,13 +23,13 @@ MIN_CH = 10                      # a column's least width, in characters: four s
 STYLE = f"""<style>
 .{CLASS} {{ margin-bottom: 0.5rem; font-size: 0.875rem; }}
 .{CLASS} > div {{ scrollbar-gutter: stable; }}
-.{CLASS} > div:first-child {{ overflow: hidden; background: rgba(128, 128, 128, 0.15); font-weight: 600; }}
+.{CLASS} > div:first-child {{ overflow: hidden; background: rgba(128, 128, 128, 0.15); }}
 .{CLASS} > div:last-child {{ overflow-y: auto; }}
 .{CLASS} > div:last-child > div {{ content-visibility: auto; }}
 .{CLASS} [role=row] {{ display: grid; grid-template-columns: var(--vt-cols);
   border-bottom: 1px solid rgba(128, 128, 128, 0.25); }}
 .{CLASS} [role=row] > div {{ padding: 0.25rem 0.5rem; overflow-wrap: anywhere; min-width: 0; }}
-.{CLASS} [role=columnheader] {{ overflow-wrap: normal; }}
+.{CLASS} [role=columnheader] {{ overflow-wrap: normal; font-weight: 600; }}   /* on the cell: a row's ch stays regular */
 .{CLASS} .n {{ text-align: right; font-variant-numeric: tabular-nums; }}
 </style>"""
 WIDE = {"W", "F"}                # East Asian wide and full-width characters take about two columns
