@@ -190,6 +190,7 @@ def verdict(res: dict) -> list[str]:
     memo = res.get("caches", {}).get("memo", {})
     budget_mib = memo.get("budget", 0) / 2**20
     held = res.get("caches", {}).get("models_held", [])
+    heap = res.get("caches", {}).get("heap")
     ceiling = rss[0] + budget_mib + weights_mib(held)
     lines = [f"RSS per minute (MiB): {', '.join(f'{v:.0f}' for v in rss)}",
              f"load average per minute: {', '.join(str(v) for v in res['load'])}",
@@ -209,7 +210,9 @@ def verdict(res: dict) -> list[str]:
              f"models held: {', '.join(Path(p).name for p in res.get('caches', {}).get('models_held', []))}",
              f"garbage collections: {res.get('caches', {}).get('collections')}",
              f"collector's counts: {res.get('caches', {}).get('gc_counts')}, frozen: {res.get('caches', {}).get('gc_frozen')}, "
-             f"threads: {res.get('caches', {}).get('threads')}"]
+             f"threads: {res.get('caches', {}).get('threads')}",
+             "glibc's heap (allocator.heap): " + (", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in heap.items()
+                                                           if k != "arenas_free_chunks") if heap else "not known")]
     lines += [f"  {e}" for e in res["errors"][:15]]
     return lines
 

@@ -29,3 +29,20 @@ def test_nothing_is_written_or_computed_unasked(monkeypatch, tmp_path):
     monkeypatch.setattr(cache_sizes, "_last", [0.0])
     cache_sizes.write_if_asked()
     assert not list(tmp_path.iterdir())
+
+
+def test_the_heap_account_follows_what_is_allocated_and_freed():
+    """allocator.heap() against a known allocation: 64 MiB in 4 KiB tensors (each below the mmap threshold, so in the
+    heap) raises in_use by at least that much, and freeing them lowers it again."""
+    import pytest
+    import torch
+    from viz_explorer.server import allocator
+    if allocator.heap() is None:
+        pytest.skip("no glibc mallinfo2 here")
+    before = allocator.heap()["in_use"]
+    blocks = [torch.empty(1024) for _ in range(16384)]            # 16,384 x 4 KiB = 64 MiB
+    held = allocator.heap()["in_use"]
+    del blocks
+    after = allocator.heap()["in_use"]
+    assert held - before >= 64 << 20
+    assert held - after >= 64 << 20

@@ -41,6 +41,27 @@ def release_free_memory() -> bool:
     return bool(libc and libc.malloc_trim(0))
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (glibc 2.33 on), field for field."""
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def heap() -> Optional[dict]:
+    """glibc's own account in bytes, summed over its arenas: `heap` (the arenas' address space), `in_use`, `free`
+    (freed chunks the arenas keep: release_free_memory hands their whole pages back, so fewer are resident),
+    `mapped` (blocks in mappings of their own: tensors of 1 MiB and more); None without glibc 2.33's mallinfo2.
+    Python's small objects live in its own arenas, mapped directly: none of these counts them."""
+    libc = _libc()
+    fn = getattr(libc, "mallinfo2", None) if libc else None
+    if fn is None:
+        return None
+    fn.restype = _MallInfo2
+    info = fn()
+    return {"heap": info.arena, "in_use": info.uordblks, "free": info.fordblks, "mapped": info.hblkhd,
+            "arenas_free_chunks": info.ordblks}
+
+
 _scratch_lock, _scratch_users = threading.Lock(), [0]
 
 

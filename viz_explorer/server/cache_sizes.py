@@ -18,8 +18,8 @@ _lock = threading.Lock()
 
 
 def sizes() -> dict:
-    from viz_explorer.server import cached, memory
-    return {"at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+    from viz_explorer.server import allocator, cached, memory
+    return {"heap": allocator.heap(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
             "threads": threading.active_count()}
 
