@@ -137,8 +137,7 @@ def test_architecture_page_keeps_no_compared_models_run(env):
     from viz_explorer.startup import load
     load.start()
     load.wait()                                  # the start-up's own run is in the memo before it is emptied
-    cached.memo().clear()
-    cached.arch_view.clear()
+    cached.memo().clear()                        # the compared models' views too: every result is in the memo
     cached.load_model.clear()
     gc.collect()                                 # models held by nothing else leave cached.loaded_models
     before = cached.loaded_models()

@@ -39,7 +39,7 @@ class _Built(NamedTuple):
 _BUILT: dict[tuple, _Built] = {}     # (id, language) -> the question built
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)      # a Bank is frozen: shared, never copied
+@cached.heavy                 # a Bank is frozen: shared, never copied
 def _bank(name: str, stamp: float) -> bank.Bank:
     return bank.load_bank(name)
 
@@ -57,7 +57,7 @@ def load(name: str) -> bank.Bank:
     return _bank(name, _stamp(bank.folder() / f"{name}.json"))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@cached.heavy
 def _facts(name: str, stamp: float, path: str, ckpt_stamp: float, text: str) -> dict:
     from viz_transformer.analysis import claims
     b = _bank(name, stamp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from viz_explorer.kit import widgets
+from viz_explorer.server import cached
 from viz_explorer.kit.strings import t
 from viz_transformer.analysis import scripts
 from viz_transformer.core.encoding import left_out
@@ -12,9 +13,10 @@ from viz_transformer.core.encoding import left_out
 QUOTE = 30                  # characters of the left-out text quoted in the notice
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _model_script(path: str, stamp: float, _hm) -> str | None:
-    return scripts.model_script(_hm.tokenizer, _hm.meta)
+@cached.heavy
+def _model_script(path: str, stamp: float) -> str | None:
+    hm = cached.load_model(path, stamp)
+    return scripts.model_script(hm.tokenizer, hm.meta)
 
 
 def cut_text(ctx) -> str:
@@ -31,7 +33,7 @@ def cut_text(ctx) -> str:
 
 def script_text(ctx) -> str:
     """The one line for a text in another script than the model's ("" when it matches or is unknown)."""
-    source = _model_script(str(ctx.path), ctx.stamp, ctx.hm)
+    source = _model_script(str(ctx.path), ctx.stamp)
     got = scripts.mismatch(ctx.text, source)
     if got is None:
         return ""

@@ -25,7 +25,7 @@ def folder() -> Path:
     return Path(os.environ.get("VIZ_LESSONS") or lesson_file.LESSONS_DIR)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@cached.heavy
 def _load(name: str, stamp: float) -> lesson_file.Lesson:
     return lesson_file.load_lesson(name, folder())
 
@@ -69,7 +69,7 @@ class _Model:
         return getattr(self._hm, name)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cached.heavy
 def _facts(name: str, stamp: float, i: int, path: str, ckpt_stamp: float, text: str) -> tuple[dict, list[str]]:
     """(fact name -> field -> value, the claims that do not hold) of step i, on the lesson's checkpoint
     and text at that step: computed from the model once per lesson step and checkpoint."""
@@ -93,10 +93,11 @@ def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, lis
         return _facts(name, stamp, i, str(path), cached.folder_stamp(path), text)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _question(path: str, ckpt_stamp: float, text: str, kind: str, args: tuple) -> questions.Question:
-    """A question's options, answer and evidence on a checkpoint and text: computed once per arguments."""
-    return questions.ask(kind, _Model(path, ckpt_stamp), text, dict(args))
+def _question(path: str, ckpt_stamp: float, text: str, kind: str, args: dict) -> questions.Question:
+    """A question's options, answer and evidence on a checkpoint and text: computed once per arguments, in the memo
+    (keyed by the arguments' repr: the facts' values may be lists, which no hash takes)."""
+    key = ("lesson_mode._question", (path, ckpt_stamp, text, kind, repr(sorted(args.items()))), ())
+    return cached.memo().get(key, lambda: questions.ask(kind, _Model(path, ckpt_stamp), text, args))
 
 
 def step_question(name: str, i: int) -> Optional[tuple[questions.Question, dict]]:
@@ -110,7 +111,7 @@ def step_question(name: str, i: int) -> Optional[tuple[questions.Question, dict]
     args = lesson_file.question_args(step, values)
     path, text = _lesson_model(lesson, i)
     with st.spinner(t("qz.computing")):
-        q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], tuple(sorted(args.items())))
+        q = _question(str(path), cached.folder_stamp(path), text, step.question["kind"], args)
     return q, step.question["prompt"]
 
 

@@ -1,13 +1,15 @@
 """The app's caches: one loaded model per checkpoint folder, and the runs and traces made with it.
 
-Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Everything
-that grows with a text (runs, traces, batches, lens tables, patching scores, reports, corpus results) lives in
-one memo shared by every session and bounded in bytes by a budget fixed at start-up (VIZ_CACHE_MB, default
+Keys include the folder's newest file time, so a checkpoint rewritten by training is reloaded. Every result
+(runs, traces, batches, lens tables, patching scores, reports, corpus results, the compared models' views,
+training snapshots, parity checks, a model's facts, a lesson's facts) lives in one memo (@heavy) shared by every
+session and bounded in bytes by a budget fixed at start-up (VIZ_CACHE_MB, default
 DEFAULT_CACHE_MB), least recently used out first; a value larger than the budget is computed for its request and
 not kept (a text's run that large is kept in the asking session instead: run_text). Its runs keep attention
 scores and patterns as recomputed-on-read (viz_transformer.run.derived_cache), never holding every block's at
-once (hm.run(lean=True): a 2,048-piece text on a Qwen2.5-0.5B-sized model). The loaded models are outside the
-budget: at most load_model's max_entries of them.
+once (hm.run(lean=True): a 2,048-piece text on a Qwen2.5-0.5B-sized model). A value there is shared, never
+copied: callers read it and do not change it. The loaded models (load_model, a sentence encoder's pipeline) are
+outside the budget, at most max_entries of each: the only other caches.
 """
 from __future__ import annotations
 
@@ -143,7 +145,7 @@ class ModelFacts:
     n_params: int
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@heavy
 def model_facts(path: str, stamp: float) -> ModelFacts:
     from viz_transformer import list_checkpoints, list_roots
     from viz_transformer.core.checkpoint import n_parameters
@@ -232,7 +234,7 @@ def padded(path: str, stamp: float, text: str, other: str):
     return runs.padded_batch(load_model(path, stamp), text, other, names_filter=_is_mask)
 
 
-@st.cache_data(show_spinner=False)
+@heavy
 def qk_variance() -> dict:
     return attention_maths.qk_variance()
 
@@ -290,12 +292,12 @@ def order_test(path: str, stamp: float, text: str, how: str, positions: bool):
 
 
 # -- models side by side, and attention over training ------------------------------------------------
-@st.cache_resource(show_spinner=False, max_entries=4)
+@heavy
 def snapshots(path: str, stamp: float):
     return load_training_snapshots(path)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@heavy
 def training_roles(path: str, stamp: float):
     """Every head's role at every recorded training step (analysis.summaries.roles_over_training)."""
     return summaries.roles_over_training(snapshots(path, stamp))
@@ -348,7 +350,7 @@ def post_norm_models() -> list[Path]:
     return [i.path for i in recipes.post_norm_translators(list_checkpoints(checkpoints_root()))]
 
 
-@st.cache_data(show_spinner=False, max_entries=8)       # ~0.6 MiB each for a 512-piece text
+@heavy                    # ~0.6 MiB for a 512-piece text
 def arch_view(path: str, stamp: float, text: str) -> dict:
     """What the architecture comparison shows of one model's run, small enough to keep: the output, where
     the target reads the source at the first and last decoder layer, the layer-0 masks with their pieces,
@@ -445,7 +447,7 @@ def patching_scores(path: str, stamp: float, text_a: str, text_b: str, over: str
         load_model(path, stamp), text_a, text_b, over, pair=pair(path, stamp, text_a, text_b), progress=progress))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@heavy
 def parity(path: str, stamp: float):
     """run.parity.check on a float32 copy of the folder loaded for it alone (the pages' model may be bfloat16 or on
     a GPU, which transformers' float32 reference would call a difference); every session sees the one result."""
