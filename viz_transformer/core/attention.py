@@ -11,7 +11,6 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from viz_transformer.core import kv_buffer
 from viz_transformer.core.hooks import HookPoint
 from viz_transformer.core.rope import cos_sin, rotate
 
@@ -186,7 +185,7 @@ class MultiHeadAttention(nn.Module):
         else:
             k, v = kv
         if past is not None:
-            k, v = kv_buffer.extend(past[0], k), kv_buffer.extend(past[1], v)     # = cat along positions
+            k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
         n_rep = self.n_heads // self.n_kv_heads
         qh = q.transpose(1, 2)                                               # (B, nh, T, hs)
         kh, vh = (repeat_kv(t.transpose(1, 2), n_rep) for t in (k, v))
