@@ -26,6 +26,7 @@ from pathlib import Path
 from statistics import median
 from urllib.parse import quote
 
+from benchmarks.procfs import rss_parts_mib
 from benchmarks.stclient import Server, Session
 from benchmarks.texts import text_of
 from tests.class_util import LABELS, open_student, open_teacher, send
@@ -139,6 +140,7 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
     toks = {lang: load_tokenizer(ROOT / "checkpoints" / name, read_config(ROOT / "checkpoints" / name))
             for lang, name in (("zh", "zh-en"), ("en", "en-stories"))}
     out = {"minutes": minutes, "explorers": explorers, "students": students, "checkpoints": names, "rss_mib": [],
+           "rss_anon_mib": [], "rss_file_mib": [],
            "errors": [], "visits": 0, "page_runs": 0, "answers": 0, "load": []}
     with Server(ROOT, None, log=log, env=env) as server:
         last, steady = server.rss_mib(), 0                  # the start-up load (imports, default model) done
@@ -159,8 +161,12 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
                 while time.monotonic() < stop + 1:
                     await asyncio.sleep(max(0.0, t0 + minute * 60 - time.monotonic()))
                     out["rss_mib"].append(round(server.rss_mib(), 1))
+                    parts = rss_parts_mib(server.proc.pid)
+                    for kind in ("anon", "file"):
+                        out[f"rss_{kind}_mib"].append(round(parts.get(kind, float("nan")), 1))
                     out["load"].append(round(os.getloadavg()[0], 1))
-                    progress(f"minute {minute}: RSS {out['rss_mib'][-1]:.0f} MiB, load {out['load'][-1]}, "
+                    progress(f"minute {minute}: RSS {out['rss_mib'][-1]:.0f} MiB (anon {out['rss_anon_mib'][-1]:.0f}, "
+                             f"file {out['rss_file_mib'][-1]:.0f}), load {out['load'][-1]}, "
                              f"{out['visits']} visits, {out['page_runs']} page runs, {out['answers']} answers, "
                              f"{len(out['errors'])} errors")
                     minute += 1
@@ -193,6 +199,8 @@ def verdict(res: dict) -> list[str]:
     heap = res.get("caches", {}).get("heap")
     ceiling = rss[0] + budget_mib + weights_mib(held)
     lines = [f"RSS per minute (MiB): {', '.join(f'{v:.0f}' for v in rss)}",
+             f"of which anonymous: {', '.join(f'{v:.0f}' for v in res.get('rss_anon_mib', []))}",
+             f"of which mapped files: {', '.join(f'{v:.0f}' for v in res.get('rss_file_mib', []))}",
              f"load average per minute: {', '.join(str(v) for v in res['load'])}",
              f"{res['visits']} visits, {res['page_runs']} page runs, {res['answers']} answers, {len(res['errors'])} errors",
              f"after minute {WARM_MIN}: {warm:.0f} -> {after[-1]:.0f} MiB ({(after[-1] / warm - 1) * 100:+.1f}%; "

@@ -11,6 +11,19 @@ def rss_mib(pid="self") -> float:
     return float("nan")
 
 
+def rss_parts_mib(pid="self") -> dict:
+    """Resident memory of process `pid` by kind, MiB: anon (the heap, Python's objects, tensors) and file (mapped
+    files: shared libraries' code and mapped weight files, which the kernel can drop and read again)."""
+    want = {"RssAnon:": "anon", "RssFile:": "file"}
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key = line.split(maxsplit=1)[0] if line.strip() else ""
+            if key in want:
+                out[want[key]] = int(line.split()[1]) / 1024
+    return out
+
+
 def cpu_seconds(pid="self") -> float:
     """User + system CPU seconds process `pid` has used so far."""
     import os
