@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,11 +18,21 @@ _last = [0.0]
 _lock = threading.Lock()
 
 
+def traced(top: int = 25) -> list:
+    """Where the Python allocations alive now were made, largest first (file:line, MiB, blocks), when tracemalloc
+    traces (PYTHONTRACEMALLOC=1, a diagnosis: it slows every allocation); [] otherwise."""
+    import tracemalloc
+    if not tracemalloc.is_tracing():
+        return []
+    stats = tracemalloc.take_snapshot().statistics("lineno")[:top]
+    return [(f"{s.traceback[0].filename}:{s.traceback[0].lineno}", round(s.size / 2**20, 2), s.count) for s in stats]
+
+
 def sizes() -> dict:
     from viz_explorer.server import allocator, cached, memory
-    return {"heap": allocator.heap(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+    return {"heap": allocator.heap(), "traced": traced(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
-            "threads": threading.active_count()}
+            "threads": threading.active_count(), "modules": sorted(sys.modules)}
 
 
 def write_if_asked() -> None:
