@@ -46,3 +46,16 @@ def test_the_heap_account_follows_what_is_allocated_and_freed():
     after = allocator.heap()["in_use"]
     assert held - before >= 64 << 20
     assert held - after >= 64 << 20
+
+
+def test_a_held_models_bytes_are_its_tensors_in_memory(monkeypatch):
+    """loaded_model_bytes against the model's own parameters and buffers: a checkpoint saved in 16 bits is held as
+    float32, twice its file's tensors."""
+    from pathlib import Path
+    from viz_explorer.server.byte_lru import ByteLRU
+    monkeypatch.setattr(cached, "memo", lambda: ByteLRU(0))
+    path = Path(__file__).resolve().parent.parent / "checkpoints" / "zh-en-postnorm"
+    hm = cached.load_model(str(path), cached.folder_stamp(path))
+    want = sum(t.numel() * t.element_size() for t in {id(t): t for t in [*hm.model.parameters(), *hm.model.buffers()]}.values())
+    assert cached.loaded_model_bytes()[str(path)] == want
+    assert want > 1.9 * (path / "model.safetensors").stat().st_size      # float32 from a 16-bit file

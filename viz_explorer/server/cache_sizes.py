@@ -31,6 +31,7 @@ def traced(top: int = 25) -> list:
 def sizes() -> dict:
     from viz_explorer.server import allocator, cached, memory
     return {"heap": allocator.heap(), "traced": traced(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+            "models_bytes": cached.loaded_model_bytes(),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
             "threads": threading.active_count(), "modules": sorted(sys.modules)}
 

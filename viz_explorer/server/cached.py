@@ -112,6 +112,13 @@ def loaded_models() -> set:
     return set(_loaded.keys())
 
 
+def loaded_model_bytes() -> dict:
+    """{path: bytes} of the weights and buffers each held model keeps in memory (a checkpoint saved in 16 bits is
+    read as float32: twice its file)."""
+    from viz_explorer.server.byte_lru import nbytes
+    return {path: nbytes([*hm.model.parameters(), *hm.model.buffers()]) for (path, _), hm in list(_loaded.items())}
+
+
 @st.cache_resource(show_spinner=False, max_entries=6)
 def load_model(path: str, stamp: float):
     """The models the pages run (the sidebar's, ~30 MB each for ours) stay loaded. The architecture
