@@ -178,6 +178,8 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
             await asyncio.gather(sampler(), *tasks)
         asyncio.run(run())
         time.sleep(6)                                        # one more write of the server's stats
+        out["rss_rest_mib"] = {"total": round(server.rss_mib(), 1),     # at rest: the runs done and collected
+                               **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}}
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
     out["later_imports_mib"] = round(later_imports_mib(out["caches"].pop("modules", [])), 1)
     return out
@@ -237,6 +239,8 @@ def verdict(res: dict) -> list[str]:
     lines = [f"RSS per minute (MiB): {', '.join(f'{v:.0f}' for v in rss)}",
              f"of which anonymous: {', '.join(f'{v:.0f}' for v in res.get('rss_anon_mib', []))}",
              f"of which mapped files: {', '.join(f'{v:.0f}' for v in res.get('rss_file_mib', []))}",
+             "at rest, 6 s after the last visitor: " + (", ".join(f"{k} {v:.0f}" for k, v in res["rss_rest_mib"].items())
+                                                         + " MiB" if res.get("rss_rest_mib") else "not measured"),
              f"load average per minute: {', '.join(str(v) for v in res['load'])}",
              f"{res['visits']} visits, {res['page_runs']} page runs, {res['answers']} answers, {len(res['errors'])} errors",
              f"after minute {WARM_MIN}: {warm:.0f} -> {after[-1]:.0f} MiB ({(after[-1] / warm - 1) * 100:+.1f}%; "
