@@ -76,6 +76,9 @@ def main() -> None:
                 with figure_rules.screen(screen.figure_px()):   # a phone's figures laid out for its narrow column
                     current.run()
         finally:
+            held = st.session_state.get(context.CTX)
+            if held is not None:
+                held.let_go()                     # the session keeps no run beside the memo's budget
             cache_sizes.write_if_asked()          # VIZ_STATS_FILE: what the server holds, for a soak benchmark
 
 

@@ -1,13 +1,14 @@
 """The shared Context (checkpoint, text, model, run) that app.py builds and every page reads."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import streamlit as st
 
-from viz_explorer.server.cached import folder_stamp
+from viz_explorer.server.cached import folder_stamp, run_text
 from viz_explorer.kit import input_note
 from viz_explorer.kit.strings import t
 
@@ -16,13 +17,37 @@ CTX = "_viz_ctx"
 
 @dataclass
 class Context:
+    """Kept in the session between runs (its fragments read it), so it holds the text's Run only while the page run
+    that made it lasts (let_go): a session must not keep a run alive beside the memo's budget, up to every visitor's
+    last one (and a closed session's, for Streamlit's two minutes). Afterwards `run` is the memo's, read again."""
     name: str
     path: Optional[Path]
     text: str
     hm: object = None          # HookedModel
-    run: object = None         # Run
     error: Optional[str] = None
     error_title: str = "msg.broken"
+    _run: object = field(default=None, repr=False)        # the text's Run, held
+    _run_ref: object = field(default=None, repr=False)    # after let_go: a weak reference to it
+
+    @property
+    def run(self):
+        """The text's Run (None when there is no text)."""
+        if self._run_ref is None:
+            return self._run
+        run = self._run_ref()
+        if run is None:              # let go of and since evicted: a fragment rerunning later reads it again
+            run = run_text(str(self.path), self.stamp, self.text)
+            self._run_ref = weakref.ref(run)
+        return run
+
+    @run.setter
+    def run(self, value) -> None:
+        self._run, self._run_ref = value, None
+
+    def let_go(self) -> None:
+        """The page run is over: keep only a weak reference to the run (the memo keeps the run itself)."""
+        if self._run is not None:
+            self._run, self._run_ref = None, weakref.ref(self._run)
 
     @property
     def stamp(self) -> float:
