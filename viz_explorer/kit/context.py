@@ -17,9 +17,10 @@ CTX = "_viz_ctx"
 
 @dataclass
 class Context:
-    """Kept in the session between runs (its fragments read it), so it holds the text's Run only while the page run
-    that made it lasts (let_go): a session must not keep a run alive beside the memo's budget, up to every visitor's
-    last one (and a closed session's, for Streamlit's two minutes). Afterwards `run` is the memo's, read again."""
+    """app.py hands it to the page through session state, where it stays until the session's next run; so it holds
+    the text's Run only while the page run that made it lasts (let_go): a session must not keep a run alive beside
+    the memo's budget, up to every visitor's last one (and a closed session's, for Streamlit's two minutes). Read
+    after that, `run` is the memo's, computed again if the memo let it go."""
     name: str
     path: Optional[Path]
     text: str
@@ -35,7 +36,7 @@ class Context:
         if self._run_ref is None:
             return self._run
         run = self._run_ref()
-        if run is None:              # let go of and since evicted: a fragment rerunning later reads it again
+        if run is None:              # let go of, and evicted since
             run = run_text(str(self.path), self.stamp, self.text)
             self._run_ref = weakref.ref(run)
         return run
