@@ -11,7 +11,8 @@ Goal: after the first WARM_MIN minutes, RSS grows by at most 5%, and it never pa
 visitor (minute 0: the imports and the default model) plus the code its pages imported later (measured by importing
 the same modules into a fresh process after the same start-up) plus the configured memo budget plus the weights of
 the other models it holds at the end. RSS is printed whole and split into anonymous memory and mapped files, with
-glibc's account of its heap at the end. Errors (a page that raised, a lost answer) are counted and printed.
+glibc's account of its heap at the end; then at rest (6 s after the last visitor) and once Streamlit has dropped the
+closed tabs' sessions (server.disconnectedSessionTTL later: what the server keeps for good). Errors (a page that raised, a lost answer) are counted and printed.
 """
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ async def classroom(url: str, n: int, stop: float, out: dict) -> None:
             await s.close()
 
 
-def soak(minutes: float, explorers: int, students: int, log: str, progress=print) -> dict:
+def soak(minutes: float, explorers: int, students: int, log: str, progress=print, settle: bool = True) -> dict:
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     roots, names = checkpoints_roots(work)
     stats = work / "stats.json"
@@ -180,9 +181,29 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
         time.sleep(6)                                        # one more write of the server's stats
         out["rss_rest_mib"] = {"total": round(server.rss_mib(), 1),     # at rest: the runs done and collected
                                **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}}
+        if settle:
+            out["rss_expired_mib"] = asyncio.run(after_expiry(server))
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
     out["later_imports_mib"] = round(later_imports_mib(out["caches"].pop("modules", [])), 1)
     return out
+
+
+async def after_expiry(server) -> dict:
+    """RSS once the closed tabs' sessions are gone: Streamlit keeps a closed tab's session (its state, its last page's
+    download buttons with their figures) for server.disconnectedSessionTTL, and drops expired ones only when it next
+    stores one. So: wait that long, close one more session (the store expires the others), then run one more (its end
+    removes their files; the collection follows)."""
+    from streamlit import config
+    await asyncio.sleep(config.get_option("server.disconnectedSessionTTL") + 5)
+    for closing in (True, False):
+        s = await Session.open(server.url)
+        await s.rerun()
+        if closing:
+            await s.close()
+    await asyncio.sleep(3)
+    parts = {k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}
+    await s.close()
+    return {"total": round(server.rss_mib(), 1), **parts}
 
 
 def weights_mib(folders) -> float:
@@ -241,6 +262,8 @@ def verdict(res: dict) -> list[str]:
              f"of which mapped files: {', '.join(f'{v:.0f}' for v in res.get('rss_file_mib', []))}",
              "at rest, 6 s after the last visitor: " + (", ".join(f"{k} {v:.0f}" for k, v in res["rss_rest_mib"].items())
                                                          + " MiB" if res.get("rss_rest_mib") else "not measured"),
+             "after the closed sessions expired: " + (", ".join(f"{k} {v:.0f}" for k, v in res["rss_expired_mib"].items())
+                                                      + " MiB" if res.get("rss_expired_mib") else "not measured"),
              f"load average per minute: {', '.join(str(v) for v in res['load'])}",
              f"{res['visits']} visits, {res['page_runs']} page runs, {res['answers']} answers, {len(res['errors'])} errors",
              f"after minute {WARM_MIN}: {warm:.0f} -> {after[-1]:.0f} MiB ({(after[-1] / warm - 1) * 100:+.1f}%; "
