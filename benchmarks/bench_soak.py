@@ -132,7 +132,7 @@ async def classroom(url: str, n: int, stop: float, out: dict) -> None:
             await s.close()
 
 
-def soak(minutes: float, explorers: int, students: int, log: str, progress=print, settle: bool = True) -> dict:
+def soak(minutes: float, explorers: int, students: int, log: str, progress=print) -> dict:
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     roots, names = checkpoints_roots(work)
     stats = work / "stats.json"
@@ -179,10 +179,8 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
             await asyncio.gather(sampler(), *tasks)
         asyncio.run(run())
         time.sleep(6)                                        # one more write of the server's stats
-        out["rss_rest_mib"] = {"total": round(server.rss_mib(), 1),     # at rest: the runs done and collected
-                               **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}}
-        if settle:
-            out["rss_expired_mib"] = asyncio.run(after_expiry(server))
+        out["rss_rest_mib"] = rss_now(server)                # at rest: the runs done and collected
+        out["rss_expired_mib"] = asyncio.run(after_expiry(server))
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
     out["later_imports_mib"] = round(later_imports_mib(out["caches"].pop("modules", [])), 1)
     return out
@@ -201,9 +199,14 @@ async def after_expiry(server) -> dict:
         if closing:
             await s.close()
     await asyncio.sleep(3)
-    parts = {k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}
+    now = rss_now(server)
     await s.close()
-    return {"total": round(server.rss_mib(), 1), **parts}
+    return now
+
+
+def rss_now(server) -> dict:
+    """The server's RSS now, MiB: total, anon and file."""
+    return {"total": round(server.rss_mib(), 1), **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}}
 
 
 def weights_mib(folders) -> float:

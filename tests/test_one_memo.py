@@ -84,7 +84,7 @@ def test_a_lessons_facts_and_question_are_in_the_memo(fresh_memo):
     q, _ = lesson_mode.step_question(name, i)
     assert lesson_mode.step_question(name, i)[0] is q
     assert {"viz_explorer.lessons.lesson_mode._load", "viz_explorer.lessons.lesson_mode._facts",
-            "lesson_mode._question"} <= _names_in_memo()
+            "viz_explorer.lessons.lesson_mode._question"} <= _names_in_memo()
 
 
 def test_a_memo_that_keeps_nothing_gives_the_same_answers(monkeypatch):

@@ -96,7 +96,7 @@ def step_facts(name: str, lesson: lesson_file.Lesson, i: int) -> tuple[dict, lis
 def _question(path: str, ckpt_stamp: float, text: str, kind: str, args: dict) -> questions.Question:
     """A question's options, answer and evidence on a checkpoint and text: computed once per arguments, in the memo
     (keyed by the arguments' repr: the facts' values may be lists, which no hash takes)."""
-    key = ("lesson_mode._question", (path, ckpt_stamp, text, kind, repr(sorted(args.items()))), ())
+    key = (f"{__name__}._question", (path, ckpt_stamp, text, kind, repr(sorted(args.items()))), ())
     return cached.memo().get(key, lambda: questions.ask(kind, _Model(path, ckpt_stamp), text, args))
 
 
