@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 import transformers
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from hf_util import EN, ZH, randomize_marian
+from hf_util import EN, ZH, randomize_marian, unigram_pieces
 
 transformers.utils.logging.disable_progress_bar()
 transformers.utils.logging.set_verbosity_error()
@@ -72,7 +72,7 @@ def _unigram(size: int) -> list[tuple[str, float]]:
     tok.train_from_iterator(TEXTS * 3, trainers.UnigramTrainer(vocab_size=size, show_progress=False,
                                                               special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
                                                               unk_token="<unk>"))
-    return [tuple(p) for p in json.loads(tok.to_str())["model"]["vocab"]]
+    return unigram_pieces(tok, 4)
 
 
 def make_tokenizer(family: str, folder: Path):

@@ -54,7 +54,7 @@ def _unigram_vocab() -> list:
     trainer = trainers.UnigramTrainer(vocab_size=120, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
                                       unk_token="<unk>", show_progress=False)
     tok.train_from_iterator(TEXTS * 3, trainer)
-    return [tuple(p) for p in json.loads(tok.to_str())["model"]["vocab"]] + [("<mask>", 0.0)]
+    return H.unigram_pieces(tok, 4) + [("<mask>", 0.0)]
 
 
 def make_tokenizer(kind: str):

@@ -107,6 +107,14 @@ TOKENIZERS = {
 }
 
 
+def unigram_pieces(tok: Tokenizer, n_special: int) -> list[tuple[str, float]]:
+    """A trained Unigram tokenizer's (piece, score) list, its first n_special kept in place and the rest sorted by
+    score then piece. The trainer orders pieces of equal score as a hash map iterates, which differs between
+    processes; sorted, a sentence gets the same ids in every run, so thresholds set on one run hold in the next."""
+    vocab = [tuple(p) for p in json.loads(tok.to_str())["model"]["vocab"]]
+    return vocab[:n_special] + sorted(vocab[n_special:], key=lambda p: (-p[1], p[0]))
+
+
 def make_tokenizer(name: str) -> tuple[PreTrainedTokenizerFast, TokenizerSpec]:
     spec = TOKENIZERS[name]
     if spec.kind == "byte":
