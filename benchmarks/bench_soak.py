@@ -54,7 +54,7 @@ def checkpoints_roots(work: Path) -> tuple[str, list[str]]:
         name = "all-MiniLM-L6-v2"
     else:
         from tests import hf_util
-        hf_util.build(hf_util.SHAPES["gpt2"], root / "gpt2-tiny")
+        hf_util.build(hf_util.SHAPE_BY_ID["gpt2-3heads-tied"], root / "gpt2-tiny")
         name = "gpt2-tiny"
     return os.pathsep.join([str(ROOT / "checkpoints"), str(root)]), ["zh-en", "en-stories", name]
 
