@@ -29,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from urllib.parse import quote
 
-from benchmarks.procfs import rss_parts_mib
+from benchmarks.procfs import anon_regions_mib, mapped_files_mib, rss_parts_mib
 from benchmarks.stclient import Server, Session
 from benchmarks.texts import text_of
 from tests.class_util import LABELS, open_student, open_teacher, send
@@ -154,6 +154,7 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
             last = now
             if steady >= 5:
                 break
+        out["regions_start_mib"] = rss_now(server)
 
         async def run():
             t0 = time.monotonic()
@@ -182,7 +183,7 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
         out["rss_rest_mib"] = rss_now(server)                # at rest: the runs done and collected
         out["rss_expired_mib"] = asyncio.run(after_expiry(server))
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
-    out["later_imports_mib"] = round(later_imports_mib(out["caches"].pop("modules", [])), 1)
+    out["later_imports_mib"], out["later_imports_anon_mib"] = later_imports_mib(out["caches"].pop("modules", []))
     return out
 
 
@@ -205,8 +206,11 @@ async def after_expiry(server) -> dict:
 
 
 def rss_now(server) -> dict:
-    """The server's RSS now, MiB: total, anon and file."""
-    return {"total": round(server.rss_mib(), 1), **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()}}
+    """The server's RSS now, MiB: total, anon and file; the anonymous part by region (procfs.anon_regions_mib); the
+    weights held in their files' pages (weights_mapped)."""
+    return {"total": round(server.rss_mib(), 1), **{k: round(v, 1) for k, v in rss_parts_mib(server.proc.pid).items()},
+            **{k: round(v, 1) for k, v in anon_regions_mib(server.proc.pid).items()},
+            "weights_mapped": round(mapped_files_mib(server.proc.pid), 1)}
 
 
 def weights_mib(folders) -> float:
@@ -220,30 +224,32 @@ def weights_mib(folders) -> float:
 
 LATER_IMPORTS = """
 import json, sys
-from benchmarks.procfs import rss_mib
+from benchmarks.procfs import rss_mib, rss_parts_mib
 from viz_explorer.startup import load
 load.load()
-before = rss_mib()
+before, anon = rss_mib(), rss_parts_mib()["anon"]
 for name in json.loads(sys.stdin.read()):
     if name not in sys.modules:
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - a module made at run time (a page script's), or one that needs its parent's state
             pass
-print(rss_mib() - before)
+print(rss_mib() - before, rss_parts_mib()["anon"] - anon)
 """
 
 
-def later_imports_mib(modules: list) -> float:
-    """RSS the code the server imported after start-up takes: a fresh process makes the start-up load, then imports
-    those modules, and says how much its RSS grew (Captum and matplotlib, for one, come with the attribution page)."""
+def later_imports_mib(modules: list) -> tuple[float, float]:
+    """(all, anonymous) RSS in MiB the code the server imported after start-up takes: a fresh process makes the
+    start-up load, then imports those modules, and says how much its RSS grew (Captum and matplotlib, for one, come
+    with the attribution page). The anonymous part is what the modules build; the rest is their files' pages."""
     import subprocess
     done = subprocess.run([sys.executable, "-c", LATER_IMPORTS], input=json.dumps(modules), capture_output=True,
                           text=True, cwd=ROOT, timeout=600)
     try:
-        return float(done.stdout.strip().splitlines()[-1])
+        total, anon = map(float, done.stdout.strip().splitlines()[-1].split())
+        return round(total, 1), round(anon, 1)
     except (ValueError, IndexError):
-        return float("nan")
+        return float("nan"), float("nan")
 
 
 def verdict(res: dict) -> list[str]:
@@ -253,16 +259,22 @@ def verdict(res: dict) -> list[str]:
     memo = res.get("caches", {}).get("memo", {})
     budget_mib = memo.get("budget", 0) / 2**20
     held = res.get("caches", {}).get("models_held", [])
-    heap = res.get("caches", {}).get("heap")
+    heap, py = res.get("caches", {}).get("heap"), res.get("caches", {}).get("python_arenas")
     from viz_explorer.server import defaults
     later = [p for p in held if Path(p).name != defaults.CHECKPOINT]    # the default model is in minute 0's RSS
     code = res.get("later_imports_mib", 0.0)
     in_memory = res.get("caches", {}).get("models_bytes")                 # float32 in memory: a 16-bit file's twice
     models = sum(in_memory.get(p, 0) for p in later) / 2**20 if in_memory else weights_mib(later)
     ceiling = rss[0] + code + budget_mib + models
+    anon = res.get("rss_anon_mib") or [float("nan")]
+    end = res.get("rss_expired_mib") or res.get("rss_rest_mib") or {}
+    anon_end, mapped = end.get("anon", anon[-1]), end.get("weights_mapped", 0.0)    # weights in file pages: not anon
+    anon_ceiling = anon[0] + res.get("later_imports_anon_mib", float("nan")) + budget_mib + models - mapped
     lines = [f"RSS per minute (MiB): {', '.join(f'{v:.0f}' for v in rss)}",
              f"of which anonymous: {', '.join(f'{v:.0f}' for v in res.get('rss_anon_mib', []))}",
              f"of which mapped files: {', '.join(f'{v:.0f}' for v in res.get('rss_file_mib', []))}",
+             "at start-up, after the default model: " + ", ".join(f"{k} {v:.0f}" for k, v in
+                                                                 res.get("regions_start_mib", {}).items()) + " MiB",
              "at rest, 6 s after the last visitor: " + (", ".join(f"{k} {v:.0f}" for k, v in res["rss_rest_mib"].items())
                                                          + " MiB" if res.get("rss_rest_mib") else "not measured"),
              "after the closed sessions expired: " + (", ".join(f"{k} {v:.0f}" for k, v in res["rss_expired_mib"].items())
@@ -279,6 +291,11 @@ def verdict(res: dict) -> list[str]:
              f"{budget_mib:.0f} (memo budget) + {models:.0f} (weights of the {len(later)} other models held, in memory) "
              f"= {ceiling:.0f} MiB; highest {max(rss):.0f}: "
              f"{'met' if max(rss) <= ceiling else 'NOT met'}",
+             f"private (anonymous) memory, the files' pages apart: ceiling {anon[0]:.0f} (minute 0) + "
+             f"{res.get('later_imports_anon_mib', float('nan')):.0f} (code imported later) + {budget_mib:.0f} + "
+             f"{models:.0f} - {mapped:.0f} (weights held in their files' pages) = {anon_ceiling:.0f} MiB; "
+             f"highest {max(anon):.0f}, at the end {anon_end:.0f}: "
+             f"{'met' if max(anon) <= anon_ceiling else 'NOT met'}",
              f"memo: {memo.get('entries')} entries, {memo.get('bytes', 0) / 2**20:.1f} of {budget_mib:.0f} MiB, "
              f"{memo.get('hits')} hits, {memo.get('misses')} misses, {memo.get('evictions')} evictions, "
              f"{memo.get('refused')} refused",
@@ -287,7 +304,9 @@ def verdict(res: dict) -> list[str]:
              f"collector's counts: {res.get('caches', {}).get('gc_counts')}, frozen: {res.get('caches', {}).get('gc_frozen')}, "
              f"threads: {res.get('caches', {}).get('threads')}",
              "glibc's heap (allocator.heap): " + (", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in heap.items()
-                                                           if k != "arenas_free_chunks") if heap else "not known")]
+                                                           if k != "arenas_free_chunks") if heap else "not known"),
+             "Python's arenas (cache_sizes.python_arenas): " + (", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in py.items()
+                                                                      if v is not None) if py else "not known")]
     lines += [f"  {e}" for e in res["errors"][:15]]
     return lines
 

@@ -59,3 +59,56 @@ def test_a_held_models_bytes_are_its_tensors_in_memory(monkeypatch):
     want = sum(t.numel() * t.element_size() for t in {id(t): t for t in [*hm.model.parameters(), *hm.model.buffers()]}.values())
     assert cached.loaded_model_bytes()[str(path)] == want
     assert want > 1.9 * (path / "model.safetensors").stat().st_size      # float32 from a 16-bit file
+
+
+def test_pythons_arenas_follow_small_objects_made_and_freed():
+    """python_arenas against a known allocation: 200,000 empty dicts (64 bytes each, pymalloc's) raise the bytes in
+    its blocks by at least 200,000 x sys.getsizeof({}) and dropping them lowers it again (but for the few dicts Python
+    keeps for reuse); stderr still works after."""
+    import sys
+    before = cache_sizes.python_arenas()
+    held_objects = [{} for _ in range(200_000)]
+    held = cache_sizes.python_arenas()
+    del held_objects
+    after = cache_sizes.python_arenas()
+    need = 200_000 * sys.getsizeof({})
+    assert held["in_blocks"] - before["in_blocks"] >= 0.9 * need         # the first 80 come from the free list
+    assert held["in_blocks"] - after["in_blocks"] >= 0.9 * need          # and 80 go back to it
+    assert held["arenas"] >= held["in_blocks"] + held["free_in_pools"]
+    print("stderr restored", file=sys.stderr, flush=True)
+
+
+def test_anonymous_regions_add_up_to_the_kernels_count_and_see_a_thread_arena():
+    """procfs.anon_regions_mib against /proc's own RssAnon (status): the regions sum to it within 2 MiB (both read
+    now), and 160 MiB of 4 KiB tensors made in a new thread land in a thread arena, not in [heap] (more than the free
+    room an arena left by an earlier thread could hold)."""
+    import threading
+    import torch
+    from benchmarks.procfs import anon_regions_mib, rss_parts_mib
+    regions, anon = anon_regions_mib(), rss_parts_mib()["anon"]
+    assert abs(sum(regions.values()) - anon) < 2 + 0.01 * anon
+    held = {}
+    thread = threading.Thread(target=lambda: held.setdefault("x", [torch.ones(1024) for _ in range(40960)]))
+    thread.start()
+    thread.join()
+    grown = anon_regions_mib()
+    assert grown["thread_arenas"] - regions["thread_arenas"] >= 100
+    assert grown["main_arena"] - regions["main_arena"] < 8
+
+
+def test_weights_mapped_from_their_file_are_counted_as_mapped(tmp_path):
+    """procfs.mapped_files_mib against a file of known size: a 32 MiB safetensors file opened with safe_open, every
+    tensor read and touched, puts about its size in resident pages of that mapping (safetensors keeps the tensors in
+    the file's pages); none before."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    from benchmarks.procfs import mapped_files_mib
+    path = tmp_path / "w.safetensors"
+    save_file({f"w{i}": torch.rand(1024, 1024) for i in range(8)}, str(path))       # 8 x 4 MiB
+    before = mapped_files_mib(suffix="w.safetensors")
+    with safe_open(str(path), framework="pt") as f:
+        ts = [f.get_tensor(k) for k in f.keys()]
+    total = sum(float(t.sum()) for t in ts)                                           # every page read
+    assert total > 0 and before == 0
+    assert 28 <= mapped_files_mib(suffix="w.safetensors") <= 33

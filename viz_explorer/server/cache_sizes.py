@@ -28,9 +28,37 @@ def traced(top: int = 25) -> list:
     return [(f"{s.traceback[0].filename}:{s.traceback[0].lineno}", round(s.size / 2**20, 2), s.count) for s in stats]
 
 
+_stderr_lock = threading.Lock()
+
+
+def python_arenas() -> dict:
+    """Python's own allocator (its small objects, in arenas of 1 MiB it maps itself), bytes: `arenas` (mapped now),
+    `in_blocks` (objects alive), `free_in_pools`, `unused_pools` (free room the arenas keep: an arena is unmapped only
+    once every object in it is gone). Read from sys._debugmallocstats, which writes to the process's stderr: it is
+    pointed at a file for the call."""
+    import re
+    import tempfile
+    with _stderr_lock, tempfile.TemporaryFile(mode="w+b") as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode("utf-8", "replace")
+    num = lambda pattern: int(m.group(1).replace(",", "")) if (m := re.search(pattern, text)) else None  # noqa: E731
+    return {"arenas": num(r"arenas \* \d+ bytes/arena\s*=\s*([\d,]+)"),
+            "in_blocks": num(r"# bytes in allocated blocks\s*=\s*([\d,]+)"),
+            "free_in_pools": num(r"# bytes in available blocks\s*=\s*([\d,]+)"),
+            "unused_pools": num(r"unused pools \* \d+ bytes\s*=\s*([\d,]+)")}
+
+
 def sizes() -> dict:
     from viz_explorer.server import allocator, cached, memory
-    return {"heap": allocator.heap(), "traced": traced(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+    return {"heap": allocator.heap(), "python_arenas": python_arenas(), "traced": traced(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
             "models_bytes": cached.loaded_model_bytes(),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
             "threads": threading.active_count(), "modules": sorted(sys.modules)}
