@@ -1,20 +1,24 @@
-"""Does a click get lost while a fragment reruns by itself (run_every)? Three minimal Streamlit apps (a button beside a
-fragment that is busy most of the time, a button inside it, a button handled inline on a page that takes a while)
-and the real teacher page (Start a class, then Next / Previous step). Each click is made once, at a given pace,
-in Chromium; a click is lost when its effect does not show within 8 s. Prints the clicks lost per app.
+"""Does a click get lost while a fragment reruns by itself (run_every)? Four minimal Streamlit apps (a button beside a
+fragment that is busy most of the time, a button inside it, a button handled inline on a page that takes a while, a
+segmented control whose value a store sets on every run, as the teacher's question mode) and the real teacher page
+(Start a class, then Next / Previous step). Each click is made once, at a given pace, in Chromium; a click is lost
+when its effect does not show within 8 s. Prints the clicks lost per app. --busy: one busy loop per core beside.
 
     python -m benchmarks.lost_clicks                    # 40 clicks per app, 0.9 s apart; the teacher page 30, 0.2 s
-    python -m benchmarks.lost_clicks --clicks 100 --pace 0.3
+    python -m benchmarks.lost_clicks --clicks 100 --pace 0.3 --busy
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.busy import BusyLoops
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ROOT / "benchmarks" / "click_apps"
@@ -36,7 +40,7 @@ def minimal(app: Path, n: int, pace: float, browser) -> int:
                 time.sleep(0.5)
         pg.get_by_text("clicks: 0").wait_for(timeout=60_000)
         for _ in range(n):
-            pg.get_by_role("button", name="Next").click()
+            pg.get_by_role("button", name="Next").or_(pg.locator('[role="radio"][aria-checked="false"]')).click()
             time.sleep(pace)
         time.sleep(3)
         shown = [int(x) for x in re.findall(r"clicks: (\d+)", pg.locator("body").inner_text())]
@@ -81,11 +85,12 @@ def main(argv=None) -> int:
     p.add_argument("--pace", type=float, default=0.9, help="seconds between two clicks on the minimal apps")
     p.add_argument("--teacher-clicks", type=int, default=30)
     p.add_argument("--teacher-pace", type=float, default=0.2)
+    p.add_argument("--busy", action="store_true", help="one busy-loop process per core beside (benchmarks/busy.py)")
     a = p.parse_args(argv)
     import streamlit
     from playwright.sync_api import sync_playwright
-    print(f"streamlit {streamlit.__version__}", flush=True)
-    with sync_playwright() as pw:
+    print(f"streamlit {streamlit.__version__}" + (", one busy loop per core beside" if a.busy else ""), flush=True)
+    with sync_playwright() as pw, (BusyLoops() if a.busy else contextlib.nullcontext()):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         total = 0
         for app in sorted(APPS.glob("*.py")):

@@ -100,35 +100,27 @@ def open_drawn(pg, url: str) -> str:
     return pg.locator('[data-testid="stMain"]').inner_text()
 
 
-def click_until(target, done, tries: int = 3, wait_ms: int = 15_000) -> int:
-    """Click `target` until `done` (a locator) shows; returns how many clicks were lost. On a page with a fragment
-    that reruns by itself (the teacher's live chart, every TEACHER_EVERY s), Streamlit 1.67 can lose a click that
-    lands during the fragment's run: the full rerun it asks for starts beside the stopping fragment run, whose
-    clean-up resets the button's trigger. A teacher then clicks again; so does this, at most `tries` times."""
-    from playwright.sync_api import TimeoutError as Timeout
-    for lost in range(tries):
-        target.click()
-        try:
-            done.wait_for(timeout=wait_ms)
-            return lost
-        except Timeout:
-            pass
-    done.wait_for()
-    return tries
+def click_once(target, done, timeout_ms: int = 60_000) -> None:
+    """Click `target` once, wait until `done` (a locator) shows, then until the run that drew it has finished. A
+    teacher clicks once: a lost click fails the test, never a second try (`benchmarks/lost_clicks.py` makes clicks
+    while a fragment reruns and counts the lost ones). Waiting for the run's end matters: `done` shows while the run
+    is still drawing, and below it the page is the previous run's; a click there goes to a widget of that run (the
+    previous question's mode), which this run no longer draws."""
+    target.click()
+    done.wait_for(timeout=timeout_ms)
+    settle(target.page, timeout=timeout_ms)
 
 
-def download(page, target, tries: int = 3, wait_ms: int = 15_000):
-    """Click the download button `target` until the browser downloads (click_until's reason: a click that lands
-    while a fragment reruns can be lost); the Download."""
-    from playwright.sync_api import TimeoutError as Timeout
-    for _ in range(tries - 1):
-        try:
-            with page.expect_download(timeout=wait_ms) as got:
-                target.click()
-            return got.value
-        except Timeout:
-            pass
-    with page.expect_download() as got:
+def unfold(pg, title: str) -> None:
+    """Open the expander titled `title` and wait until it has stopped growing: a click while it unfolds lands where
+    a button was a frame ago (a click the page never sees)."""
+    pg.locator('[data-testid="stExpander"] summary').filter(has_text=title).first.click()
+    still(pg)
+
+
+def download(page, target, timeout_ms: int = 60_000):
+    """Click the download button `target` once; the Download the browser receives."""
+    with page.expect_download(timeout=timeout_ms) as got:
         target.click()
     return got.value
 

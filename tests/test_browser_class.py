@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_once, unfold
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server, free_port
@@ -78,11 +78,11 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 _ready(teacher)
                 code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
                 join = teacher.locator('[data-testid="stCode"]').first.inner_text().strip()
-                teacher.get_by_text("Your teacher key").click()              # the key, shown only when asked for
+                unfold(teacher, "Your teacher key")              # the key, shown only when asked for
                 box = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
-                click_until(box.get_by_role("button", name="Show the key"), box.locator('[data-testid="stCode"]'))
+                click_once(box.get_by_role("button", name="Show the key"), box.locator('[data-testid="stCode"]'))
                 secret = box.locator('[data-testid="stCode"]').first.inner_text().strip()
-                click_until(box.get_by_role("button", name="Hide the key"),
+                click_once(box.get_by_role("button", name="Hide the key"),
                             box.get_by_role("button", name="Show the key"))
                 assert secret not in teacher.url
                 assert f"class={code}" in join and "teacher" not in join and secret not in join
@@ -120,7 +120,7 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 assert teacher.locator('[data-testid="stMain"] b').count() == 0
                 teacher.screenshot(path=str(ARTIFACTS / f"class-teacher-1-{kind}.png"), full_page=True)
 
-                click_until(teacher.get_by_role("button", name="Next step"),
+                click_once(teacher.get_by_role("button", name="Next step"),
                             teacher.locator('[data-testid="stMain"]').get_by_text(f"Step 2 of {N_STEPS}", exact=True))
                 step2 = ["unsure", "lost", "unsure"]
                 for s, o in zip(students, step2):
@@ -137,7 +137,7 @@ def test_a_class_through_two_questions_and_a_restart(db_url, ckpt_root, tmp_path
                 teacher.reload()                                             # the right is in the browser's cookie
                 _ready(teacher)
                 _answered(teacher, 3, 3, want2)                              # step 2's answers are all there
-                click_until(teacher.get_by_role("button", name="Previous step"),
+                click_once(teacher.get_by_role("button", name="Previous step"),
                             teacher.locator('[data-testid="stMain"]').get_by_text(f"Step 1 of {N_STEPS}", exact=True))
                 _answered(teacher, 3, 3, want1)                              # and step 1's
                 # a student who did nothing: the page reconnected to the new server by itself and follows the class

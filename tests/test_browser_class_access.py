@@ -14,7 +14,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 
 from db_util import db_url, pg_cluster  # noqa: F401  (fixtures)
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, click_until
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, READY, TIMEOUT_MS, click_once, unfold
 
 ROOT = Path(__file__).resolve().parent.parent
 from stclient import Server, free_port
@@ -148,15 +148,15 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         teacher = new_page(browser)
         code = start_class(teacher, f"{server.url}/live_class?lang=en")
         seen = addresses(teacher)                                    # the projected page, as started
-        teacher.get_by_text("Your teacher key").click()
+        unfold(teacher, "Your teacher key")
         box = teacher.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
         key = box.locator('[data-testid="stCode"]').first
-        click_until(box.get_by_role("button", name="Show the key"), key)
+        click_once(box.get_by_role("button", name="Show the key"), key)
         secret = key.inner_text().strip()
         assert cr.is_teacher(code, secret, eng)
-        click_until(box.get_by_role("button", name="Hide the key"),  # folded again before projecting
+        click_once(box.get_by_role("button", name="Hide the key"),  # folded again before projecting
                     box.get_by_role("button", name="Show the key"))
-        click_until(teacher.get_by_role("button", name="Next step"), teacher.get_by_text("Step 2 of 3").first)
+        click_once(teacher.get_by_role("button", name="Next step"), teacher.get_by_text("Step 2 of 3").first)
         loaded(teacher)
         seen |= addresses(teacher)
         teacher.reload()                                             # the teacher's reload keeps the right
@@ -227,7 +227,7 @@ def test_no_shown_address_lets_a_student_act_as_the_teacher(db_url, ckpt_root, l
         loaded(other)
         other.get_by_label("Teacher key").fill(secret)
         other.get_by_role("button", name="Run the class").click()
-        click_until(other.get_by_role("button", name="Next step"), other.get_by_text("Step 3 of 3").first)
+        click_once(other.get_by_role("button", name="Next step"), other.get_by_text("Step 3 of 3").first)
         assert cr.lesson_and_step(code, eng) == (LESSON, 2)
         assert secret not in other.url
         browser.close()

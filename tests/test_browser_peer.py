@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_until, download, settle
+from browser_util import ARGS, ARTIFACTS, CHROMIUM, TIMEOUT_MS, click_once, unfold, download, settle
 from stclient import Server, free_port
 from test_browser_phone import PHONE_UA
 from viz_explorer.classroom import bank
@@ -67,10 +67,10 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 settle(teacher)
                 code = re.search(r"teach=([A-Z0-9]{8})", teacher.url).group(1)
                 main = teacher.locator('[data-testid="stMain"]')
-                main.get_by_text(words["ck.title"]).click()
-                click_until(main.get_by_role("button", name=words["ck.start.pre"]),
+                unfold(teacher, words["ck.title"])
+                click_once(main.get_by_role("button", name=words["ck.start.pre"]),
                             main.get_by_text(re.compile(re.escape(words["ck.on"].split("{")[0]))).first)
-                click_until(main.get_by_text(words["pi.mode.peer"]).first,         # the question's mode, stored:
+                click_once(main.get_by_text(words["pi.mode.peer"]).first,         # the question's mode, stored:
                             main.get_by_role("button", name=words["pi.again"]))      # "Vote again" appears
                 settle(teacher)
                 phones = [new_page(390, 844, user_agent=PHONE_UA, is_mobile=True, has_touch=True) for _ in range(3)]
@@ -85,13 +85,13 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 assert all(ph.locator('[data-testid="stPlotlyChart"]').count() == 0 for ph in phones)
                 shots("1-vote")
 
-                click_until(main.get_by_role("button", name=words["pi.close"]),
+                click_once(main.get_by_role("button", name=words["pi.close"]),
                             main.get_by_role("button", name=words["pi.close"]).and_(teacher.locator("[disabled]")))
                 closed = words["pi.state.closed"].format(n=1)
                 phones[0].get_by_text(re.compile(re.escape(closed))).first.wait_for()
                 shots("2-discuss")
 
-                click_until(main.get_by_role("button", name=words["pi.again"]),
+                click_once(main.get_by_role("button", name=words["pi.again"]),
                             main.get_by_text(re.compile(re.escape(words["pi.state.open"].format(n=2)))).first)
                 for ph in phones[:2]:
                     ph.get_by_text(re.compile(re.escape(words["pi.state.open"].format(n=2)))).first.wait_for()
@@ -101,20 +101,20 @@ def test_peer_instruction_on_three_phones_and_the_report(lang, ckpt_root, tmp_pa
                 assert teacher.locator('[data-testid="stPlotlyChart"]').count() == 0
                 shots("3-revote")
 
-                click_until(main.get_by_role("button", name=words["pi.show"]),
+                click_once(main.get_by_role("button", name=words["pi.show"]),
                             teacher.locator('[data-testid="stPlotlyChart"] .main-svg').first)
                 moved = words["pi.moved"].split("{")[0]
                 main.get_by_text(re.compile(re.escape(moved))).first.wait_for()
                 phones[0].locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
                 shots("4-shown")
 
-                click_until(main.get_by_role("button", name=words["lc.reveal"]),
+                click_once(main.get_by_role("button", name=words["lc.reveal"]),
                             main.get_by_text(words["pi.state.revealed"]).first)
                 phones[2].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("*")[0]))).first.wait_for()
                 phones[0].get_by_text(re.compile(re.escape(words["lc.answer_right"].split("*")[0]))).first.wait_for()
                 shots("5-revealed")
 
-                main.get_by_text(words["gn.title"]).click()
+                unfold(teacher, words["gn.title"])
                 got = download(teacher, main.get_by_role("button", name=words["gn.csv"]))
                 rows = list(csv.DictReader(io.StringIO(Path(got.path()).read_text(encoding="utf-8"))))
                 letters = Q.letters

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from browser_util import CHROMIUM, READY, click_until, no_exception, settle
+from browser_util import CHROMIUM, READY, click_once, unfold, no_exception, settle
 
 SENTENCE = "他是我的朋友。"
 
@@ -112,10 +112,10 @@ def test_a_late_second_hide_does_not_show_the_teacher_key_again(server, page):
     pg.get_by_role("button", name="Start a class").click()
     pg.wait_for_url(re.compile(r"teach="))
     pg.get_by_role("button", name="Next step").wait_for()
-    pg.get_by_text("Your teacher key").click()
+    unfold(pg, "Your teacher key")
     box = pg.locator('[data-testid="stExpander"]').filter(has_text="Your teacher key")
     key = box.locator('[data-testid="stCode"]')
-    click_until(box.get_by_role("button", name="Show the key"), key.first)
+    click_once(box.get_by_role("button", name="Show the key"), key.first)
     hide = box.get_by_role("button", name="Hide the key")
     replies.hold = True
     hide.click()
