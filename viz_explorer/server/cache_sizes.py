@@ -35,7 +35,7 @@ def python_arenas() -> dict:
     """Python's own allocator (its small objects, in arenas of 1 MiB it maps itself), bytes: `arenas` (mapped now),
     `in_blocks` (objects alive), `free_in_pools`, `unused_pools` (free room the arenas keep: an arena is unmapped only
     once every object in it is gone). Read from sys._debugmallocstats, which writes to the process's stderr: it is
-    pointed at a file for the call."""
+    pointed at a file for the call. Every value is None while tracemalloc traces (Python then prints no statistics)."""
     import re
     import tempfile
     with _stderr_lock, tempfile.TemporaryFile(mode="w+b") as tmp:
