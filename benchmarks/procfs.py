@@ -27,44 +27,44 @@ def rss_parts_mib(pid="self") -> dict:
 ARENA_ALIGN = 64 << 20        # glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heap starts at a multiple of it
 
 
+def _smaps(pid):
+    """(mapping's name or "", its permissions, its start address, field, kB) for every size field of every mapping
+    in /proc/PID/smaps."""
+    name, perms, start = "", "", 0
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):      # a mapping's header line
+                start, perms, name = int(head[0].split("-")[0], 16), head[1], head[5] if len(head) > 5 else ""
+            elif len(head) == 3 and head[2] == "kB":
+                yield name, perms, start, head[0], int(head[1])
+
+
 def anon_regions_mib(pid="self") -> dict:
     """Resident anonymous memory of process `pid` by region, MiB (from /proc/PID/smaps; they add up to RssAnon):
     `main_arena` (glibc's [heap]), `thread_arenas` (glibc's other arenas: writable mappings without a file starting at
     a multiple of 64 MiB), `other` (Python's object arenas, blocks malloc mapped on their own, thread stacks, anything
     else without a file), `in_files` (pages of mapped files written to: shared libraries' data and relocations)."""
     out = {"main_arena": 0.0, "thread_arenas": 0.0, "other": 0.0, "in_files": 0.0}
-    region = "other"
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split()
-            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-                start, perms = int(head[0].split("-")[0], 16), head[1]
-                name = head[5] if len(head) > 5 else ""
-                if name == "[heap]":
-                    region = "main_arena"
-                elif name.startswith("/"):
-                    region = "in_files"
-                elif not name and "w" in perms and start % ARENA_ALIGN == 0:
-                    region = "thread_arenas"
-                else:
-                    region = "other"
-            elif head[0] == "Anonymous:":
-                out[region] += int(head[1]) / 1024
+    for name, perms, start, field, kb in _smaps(pid):
+        if field != "Anonymous:":
+            continue
+        if name == "[heap]":
+            region = "main_arena"
+        elif name.startswith("/"):
+            region = "in_files"
+        elif not name and "w" in perms and start % ARENA_ALIGN == 0:
+            region = "thread_arenas"
+        else:
+            region = "other"
+        out[region] += kb / 1024
     return out
 
 
 def mapped_files_mib(pid="self", suffix: str = ".safetensors") -> float:
     """Resident pages of the files process `pid` maps whose name ends with `suffix`, MiB (weights a loader left in
     their file's pages, zero-copy, rather than in the heap)."""
-    total, mapped = 0.0, False
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split()
-            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-                mapped = len(head) > 5 and head[5].endswith(suffix)
-            elif head[0] == "Rss:" and mapped:
-                total += int(head[1]) / 1024
-    return total
+    return sum(kb for name, _, _, field, kb in _smaps(pid) if field == "Rss:" and name.endswith(suffix)) / 1024
 
 
 def cpu_seconds(pid="self") -> float:

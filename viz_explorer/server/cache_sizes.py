@@ -58,7 +58,8 @@ def python_arenas() -> dict:
 
 def sizes() -> dict:
     from viz_explorer.server import allocator, cached, memory
-    return {"heap": allocator.heap(), "python_arenas": python_arenas(), "traced": traced(), "at": time.time(), "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
+    return {"heap": allocator.heap(), "python_arenas": python_arenas(), "traced": traced(), "at": time.time(),
+            "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
             "models_bytes": cached.loaded_model_bytes(),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
             "threads": threading.active_count(), "modules": sorted(sys.modules)}
