@@ -6,6 +6,7 @@ teacher moves through the lesson. The server's RSS is sampled every minute; at t
 
     python -m benchmarks.bench_soak                                  # 30 minutes, 20 explorers, 30 students
     python -m benchmarks.bench_soak --minutes 3 --explorers 4 --students 10 --json /tmp/soak.json
+    python -m benchmarks.bench_soak --minutes 10 --trace            # and what stays alive, by where it was made
 
 Goal: after the first WARM_MIN minutes, RSS grows by at most 5%, and it never passes the server's RSS before any
 visitor (minute 0: the imports and the default model) plus the code its pages imported later (measured by importing
@@ -27,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 from statistics import median
+from typing import Optional
 from urllib.parse import quote
 
 from benchmarks.procfs import anon_regions_mib, mapped_files_mib, rss_parts_mib
@@ -37,6 +39,7 @@ from tests.class_util import LABELS, open_student, open_teacher, send
 ROOT = Path(__file__).resolve().parent.parent
 
 WARM_MIN, GROWTH_GOAL = 5, 0.05
+TRACE_FROM_MIN = 1                       # --trace: from here on, the pages' code is imported (the first visits)
 PIECES = (12, 48, 160)                   # texts of these lengths in turn: sentences to paragraphs
 LESSON = "attention-step-by-step"
 
@@ -132,8 +135,12 @@ async def classroom(url: str, n: int, stop: float, out: dict) -> None:
             await s.close()
 
 
-def soak(minutes: float, explorers: int, students: int, log: str, progress=print) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="soak-"))
+def soak(minutes: float, explorers: int, students: int, log: str, progress=print, trace: bool = False) -> dict:
+    with tempfile.TemporaryDirectory(prefix="soak-") as work:     # a copy of the imported folder, the class store
+        return _soak(Path(work), minutes, explorers, students, log, progress, trace)
+
+
+def _soak(work: Path, minutes: float, explorers: int, students: int, log: str, progress, trace: bool) -> dict:
     roots, names = checkpoints_roots(work)
     stats = work / "stats.json"
     env = {"VIZ_DATA": str(work / "data"), "VIZ_STATS_FILE": str(stats), "VIZ_CHECKPOINTS": roots,
@@ -173,6 +180,8 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
                              f"file {out['rss_file_mib'][-1]:.0f}), load {out['load'][-1]}, "
                              f"{out['visits']} visits, {out['page_runs']} page runs, {out['answers']} answers, "
                              f"{len(out['errors'])} errors")
+                    if trace and minute == TRACE_FROM_MIN:
+                        Path(str(stats) + ".trace").touch()       # the server traces from its next page run
                     minute += 1
             tasks = [explorer(server.url, names, toks, i + 1, stop, out) for i in range(explorers)]
             if students:
@@ -181,13 +190,15 @@ def soak(minutes: float, explorers: int, students: int, log: str, progress=print
         asyncio.run(run())
         time.sleep(6)                                        # one more write of the server's stats
         out["rss_rest_mib"] = rss_now(server)                # at rest: the runs done and collected
-        out["rss_expired_mib"] = asyncio.run(after_expiry(server))
+        out["rss_expired_mib"] = asyncio.run(after_expiry(server, str(stats) + ".snap" if trace else None))
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
+        traced = Path(str(stats) + ".snap.json")
+        out["trace"] = json.loads(traced.read_text()) if traced.exists() else None
     out["later_imports_mib"], out["later_imports_anon_mib"] = later_imports_mib(out["caches"].pop("modules", []))
     return out
 
 
-async def after_expiry(server) -> dict:
+async def after_expiry(server, snap: Optional[str] = None) -> dict:
     """RSS once the closed tabs' sessions are gone: Streamlit keeps a closed tab's session (its state, its last page's
     download buttons with their figures) for server.disconnectedSessionTTL, and drops expired ones only when it next
     stores one. So: wait that long, close one more session (the store expires the others), then run one more (its end
@@ -199,6 +210,8 @@ async def after_expiry(server) -> dict:
         await s.rerun()
         if closing:
             await s.close()
+            if snap:                                         # the next run writes the trace, once collected
+                Path(snap).touch()
     await asyncio.sleep(3)
     now = rss_now(server)
     await s.close()
@@ -307,6 +320,11 @@ def verdict(res: dict) -> list[str]:
                                                            if k != "arenas_free_chunks") if heap else "not known"),
              "Python's arenas (cache_sizes.python_arenas): " + (", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in py.items()
                                                                       if v is not None) if py else "not known")]
+    if res.get("trace"):
+        tr = res["trace"]
+        lines.append(f"made after minute {TRACE_FROM_MIN} and alive once the closed sessions expired "
+                     f"(tracemalloc, one frame): {tr['bytes'] / 2**20:.1f} MiB in {tr['blocks']:,} blocks; largest:")
+        lines += [f"  {s['bytes'] / 2**20:6.2f} MiB {s['blocks']:8,}  {s['at']}" for s in tr["top"][:10]]
     lines += [f"  {e}" for e in res["errors"][:15]]
     return lines
 
@@ -318,9 +336,11 @@ def main(argv=None) -> int:
     p.add_argument("--students", type=int, default=30)
     p.add_argument("--json", help="write the results here")
     p.add_argument("--log", default="/tmp/bench_soak_server.log")
+    p.add_argument("--trace", action="store_true", help=f"trace the server's Python allocations from minute "
+                   f"{TRACE_FROM_MIN} and print where those still alive after expiry were made (page runs ~3x slower)")
     a = p.parse_args(argv)
     print(f"{a.minutes:g} minutes, {a.explorers} explorers, {a.students} students; load {os.getloadavg()}", flush=True)
-    res = soak(a.minutes, a.explorers, a.students, a.log, progress=lambda m: print(m, flush=True))
+    res = soak(a.minutes, a.explorers, a.students, a.log, progress=lambda m: print(m, flush=True), trace=a.trace)
     print("\n".join(verdict(res)))
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -123,3 +123,49 @@ def test_weights_mapped_from_their_file_are_counted_as_mapped(tmp_path):
     total = sum(float(t.sum()) for t in ts)                                           # every page read
     assert total > 0 and before == 0
     assert 28 <= mapped_files_mib(suffix="w.safetensors") <= 33
+
+
+TRACE_SCRIPT = r'''
+import gc, json, os, sys, tracemalloc
+from viz_explorer.server import cache_sizes
+path = os.environ["VIZ_STATS_FILE"]
+cache_sizes.write_if_asked()                       # the stats' own imports made, as in a server that has served
+open(path + ".trace", "w").close()
+cache_sizes.write_if_asked()
+assert tracemalloc.is_tracing()
+kept = ["%06d" % i + "x" * 94 for i in range(50_000)]                  # KEPT_LINE
+class Cycle:
+    pass
+c = Cycle(); c.me = c; c.load = ["%06d" % i + "y" * 94 for i in range(50_000)]   # GARBAGE_LINE
+del c
+open(path + ".snap", "w").close()
+cache_sizes.write_if_asked()
+assert not tracemalloc.is_tracing()
+cache_sizes.write_if_asked()                       # the flag is still there: a trace is made once
+assert not tracemalloc.is_tracing()
+print(json.dumps({"kept": sum(sys.getsizeof(s) for s in kept) + sys.getsizeof(kept)}))
+'''
+
+
+def test_a_trace_names_what_was_made_after_it_started_and_is_still_alive(tmp_path):
+    """trace_if_asked against an independent count: 50,000 strings kept alive are found at the line that made them,
+    with their bytes (sys.getsizeof), and as many made into a garbage cycle are not (collected before the snapshot);
+    the trace is made once. In a fresh interpreter: tracing a test worker would slow every test after it."""
+    import os
+    import subprocess
+    import sys
+    stats = tmp_path / "stats.json"
+    env = dict(os.environ, VIZ_STATS_FILE=str(stats))
+    out = subprocess.run([sys.executable, "-c", TRACE_SCRIPT], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parent.parent, timeout=120)
+    assert out.returncode == 0, out.stderr
+    kept = json.loads(out.stdout.strip().splitlines()[-1])["kept"]
+    snap = json.loads(Path(str(stats) + ".snap.json").read_text(encoding="utf-8"))
+    lines = TRACE_SCRIPT.splitlines()
+    kept_at = f"<string>:{next(i + 1 for i, ln in enumerate(lines) if 'KEPT_LINE' in ln)}"
+    garbage_at = f"<string>:{next(i + 1 for i, ln in enumerate(lines) if 'GARBAGE_LINE' in ln)}"
+    sites = {s["at"]: s for s in snap["top"]}
+    assert sites[kept_at]["blocks"] >= 50_000
+    assert abs(sites[kept_at]["bytes"] - kept) <= 0.05 * kept
+    assert garbage_at not in sites
+    assert snap["bytes"] >= sites[kept_at]["bytes"]

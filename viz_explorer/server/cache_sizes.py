@@ -14,18 +14,34 @@ import time
 from pathlib import Path
 
 WRITE_S = 5.0
+TRACE_TOP = 25                      # allocation sites written by trace_if_asked
 _last = [0.0]
 _lock = threading.Lock()
 
 
-def traced(top: int = 25) -> list:
-    """Where the Python allocations alive now were made, largest first (file:line, MiB, blocks), when tracemalloc
-    traces (PYTHONTRACEMALLOC=1, a diagnosis: it slows every allocation); [] otherwise."""
+def trace_if_asked(path: str) -> None:
+    """A benchmark's trace of what stays alive (benchmarks/bench_soak.py --trace), driven by files beside the
+    stats file: PATH.trace appears -> Python's allocations are traced from now on (one frame each: a deeper
+    traceback made every page run ten times slower); PATH.snap appears -> after a full collection, where the
+    allocations made since then and alive now were made, largest first, is written to PATH.snap.json and the
+    tracing stops. A snapshot is never taken on a timer: under tracing it holds the interpreter for seconds."""
     import tracemalloc
     if not tracemalloc.is_tracing():
-        return []
-    stats = tracemalloc.take_snapshot().statistics("lineno")[:top]
-    return [(f"{s.traceback[0].filename}:{s.traceback[0].lineno}", round(s.size / 2**20, 2), s.count) for s in stats]
+        if os.path.exists(path + ".trace") and not os.path.exists(path + ".snap.json"):
+            tracemalloc.start(1)
+        return
+    if not os.path.exists(path + ".snap"):
+        return
+    gc.collect()
+    snapshot = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    stats = snapshot.statistics("lineno")
+    top = [{"at": f"{s.traceback[0].filename}:{s.traceback[0].lineno}", "bytes": s.size, "blocks": s.count}
+           for s in stats[:TRACE_TOP]]
+    tmp = Path(path + ".snap.json.tmp")
+    tmp.write_text(json.dumps({"bytes": sum(s.size for s in stats), "blocks": sum(s.count for s in stats),
+                               "top": top}), encoding="utf-8")
+    tmp.replace(path + ".snap.json")
 
 
 _stderr_lock = threading.Lock()
@@ -58,7 +74,7 @@ def python_arenas() -> dict:
 
 def sizes() -> dict:
     from viz_explorer.server import allocator, cached, memory
-    return {"heap": allocator.heap(), "python_arenas": python_arenas(), "traced": traced(), "at": time.time(),
+    return {"heap": allocator.heap(), "python_arenas": python_arenas(), "at": time.time(),
             "memo": cached.memo().stats(), "models_held": sorted(p for p, _ in cached.loaded_models()),
             "models_bytes": cached.loaded_model_bytes(),
             "collections": memory.stats(), "gc_counts": gc.get_count(), "gc_frozen": gc.get_freeze_count(),
@@ -67,9 +83,12 @@ def sizes() -> dict:
 
 def write_if_asked() -> None:
     path = os.environ.get("VIZ_STATS_FILE", "").strip()
-    if not path or time.monotonic() - _last[0] < WRITE_S or not _lock.acquire(blocking=False):
+    if not path or not _lock.acquire(blocking=False):
         return
     try:
+        trace_if_asked(path)
+        if time.monotonic() - _last[0] < WRITE_S:
+            return
         _last[0] = time.monotonic()
         tmp = Path(path + ".tmp")
         tmp.write_text(json.dumps(sizes()), encoding="utf-8")
