@@ -210,8 +210,9 @@ async def after_expiry(server, snap: Optional[str] = None) -> dict:
         await s.rerun()
         if closing:
             await s.close()
-            if snap:                                         # the next run writes the trace, once collected
-                Path(snap).touch()
+    if snap:            # the trace is written by the next run, after this run's end dropped the expired sessions'
+        Path(snap).touch()              # download buttons (Streamlit keeps their figures until a run ends)
+        await s.rerun()
     await asyncio.sleep(3)
     now = rss_now(server)
     await s.close()
