@@ -39,7 +39,7 @@ from tests.class_util import LABELS, open_student, open_teacher, send
 ROOT = Path(__file__).resolve().parent.parent
 
 WARM_MIN, GROWTH_GOAL = 5, 0.05
-TRACE_FROM_MIN = 1                       # --trace: from here on, the pages' code is imported (the first visits)
+TRACE_FROM_MIN = 1                       # --trace: by then the first visits have imported the pages' code
 PIECES = (12, 48, 160)                   # texts of these lengths in turn: sentences to paragraphs
 LESSON = "attention-step-by-step"
 

@@ -22,7 +22,7 @@ _lock = threading.Lock()
 def trace_if_asked(path: str) -> None:
     """A benchmark's trace of what stays alive (benchmarks/bench_soak.py --trace), driven by files beside the
     stats file: PATH.trace appears -> Python's allocations are traced from now on (one frame each: a deeper
-    traceback made every page run ten times slower); PATH.snap appears -> after a full collection, where the
+    traceback made page runs many times slower); PATH.snap appears -> after a full collection, where the
     allocations made since then and alive now were made, largest first, is written to PATH.snap.json and the
     tracing stops. A snapshot is never taken on a timer: under tracing it holds the interpreter for seconds."""
     import tracemalloc
