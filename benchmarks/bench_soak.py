@@ -35,6 +35,7 @@ from benchmarks.procfs import anon_regions_mib, mapped_files_mib, rss_parts_mib
 from benchmarks.stclient import Server, Session
 from benchmarks.texts import text_of
 from tests.class_util import LABELS, open_student, open_teacher, send
+from viz_explorer.server import cache_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,7 +182,7 @@ def _soak(work: Path, minutes: float, explorers: int, students: int, log: str, p
                              f"{out['visits']} visits, {out['page_runs']} page runs, {out['answers']} answers, "
                              f"{len(out['errors'])} errors")
                     if trace and minute == TRACE_FROM_MIN:
-                        Path(str(stats) + ".trace").touch()       # the server traces from its next page run
+                        Path(str(stats) + cache_sizes.TRACE).touch()  # the server traces from its next page run
                     minute += 1
             tasks = [explorer(server.url, names, toks, i + 1, stop, out) for i in range(explorers)]
             if students:
@@ -190,9 +191,9 @@ def _soak(work: Path, minutes: float, explorers: int, students: int, log: str, p
         asyncio.run(run())
         time.sleep(6)                                        # one more write of the server's stats
         out["rss_rest_mib"] = rss_now(server)                # at rest: the runs done and collected
-        out["rss_expired_mib"] = asyncio.run(after_expiry(server, str(stats) + ".snap" if trace else None))
+        out["rss_expired_mib"] = asyncio.run(after_expiry(server, str(stats) + cache_sizes.SNAP if trace else None))
         out["caches"] = json.loads(stats.read_text()) if stats.exists() else {}
-        traced = Path(str(stats) + ".snap.json")
+        traced = Path(str(stats) + cache_sizes.TRACED)
         out["trace"] = json.loads(traced.read_text()) if traced.exists() else None
     out["later_imports_mib"], out["later_imports_anon_mib"] = later_imports_mib(out["caches"].pop("modules", []))
     return out

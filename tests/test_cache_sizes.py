@@ -130,7 +130,7 @@ import gc, json, os, sys, tracemalloc
 from viz_explorer.server import cache_sizes
 path = os.environ["VIZ_STATS_FILE"]
 cache_sizes.write_if_asked()                       # the stats' own imports made, as in a server that has served
-open(path + ".trace", "w").close()
+open(path + cache_sizes.TRACE, "w").close()
 cache_sizes.write_if_asked()
 assert tracemalloc.is_tracing()
 kept = ["%06d" % i + "x" * 94 for i in range(50_000)]                  # KEPT_LINE
@@ -138,7 +138,7 @@ class Cycle:
     pass
 c = Cycle(); c.me = c; c.load = ["%06d" % i + "y" * 94 for i in range(50_000)]   # GARBAGE_LINE
 del c
-open(path + ".snap", "w").close()
+open(path + cache_sizes.SNAP, "w").close()
 cache_sizes.write_if_asked()
 assert not tracemalloc.is_tracing()
 cache_sizes.write_if_asked()                       # the flag is still there: a trace is made once
@@ -160,7 +160,7 @@ def test_a_trace_names_what_was_made_after_it_started_and_is_still_alive(tmp_pat
                          cwd=Path(__file__).resolve().parent.parent, timeout=120)
     assert out.returncode == 0, out.stderr
     kept = json.loads(out.stdout.strip().splitlines()[-1])["kept"]
-    snap = json.loads(Path(str(stats) + ".snap.json").read_text(encoding="utf-8"))
+    snap = json.loads(Path(str(stats) + cache_sizes.TRACED).read_text(encoding="utf-8"))
     lines = TRACE_SCRIPT.splitlines()
     kept_at = f"<string>:{next(i + 1 for i, ln in enumerate(lines) if 'KEPT_LINE' in ln)}"
     garbage_at = f"<string>:{next(i + 1 for i, ln in enumerate(lines) if 'GARBAGE_LINE' in ln)}"

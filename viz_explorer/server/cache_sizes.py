@@ -15,6 +15,7 @@ from pathlib import Path
 
 WRITE_S = 5.0
 TRACE_TOP = 25                      # allocation sites written by trace_if_asked
+TRACE, SNAP, TRACED = ".trace", ".snap", ".snap.json"     # trace_if_asked's files: the stats file's name + these
 _last = [0.0]
 _lock = threading.Lock()
 
@@ -27,10 +28,10 @@ def trace_if_asked(path: str) -> None:
     tracing stops. A snapshot is never taken on a timer: under tracing it holds the interpreter for seconds."""
     import tracemalloc
     if not tracemalloc.is_tracing():
-        if os.path.exists(path + ".trace") and not os.path.exists(path + ".snap.json"):
+        if os.path.exists(path + TRACE) and not os.path.exists(path + TRACED):
             tracemalloc.start(1)
         return
-    if not os.path.exists(path + ".snap"):
+    if not os.path.exists(path + SNAP):
         return
     gc.collect()
     snapshot = tracemalloc.take_snapshot()
@@ -38,10 +39,14 @@ def trace_if_asked(path: str) -> None:
     stats = snapshot.statistics("lineno")
     top = [{"at": f"{s.traceback[0].filename}:{s.traceback[0].lineno}", "bytes": s.size, "blocks": s.count}
            for s in stats[:TRACE_TOP]]
-    tmp = Path(path + ".snap.json.tmp")
-    tmp.write_text(json.dumps({"bytes": sum(s.size for s in stats), "blocks": sum(s.count for s in stats),
-                               "top": top}), encoding="utf-8")
-    tmp.replace(path + ".snap.json")
+    _write_json(path + TRACED, {"bytes": sum(s.size for s in stats), "blocks": sum(s.count for s in stats),
+                                "top": top})
+
+
+def _write_json(path: str, data) -> None:
+    tmp = Path(path + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)                      # a reader never sees half a file
 
 
 _stderr_lock = threading.Lock()
@@ -90,9 +95,7 @@ def write_if_asked() -> None:
         if time.monotonic() - _last[0] < WRITE_S:
             return
         _last[0] = time.monotonic()
-        tmp = Path(path + ".tmp")
-        tmp.write_text(json.dumps(sizes()), encoding="utf-8")
-        tmp.replace(path)                  # a reader never sees half a file
+        _write_json(path, sizes())
     except OSError:
         pass                               # a benchmark's file: never the page's problem
     finally:
